@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Set up (scripts/setup.sh), then run the test suite: scripts/test.sh [pytest args, default -q]
+# Tests run on 2 workers (pytest-xdist); TRACEGRAD_TEST_WORKERS=N changes that, 0 turns it off.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+scripts/setup.sh
+
+args=("$@")
+[ ${#args[@]} -gt 0 ] || args=(-q)
+
+workers=${TRACEGRAD_TEST_WORKERS:-2}
+xdist=()
+if [ "$workers" != 0 ] && .venv/bin/python -c 'import xdist' >/dev/null 2>&1; then
+    xdist=(-n "$workers")
+fi
+
+rc=0
+.venv/bin/python -m pytest "${xdist[@]}" "${args[@]}" || rc=$?
+if [ "$rc" = 5 ]; then
+    # pytest's 5 means it collected no tests: a run that tested nothing is a failure.
+    echo "test.sh: pytest collected no tests" >&2
+fi
+exit "$rc"
