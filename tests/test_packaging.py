@@ -100,7 +100,8 @@ def test_import_tracegrad_stays_light() -> None:
     assert result.returncode == 0, result.stderr
     init_file, imported = result.stdout.split("\n")[:2]
     # A folder without __init__.py imports as an empty namespace package, which proves nothing.
-    assert init_file == str(REPO / "tracegrad" / "__init__.py")
+    expected = REPO / "tracegrad" / "__init__.py"
+    assert init_file == str(expected), f"`import tracegrad` did not load {expected} (missing?)"
     assert imported == "", f"`import tracegrad` imported: {imported}"
 
 
