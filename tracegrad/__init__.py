@@ -1,0 +1,103 @@
+"""tracegrad: see what autograd does.
+
+An autograd engine with PyTorch's API on NumPy (CuPy for CUDA), instrumented so that every
+node, saved tensor and gradient can be recorded, drawn, stepped through and asserted on.
+Programs written for torch.autograd run on it with ``import tracegrad as torch``.
+
+Importing tracegrad never imports textual, graphviz, cupy or pytest.
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from . import _dtype
+from ._dtype import (
+    bool_ as bool,  # noqa: A004 - torch.bool
+    dtype,
+    float16,
+    float32,
+    float64,
+    int32,
+    int64,
+    uint8,
+)
+from .backends import device
+from .errors import (
+    AutogradError,
+    DeviceError,
+    DTypeError,
+    InplaceError,
+    ShapeError,
+    TraceFileError,
+    TracegradError,
+)
+from .tensor import Size, Tensor
+
+from . import autograd, cuda  # noqa: E402
+from .autograd import enable_grad, inference_mode, no_grad, set_grad_enabled  # noqa: E402
+from .autograd.grad_mode import is_grad_enabled  # noqa: E402
+from .factories import (  # noqa: E402
+    arange,
+    as_tensor,
+    empty,
+    empty_like,
+    eye,
+    from_numpy,
+    full,
+    full_like,
+    linspace,
+    manual_seed,
+    ones,
+    ones_like,
+    rand,
+    rand_like,
+    randint,
+    randn,
+    randn_like,
+    randperm,
+    seed,
+    tensor,
+    zeros,
+    zeros_like,
+)
+from .functional import *  # noqa: E402, F403
+from .functional import max, min  # noqa: E402, A004
+
+half, float, double = float16, float32, float64  # noqa: A001 - torch's aliases
+long, int = int64, int32  # noqa: A001
+uint8 = uint8
+
+
+def get_default_dtype():
+    return _dtype.default_float
+
+
+def set_default_dtype(value) -> None:
+    _dtype.default_float = _dtype.from_numpy_dtype(_dtype.to_numpy_dtype(value))
+
+
+_LAZY = {
+    "nn": ".nn",
+    "optim": ".optim",
+    "testing": ".testing",
+    "export": ".export",
+}
+
+
+def __getattr__(name: str):
+    """Submodules and tracer functions load on first use, keeping ``import tracegrad``
+    light."""
+    import importlib
+
+    if name in _LAZY:
+        return importlib.import_module(_LAZY[name], __name__)
+    if name in ("trace", "load_trace", "name"):
+        module = importlib.import_module(".trace", __name__)
+        return getattr(module, name)
+    if name in ("render", "to_dot"):
+        module = importlib.import_module(".export", __name__)
+        return getattr(module, name)
+    if name == "tui":
+        return importlib.import_module(".tui", __name__)
+    raise AttributeError(f"module 'tracegrad' has no attribute '{name}'")

@@ -1,0 +1,5 @@
+import sys
+
+from tracegrad.cli import main
+
+sys.exit(main())

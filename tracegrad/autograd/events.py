@@ -1,0 +1,60 @@
+"""The one hook through which the engine reports what it does.
+
+The engine knows nothing of the tracer. At each event site it runs
+``if listeners: emit(...)`` -- one truthiness check when nobody listens. A listener is an
+object with any of the methods below; ``subscribe`` returns a handle to remove it in a
+``finally``.
+
+Events, with their payloads:
+    on_op(node, inputs, outputs)               a node was recorded in forward
+    on_tensor(tensor, kind)                    a tensor was made outside an op (factory)
+    on_inplace(tensor, op_name, node)          a tensor was modified in place (node: new grad_fn)
+    on_backward_start(pass_info)               backward()/autograd.grad() started
+    on_node_start(node, grads_in)              the engine is about to run node's backward
+    on_node_end(node, grads_out, duration_ns)  it finished
+    on_hook(node, kind, hook, changed)         a hook fired
+    on_accumulate(tensor, grad)                a gradient was accumulated into a leaf's .grad
+    on_backward_end(pass_info, error)          backward finished (error: exception or None)
+    on_error(error, node)                      the engine raised while running node
+"""
+
+from __future__ import annotations
+
+listeners: list = []
+
+
+class _Subscription:
+    def __init__(self, listener) -> None:
+        self.listener = listener
+
+    def remove(self) -> None:
+        try:
+            listeners.remove(self.listener)
+        except ValueError:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.remove()
+
+
+def subscribe(listener) -> _Subscription:
+    listeners.append(listener)
+    return _Subscription(listener)
+
+
+def emit(event: str, *args) -> None:
+    for listener in tuple(listeners):
+        method = getattr(listener, event, None)
+        if method is not None:
+            method(*args)
+
+
+def wants_sites() -> bool:
+    """Whether anyone needs the source site of each node (the tracer or anomaly mode)."""
+    for listener in listeners:
+        if getattr(listener, "wants_sites", False):
+            return True
+    return False

@@ -1,0 +1,79 @@
+"""The CUDA backend on CuPy, imported lazily: `import tracegrad` never imports cupy."""
+
+from __future__ import annotations
+
+from ..errors import DeviceError
+
+_INSTALL_HINT = "Install it with: pip install 'tracegrad[cuda]' (CuPy for CUDA 12)."
+_cupy = None
+
+
+def _load():
+    """Import cupy once; None when it is not installed."""
+    global _cupy
+    if _cupy is None:
+        try:
+            import cupy
+        except ImportError:
+            return None
+        _cupy = cupy
+    return _cupy
+
+
+def is_available() -> bool:
+    cupy = _load()
+    if cupy is None:
+        return False
+    try:
+        return bool(cupy.cuda.is_available())
+    except Exception:  # a broken driver counts as "not available", never a crash
+        return False
+
+
+def device_count() -> int:
+    cupy = _load()
+    if cupy is None or not is_available():
+        return 0
+    return int(cupy.cuda.runtime.getDeviceCount())
+
+
+def require(target):
+    """cupy, after checking that `target` can really be used; a clear error otherwise."""
+    cupy = _load()
+    if cupy is None:
+        raise DeviceError(
+            f"Cannot use device '{target}': CuPy is not installed, so tracegrad has no CUDA "
+            f"backend. {_INSTALL_HINT}")
+    if not is_available():
+        raise DeviceError(
+            f"Cannot use device '{target}': CuPy is installed but no usable CUDA GPU was "
+            "found (cupy.cuda.is_available() is False). Check the driver with nvidia-smi, "
+            "or use device='cpu'.")
+    count = device_count()
+    if target.index is not None and target.index >= count:
+        raise DeviceError(
+            f"Cannot use device '{target}': only {count} CUDA device(s) are visible.")
+    return cupy
+
+
+def module_of(array):
+    cupy = _load()
+    if cupy is not None and isinstance(array, cupy.ndarray):
+        return cupy
+    raise TypeError(f"tracegrad tensors hold numpy or cupy arrays, not {type(array).__name__}")
+
+
+def device_of(array):
+    from . import device
+
+    return device("cuda", int(array.device.id))
+
+
+def to_host(array):
+    return array.get()
+
+
+def to_device(array, target):
+    cupy = require(target)
+    with cupy.cuda.Device(target.index or 0):
+        return cupy.asarray(array)

@@ -1,0 +1,37 @@
+"""Error classes. Each subclasses the built-in PyTorch would raise, so `except` clauses
+written for PyTorch keep working (`except RuntimeError`, `except ValueError`)."""
+
+from __future__ import annotations
+
+
+class TracegradError(Exception):
+    """Base of every error tracegrad raises on purpose."""
+
+
+class ShapeError(TracegradError, RuntimeError):
+    """Shapes that cannot work together (PyTorch raises RuntimeError for these)."""
+
+
+class DTypeError(TracegradError, RuntimeError):
+    """A dtype an op cannot take."""
+
+
+class DeviceError(TracegradError, RuntimeError):
+    """Tensors on different devices, or a device that is not available."""
+
+
+class AutogradError(TracegradError, RuntimeError):
+    """Misuse of autograd: backward twice, non-scalar backward, bad Function backward."""
+
+
+class InplaceError(AutogradError):
+    """A tensor needed for backward was modified in place, or a leaf was."""
+
+
+class TraceFileError(TracegradError, ValueError):
+    """A .tgtrace file that cannot be read: truncated, corrupted, or from a newer version."""
+
+
+def describe_tensor(tensor) -> str:
+    """`float32 [64, 100]`-style description used inside messages."""
+    return f"{tensor.dtype.name} {list(tensor.shape)}"

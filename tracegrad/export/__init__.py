@@ -1,0 +1,1 @@
+"""tracegrad.export (in progress)."""

@@ -1,0 +1,88 @@
+"""The ``torch.*`` function forms of tensor ops (``torch.exp(x)``, ``torch.cat([...])``)."""
+
+from __future__ import annotations
+
+from ._methods import ValuesIndices
+from .ops import indexing, linalg, reduce, shape, unary
+from .tensor import Tensor
+
+
+def _method_function(name: str):
+    """``torch.<name>(input, *args)`` == ``input.<name>(*args)``, with a real name."""
+
+    def function(input, *args, **kwargs):  # noqa: A002 - torch's argument name
+        return getattr(input, name)(*args, **kwargs)
+
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = f"``tracegrad.{name}(input, ...)`` is ``input.{name}(...)``."
+    return function
+
+
+_METHOD_FORMS = (
+    "add sub mul div neg pow exp log sqrt abs sin cos tanh sigmoid relu clamp clip clamp_min "
+    "clamp_max sum mean argmax argmin norm reshape flatten t transpose permute unsqueeze "
+    "squeeze mm matmul dot gather scatter scatter_add masked_fill square reciprocal "
+    "isnan isinf isfinite sign eq ne lt le gt ge maximum minimum softmax log_softmax "
+    "clone numel any all").split()
+
+for _name in _METHOD_FORMS:
+    globals()[_name] = _method_function(_name) if _name != "clip" else None
+clip = _method_function("clamp")
+
+
+def max(input, dim=None, keepdim=False):  # noqa: A001, A002
+    """``torch.max(t)``, ``torch.max(t, dim, keepdim)`` -> (values, indices), or
+    ``torch.max(a, b)`` elementwise."""
+    return input.max(dim, keepdim)
+
+
+def min(input, dim=None, keepdim=False):  # noqa: A001, A002
+    return input.min(dim, keepdim)
+
+
+def cat(tensors, dim=0):
+    return shape.Cat.apply(*tensors, dim=dim)
+
+
+concat = concatenate = cat
+
+
+def stack(tensors, dim=0):
+    return shape.Stack.apply(*tensors, dim=dim)
+
+
+def where(condition, input=None, other=None):  # noqa: A002
+    if input is None and other is None:
+        return tuple(Tensor._wrap(index, False) for index in condition._xp.nonzero(condition.data))
+    return indexing.Where.apply(condition, input, other)
+
+
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:  # noqa: A002
+    return bool(input._xp.allclose(input.data, other.data, rtol=rtol, atol=atol,
+                                   equal_nan=equal_nan))
+
+
+def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):  # noqa: A002
+    return Tensor._wrap(input._xp.isclose(input.data, other.data, rtol=rtol, atol=atol,
+                                          equal_nan=equal_nan), False)
+
+
+def equal(input, other) -> bool:  # noqa: A002
+    return input.shape == other.shape and bool((input.data == other.data).all())
+
+
+def numel(input) -> int:  # noqa: A002
+    return input.numel()
+
+
+def is_tensor(value) -> bool:
+    return isinstance(value, Tensor)
+
+
+def detach(input):  # noqa: A002
+    return input.detach()
+
+
+__all__ = _METHOD_FORMS + ["max", "min", "cat", "concat", "concatenate", "stack", "where",
+                           "allclose", "isclose", "equal", "is_tensor", "detach",
+                           "ValuesIndices", "linalg", "reduce", "unary"]

@@ -1,0 +1,1 @@
+"""tracegrad.nn (in progress)."""

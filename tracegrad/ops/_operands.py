@@ -1,0 +1,80 @@
+"""Turning op arguments into arrays, with PyTorch's type promotion and device checks."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _dtype
+from ..errors import DeviceError
+
+_float32 = np.dtype(np.float32)
+
+
+def operands(a, b):
+    """The arrays of a binary op's two arguments (tensors or Python scalars), promoted.
+
+    NumPy 2 already treats Python scalars as "weak" like PyTorch does (float32 * 2.5 stays
+    float32); what differs is int tensor with float scalar (float32 in torch), and int tensor
+    with float tensor (the float dtype wins outright in torch).
+    """
+    from ..tensor import Tensor
+
+    if isinstance(a, Tensor):
+        x = a.data
+        if isinstance(b, Tensor):
+            y = b.data
+            if x.dtype is not y.dtype:
+                x, y = _promote_pair(x, y)
+            if type(x) is not type(y):
+                raise DeviceError(_device_message(a, b))
+            return x, y
+        return _with_scalar(x, b), _scalar(b)
+    y = b.data
+    return _scalar(a), _with_scalar(y, a)
+
+
+def _scalar(value):
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, (int, float, bool)):
+        return value
+    raise TypeError(f"unsupported operand: expected a Tensor or a Python number, got "
+                    f"{type(value).__name__}")
+
+
+def _with_scalar(array, scalar):
+    if isinstance(scalar, (float, np.floating)) and array.dtype.kind != "f":
+        return array.astype(_dtype.default_float.numpy)
+    return array
+
+
+def _promote_pair(x, y):
+    result = _dtype.promote(x.dtype, y.dtype, x.ndim == 0, y.ndim == 0)
+    if x.dtype != result:
+        x = x.astype(result)
+    if y.dtype != result:
+        y = y.astype(result)
+    return x, y
+
+
+def _device_message(a, b) -> str:
+    return (
+        f"Expected all tensors to be on the same device, but found at least two devices, "
+        f"{a.device} and {b.device}! ({a._describe()} and {b._describe()}). Hint: move one "
+        f"with .to({str(a.device)!r}) or .to({str(b.device)!r}).")
+
+
+def check_same_device(op_name: str, tensors) -> None:
+    first = tensors[0]
+    for other in tensors[1:]:
+        if type(other.data) is not type(first.data) or other.device != first.device:
+            raise DeviceError(f"{op_name}: " + _device_message(first, other))
+
+
+def true_divide_dtype(x, y):
+    """Division of two integer arrays gives the default float, not NumPy's float64."""
+    x_kind = x.dtype.kind if hasattr(x, "dtype") else ("f" if isinstance(x, float) else "i")
+    y_kind = y.dtype.kind if hasattr(y, "dtype") else ("f" if isinstance(y, float) else "i")
+    if x_kind != "f" and y_kind != "f":
+        return _dtype.default_float.numpy
+    return None

@@ -1,0 +1,205 @@
+"""Arithmetic: + - * / ** and negation. Each op's forward and backward side by side.
+
+Backward is written with tensor ops, so with create_graph=True it records a graph of its
+own (second derivatives). ``sum_to`` undoes broadcasting in one place.
+"""
+
+from __future__ import annotations
+
+from ..autograd.function import Op
+from ._operands import operands, true_divide_dtype
+from .reduce import sum_to
+
+
+def _shape(value):
+    return value.shape if hasattr(value, "shape") else ()
+
+
+class Add(Op):
+    node_name = "AddBackward0"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        x, y = operands(a, b)
+        ctx.shapes = (_shape(a), _shape(b))
+        return x + y
+
+    @staticmethod
+    def backward(ctx, grad):
+        needs = ctx.needs_input_grad
+        shape_a, shape_b = ctx.shapes
+        return (sum_to(grad, shape_a) if needs[0] else None,
+                sum_to(grad, shape_b) if needs[1] else None)
+
+
+class Sub(Op):
+    node_name = "SubBackward0"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        x, y = operands(a, b)
+        ctx.shapes = (_shape(a), _shape(b))
+        return x - y
+
+    @staticmethod
+    def backward(ctx, grad):
+        needs = ctx.needs_input_grad
+        shape_a, shape_b = ctx.shapes
+        return (sum_to(grad, shape_a) if needs[0] else None,
+                sum_to(-grad, shape_b) if needs[1] else None)
+
+
+class RSub(Sub):
+    """``scalar - tensor``."""
+
+    node_name = "RsubBackward1"
+
+
+class Mul(Op):
+    node_name = "MulBackward0"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        x, y = operands(a, b)
+        ctx.save_for_backward(a, b)
+        return x * y
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        return (sum_to(grad * b, a.shape) if needs[0] else None,
+                sum_to(grad * a, b.shape) if needs[1] else None)
+
+
+class Div(Op):
+    node_name = "DivBackward0"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        x, y = operands(a, b)
+        ctx.save_for_backward(a, b)
+        result_dtype = true_divide_dtype(x, y)
+        if result_dtype is not None:
+            return (x / y).astype(result_dtype)
+        return x / y
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        grad_a = sum_to(grad / b, a.shape) if needs[0] else None
+        grad_b = sum_to(-grad * a / (b * b), b.shape) if needs[1] else None
+        return grad_a, grad_b
+
+
+class Neg(Op):
+    node_name = "NegBackward0"
+
+    @staticmethod
+    def forward(ctx, a):
+        return -a.data
+
+    @staticmethod
+    def backward(ctx, grad):
+        return (-grad,)
+
+
+class PowScalar(Op):
+    """``tensor ** number``."""
+
+    node_name = "PowBackward0"
+
+    @staticmethod
+    def forward(ctx, a, exponent):
+        ctx.save_for_backward(a)
+        ctx.exponent = exponent
+        x = a.data
+        if isinstance(exponent, float) and x.dtype.kind != "f":
+            x = x.astype("float32")
+        return x ** exponent
+
+    @staticmethod
+    def backward(ctx, grad):
+        (a,) = ctx.saved_tensors
+        exponent = ctx.exponent
+        if exponent == 0:
+            return (grad * 0, None)
+        return (grad * exponent * a ** (exponent - 1), None)
+
+
+class Pow(Op):
+    """``tensor ** tensor`` and ``number ** tensor``."""
+
+    node_name = "PowBackward1"
+    saves_output = True
+
+    @staticmethod
+    def forward(ctx, a, b):
+        x, y = operands(a, b)
+        ctx.save_for_backward(a, b)
+        return x ** y
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b, result = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        grad_a = sum_to(grad * b * a ** (b - 1), _shape(a)) if needs[0] else None
+        grad_b = None
+        if needs[1]:
+            from .unary import log
+
+            base = a if hasattr(a, "data") else _like(result, a)
+            grad_b = sum_to(grad * result * log(base), b.shape)
+        return grad_a, grad_b
+
+
+def _like(tensor, value):
+    from ..tensor import Tensor
+
+    return Tensor._wrap(tensor._xp.asarray(value, dtype=tensor.data.dtype), False)
+
+
+class Fill(Op):
+    """``full_like(input, value)``: what ``fill_`` records (the old value gets no grad)."""
+
+    node_name = "FillBackward0"
+
+    @staticmethod
+    def forward(ctx, a, value):
+        return a._xp.full_like(a.data, value)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return (grad * 0, None)
+
+
+class Zero(Fill):
+    node_name = "ZeroBackward0"
+
+
+class Copy(Op):
+    """``input.copy_(src)``: the result is src, broadcast and cast to input's shape/dtype."""
+
+    node_name = "CopyBackwards"
+
+    @staticmethod
+    def forward(ctx, a, src):
+        from .. import backends
+
+        value = src.data
+        if type(value) is not type(a.data):
+            value = backends.to_device(value, a.device)
+        ctx.src_shape, ctx.src_dtype = src.data.shape, src.data.dtype
+        xp = a._xp
+        return xp.broadcast_to(value, a.data.shape).astype(a.data.dtype, copy=True)
+
+    @staticmethod
+    def backward(ctx, grad):
+        needs = ctx.needs_input_grad
+        grad_src = None
+        if needs[1]:
+            grad_src = sum_to(grad, ctx.src_shape)
+            if grad_src.data.dtype != ctx.src_dtype:
+                grad_src = grad_src.to(ctx.src_dtype)
+        return (grad * 0 if needs[0] else None), grad_src

@@ -1,0 +1,34 @@
+"""dtype and device conversions (``.to``), differentiable like torch's ToCopyBackward0."""
+
+from __future__ import annotations
+
+from .. import backends
+from ..autograd.function import Op
+
+
+class ToDtype(Op):
+    node_name = "ToCopyBackward0"
+
+    @staticmethod
+    def forward(ctx, a, dtype):
+        ctx.input_dtype = a.data.dtype
+        return a.data.astype(dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        if ctx.input_dtype.kind != "f":
+            return (None,)
+        return (ToDtype.apply(grad, dtype=ctx.input_dtype),)
+
+
+class ToDevice(Op):
+    node_name = "ToCopyBackward0"
+
+    @staticmethod
+    def forward(ctx, a, device):
+        ctx.input_device = a.device
+        return backends.to_device(a.data, device)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return (ToDevice.apply(grad, device=ctx.input_device),)

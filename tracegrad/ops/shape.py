@@ -1,0 +1,278 @@
+"""Shape ops: view/reshape, transpose/permute, (un)squeeze, expand, cat/stack, clone."""
+
+from __future__ import annotations
+
+from ..autograd.function import Op
+from ..errors import ShapeError
+
+
+def wrap_dim(dim: int, ndim: int) -> int:
+    """A non-negative axis for ``dim``, with PyTorch's IndexError when out of range."""
+    rank = max(ndim, 1)
+    if not -rank <= dim < rank:
+        raise IndexError(
+            f"Dimension out of range (expected to be in range of [{-rank}, {rank - 1}], but "
+            f"got {dim})")
+    return dim + rank if dim < 0 else dim
+
+
+def infer_shape(shape, numel: int, source) -> tuple:
+    """Resolve one -1 in a requested shape; a clear error when it cannot fit."""
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = tuple(shape[0])
+    shape = tuple(int(size) for size in shape)
+    unknown = [axis for axis, size in enumerate(shape) if size == -1]
+    known = 1
+    for size in shape:
+        if size != -1:
+            known *= size
+    if len(unknown) > 1:
+        raise ShapeError("only one dimension can be inferred")
+    if unknown:
+        if known == 0 or numel % known:
+            raise ShapeError(f"shape '{list(shape)}' is invalid for input of size {numel} "
+                             f"({source._describe()})")
+        shape = shape[:unknown[0]] + (numel // known,) + shape[unknown[0] + 1:]
+    elif known != numel:
+        raise ShapeError(f"shape '{list(shape)}' is invalid for input of size {numel} "
+                         f"({source._describe()})")
+    return shape
+
+
+class Reshape(Op):
+    node_name = "ViewBackward0"
+    is_view = True
+
+    @staticmethod
+    def forward(ctx, a, shape):
+        ctx.input_shape = a.data.shape
+        return a.data.reshape(shape)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return (Reshape.apply(grad, shape=ctx.input_shape),)
+
+
+class View(Reshape):
+    """Like reshape, but refuses when the result could not share storage (as torch does)."""
+
+    @staticmethod
+    def forward(ctx, a, shape):
+        x = a.data
+        ctx.input_shape = x.shape
+        try:
+            view = x.view()
+            view.shape = shape  # raises instead of copying when strides do not allow it
+        except AttributeError:  # cupy arrays have no settable shape
+            view = x.reshape(shape)
+        except ValueError:
+            raise ShapeError(
+                f"view size is not compatible with input tensor's size and stride (at least "
+                f"one dimension spans across two contiguous subspaces) for "
+                f"{a._describe()}. Use .reshape(...) instead.") from None
+        return view
+
+
+class Transpose(Op):
+    node_name = "TransposeBackward0"
+    is_view = True
+
+    @staticmethod
+    def forward(ctx, a, dim0, dim1):
+        ndim = a.data.ndim
+        ctx.dims = (wrap_dim(dim0, ndim), wrap_dim(dim1, ndim))
+        return a._xp.swapaxes(a.data, *ctx.dims) if ndim > 1 else a.data.view()
+
+    @staticmethod
+    def backward(ctx, grad):
+        return (Transpose.apply(grad, *ctx.dims), None, None)
+
+
+class T(Op):
+    node_name = "TBackward0"
+    is_view = True
+
+    @staticmethod
+    def forward(ctx, a):
+        if a.data.ndim > 2:
+            raise ShapeError(f"t() expects a tensor with <= 2 dimensions, but self is "
+                             f"{a.data.ndim}D ({a._describe()}). Hint: use .transpose(0, 1) "
+                             "or .mT.")
+        return a.data.T
+
+    @staticmethod
+    def backward(ctx, grad):
+        return (T.apply(grad),)
+
+
+class Permute(Op):
+    node_name = "PermuteBackward0"
+    is_view = True
+
+    @staticmethod
+    def forward(ctx, a, dims):
+        ndim = a.data.ndim
+        dims = tuple(wrap_dim(d, ndim) for d in dims)
+        if sorted(dims) != list(range(ndim)):
+            raise ShapeError(f"permute(): dims {list(dims)} are not a permutation of the "
+                             f"{ndim} dimensions of {a._describe()}")
+        ctx.dims = dims
+        return a.data.transpose(dims)
+
+    @staticmethod
+    def backward(ctx, grad):
+        inverse = [0] * len(ctx.dims)
+        for position, axis in enumerate(ctx.dims):
+            inverse[axis] = position
+        return (Permute.apply(grad, dims=tuple(inverse)),)
+
+
+class Unsqueeze(Op):
+    node_name = "UnsqueezeBackward0"
+    is_view = True
+
+    @staticmethod
+    def forward(ctx, a, dim):
+        axis = wrap_dim(dim, a.data.ndim + 1)
+        ctx.axis = axis
+        return a._xp.expand_dims(a.data, axis)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return (Squeeze.apply(grad, dim=ctx.axis),)
+
+
+class Squeeze(Op):
+    node_name = "SqueezeBackward1"
+    is_view = True
+
+    @staticmethod
+    def forward(ctx, a, dim=None):
+        x = a.data
+        ctx.input_shape = x.shape
+        if dim is None:
+            return x.reshape(tuple(size for size in x.shape if size != 1))
+        dims = (dim,) if isinstance(dim, int) else tuple(dim)
+        axes = tuple(axis for axis in (wrap_dim(d, x.ndim) for d in dims)
+                     if x.ndim and x.shape[axis] == 1)
+        return x.squeeze(axes) if axes else x.view()
+
+    @staticmethod
+    def backward(ctx, grad):
+        return (Reshape.apply(grad, shape=ctx.input_shape),)
+
+
+class SqueezeAll(Squeeze):
+    node_name = "SqueezeBackward0"
+
+
+class Expand(Op):
+    node_name = "ExpandBackward0"
+    is_view = True
+
+    @staticmethod
+    def forward(ctx, a, shape):
+        x = a.data
+        lead = len(shape) - x.ndim
+        if lead < 0:
+            raise ShapeError(
+                f"expand: the number of sizes provided ({len(shape)}) must be greater or equal "
+                f"to the number of dimensions in the tensor ({x.ndim})")
+        resolved = tuple(x.shape[axis - lead] if size == -1 else size
+                         for axis, size in enumerate(shape))
+        ctx.input_shape = x.shape
+        try:
+            return a._xp.broadcast_to(x, resolved)
+        except ValueError:
+            raise ShapeError(
+                f"The expanded size of the tensor must match the existing size at every "
+                f"non-singleton dimension: cannot expand {a._describe()} to "
+                f"{list(resolved)}") from None
+
+    @staticmethod
+    def backward(ctx, grad):
+        from .reduce import sum_to
+
+        return (sum_to(grad, ctx.input_shape),)
+
+
+class Clone(Op):
+    node_name = "CloneBackward0"
+
+    @staticmethod
+    def forward(ctx, a):
+        return a.data.copy()
+
+    @staticmethod
+    def backward(ctx, grad):
+        return (grad,)
+
+
+class Cat(Op):
+    node_name = "CatBackward0"
+
+    @staticmethod
+    def forward(ctx, *tensors, dim=0):
+        from ._operands import check_same_device
+
+        if not tensors:
+            raise ShapeError("cat(): expected a non-empty list of Tensors")
+        check_same_device("cat", tensors)
+        arrays = [t.data for t in tensors]
+        ndim = arrays[0].ndim
+        axis = wrap_dim(dim, ndim)
+        for index, array in enumerate(arrays):
+            if array.ndim != ndim or any(
+                    array.shape[d] != arrays[0].shape[d] for d in range(ndim) if d != axis):
+                raise ShapeError(
+                    f"cat(): Sizes of tensors must match except in dimension {axis}. Expected "
+                    f"{list(arrays[0].shape)} (tensor 0) but got {list(array.shape)} for "
+                    f"tensor number {index} in the list.")
+        ctx.axis = axis
+        ctx.sizes = [array.shape[axis] for array in arrays]
+        dtype = arrays[0].dtype
+        for array in arrays[1:]:
+            if array.dtype != dtype:
+                from .. import _dtype
+
+                dtype = _dtype.promote(dtype, array.dtype)
+        return tensors[0]._xp.concatenate([a.astype(dtype, copy=False) for a in arrays],
+                                          axis=axis)
+
+    @staticmethod
+    def backward(ctx, grad):
+        from .indexing import select_range
+
+        grads, start = [], 0
+        for size, needed in zip(ctx.sizes, ctx.needs_input_grad):
+            grads.append(select_range(grad, ctx.axis, start, start + size) if needed else None)
+            start += size
+        return tuple(grads)
+
+
+class Stack(Op):
+    node_name = "StackBackward0"
+
+    @staticmethod
+    def forward(ctx, *tensors, dim=0):
+        from ._operands import check_same_device
+
+        if not tensors:
+            raise ShapeError("stack expects a non-empty TensorList")
+        check_same_device("stack", tensors)
+        first = tensors[0].data.shape
+        for index, tensor in enumerate(tensors):
+            if tensor.data.shape != first:
+                raise ShapeError(
+                    f"stack expects each tensor to be equal size, but got {list(first)} at "
+                    f"entry 0 and {list(tensor.data.shape)} at entry {index}")
+        axis = wrap_dim(dim, len(first) + 1)
+        ctx.axis = axis
+        return tensors[0]._xp.stack([t.data for t in tensors], axis=axis)
+
+    @staticmethod
+    def backward(ctx, grad):
+        from .indexing import select_index
+
+        return tuple(select_index(grad, ctx.axis, index) if needed else None
+                     for index, needed in enumerate(ctx.needs_input_grad))

@@ -1,0 +1,336 @@
+"""Elementwise math and activations: exp log sqrt abs sin cos tanh sigmoid relu clamp,
+maximum/minimum, softmax/log_softmax."""
+
+from __future__ import annotations
+
+from ..autograd.function import Op
+from ._operands import operands
+from .reduce import sum_to
+from .shape import wrap_dim
+
+
+def _float(a):
+    """Math functions on int tensors give the default float, as in torch."""
+    x = a.data
+    return x if x.dtype.kind == "f" else x.astype("float32")
+
+
+class Exp(Op):
+    node_name = "ExpBackward0"
+    saves_output = True
+
+    @staticmethod
+    def forward(ctx, a):
+        return a._xp.exp(_float(a))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (result,) = ctx.saved_tensors
+        return (grad * result,)
+
+
+class Log(Op):
+    node_name = "LogBackward0"
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        xp = a._xp
+        with _quiet(xp):
+            return xp.log(_float(a))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (a,) = ctx.saved_tensors
+        return (grad / a,)
+
+
+class Sqrt(Op):
+    node_name = "SqrtBackward0"
+    saves_output = True
+
+    @staticmethod
+    def forward(ctx, a):
+        xp = a._xp
+        with _quiet(xp):
+            return xp.sqrt(_float(a))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (result,) = ctx.saved_tensors
+        return (grad / (2 * result),)
+
+
+class Abs(Op):
+    node_name = "AbsBackward0"
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        return a._xp.abs(a.data)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (a,) = ctx.saved_tensors
+        return (grad * sign(a),)
+
+
+class Sin(Op):
+    node_name = "SinBackward0"
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        return a._xp.sin(_float(a))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (a,) = ctx.saved_tensors
+        return (grad * cos(a),)
+
+
+class Cos(Op):
+    node_name = "CosBackward0"
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        return a._xp.cos(_float(a))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (a,) = ctx.saved_tensors
+        return (-grad * sin(a),)
+
+
+class Tanh(Op):
+    node_name = "TanhBackward0"
+    saves_output = True
+
+    @staticmethod
+    def forward(ctx, a):
+        return a._xp.tanh(_float(a))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (result,) = ctx.saved_tensors
+        return (grad * (1 - result * result),)
+
+
+class Sigmoid(Op):
+    node_name = "SigmoidBackward0"
+    saves_output = True
+
+    @staticmethod
+    def forward(ctx, a):
+        x = _float(a)
+        xp = a._xp
+        # exp of -|x| never overflows; pick the stable form by sign
+        e = xp.exp(-xp.abs(x))
+        return xp.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (result,) = ctx.saved_tensors
+        return (grad * result * (1 - result),)
+
+
+class Relu(Op):
+    node_name = "ReluBackward0"
+    saves_output = True
+
+    @staticmethod
+    def forward(ctx, a):
+        x = a.data
+        return a._xp.maximum(x, x.dtype.type(0))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (result,) = ctx.saved_tensors
+        return (grad * (result > 0),)
+
+
+class ClampMin(Op):
+    node_name = "ClampMinBackward0"
+
+    @staticmethod
+    def forward(ctx, a, min):  # noqa: A002 - torch's keyword
+        ctx.save_for_backward(a)
+        ctx.min = min
+        return a._xp.maximum(a.data, _bound(a, min))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (a,) = ctx.saved_tensors
+        return (grad * (a >= ctx.min), None)
+
+
+class ClampMax(Op):
+    node_name = "ClampMaxBackward0"
+
+    @staticmethod
+    def forward(ctx, a, max):  # noqa: A002
+        ctx.save_for_backward(a)
+        ctx.max = max
+        return a._xp.minimum(a.data, _bound(a, max))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (a,) = ctx.saved_tensors
+        return (grad * (a <= ctx.max), None)
+
+
+class Clamp(Op):
+    node_name = "ClampBackward1"
+
+    @staticmethod
+    def forward(ctx, a, min, max):  # noqa: A002
+        ctx.save_for_backward(a)
+        ctx.min, ctx.max = min, max
+        return a._xp.clip(a.data, _bound(a, min), _bound(a, max))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (a,) = ctx.saved_tensors
+        return (grad * ((a >= ctx.min) & (a <= ctx.max)), None, None)
+
+
+def _bound(a, value):
+    if hasattr(value, "data"):
+        return value.data
+    return a.data.dtype.type(value) if a.data.dtype.kind == "f" else value
+
+
+def clamp(a, min=None, max=None):  # noqa: A002
+    if min is None and max is None:
+        raise ValueError("clamp: At least one of 'min' or 'max' must not be None")
+    if max is None:
+        return ClampMin.apply(a, min)
+    if min is None:
+        return ClampMax.apply(a, max)
+    return Clamp.apply(a, min, max)
+
+
+class Maximum(Op):
+    node_name = "MaximumBackward0"
+    _pick = "maximum"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        x, y = operands(a, b)
+        ctx.save_for_backward(a, b)
+        return getattr(a._xp, ctx._function._pick)(x, y)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        wins = (a > b) if ctx._function._pick == "maximum" else (a < b)
+        ties = (a == b)
+        share_a = wins + ties * 0.5
+        share_b = (1 - share_a)
+        return (sum_to(grad * share_a, a.shape) if needs[0] else None,
+                sum_to(grad * share_b, b.shape) if needs[1] else None)
+
+
+class Minimum(Maximum):
+    node_name = "MinimumBackward0"
+    _pick = "minimum"
+
+
+class Softmax(Op):
+    node_name = "SoftmaxBackward0"
+    saves_output = True
+
+    @staticmethod
+    def forward(ctx, a, dim):
+        x = _float(a)
+        axis = wrap_dim(dim, x.ndim)
+        ctx.axis = axis
+        xp = a._xp
+        shifted = x - x.max(axis=axis, keepdims=True)
+        e = xp.exp(shifted)
+        return e / e.sum(axis=axis, keepdims=True)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (result,) = ctx.saved_tensors
+        inner = (grad * result).sum(dim=ctx.axis, keepdim=True)
+        return (result * (grad - inner), None)
+
+
+class LogSoftmax(Op):
+    node_name = "LogSoftmaxBackward0"
+    saves_output = True
+
+    @staticmethod
+    def forward(ctx, a, dim):
+        x = _float(a)
+        axis = wrap_dim(dim, x.ndim)
+        ctx.axis = axis
+        xp = a._xp
+        shifted = x - x.max(axis=axis, keepdims=True)
+        return shifted - xp.log(xp.exp(shifted).sum(axis=axis, keepdims=True))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (result,) = ctx.saved_tensors
+        return (grad - exp(result) * grad.sum(dim=ctx.axis, keepdim=True), None)
+
+
+def softmax(a, dim=None, dtype=None):
+    if dtype is not None:
+        a = a.to(dtype)
+    return Softmax.apply(a, _default_dim(a, dim))
+
+
+def log_softmax(a, dim=None, dtype=None):
+    if dtype is not None:
+        a = a.to(dtype)
+    return LogSoftmax.apply(a, _default_dim(a, dim))
+
+
+def _default_dim(a, dim):
+    if dim is not None:
+        return dim
+    # torch's legacy implicit choice, with its warning's advice baked into the error
+    raise TypeError("softmax(): missing the 'dim' argument. Hint: pass dim=-1 for the last "
+                    "dimension.")
+
+
+def exp(a):
+    return Exp.apply(a)
+
+
+def log(a):
+    return Log.apply(a)
+
+
+def sin(a):
+    return Sin.apply(a)
+
+
+def cos(a):
+    return Cos.apply(a)
+
+
+def sign(a):
+    from ..tensor import Tensor
+
+    return Tensor._wrap(a._xp.sign(a.data), False)
+
+
+class _quiet:
+    """Silence NumPy's divide/invalid warnings: NaN and Inf are for the tracer to report."""
+
+    def __init__(self, xp) -> None:
+        self.xp = xp
+
+    def __enter__(self):
+        if hasattr(self.xp, "errstate"):
+            self._state = self.xp.errstate(divide="ignore", invalid="ignore")
+            self._state.__enter__()
+
+    def __exit__(self, *exc_info):
+        if hasattr(self, "_state"):
+            self._state.__exit__(*exc_info)

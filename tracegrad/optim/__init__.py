@@ -1,0 +1,1 @@
+"""tracegrad.optim (in progress)."""

@@ -1,0 +1,473 @@
+"""Tensor: an array on a backend plus autograd metadata. Operators delegate to tracegrad.ops."""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+import numpy as np
+
+from . import _dtype, backends
+from .autograd import events
+from .autograd.grad_mode import state
+from .autograd.node import AccumulateGrad, RemovableHandle, VersionCounter
+from .errors import AutogradError, DTypeError, InplaceError, describe_tensor
+
+_new_object = object.__new__
+_ndarray = np.ndarray
+
+
+class Size(tuple):
+    """A shape, as ``tensor.shape`` and ``tensor.size()`` return it."""
+
+    def __repr__(self) -> str:
+        return f"tracegrad.Size({list(self)})"
+
+    def numel(self) -> int:
+        count = 1
+        for dimension in self:
+            count *= dimension
+        return count
+
+
+class Tensor:
+    """A multi-dimensional array that can record the operations made on it.
+
+    ``data`` is a numpy (CPU) or cupy (CUDA) array. Everything else is autograd metadata:
+    ``requires_grad``, ``grad``, ``grad_fn``, the version counter shared with views, and an
+    optional display ``name`` that traces and graphs show.
+    """
+
+    # Defaults on the class: a new tensor sets only what differs (see Tensor._wrap).
+    grad: Tensor | None = None
+    grad_fn = None
+    name: str | None = None
+    _output_nr = 0
+    _base: Tensor | None = None
+    _view_index = None  # the index of a view made by indexing, for in-place through views
+    _accumulator: AccumulateGrad | None = None
+    _retains_grad = False
+    _rebased_into_base = False
+    __array_priority__ = 1000  # numpy scalars defer to our reflected operators
+    __hash__ = object.__hash__  # == is elementwise, so hashing is by identity (as in torch)
+
+    def __init__(self, data: Any = (), requires_grad: bool = False) -> None:
+        # torch.Tensor(data) is the legacy constructor: always the default float dtype.
+        if isinstance(data, Tensor):
+            data = data.data
+        self.data = np.asarray(data, dtype=_dtype.default_float.numpy)
+        self.requires_grad = False
+        self._version_counter = VersionCounter()
+        if requires_grad:
+            self.requires_grad_(True)
+
+    @staticmethod
+    def _wrap(data, requires_grad: bool) -> Tensor:
+        """The fast constructor every op uses: no conversion, no checks."""
+        if data.__class__ is not _ndarray and isinstance(data, np.generic):
+            data = np.asarray(data)  # numpy reductions give scalars; tensors hold arrays
+        tensor = _new_object(Tensor)
+        tensor.data = data
+        tensor.requires_grad = requires_grad
+        tensor._version_counter = VersionCounter()
+        return tensor
+
+    # -- basic attributes --------------------------------------------------------------
+    @property
+    def shape(self) -> Size:
+        return Size(self.data.shape)
+
+    def size(self, dim: int | None = None):
+        if dim is None:
+            return Size(self.data.shape)
+        return self.data.shape[_wrap_dim(dim, self.data.ndim)]
+
+    @property
+    def dtype(self) -> _dtype.dtype:
+        return _dtype.from_numpy_dtype(self.data.dtype)
+
+    @property
+    def device(self) -> backends.device:
+        return backends.device_of(self.data)
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.device.type == "cuda"
+
+    @property
+    def _xp(self):
+        return backends.array_module(self.data)
+
+    @property
+    def ndim(self) -> int:
+        return self.data.ndim
+
+    def dim(self) -> int:
+        return self.data.ndim
+
+    def numel(self) -> int:
+        return int(self.data.size)
+
+    nelement = numel
+
+    def element_size(self) -> int:
+        return self.data.itemsize
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.grad_fn is None
+
+    @property
+    def _version(self) -> int:
+        return self._version_counter.value
+
+    @property
+    def retains_grad(self) -> bool:
+        return self._retains_grad
+
+    def is_floating_point(self) -> bool:
+        return self.data.dtype.kind == "f"
+
+    def __len__(self) -> int:
+        if self.data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self.data.shape[0]
+
+    def _describe(self) -> str:
+        label = f"'{self.name}' " if self.name else ""
+        origin = "leaf" if self.grad_fn is None else f"output {self._output_nr} of " \
+                                                     f"{self.grad_fn.name()}"
+        return f"{label}{describe_tensor(self)}, {origin}"
+
+    # -- autograd ----------------------------------------------------------------------
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        if requires_grad and self.data.dtype.kind != "f":
+            raise DTypeError(
+                f"only Tensors of floating point dtype can require gradients (got "
+                f"{describe_tensor(self)}). Hint: convert it first with .float() or .double().")
+        if not self.is_leaf and not requires_grad:
+            raise AutogradError(
+                "you can only change requires_grad flags of leaf variables. If you want to use "
+                "a computed variable in a subgraph that doesn't require differentiation use "
+                "var_no_grad = var.detach().")
+        self.requires_grad = bool(requires_grad)
+        return self
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        """Accumulate the gradient of this tensor into the leaves' ``.grad``.
+
+        >>> import tracegrad as torch
+        >>> x = torch.tensor([1.0, 2.0], requires_grad=True)
+        >>> (x * x).sum().backward()
+        >>> x.grad
+        tensor([2., 4.])
+        """
+        from .autograd import engine
+
+        engine.backward(self, gradient, retain_graph, create_graph, inputs)
+
+    def _edge(self) -> tuple:
+        """(node, input_nr) that a consumer's next_functions points to."""
+        if self.grad_fn is not None:
+            return self.grad_fn, self._output_nr
+        return self._grad_accumulator(), 0
+
+    def _grad_accumulator(self) -> AccumulateGrad:
+        accumulator = self._accumulator
+        if accumulator is None:
+            accumulator = self._accumulator = AccumulateGrad(self)
+        return accumulator
+
+    def register_hook(self, hook) -> RemovableHandle:
+        """``hook(grad)`` runs when the gradient for this tensor is computed; returning a
+        tensor replaces the gradient."""
+        if not self.requires_grad:
+            raise AutogradError(
+                "cannot register a hook on a tensor that doesn't require gradient")
+        node, output_nr = self._edge()
+        return node._add_tensor_hook(output_nr, hook)
+
+    def retain_grad(self) -> None:
+        """Keep ``.grad`` for this non-leaf tensor after backward."""
+        if not self.requires_grad:
+            raise AutogradError("can't retain_grad on Tensor that has requires_grad=False")
+        if self.grad_fn is None or self._retains_grad:
+            return
+        node = self.grad_fn
+        if node._retained is None:
+            node._retained = {}
+        node._retained[self._output_nr] = weakref.ref(self)
+        self._retains_grad = True
+
+    def detach(self) -> Tensor:
+        """A tensor sharing this one's storage (and version counter), outside the graph."""
+        tensor = Tensor._wrap(self.data, False)
+        tensor._version_counter = self._version_counter
+        tensor._base = self if self._base is None else self._base
+        return tensor
+
+    def detach_(self) -> Tensor:
+        self.grad_fn = None
+        self.requires_grad = False
+        return self
+
+    def _detached_copy(self) -> Tensor:
+        return Tensor._wrap(self.data.copy(), False)
+
+    # -- conversion --------------------------------------------------------------------
+    def item(self):
+        if self.data.size != 1:
+            raise ValueError(
+                f"a Tensor with {self.data.size} elements cannot be converted to Scalar")
+        return self.data.reshape(()).item()
+
+    def tolist(self):
+        return backends.to_host(self.data).tolist()
+
+    def numpy(self, force: bool = False) -> np.ndarray:
+        if self.requires_grad and not force:
+            raise AutogradError(
+                "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
+                "instead.")
+        if self.device.type != "cpu":
+            if not force:
+                raise TypeError(
+                    f"can't convert {self.device} device type tensor to numpy. Use Tensor.cpu() "
+                    "to copy the tensor to host memory first.")
+            return backends.to_host(self.data)
+        return self.data
+
+    def __array__(self, dtype=None, copy=None):
+        array = backends.to_host(self.data)
+        return array if dtype is None else array.astype(dtype)
+
+    def __bool__(self) -> bool:
+        if self.data.size != 1:
+            raise RuntimeError(
+                f"Boolean value of Tensor with more than one value is ambiguous "
+                f"({describe_tensor(self)})")
+        return bool(self.data.reshape(()))
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        if self.data.dtype.kind not in "iub":
+            raise TypeError("only integer tensors of a single element can be converted to an "
+                            "index")
+        return int(self.item())
+
+    def __iter__(self):
+        if self.data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[index] for index in range(self.data.shape[0]))
+
+    def __repr__(self) -> str:
+        from ._format import format_tensor
+
+        return format_tensor(self)
+
+    def to(self, *args, **kwargs) -> Tensor:
+        """``t.to(dtype)``, ``t.to(device)``, ``t.to(other)``, ``t.to(device, dtype)``."""
+        target_dtype, target_device = kwargs.get("dtype"), kwargs.get("device")
+        for arg in args:
+            if isinstance(arg, Tensor):
+                target_dtype, target_device = arg.dtype, arg.device
+            elif isinstance(arg, (_dtype.dtype, np.dtype)) or arg in (float, int, bool):
+                target_dtype = arg
+            elif isinstance(arg, (str, backends.device, int)):
+                target_device = arg
+        result = self
+        if target_device is not None:
+            device = backends.as_device(target_device)
+            if device != self.device:
+                result = _conversion.ToDevice.apply(result, device=device)
+        if target_dtype is not None:
+            numpy_dtype = _dtype.to_numpy_dtype(target_dtype)
+            if numpy_dtype != result.data.dtype:
+                result = _conversion.ToDtype.apply(result, dtype=numpy_dtype)
+        return result
+
+    def type(self, dtype=None):
+        if dtype is None:
+            return f"tracegrad.{self.dtype.name}"
+        return self.to(dtype)
+
+    def type_as(self, other: Tensor) -> Tensor:
+        return self.to(other.dtype)
+
+    def double(self) -> Tensor:
+        return self.to(_dtype.float64)
+
+    def float(self) -> Tensor:
+        return self.to(_dtype.float32)
+
+    def half(self) -> Tensor:
+        return self.to(_dtype.float16)
+
+    def long(self) -> Tensor:
+        return self.to(_dtype.int64)
+
+    def int(self) -> Tensor:
+        return self.to(_dtype.int32)
+
+    def bool(self) -> Tensor:
+        return self.to(_dtype.bool_)
+
+    def cpu(self) -> Tensor:
+        return self.to("cpu")
+
+    def cuda(self, device=None) -> Tensor:
+        return self.to(backends.as_device(device if device is not None else "cuda"))
+
+    # -- in-place machinery ------------------------------------------------------------
+    def _inplace(self, op_name: str, op, *args, **attrs) -> Tensor:
+        """Apply ``op(self, *args)`` and write the result into this tensor's storage.
+
+        When the graph must record it, the op runs on a snapshot of the old value and this
+        tensor takes the new node as its grad_fn (PyTorch's "rebase history").
+        """
+        others_require = False
+        for arg in args:
+            if isinstance(arg, Tensor) and arg.requires_grad:
+                others_require = True
+        tracking = state.grad_enabled and (self.requires_grad or others_require)
+        if state.grad_enabled and self.requires_grad:
+            self._check_inplace_allowed(op_name)
+        if tracking:
+            snapshot = self._snapshot()
+            result = op.apply(snapshot, *args, **attrs)
+            self._write(result.data, op_name)
+            self.grad_fn, self._output_nr = result.grad_fn, result._output_nr
+            self.requires_grad = result.requires_grad
+            self._after_inplace(op_name)
+            if self._base is not None and self._view_index is not None:
+                self._rebase_into_base()
+        else:
+            result = op.apply(self, *args, **attrs)
+            self._write(result.data, op_name)
+            self._after_inplace(op_name)
+        return self
+
+    def _check_inplace_allowed(self, op_name: str) -> None:
+        from .autograd.function import _leaf_inplace_message
+
+        if self.grad_fn is None and self._base is None:
+            raise InplaceError(_leaf_inplace_message(self, op_name))
+        base = self._base
+        if base is not None and base.grad_fn is None and base.requires_grad:
+            raise InplaceError(
+                f"a view of a leaf Variable that requires grad is being used in an in-place "
+                f"operation ({op_name} on {describe_tensor(self)}). Hint: clone the leaf "
+                "first, or do the update under tracegrad.no_grad().")
+        if base is not None and base.requires_grad and self._view_index is None:
+            raise InplaceError(
+                f"{op_name}: in-place operations on views made by view/reshape/transpose of "
+                "a tensor that requires grad are not supported by tracegrad yet. Hint: use "
+                "the out-of-place op, or index the base (x[i] = ...) instead.")
+
+    def _snapshot(self) -> Tensor:
+        """A copy of the current value that keeps this tensor's place in the graph."""
+        snapshot = Tensor._wrap(self.data.copy(), self.requires_grad)
+        snapshot.grad_fn, snapshot._output_nr = self.grad_fn, self._output_nr
+        if self.grad_fn is None and self.requires_grad:
+            snapshot._accumulator = self._grad_accumulator()
+        snapshot.name = self.name
+        return snapshot
+
+    def _write(self, value, op_name: str) -> None:
+        target = self.data
+        if value.dtype != target.dtype and value.dtype.kind == "f" and target.dtype.kind != "f":
+            raise DTypeError(
+                f"{op_name}: result type {_dtype.from_numpy_dtype(value.dtype).name} can't be "
+                f"cast to the desired output type {self.dtype.name} of "
+                f"{describe_tensor(self)}. Hint: convert the tensor with .float() first.")
+        if value.shape != target.shape:
+            value = backends.array_module(target).broadcast_to(value, target.shape)
+        target[...] = value
+
+    def _after_inplace(self, op_name: str) -> None:
+        site = None
+        if state.anomaly or events.listeners:
+            from .autograd.site import user_site
+
+            site = user_site(2)
+        self._version_counter.bump(op_name, site)
+        if events.listeners:
+            events.emit("on_inplace", self, op_name, site)
+
+    def _rebase_into_base(self) -> None:
+        """After an in-place op on ``base[index]``, record it on the base as well."""
+        from .ops.indexing import IndexPut
+
+        base = self._base
+        snapshot = base._snapshot()
+        result = IndexPut.apply(snapshot, self, index=self._view_index)
+        base.grad_fn, base._output_nr = result.grad_fn, result._output_nr
+        base.requires_grad = True
+        self._rebased_into_base = True
+
+    def __setitem__(self, index, value) -> None:
+        from .ops.indexing import IndexPut, normalize_index
+
+        index = normalize_index(index)
+        if isinstance(value, Tensor) and value._rebased_into_base and value._base is (
+                self if self._base is None else self._base):
+            if _same_index(value._view_index, index):
+                return  # `x[i] += y`: the in-place op on the view already wrote and recorded
+        if not isinstance(value, Tensor):
+            value = Tensor._wrap(_scalar_array(value, self), False)
+        tracking = state.grad_enabled and (self.requires_grad or value.requires_grad)
+        if state.grad_enabled and self.requires_grad:
+            self._check_inplace_allowed("__setitem__")
+        if tracking:
+            snapshot = self._snapshot()
+            result = IndexPut.apply(snapshot, value, index=index)
+            self._write(result.data, "__setitem__")
+            self.grad_fn, self._output_nr = result.grad_fn, result._output_nr
+            self.requires_grad = True
+        else:
+            self.data[index] = value.data
+        self._after_inplace("__setitem__")
+
+
+def _same_index(left, right) -> bool:
+    try:
+        return bool(left == right)
+    except Exception:
+        return False
+
+
+def _scalar_array(value, like: Tensor):
+    xp = like._xp
+    array = xp.asarray(value)
+    if array.dtype.kind == "f" and like.data.dtype.kind == "f":
+        array = array.astype(like.data.dtype)
+    return array
+
+
+def _wrap_dim(dim: int, ndim: int) -> int:
+    from .ops.shape import wrap_dim
+
+    return wrap_dim(dim, ndim)
+
+
+def _normalize_array(array: np.ndarray) -> np.ndarray:
+    """Map numpy's dtypes onto the ones tracegrad has (float64 stays float64)."""
+    kind = array.dtype.kind
+    if kind == "f":
+        return array
+    if kind == "b":
+        return array
+    if kind in "iu":
+        return array if array.dtype in (np.int64, np.int32, np.uint8) else array.astype(np.int64)
+    raise DTypeError(f"cannot make a tensor from data of numpy dtype {array.dtype}")
+
+
+from . import _methods  # noqa: E402  (installs operators and methods on Tensor)
+from .ops import conversion as _conversion  # noqa: E402
+
+_methods.install(Tensor)

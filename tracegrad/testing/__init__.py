@@ -1,0 +1,1 @@
+"""tracegrad.testing (in progress)."""

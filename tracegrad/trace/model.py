@@ -1,0 +1,243 @@
+"""The Trace: a plain-data record of what autograd did.
+
+Everything that shows a graph (the DOT exporter, the TUI, the graph assertions) reads these
+classes and never the live engine, so a trace saved in CI opens anywhere. Ids are small
+integers handed out by counters in recording order, so the same program gives the same ids
+on every run.
+
+Vocabulary:
+    tensor  -- a Tensor the program made or used (leaf, op output, saved snapshot).
+    node    -- a grad_fn (``MulBackward0``, ``MyReLUBackward``, ``AccumulateGrad``).
+    edge    -- node -> next node, as ``grad_fn.next_functions`` gives it.
+    pass    -- one ``backward()`` or ``autograd.grad()`` call.
+    step    -- one node executed within a pass, in execution order.
+    violation -- something the user should fix, with the sites that explain it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+import numpy as np
+
+SCHEMA_VERSION = 1
+FORMAT_NAME = "tracegrad-trace"
+
+
+@dataclass(frozen=True)
+class Site:
+    """Where in the user's source something happened."""
+
+    file: str
+    line: int
+    function: str
+    code: str = ""  # the text of that line, stripped
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+@dataclass
+class Stats:
+    """Summary of an array, kept for every captured value (whole array or not)."""
+
+    min: float | None = None
+    max: float | None = None
+    mean: float | None = None
+    norm: float | None = None
+    nan_count: int = 0
+    inf_count: int = 0
+
+    @property
+    def has_nonfinite(self) -> bool:
+        return self.nan_count > 0 or self.inf_count > 0
+
+
+@dataclass
+class Value:
+    """A captured forward value or gradient.
+
+    ``array`` holds the whole array (always on the host, numpy) while the trace is under its
+    memory budget; beyond it ``array`` is None and only ``stats`` remain (``summarized``).
+    """
+
+    shape: tuple[int, ...]
+    dtype: str  # "float32", "int64", ...
+    stats: Stats
+    array: np.ndarray | None = None
+
+    @property
+    def summarized(self) -> bool:
+        return self.array is None
+
+    @property
+    def nbytes(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64)) * np.dtype(self.dtype).itemsize
+
+
+@dataclass
+class VersionChange:
+    """One in-place mutation of a tensor: the op, the version it made, and where."""
+
+    version: int
+    op: str  # "add_", "mul_", "__setitem__", "zero_", ...
+    site: Site | None = None
+
+
+@dataclass
+class TensorRecord:
+    id: int
+    shape: tuple[int, ...]
+    dtype: str
+    device: str = "cpu"
+    name: str | None = None  # w1, x, loss, layer1.weight, or None when unknown
+    requires_grad: bool = False
+    is_leaf: bool = True
+    grad_fn: int | None = None  # id of the node that produced it (None for leaves)
+    output_nr: int = 0
+    base: int | None = None  # tensor id of the view's base, when it is a view
+    is_parameter: bool = False
+    versions: list[VersionChange] = field(default_factory=list)  # in-place history
+    value: Value | None = None  # forward value, when captured
+    grad: Value | None = None  # .grad after the last pass that reached it (leaves, retain_grad)
+    site: Site | None = None  # where it was created
+
+    @property
+    def version(self) -> int:
+        return self.versions[-1].version if self.versions else 0
+
+    @property
+    def label(self) -> str:
+        return self.name if self.name else f"t{self.id}"
+
+
+@dataclass
+class SavedRecord:
+    """A tensor a node saved for backward, with its version at save time."""
+
+    tensor: int  # tensor id
+    version: int  # version when saved
+    nbytes: int
+    slot: str = ""  # "self", "other", "result", or "0", "1" for ctx.save_for_backward
+    is_output: bool = False  # the node saved its own output (e.g. ExpBackward0's result)
+
+
+@dataclass
+class NodeRecord:
+    id: int
+    name: str  # grad_fn.name(): "MulBackward0", "MyReLUBackward", "AccumulateGrad"
+    kind: str = "op"  # "op" (built-in), "function" (user autograd.Function), "accumulate"
+    inputs: list[int | None] = field(default_factory=list)  # tensor ids of forward inputs
+    outputs: list[int] = field(default_factory=list)  # tensor ids of forward outputs
+    next: list[tuple[int | None, int]] = field(default_factory=list)  # next_functions
+    saved: list[SavedRecord] = field(default_factory=list)
+    attrs: dict[str, Any] = field(default_factory=dict)  # dim, keepdim, ... (JSON-able)
+    site: Site | None = None
+    module: str | None = None  # nn.Module scope, "layer1.linear"
+    leaf: int | None = None  # for AccumulateGrad: the tensor id it accumulates into
+
+    @property
+    def saved_bytes(self) -> int:
+        return sum(saved.nbytes for saved in self.saved)
+
+
+@dataclass
+class HookRecord:
+    """A hook that fired during a step."""
+
+    kind: str  # "tensor", "pre", "post", "retain_grad"
+    name: str  # the hook function's qualified name
+    changed: bool = False  # the hook returned a replacement gradient
+
+
+@dataclass
+class Step:
+    index: int  # position in the pass, from 0
+    node: int  # node id
+    grads_in: list[Value | None] = field(default_factory=list)  # one per node output
+    grads_out: list[Value | None] = field(default_factory=list)  # one per next_functions edge
+    hooks: list[HookRecord] = field(default_factory=list)
+    accumulated: int | None = None  # tensor id whose .grad this step accumulated into
+    duration_ns: int = 0
+    error: str | None = None  # the exception raised by this step, when it failed
+
+
+@dataclass
+class BackwardPass:
+    index: int
+    kind: str = "backward"  # "backward" or "grad"
+    roots: list[int] = field(default_factory=list)  # tensor ids backward started from
+    site: Site | None = None
+    retain_graph: bool = False
+    create_graph: bool = False
+    values_captured: bool = True  # False when this pass kept structure only
+    steps: list[Step] = field(default_factory=list)
+    error: str | None = None
+
+
+@dataclass
+class Violation:
+    """Something wrong, with the sites that explain it.
+
+    kind is one of:
+        "inplace_saved"  a tensor saved for backward was modified in place
+                         (node = the saving node, site = the in-place op's line,
+                          other_site = the saving node's forward line)
+        "inplace_leaf"   an in-place op on a leaf that requires grad
+        "nan" / "inf"    a NaN or Inf first appeared (node = producer, site = its forward line;
+                         phase says "forward" or "backward")
+        "freed_graph"    backward through a graph an earlier pass freed (pass_index = the
+                         pass that freed it)
+    """
+
+    kind: str
+    message: str
+    tensor: int | None = None
+    node: int | None = None
+    site: Site | None = None
+    other_site: Site | None = None
+    saved_version: int | None = None
+    current_version: int | None = None
+    phase: str = "forward"  # "forward" or "backward"
+    pass_index: int | None = None
+    step_index: int | None = None
+
+
+@dataclass
+class ExceptionRecord:
+    """The exception that ended a traced program, if any."""
+
+    type: str
+    message: str
+    site: Site | None = None
+    traceback: str = ""
+
+
+@dataclass
+class Trace:
+    tensors: dict[int, TensorRecord] = field(default_factory=dict)
+    nodes: dict[int, NodeRecord] = field(default_factory=dict)
+    passes: list[BackwardPass] = field(default_factory=list)
+    violations: list[Violation] = field(default_factory=list)
+    exception: ExceptionRecord | None = None
+    # program, argv, tracegrad version, budget, capture policy, summarized-value count...
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    # -- navigation ---------------------------------------------------------------------
+    def node(self, node_id: int) -> NodeRecord:
+        return self.nodes[node_id]
+
+    def tensor(self, tensor_id: int) -> TensorRecord:
+        return self.tensors[tensor_id]
+
+    def iter_nodes(self) -> Iterator[NodeRecord]:
+        """Nodes in id (= recording) order."""
+        return iter(sorted(self.nodes.values(), key=lambda node: node.id))
+
+    def edges(self) -> Iterator[tuple[int, int, int]]:
+        """(node id, next node id, input_nr) for every edge, in a deterministic order."""
+        for node in self.iter_nodes():
+            for next_id, input_nr in node.next:
+                if next_id is not None:
+                    yield node.id, next_id, input_nr
