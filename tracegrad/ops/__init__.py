@@ -10,7 +10,16 @@ from ..autograd.function import Op
 
 
 def registry() -> dict[str, type]:
-    """node name -> op class, for every built-in op."""
+    """op class name -> op class, for every built-in op, sorted by name.
+
+    Keyed by the class (``"Mul"``, ``"View"``), not by the node name, because several ops
+    share one PyTorch node name (``ToDtype`` and ``ToDevice`` are both ``ToCopyBackward0``).
+    The node name is ``op._node_class._name``.
+
+    >>> from tracegrad import ops
+    >>> ops.registry()["Mul"]._node_class._name
+    'MulBackward0'
+    """
     from . import arith, conversion, indexing, linalg, reduce, shape, unary  # noqa: F401
 
     found: dict[str, type] = {}
@@ -18,5 +27,6 @@ def registry() -> dict[str, type]:
     while pending:
         op = pending.pop()
         pending.extend(op.__subclasses__())
-        found.setdefault(op._node_class._name, op)
+        if op.__module__.startswith(__name__ + "."):
+            found[op.__name__] = op
     return dict(sorted(found.items()))

@@ -56,6 +56,8 @@ class Reshape(Op):
 class View(Reshape):
     """Like reshape, but refuses when the result could not share storage (as torch does)."""
 
+    node_name = "ViewBackward0"
+
     @staticmethod
     def forward(ctx, a, shape):
         x = a.data
