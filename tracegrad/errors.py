@@ -32,6 +32,10 @@ class TraceFileError(TracegradError, ValueError):
     """A .tgtrace file that cannot be read: truncated, corrupted, or from a newer version."""
 
 
+class ConditionError(TracegradError, ValueError):
+    """A debugger "run until" condition that cannot be parsed (`norm >`, `op`)."""
+
+
 def describe_tensor(tensor) -> str:
     """`float32 [64, 100]`-style description used inside messages."""
     return f"{tensor.dtype.name} {list(tensor.shape)}"
