@@ -8,6 +8,15 @@ from . import _dtype, backends
 
 
 def _float_formatter(array: np.ndarray):
+    """One formatter for every element, right-aligned to the widest (torch pads columns)."""
+    single = _single_float_formatter(array)
+    shown = array if array.size <= 1000 else np.concatenate(
+        [array.reshape(-1)[:500], array.reshape(-1)[-500:]])
+    width = max((len(single(value)) for value in shown.reshape(-1).tolist()), default=0)
+    return lambda value: single(value).rjust(width)  # noqa: E731 - local formatter
+
+
+def _single_float_formatter(array: np.ndarray):
     finite = array[np.isfinite(array)]
     if finite.size == 0:
         return lambda value: _special(value)  # noqa: E731 - local formatter

@@ -122,6 +122,7 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
     """Check second derivatives: gradcheck of the function (inputs, v) -> vJP."""
     from ..factories import randn
     from .engine import grad
+    from .grad_mode import enable_grad
 
     inputs = _tensors(inputs)
     outputs = _outputs(func, inputs)
@@ -134,9 +135,11 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
 
     def first_derivatives(*values):
         primal, cotangent = values[:count], values[count:]
-        results = _outputs(func, primal)
-        used = [t for t in primal if getattr(t, "requires_grad", False)]
-        grads = grad(results, used, cotangent, create_graph=True, allow_unused=True)
+        # The numerical Jacobian calls this under no_grad; the vJP needs a graph anyway.
+        with enable_grad():
+            results = _outputs(func, primal)
+            used = [t for t in primal if getattr(t, "requires_grad", False)]
+            grads = grad(results, used, cotangent, create_graph=True, allow_unused=True)
         return tuple(g for g in grads if g is not None)
 
     del differentiable

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _dtype
-from ..errors import DeviceError
+from ..errors import DeviceError, ShapeError
 
 _float32 = np.dtype(np.float32)
 
@@ -78,3 +78,22 @@ def true_divide_dtype(x, y):
     if x_kind != "f" and y_kind != "f":
         return _dtype.default_float.numpy
     return None
+
+
+def broadcast_error(op_name: str, a, b) -> ShapeError:
+    """PyTorch's message for shapes that do not broadcast, plus which tensors they were."""
+    shape_a, shape_b = tuple(getattr(a, "shape", ())), tuple(getattr(b, "shape", ()))
+    ndim = max(len(shape_a), len(shape_b))
+    padded_a = (1,) * (ndim - len(shape_a)) + shape_a
+    padded_b = (1,) * (ndim - len(shape_b)) + shape_b
+    dim, size_a, size_b = ndim - 1, shape_a, shape_b  # reported as-is if no dim clashes
+    for dim in range(ndim - 1, -1, -1):
+        size_a, size_b = padded_a[dim], padded_b[dim]
+        if size_a != size_b and size_a != 1 and size_b != 1:
+            break
+    described = " and ".join(t._describe() for t in (a, b) if hasattr(t, "_describe"))
+    return ShapeError(
+        f"The size of tensor a ({size_a}) must match the size of tensor b ({size_b}) at "
+        f"non-singleton dimension {dim} ({op_name}: {described}). Hint: shapes broadcast "
+        f"when, aligned from the right, each pair of sizes is equal or one of them is 1; "
+        f"use .unsqueeze() or .view() to line them up.")

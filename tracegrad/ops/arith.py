@@ -7,7 +7,7 @@ own (second derivatives). ``sum_to`` undoes broadcasting in one place.
 from __future__ import annotations
 
 from ..autograd.function import Op
-from ._operands import operands, true_divide_dtype
+from ._operands import broadcast_error, operands, true_divide_dtype
 from .reduce import sum_to
 
 
@@ -22,7 +22,10 @@ class Add(Op):
     def forward(ctx, a, b):
         x, y = operands(a, b)
         ctx.shapes = (_shape(a), _shape(b))
-        return x + y
+        try:
+            return x + y
+        except ValueError:
+            raise broadcast_error("add", a, b) from None
 
     @staticmethod
     def backward(ctx, grad):
@@ -39,7 +42,10 @@ class Sub(Op):
     def forward(ctx, a, b):
         x, y = operands(a, b)
         ctx.shapes = (_shape(a), _shape(b))
-        return x - y
+        try:
+            return x - y
+        except ValueError:
+            raise broadcast_error("sub", a, b) from None
 
     @staticmethod
     def backward(ctx, grad):
@@ -62,7 +68,10 @@ class Mul(Op):
     def forward(ctx, a, b):
         x, y = operands(a, b)
         ctx.save_for_backward(a, b)
-        return x * y
+        try:
+            return x * y
+        except ValueError:
+            raise broadcast_error("mul", a, b) from None
 
     @staticmethod
     def backward(ctx, grad):
@@ -79,10 +88,12 @@ class Div(Op):
     def forward(ctx, a, b):
         x, y = operands(a, b)
         ctx.save_for_backward(a, b)
+        try:
+            result = x / y
+        except ValueError:
+            raise broadcast_error("div", a, b) from None
         result_dtype = true_divide_dtype(x, y)
-        if result_dtype is not None:
-            return (x / y).astype(result_dtype)
-        return x / y
+        return result if result_dtype is None else result.astype(result_dtype)
 
     @staticmethod
     def backward(ctx, grad):
@@ -138,7 +149,10 @@ class Pow(Op):
     def forward(ctx, a, b):
         x, y = operands(a, b)
         ctx.save_for_backward(a, b)
-        return x ** y
+        try:
+            return x ** y
+        except ValueError:
+            raise broadcast_error("pow", a, b) from None
 
     @staticmethod
     def backward(ctx, grad):
