@@ -1,0 +1,177 @@
+"""The fused ops behind nn: linear (AddmmBackward0), mse_loss and nll_loss.
+
+Each is one node, named as PyTorch names it, so a traced model's graph matches torch's and
+a training step costs no more array passes than hand-written NumPy. Backward formulas use
+tensor ops, so ``create_graph=True`` differentiates through them.
+"""
+
+from __future__ import annotations
+
+from ..autograd.function import Op
+from ..errors import DTypeError, ShapeError
+from ..ops.indexing import ScatterInto
+from ..ops.reduce import sum_to
+
+REDUCTIONS = ("none", "mean", "sum")
+
+
+class Addmm(Op):
+    """``bias + input @ weight_t`` for a 2-D input: what ``F.linear`` records in torch."""
+
+    node_name = "AddmmBackward0"
+
+    @staticmethod
+    def forward(ctx, bias, input, weight_t):  # noqa: A002 - torch's argument name
+        x, w = input.data, weight_t.data
+        if x.shape[1] != w.shape[0]:
+            raise _linear_mismatch(input, weight_t)
+        if x.dtype != w.dtype or x.dtype != bias.data.dtype:
+            raise _linear_dtypes(input, weight_t, bias)
+        ctx.save_for_backward(input, weight_t)
+        out = x @ w
+        out += bias.data  # in place: the product is fresh, and this saves one array pass
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        input, weight_t = ctx.saved_tensors  # noqa: A001
+        needs = ctx.needs_input_grad
+        grad_bias = sum_to(grad, ctx._input_meta[0][0]) if needs[0] else None
+        grad_input = grad.mm(weight_t.t()) if needs[1] else None
+        grad_weight_t = input.t().mm(grad) if needs[2] else None
+        return grad_bias, grad_input, grad_weight_t
+
+
+def linear(input, weight, bias=None):  # noqa: A002
+    """``input @ weight.T + bias``; one AddmmBackward0 node for 2-D input with a bias."""
+    if input.ndim == 2 and bias is not None and bias.ndim <= 1:
+        return Addmm.apply(bias, input, weight.t())
+    if input.ndim == 2:
+        out = input.mm(weight.t())
+    else:
+        out = input.matmul(weight.t())
+    return out if bias is None else out + bias
+
+
+def _linear_mismatch(input, weight_t) -> ShapeError:  # noqa: A002
+    return ShapeError(
+        f"linear: mat1 and mat2 shapes cannot be multiplied ({input.shape[0]}x"
+        f"{input.shape[1]} and {weight_t.shape[0]}x{weight_t.shape[1]})\n"
+        f"  input: {input._describe()}\n  weight: {weight_t.shape[1]}x{weight_t.shape[0]} "
+        f"(out_features x in_features)\nHint: the input's last dimension must equal the "
+        f"layer's in_features ({weight_t.shape[0]}).")
+
+
+def _linear_dtypes(input, weight_t, bias) -> DTypeError:  # noqa: A002
+    return DTypeError(
+        f"linear: expected input, weight and bias to have the same dtype, but got input "
+        f"{input.dtype.name}, weight {weight_t.dtype.name}, bias {bias.dtype.name}. "
+        f"Hint: convert the input with .to({weight_t.dtype!r}) or the model with "
+        f".double()/.float().")
+
+
+class MseLoss(Op):
+    node_name = "MseLossBackward0"
+
+    @staticmethod
+    def forward(ctx, input, target, reduction="mean"):  # noqa: A002
+        x, y = input.data, target.data
+        if x.dtype != y.dtype and y.dtype.kind == "f":
+            y = y.astype(x.dtype)
+        ctx.save_for_backward(input, target)
+        ctx.reduction = reduction
+        diff = x - y
+        squared = diff * diff
+        if reduction == "none":
+            return squared
+        total = squared.sum()
+        return total / squared.size if reduction == "mean" else total
+
+    @staticmethod
+    def backward(ctx, grad):
+        input, target = ctx.saved_tensors  # noqa: A001
+        needs = ctx.needs_input_grad
+        diff = input - target
+        scale = 2.0 / diff.numel() if ctx.reduction == "mean" else 2.0
+        grad_diff = diff * (grad * scale) if ctx.reduction != "none" else diff * grad * scale
+        grad_input = sum_to(grad_diff, input.shape) if needs[0] else None
+        grad_target = sum_to(-grad_diff, target.shape) if needs[1] else None
+        return grad_input, grad_target, None
+
+
+class NllLoss(Op):
+    """Negative log likelihood of class-index targets, picked along ``class_axis``."""
+
+    node_name = "NllLossBackward0"
+
+    @staticmethod
+    def forward(ctx, log_probs, target, weight=None, reduction="mean", ignore_index=-100):
+        xp = log_probs._xp
+        x, classes = log_probs.data, target.data
+        class_axis = 0 if x.ndim == 1 else 1
+        safe, kept = _checked_targets(xp, log_probs, target, class_axis, ignore_index)
+        index = xp.expand_dims(safe, class_axis)
+        picked = xp.take_along_axis(x, index, axis=class_axis).squeeze(class_axis)
+        if weight is None:
+            weights = kept.astype(x.dtype)
+        else:
+            weights = weight.data[safe] * kept
+        losses = -weights * picked
+        ctx.class_axis, ctx.index, ctx.reduction = class_axis, index, reduction
+        ctx.input_shape, ctx.weights = x.shape, weights
+        if reduction == "none":
+            return losses
+        if reduction == "sum":
+            return losses.sum()
+        ctx.total_weight = weights.sum()
+        with _quiet(xp):
+            return losses.sum() / ctx.total_weight  # all ignored: nan, as in torch
+
+    @staticmethod
+    def backward(ctx, grad):
+        from ..tensor import Tensor
+
+        coefficients = -ctx.weights
+        if ctx.reduction == "mean":
+            coefficients = coefficients / ctx.total_weight
+        src = Tensor._wrap(coefficients.astype(grad.data.dtype), False) * grad
+        src = src.unsqueeze(ctx.class_axis)
+        grad_input = ScatterInto.apply(src, shape=ctx.input_shape, dim=ctx.class_axis,
+                                       index=ctx.index, accumulate=False)
+        return grad_input, None, None
+
+
+def _checked_targets(xp, log_probs, target, class_axis: int, ignore_index: int):
+    classes = target.data
+    if classes.dtype.kind not in "iu":
+        raise DTypeError(
+            f"nll_loss: expected target of dtype int64 (class indices), got "
+            f"{target._describe()}. Hint: pass class indices as a long tensor (.long()), or "
+            f"probabilities of the same shape as the input to cross_entropy.")
+    x = log_probs.data
+    expected = x.shape[:class_axis] + x.shape[class_axis + 1:]
+    if classes.shape != expected:
+        raise ShapeError(
+            f"nll_loss: expected target of shape {list(expected)} for input "
+            f"{log_probs._describe()}, got {target._describe()}. Hint: targets hold one "
+            f"class index per sample (shape [N]), not one-hot rows.")
+    kept = classes != ignore_index
+    safe = xp.where(kept, classes, 0)
+    count = x.shape[class_axis]
+    if safe.size and (int(safe.min()) < 0 or int(safe.max()) >= count):
+        bad = int(safe.max()) if int(safe.max()) >= count else int(safe.min())
+        raise IndexError(
+            f"nll_loss: Target {bad} is out of bounds: the input has {count} classes "
+            f"({log_probs._describe()}). Hint: class indices run from 0 to {count - 1}.")
+    return safe, kept
+
+
+class _quiet:
+    def __init__(self, xp) -> None:
+        self.xp = xp
+
+    def __enter__(self):
+        self.saved = self.xp.seterr(invalid="ignore", divide="ignore")
+
+    def __exit__(self, *exc_info):
+        self.xp.seterr(**self.saved)

@@ -1,0 +1,383 @@
+"""Module: the base class of layers and models, with parameters, buffers and children.
+
+Each registered child and parameter learns its qualified name (its attribute path from the
+root module, e.g. ``encoder.0`` or ``encoder.0.weight``) when it is registered, so that
+``__call__`` can push the module's scope for traces at no per-call cost.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict, namedtuple
+from typing import Any, Iterator
+
+from ..autograd import events, module_scope
+from ..autograd.grad_mode import state
+from ..tensor import Tensor
+from .parameter import Parameter
+
+IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
+
+
+class Module:
+    """Base class of every layer and model.
+
+    Assigning a ``Parameter`` or a ``Module`` as an attribute registers it; ``__call__``
+    runs ``forward`` (and, while tracing or in anomaly mode, tags the nodes it records with
+    the module's qualified name).
+
+    >>> import tracegrad as torch
+    >>> class Net(torch.nn.Module):
+    ...     def __init__(self):
+    ...         super().__init__()
+    ...         self.layer1 = torch.nn.Linear(3, 2)
+    ...     def forward(self, x):
+    ...         return self.layer1(x).relu()
+    >>> [name for name, _ in Net().named_parameters()]
+    ['layer1.weight', 'layer1.bias']
+    """
+
+    training: bool
+    _scope_name: str = ""  # qualified name from the root; "" for a root module
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        if args or kwargs:
+            raise TypeError(
+                f"{type(self).__name__}.__init__() got unexpected arguments; Module.__init__ "
+                "takes none. Hint: call super().__init__() without arguments.")
+        set_plain = object.__setattr__
+        set_plain(self, "training", True)
+        set_plain(self, "_parameters", OrderedDict())
+        set_plain(self, "_buffers", OrderedDict())
+        set_plain(self, "_non_persistent", set())
+        set_plain(self, "_modules", OrderedDict())
+
+    # -- running -----------------------------------------------------------------------
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(
+            f'Module [{type(self).__name__}] is missing the required "forward" function')
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if state.anomaly or events.listeners:
+            module_scope.push(self._scope_name or type(self).__name__)
+            try:
+                return self.forward(*args, **kwargs)
+            finally:
+                module_scope.pop()
+        return self.forward(*args, **kwargs)
+
+    # -- registration ------------------------------------------------------------------
+    def __setattr__(self, name: str, value: Any) -> None:
+        if "_parameters" not in self.__dict__ and isinstance(value, (Parameter, Module)):
+            raise AttributeError(
+                f"cannot assign {type(value).__name__} '{name}' before Module.__init__() "
+                f"call on {type(self).__name__}. Hint: call super().__init__() first.")
+        if isinstance(value, Parameter):
+            self.register_parameter(name, value)
+        elif isinstance(value, Module):
+            self.add_module(name, value)
+        elif name in self._parameters:
+            if value is not None:
+                raise TypeError(
+                    f"cannot assign '{type(value).__name__}' as parameter '{name}' of "
+                    f"{type(self).__name__} (tracegrad.nn.Parameter or None expected). "
+                    f"Hint: wrap it: nn.Parameter(value).")
+            self._parameters[name] = None
+            object.__setattr__(self, name, None)
+        elif name in self._buffers:
+            if value is not None and not isinstance(value, Tensor):
+                raise TypeError(
+                    f"cannot assign '{type(value).__name__}' as buffer '{name}' of "
+                    f"{type(self).__name__} (tracegrad.Tensor or None expected)")
+            self._buffers[name] = value
+            object.__setattr__(self, name, value)
+        else:
+            if name in self.__dict__.get("_modules", ()):
+                del self._modules[name]
+            object.__setattr__(self, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        for registry in (self._parameters, self._buffers, self._modules):
+            registry.pop(name, None)
+        self._non_persistent.discard(name)
+        object.__delattr__(self, name)
+
+    def register_parameter(self, name: str, param: Parameter | None) -> None:
+        """Register ``param`` as ``self.<name>``; ``None`` registers an absent parameter."""
+        _check_name(self, name, "parameter")
+        if param is not None and not isinstance(param, Parameter):
+            raise TypeError(
+                f"cannot assign '{type(param).__name__}' object to parameter '{name}' of "
+                f"{type(self).__name__} (tracegrad.nn.Parameter or None required)")
+        self._parameters[name] = param
+        object.__setattr__(self, name, param)
+        if param is not None:
+            param.name = _join(self._scope_name, name)
+
+    def register_buffer(self, name: str, tensor: Tensor | None,
+                        persistent: bool = True) -> None:
+        """A tensor that is state but not a parameter (moved by ``to``, saved in
+        ``state_dict`` unless ``persistent=False``)."""
+        _check_name(self, name, "buffer")
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(
+                f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' of "
+                f"{type(self).__name__} (tracegrad.Tensor or None required)")
+        self._buffers[name] = tensor
+        if persistent:
+            self._non_persistent.discard(name)
+        else:
+            self._non_persistent.add(name)
+        object.__setattr__(self, name, tensor)
+        if tensor is not None and tensor.name is None:
+            tensor.name = _join(self._scope_name, name)
+
+    def add_module(self, name: str, module: Module | None) -> None:
+        """Register ``module`` as the child ``name``."""
+        _check_name(self, name, "module")
+        if module is not None and not isinstance(module, Module):
+            raise TypeError(f"{type(module).__name__} is not a Module subclass")
+        self._modules[name] = module
+        object.__setattr__(self, name, module)
+        if module is not None:
+            module._rename(_join(self._scope_name, name))
+
+    register_module = add_module
+
+    def _rename(self, scope_name: str) -> None:
+        """Give this module and everything under it names qualified by ``scope_name``."""
+        object.__setattr__(self, "_scope_name", scope_name)
+        for name, param in self._parameters.items():
+            if param is not None:
+                param.name = _join(scope_name, name)
+        for name, child in self._modules.items():
+            if child is not None:
+                child._rename(_join(scope_name, name))
+
+    # -- walking -----------------------------------------------------------------------
+    def named_modules(self, prefix: str = "", memo: set | None = None,
+                      remove_duplicate: bool = True) -> Iterator[tuple[str, Module]]:
+        if memo is None:
+            memo = set()
+        if remove_duplicate:
+            if self in memo:
+                return
+            memo.add(self)
+        yield prefix, self
+        for name, child in self._modules.items():
+            if child is not None:
+                yield from child.named_modules(_join(prefix, name), memo, remove_duplicate)
+
+    def modules(self) -> Iterator[Module]:
+        for _, module in self.named_modules():
+            yield module
+
+    def named_children(self) -> Iterator[tuple[str, Module]]:
+        seen = set()
+        for name, child in self._modules.items():
+            if child is not None and child not in seen:
+                seen.add(child)
+                yield name, child
+
+    def children(self) -> Iterator[Module]:
+        for _, child in self.named_children():
+            yield child
+
+    def named_parameters(self, prefix: str = "", recurse: bool = True,
+                         remove_duplicate: bool = True) -> Iterator[tuple[str, Parameter]]:
+        """(qualified name, parameter) in registration order, depth first; a parameter
+        shared by two modules comes once."""
+        yield from self._named_members("_parameters", prefix, recurse, remove_duplicate)
+
+    def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
+        for _, param in self.named_parameters(recurse=recurse):
+            yield param
+
+    def named_buffers(self, prefix: str = "", recurse: bool = True,
+                      remove_duplicate: bool = True) -> Iterator[tuple[str, Tensor]]:
+        yield from self._named_members("_buffers", prefix, recurse, remove_duplicate)
+
+    def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
+        for _, buffer in self.named_buffers(recurse=recurse):
+            yield buffer
+
+    def _named_members(self, registry: str, prefix: str, recurse: bool,
+                       remove_duplicate: bool):
+        modules = (self.named_modules(prefix, remove_duplicate=remove_duplicate) if recurse
+                   else [(prefix, self)])
+        seen = set()
+        for module_prefix, module in modules:
+            for name, member in getattr(module, registry).items():
+                if member is None or (remove_duplicate and member in seen):
+                    continue
+                seen.add(member)
+                yield _join(module_prefix, name), member
+
+    # -- training state ----------------------------------------------------------------
+    def train(self, mode: bool = True) -> Module:
+        if not isinstance(mode, bool):
+            raise ValueError("training mode is expected to be boolean")
+        for module in self.modules():
+            object.__setattr__(module, "training", mode)
+        return self
+
+    def eval(self) -> Module:
+        return self.train(False)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Module:
+        for param in self.parameters():
+            param.requires_grad_(requires_grad)
+        return self
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Reset every parameter's ``.grad``: to None (the default, as in torch), or to
+        zeros in place."""
+        for param in self.parameters():
+            if param.grad is None:
+                continue
+            if set_to_none:
+                param.grad = None
+            else:
+                grad = param.grad
+                if grad.grad_fn is not None:
+                    grad.detach_()
+                grad.requires_grad = False
+                grad.zero_()
+
+    # -- state dict --------------------------------------------------------------------
+    def state_dict(self, destination: dict | None = None, prefix: str = "",
+                   keep_vars: bool = False) -> OrderedDict:
+        """Parameters and persistent buffers by qualified name (detached unless
+        ``keep_vars``)."""
+        result = OrderedDict() if destination is None else destination
+        for module_prefix, module in self.named_modules(prefix.rstrip(".")):
+            for name, param in module._parameters.items():
+                if param is not None:
+                    result[_join(module_prefix, name)] = param if keep_vars else param.detach()
+            for name, buffer in module._buffers.items():
+                if buffer is not None and name not in module._non_persistent:
+                    key = _join(module_prefix, name)
+                    result[key] = buffer if keep_vars else buffer.detach()
+        return result
+
+    def load_state_dict(self, state_dict: dict, strict: bool = True) -> IncompatibleKeys:
+        """Copy values into this module's parameters and buffers (in place, under
+        no_grad), checking names and shapes."""
+        from ..autograd.grad_mode import no_grad
+
+        own = self.state_dict(keep_vars=True)
+        missing = [key for key in own if key not in state_dict]
+        unexpected = [key for key in state_dict if key not in own]
+        errors = []
+        if strict:
+            if missing:
+                errors.append("Missing key(s) in state_dict: " +
+                              ", ".join(f'"{key}"' for key in missing) + ".")
+            if unexpected:
+                errors.append("Unexpected key(s) in state_dict: " +
+                              ", ".join(f'"{key}"' for key in unexpected) + ".")
+        for key, target in own.items():
+            if key not in state_dict:
+                continue
+            value = state_dict[key]
+            if not isinstance(value, Tensor):
+                from ..factories import as_tensor
+
+                value = as_tensor(value)
+            if tuple(value.shape) != tuple(target.shape):
+                errors.append(
+                    f"size mismatch for {key}: copying a param with shape "
+                    f"{list(value.shape)} from checkpoint, the shape in current model is "
+                    f"{list(target.shape)}.")
+        if errors:
+            raise RuntimeError(
+                f"Error(s) in loading state_dict for {type(self).__name__}:\n\t" +
+                "\n\t".join(errors) + "\nHint: pass strict=False to load the keys that match.")
+        with no_grad():
+            for key, target in own.items():
+                if key in state_dict:
+                    value = state_dict[key]
+                    target.copy_(value if isinstance(value, Tensor) else
+                                 Tensor._wrap(_as_array(value, target), False))
+        return IncompatibleKeys(missing, unexpected)
+
+    # -- conversion --------------------------------------------------------------------
+    def to(self, *args: Any, **kwargs: Any) -> Module:
+        """Convert parameters and buffers in place: ``to(dtype)`` casts the floating ones,
+        ``to(device)`` moves all (as torch's ``Module.to``)."""
+
+        def convert(tensor: Tensor) -> Any:
+            if not tensor.is_floating_point():
+                non_dtype = [a for a in args if not _is_dtype(a)]
+                return tensor.detach().to(*non_dtype, device=kwargs.get("device")).data
+            return tensor.detach().to(*args, **kwargs).data
+
+        return self._apply(convert)
+
+    def double(self) -> Module:
+        from .. import _dtype
+
+        return self.to(_dtype.float64)
+
+    def float(self) -> Module:
+        from .. import _dtype
+
+        return self.to(_dtype.float32)
+
+    def cpu(self) -> Module:
+        return self.to("cpu")
+
+    def cuda(self, device: Any = None) -> Module:
+        return self.to("cuda" if device is None else device)
+
+    def _apply(self, convert) -> Module:
+        for module in self.modules():
+            for tensor in list(module._parameters.values()) + list(module._buffers.values()):
+                if tensor is None:
+                    continue
+                tensor.data = convert(tensor)
+                if tensor.grad is not None:
+                    tensor.grad.data = convert(tensor.grad)
+        return self
+
+    # -- display -----------------------------------------------------------------------
+    def extra_repr(self) -> str:
+        return ""
+
+    def __repr__(self) -> str:
+        lines = []
+        for name, child in self._modules.items():
+            child_text = repr(child).replace("\n", "\n  ")
+            lines.append(f"({name}): {child_text}")
+        extra = self.extra_repr()
+        if not lines:
+            return f"{type(self).__name__}({extra})"
+        body = "\n  ".join(([extra] if extra else []) + lines)
+        return f"{type(self).__name__}(\n  {body}\n)"
+
+    def __dir__(self):
+        return sorted(set(super().__dir__()))
+
+
+def _join(prefix: str, name: str) -> str:
+    return f"{prefix}.{name}" if prefix else name
+
+
+def _check_name(module: Module, name: str, kind: str) -> None:
+    if "_parameters" not in module.__dict__:
+        raise AttributeError(
+            f"cannot register {kind} '{name}' before Module.__init__() call on "
+            f"{type(module).__name__}. Hint: call super().__init__() first.")
+    if not isinstance(name, str):
+        raise TypeError(f"{kind} name should be a string. Got {type(name).__name__}")
+    if "." in name or name == "":
+        raise KeyError(f'{kind} name can\'t contain "." and can\'t be empty, got "{name}"')
+
+
+def _is_dtype(value: Any) -> bool:
+    from .. import _dtype
+
+    return isinstance(value, _dtype.dtype)
+
+
+def _as_array(value: Any, like: Tensor):
+    return like._xp.asarray(value, dtype=like.data.dtype)
