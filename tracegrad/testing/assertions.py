@@ -1,0 +1,355 @@
+"""Assertions about an autograd graph, for tests.
+
+Each takes a live tensor (its graph is traced structure-only) or a
+:class:`~tracegrad.trace.model.Trace`, reads only the Trace data model, and raises
+``AssertionError`` with a message that says what was expected and what was found. The
+pytest plugin registers this module for assertion rewriting, so any plain ``assert`` here
+gets pytest's introspection too.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .graph_text import _Namer, as_trace, normalize_text, render_text
+
+if TYPE_CHECKING:
+    from ..trace.model import NodeRecord, Trace
+
+__all__ = [
+    "assert_graph", "assert_op_counts", "assert_contains_chain", "assert_no_path",
+    "assert_saved", "assert_no_violations", "assert_no_nan", "graph_diff",
+]
+
+
+def graph_diff(expected: str, actual: str) -> str:
+    """A unified diff of two graph texts (expected first), after normalizing both."""
+    return "\n".join(difflib.unified_diff(
+        normalize_text(expected).splitlines(), normalize_text(actual).splitlines(),
+        fromfile="expected", tofile="actual", lineterm=""))
+
+
+def assert_graph(tensor_or_trace: Any, expected_text: str, *, saved: bool = True) -> None:
+    """Assert the graph's canonical text (see :func:`graph_text`) equals ``expected_text``.
+
+    Indentation common to all lines and blank edge lines are ignored, so the expected
+    text can sit indented in a triple-quoted string.
+
+    >>> import tracegrad as torch
+    >>> x = torch.ones(3, requires_grad=True); x.name = "x"
+    >>> assert_graph((x * 2).sum(), '''
+    ...     SumBackward0
+    ...       MulBackward0
+    ...         AccumulateGrad  x f32[3]
+    ... ''')
+    """
+    trace, roots = as_trace(tensor_or_trace)
+    actual = render_text(trace, roots, saved=saved)
+    if normalize_text(actual) == normalize_text(expected_text):
+        return
+    raise AssertionError(
+        "the autograd graph differs from the expected text (- expected, + actual):\n"
+        f"{graph_diff(expected_text, actual)}\n"
+        f"actual graph:\n{_indent(actual)}\n"
+        "Hint: if the new graph is right, paste the actual graph above into the test.")
+
+
+def _indent(text: str, prefix: str = "    ") -> str:
+    return "\n".join(prefix + line for line in text.splitlines())
+
+
+# -- structure -------------------------------------------------------------------------------
+def _reachable(trace: Trace, roots: Iterable[int]) -> list[int]:
+    """Node ids reachable from ``roots`` (roots included), in a deterministic order."""
+    order: list[int] = []
+    seen: set[int] = set()
+    stack = list(reversed(list(roots)))
+    while stack:
+        node_id = stack.pop()
+        if node_id in seen or node_id not in trace.nodes:
+            continue
+        seen.add(node_id)
+        order.append(node_id)
+        for next_id, _ in reversed(trace.nodes[node_id].next):
+            if next_id is not None:
+                stack.append(next_id)
+    return order
+
+
+def _graph_nodes(tensor_or_trace: Any) -> tuple[Trace, list[NodeRecord]]:
+    trace, roots = as_trace(tensor_or_trace)
+    return trace, [trace.nodes[node_id] for node_id in _reachable(trace, roots)]
+
+
+def assert_op_counts(tensor_or_trace: Any, expected: Mapping[str, int], *,
+                     exact: bool = False) -> None:
+    """Assert how many nodes of each name the graph has.
+
+    With ``exact=True`` the graph may hold no node names besides those in ``expected``
+    (``AccumulateGrad`` included).
+
+    >>> import tracegrad as torch
+    >>> w = torch.ones(2, 2, requires_grad=True)
+    >>> assert_op_counts(w.mm(w).mm(w).sum(), {"MmBackward0": 2})
+    """
+    _, nodes = _graph_nodes(tensor_or_trace)
+    counts = Counter(node.name for node in nodes)
+    problems = [f"  {name}: expected {count}, found {counts.get(name, 0)}"
+                for name, count in expected.items() if counts.get(name, 0) != count]
+    if exact:
+        problems += [f"  {name}: expected none, found {count}"
+                     for name, count in sorted(counts.items()) if name not in expected]
+    if problems:
+        found = ", ".join(f"{name}: {count}" for name, count in sorted(counts.items()))
+        raise AssertionError(
+            "node counts differ from the expected ones:\n" + "\n".join(problems)
+            + f"\nthe graph has: {{{found}}}")
+
+
+def _name_paths(trace: Trace, nodes: list[NodeRecord], limit: int = 5) -> list[str]:
+    """A few root-to-leaf paths as 'A -> B -> C', to show what the graph looks like."""
+    paths: list[str] = []
+    if not nodes:
+        return paths
+    stack: list[tuple[int, tuple[str, ...]]] = [(nodes[0].id, ())]
+    while stack and len(paths) < limit:
+        node_id, prefix = stack.pop()
+        node = trace.nodes[node_id]
+        path = prefix + (node.name,)
+        children = [n for n, _ in node.next if n is not None and n in trace.nodes]
+        if not children or len(path) > 50:
+            paths.append(" -> ".join(path))
+        for child in reversed(children):
+            stack.append((child, path))
+    return paths
+
+
+def assert_contains_chain(tensor_or_trace: Any, names: Sequence[str]) -> None:
+    """Assert some path down ``next_functions`` passes nodes named ``names`` in a row.
+
+    >>> import tracegrad as torch
+    >>> x = torch.ones(3, requires_grad=True)
+    >>> assert_contains_chain(((x - 1) ** 2).sum(), ["SumBackward0", "PowBackward0",
+    ...                                              "SubBackward0"])
+    """
+    names = list(names)
+    if not names:
+        raise ValueError("assert_contains_chain needs at least one node name, got [].")
+    trace, nodes = _graph_nodes(tensor_or_trace)
+    # matched[node] = the longest prefix of `names` that ends at node along some path.
+    # Nodes come in an order where each node follows all its parents (a topological order),
+    # so one pass suffices.
+    ends: dict[int, set[int]] = {node.id: set() for node in nodes}
+    for node in _topological(trace, nodes):
+        here = ends[node.id]
+        if node.name == names[0]:
+            here.add(1)
+        if len(names) in here:
+            return
+        for next_id, _ in node.next:
+            if next_id is None or next_id not in ends:
+                continue
+            child = trace.nodes[next_id]
+            for length in here:
+                if length < len(names) and child.name == names[length]:
+                    ends[next_id].add(length + 1)
+    paths = _name_paths(trace, nodes)
+    raise AssertionError(
+        f"no path in the graph goes through {' -> '.join(names)} in a row.\n"
+        "some paths the graph has:\n" + "\n".join(f"  {path}" for path in paths))
+
+
+def _topological(trace: Trace, nodes: list[NodeRecord]) -> list[NodeRecord]:
+    """Parents before children (Kahn's algorithm, ties broken by node id)."""
+    import heapq
+
+    ids = {node.id for node in nodes}
+    parents = {node.id: 0 for node in nodes}
+    for node in nodes:
+        for next_id, _ in node.next:
+            if next_id in ids:
+                parents[next_id] += 1
+    ready = [node_id for node_id, count in parents.items() if count == 0]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        node_id = heapq.heappop(ready)
+        order.append(trace.nodes[node_id])
+        for next_id, _ in trace.nodes[node_id].next:
+            if next_id in ids:
+                parents[next_id] -= 1
+                if parents[next_id] == 0:
+                    heapq.heappush(ready, next_id)
+    return order
+
+
+def _endpoint_nodes(trace: Trace, endpoint: Any, role: str) -> list[int]:
+    """The node ids a tensor, tensor name or node name stands for in ``trace``.
+
+    A tensor stands for its ``grad_fn`` or, for a leaf, its ``AccumulateGrad``.
+    """
+    from ..tensor import Tensor
+
+    if isinstance(endpoint, Tensor):
+        if endpoint.name is None:
+            raise ValueError(
+                f"assert_no_path: the '{role}' tensor ({endpoint.dtype.name} "
+                f"{list(endpoint.shape)}) has no name, so it cannot be found in the trace. "
+                f"Hint: set `tensor.name = \"...\"` (or tracegrad.name(tensor, \"...\")) "
+                "before the graph is built, or pass a node name.")
+        endpoint = endpoint.name
+    if not isinstance(endpoint, str):
+        raise TypeError(f"assert_no_path: '{role}' must be a Tensor, a tensor name or a node "
+                        f"name, got {type(endpoint).__name__}.")
+    tensor_ids = {record.id for record in trace.tensors.values() if record.name == endpoint}
+    found = [node.id for node in trace.iter_nodes()
+             if (node.leaf in tensor_ids)
+             or any(output in tensor_ids for output in node.outputs)]
+    for record in trace.tensors.values():
+        if record.id in tensor_ids and record.grad_fn is not None:
+            found.append(record.grad_fn)
+    if not found:
+        found = [node.id for node in trace.iter_nodes() if node.name == endpoint]
+    if not found:
+        names = sorted({r.name for r in trace.tensors.values() if r.name})
+        raise ValueError(
+            f"assert_no_path: no tensor or node named '{endpoint}' in the graph ('{role}'). "
+            f"Tensor names in the graph: {names}. Hint: a tensor made under no_grad() or by "
+            "detach() is not part of the graph; name it and pass the graph that holds it.")
+    return sorted(set(found))
+
+
+def assert_no_path(tensor_or_trace: Any, source: Any, target: Any) -> None:
+    """Assert no gradient can flow from ``source`` back to ``target`` (detach cut it).
+
+    ``source`` and ``target`` are tensors with a ``name``, tensor names, or node names.
+
+    >>> import tracegrad as torch
+    >>> w = torch.ones(2, requires_grad=True); w.name = "w"
+    >>> y = (w.detach() * 3).sum() + w.sum()
+    >>> y.name = "y"
+    >>> assert_contains_chain(y, ["AddBackward0", "SumBackward0"])
+    """
+    trace, roots = as_trace(tensor_or_trace)
+    starts = _endpoint_nodes(trace, source, "source")
+    goals = set(_endpoint_nodes(trace, target, "target"))
+    parent: dict[int, int | None] = {start: None for start in starts}
+    queue = list(starts)
+    while queue:
+        node_id = queue.pop(0)
+        if node_id in goals:
+            path = []
+            step: int | None = node_id
+            while step is not None:
+                path.append(trace.nodes[step].name)
+                step = parent[step]
+            raise AssertionError(
+                f"expected no path from {_label(source)} to {_label(target)}, but gradients "
+                f"flow along: {' -> '.join(reversed(path))}.\nHint: detach() (or no_grad()) "
+                "where the graph should be cut.")
+        for next_id, _ in trace.nodes[node_id].next:
+            if next_id is not None and next_id in trace.nodes and next_id not in parent:
+                parent[next_id] = node_id
+                queue.append(next_id)
+
+
+def _label(endpoint: Any) -> str:
+    name = getattr(endpoint, "name", None) if not isinstance(endpoint, str) else endpoint
+    return f"'{name}'"
+
+
+def assert_saved(tensor_or_trace: Any, node_name: str, *, count: int | None = None,
+                 nbytes: int | None = None, names: Sequence[str] | None = None) -> None:
+    """Assert what the node(s) named ``node_name`` save for backward.
+
+    ``count`` and ``nbytes`` are totals over every node with that name; ``names`` lists the
+    saved tensors' labels in order (as graph_text shows them).
+
+    >>> import tracegrad as torch
+    >>> x = torch.ones(8, requires_grad=True)
+    >>> assert_saved(x.exp().sum(), "ExpBackward0", count=1, nbytes=32)
+    """
+    trace, roots = as_trace(tensor_or_trace)
+    nodes = [trace.nodes[node_id] for node_id in _reachable(trace, roots)]
+    matching = [node for node in nodes if node.name == node_name]
+    if not matching:
+        present = sorted({node.name for node in nodes})
+        raise AssertionError(f"no node named {node_name} in the graph; it has: {present}")
+    saved = [record for node in matching for record in node.saved]
+    text_namer = _Namer(trace)
+    render_text(trace, roots, namer=text_namer)  # so t<N> labels agree with graph_text
+    found_names = [text_namer.label(record.tensor) for record in saved]
+    found_bytes = sum(record.nbytes for record in saved)
+    problems = []
+    if count is not None and len(saved) != count:
+        problems.append(f"count: expected {count}, found {len(saved)}")
+    if nbytes is not None and found_bytes != nbytes:
+        problems.append(f"nbytes: expected {nbytes}, found {found_bytes}")
+    if names is not None and list(names) != found_names:
+        problems.append(f"names: expected {list(names)}, found {found_names}")
+    if problems:
+        described = ", ".join(text_namer.describe(record.tensor) for record in saved) or "nothing"
+        raise AssertionError(
+            f"{node_name} ({len(matching)} node(s)) saves {described}:\n  "
+            + "\n  ".join(problems))
+
+
+# -- trace contents ----------------------------------------------------------------------------
+def _whole_trace(trace_like: Any) -> Trace:
+    from ..trace.model import Trace
+
+    if isinstance(trace_like, Trace):
+        return trace_like
+    trace = getattr(trace_like, "trace", None)
+    if isinstance(trace, Trace):
+        return trace
+    raise TypeError(
+        f"expected a tracegrad Trace, got {type(trace_like).__name__}. Hint: record one with "
+        "`with tracegrad.trace() as tr:` (or the tracegrad_trace pytest fixture).")
+
+
+def assert_no_violations(trace: Any, kinds: Iterable[str] | None = None) -> None:
+    """Assert the trace recorded no violations (in-place on saved tensors, NaN, ...).
+
+    ``kinds`` limits the check to some kinds (``"inplace_saved"``, ``"nan"``, ...).
+    """
+    trace = _whole_trace(trace)
+    wanted = set(kinds) if kinds is not None else None
+    found = [v for v in trace.violations if wanted is None or v.kind in wanted]
+    if found:
+        raise AssertionError(
+            f"expected no violations, found {len(found)}:\n"
+            + "\n".join(_describe_violation(v) for v in found))
+
+
+def _describe_violation(violation) -> str:
+    where = f" at {violation.site}" if violation.site is not None else ""
+    if violation.site is not None and violation.site.code:
+        where += f" ({violation.site.code})"
+    also = f"; see also {violation.other_site}" if violation.other_site is not None else ""
+    return f"  [{violation.kind}]{where}: {violation.message}{also}"
+
+
+def assert_no_nan(trace: Any) -> None:
+    """Assert no NaN or Inf appeared in any captured value or gradient of the trace."""
+    trace = _whole_trace(trace)
+    problems = [_describe_violation(v) for v in trace.violations if v.kind in ("nan", "inf")]
+    for record in sorted(trace.tensors.values(), key=lambda r: r.id):
+        for what, value in (("value", record.value), ("grad", record.grad)):
+            if value is not None and value.stats.has_nonfinite:
+                problems.append(f"  tensor {record.label} {what}: {value.stats.nan_count} NaN, "
+                                f"{value.stats.inf_count} Inf")
+    for backward_pass in trace.passes:
+        for step in backward_pass.steps:
+            for value in step.grads_out:
+                if value is not None and value.stats.has_nonfinite:
+                    node = trace.nodes.get(step.node)
+                    problems.append(
+                        f"  pass {backward_pass.index} step {step.index} "
+                        f"({node.name if node else step.node}) gradient out: "
+                        f"{value.stats.nan_count} NaN, {value.stats.inf_count} Inf")
+    if problems:
+        raise AssertionError("expected no NaN or Inf, found:\n" + "\n".join(problems))

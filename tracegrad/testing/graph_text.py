@@ -1,0 +1,231 @@
+"""The canonical text form of an autograd graph: deterministic, readable, diffable.
+
+An indented tree from the output node down ``next_functions``::
+
+    SumBackward0
+      SwishImplementationBackward  saves: x f32[8]
+        AccumulateGrad  x f32[8]
+
+Each line is a node name, then what it saves (``name dtype[shape]``); a leaf's
+``AccumulateGrad`` names its tensor. A subgraph reached a second time is printed once,
+tagged ``#1`` (numbered in order of appearance), and referenced afterwards as
+``MulBackward0 -> (see #1)`` so a DAG does not explode into a tree. Unnamed tensors are
+called ``t1``, ``t2``, ... in order of first appearance in the text -- never by an id that
+depends on what else the program did -- so the text is the same on every run.
+
+Reads only the :class:`tracegrad.trace.model.Trace` data model; a live tensor is first
+turned into a structure-only trace with ``tracegrad.trace.from_tensor``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # keep importing this module cheap: no engine import at load
+    from ..trace.model import NodeRecord, Trace
+
+_SHORT_DTYPES = {
+    "float16": "f16", "float32": "f32", "float64": "f64", "bfloat16": "bf16",
+    "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
+    "uint8": "u8", "bool": "b8", "complex64": "c64", "complex128": "c128",
+}
+
+
+def short_type(dtype: str, shape: Sequence[int]) -> str:
+    """``f32[3,4]``: a dtype's short name and a shape, jaxpr style.
+
+    >>> short_type("float32", (3, 4))
+    'f32[3,4]'
+    """
+    return f"{_SHORT_DTYPES.get(dtype, dtype)}[{','.join(str(size) for size in shape)}]"
+
+
+def as_trace(tensor_or_trace: Any) -> tuple[Trace, list[int]]:
+    """The trace to read and the ids of the nodes to start from.
+
+    A live tensor (or a tuple/list of them) becomes a structure-only trace; a Trace is used
+    as it is, starting from its output nodes (see :func:`root_nodes`).
+    """
+    from ..trace.model import Trace
+
+    if isinstance(tensor_or_trace, Trace):
+        return tensor_or_trace, root_nodes(tensor_or_trace)
+    trace = getattr(tensor_or_trace, "trace", None)  # the object `with tracegrad.trace()` gives
+    if isinstance(trace, Trace):
+        return trace, root_nodes(trace)
+    from ..tensor import Tensor
+
+    tensors = _live_tensors(tensor_or_trace)
+    if tensors is None:
+        raise TypeError(
+            f"expected a Tensor, a sequence of Tensors or a tracegrad Trace, got "
+            f"{type(tensor_or_trace).__name__}. Hint: pass the output tensor (e.g. the loss) "
+            "or the trace from `with tracegrad.trace() as tr:`.")
+    for tensor in tensors:
+        if tensor.grad_fn is None and not tensor.requires_grad:
+            label = f"'{tensor.name}' " if tensor.name else ""
+            raise ValueError(
+                f"tensor {label}({tensor.dtype.name} {list(tensor.shape)}) has no autograd "
+                "graph: it does not require grad and has no grad_fn. Hint: was it computed "
+                "under no_grad(), or from inputs without requires_grad=True?")
+    from ..trace import from_tensor
+
+    subject = tensors[0] if isinstance(tensor_or_trace, Tensor) else tuple(tensors)
+    trace = from_tensor(subject)
+    return trace, root_nodes(trace)
+
+
+def _live_tensors(value: Any) -> list | None:
+    from ..tensor import Tensor
+
+    if isinstance(value, Tensor):
+        return [value]
+    if isinstance(value, (tuple, list)) and value and all(isinstance(v, Tensor) for v in value):
+        return list(value)
+    return None
+
+
+def root_nodes(trace: Trace) -> list[int]:
+    """Nodes nothing else points to (the graph's outputs), in recording order.
+
+    ``AccumulateGrad`` nodes count only when the trace holds nothing else (a lone leaf).
+    """
+    roots = trace.metadata.get("roots") if isinstance(trace.metadata, dict) else None
+    if roots:  # the tensor ids from_tensor started from, when the tracer says so
+        found = [trace.tensors[t].grad_fn for t in roots if t in trace.tensors]
+        found = [node for node in found if node is not None]
+        if found:
+            return list(dict.fromkeys(found))
+    pointed_to = {next_id for _, next_id, _ in trace.edges()}
+    candidates = [node for node in trace.iter_nodes() if node.id not in pointed_to]
+    inner = [node.id for node in candidates if node.kind != "accumulate"
+             and node.name != "AccumulateGrad"]
+    return inner if inner else [node.id for node in candidates]
+
+
+class _Namer:
+    """Tensor labels: the trace's name, else ``t1``, ``t2``... by first appearance."""
+
+    def __init__(self, trace: Trace) -> None:
+        self.trace = trace
+        self.assigned: dict[int, str] = {}
+        self.taken = {record.name for record in trace.tensors.values() if record.name}
+
+    def label(self, tensor_id: int | None) -> str:
+        if tensor_id is None:
+            return "?"
+        record = self.trace.tensors.get(tensor_id)
+        if record is not None and record.name:
+            return record.name
+        if tensor_id not in self.assigned:
+            number = len(self.assigned) + 1
+            while f"t{number}" in self.taken:
+                number += 1
+            self.assigned[tensor_id] = f"t{number}"
+            self.taken.add(f"t{number}")
+        return self.assigned[tensor_id]
+
+    def describe(self, tensor_id: int | None) -> str:
+        record = self.trace.tensors.get(tensor_id) if tensor_id is not None else None
+        if record is None:
+            return self.label(tensor_id)
+        return f"{self.label(tensor_id)} {short_type(record.dtype, record.shape)}"
+
+
+def _node_line(node: NodeRecord, namer: _Namer, saved: bool) -> str:
+    if node.kind == "accumulate" or node.name == "AccumulateGrad":
+        return f"{node.name}  {namer.describe(node.leaf)}" if node.leaf is not None else node.name
+    if saved and node.saved:
+        return f"{node.name}  saves: " + ", ".join(namer.describe(s.tensor) for s in node.saved)
+    return node.name
+
+
+def _children(trace: Trace, node: NodeRecord) -> list[int]:
+    return [next_id for next_id, _ in node.next if next_id is not None and next_id in trace.nodes]
+
+
+def _shared_nodes(trace: Trace, roots: list[int]) -> set[int]:
+    """Non-leaf nodes reached more than once from the roots: printed once, then referenced."""
+    reached: dict[int, int] = {}
+    stack = list(reversed(roots))
+    for root in roots:
+        reached[root] = reached.get(root, 0)
+    seen: set[int] = set()
+    while stack:
+        node_id = stack.pop()
+        if node_id in seen:
+            continue
+        seen.add(node_id)
+        for child in _children(trace, trace.nodes[node_id]):
+            reached[child] = reached.get(child, 0) + 1
+            stack.append(child)
+    return {node_id for node_id, count in reached.items()
+            if count > 1 and _children(trace, trace.nodes[node_id])}
+
+
+def graph_text(tensor_or_trace: Any, *, saved: bool = True, indent: int = 2) -> str:
+    """The canonical text of the graph behind a tensor (or of a whole trace).
+
+    >>> import tracegrad as torch
+    >>> x = torch.ones(3, requires_grad=True); x.name = "x"
+    >>> print(graph_text((x * 2).sum()))
+    SumBackward0
+      MulBackward0
+        AccumulateGrad  x f32[3]
+
+    ``saved=False`` leaves out the ``saves:`` parts. Several roots (a trace of a whole
+    program) are printed one after another, sharing one numbering of references.
+    """
+    trace, roots = as_trace(tensor_or_trace)
+    return render_text(trace, roots, saved=saved, indent=indent)
+
+
+def render_text(trace: Trace, roots: list[int], *, saved: bool = True, indent: int = 2,
+                namer: _Namer | None = None) -> str:
+    """The text form of ``trace`` starting from the node ids ``roots``.
+
+    Pass a fresh ``_Namer`` as ``namer`` to learn afterwards which ``t<N>`` label each
+    unnamed tensor got.
+    """
+    namer = namer if namer is not None else _Namer(trace)
+    shared = _shared_nodes(trace, roots)
+    tags: dict[int, int] = {}
+    lines: list[str] = []
+    # Iterative depth-first walk (a graph 100,000 nodes deep must not hit the recursion
+    # limit); children are pushed in reverse so they print in next_functions order.
+    stack: list[tuple[int, int]] = [(root, 0) for root in reversed(roots)]
+    while stack:
+        node_id, depth = stack.pop()
+        node = trace.nodes[node_id]
+        pad = " " * (indent * depth)
+        if node_id in tags:
+            lines.append(f"{pad}{node.name} -> (see #{tags[node_id]})")
+            continue
+        line = _node_line(node, namer, saved)
+        if node_id in shared:
+            tags[node_id] = len(tags) + 1
+            line += f"  #{tags[node_id]}"
+        lines.append(pad + line)
+        for child in reversed(_children(trace, node)):
+            stack.append((child, depth + 1))
+    return "\n".join(lines)
+
+
+def normalize_text(text: str) -> str:
+    """Dedent, strip trailing spaces and blank edge lines: how expected text is compared.
+
+    >>> normalize_text('''
+    ...     SumBackward0
+    ...       AccumulateGrad  x f32[3]
+    ... ''')
+    'SumBackward0\\n  AccumulateGrad  x f32[3]'
+    """
+    import textwrap
+
+    lines = [line.rstrip() for line in textwrap.dedent(text.expandtabs(4)).splitlines()]
+    while lines and not lines[0]:
+        lines.pop(0)
+    while lines and not lines[-1]:
+        lines.pop()
+    return "\n".join(lines)
