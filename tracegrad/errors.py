@@ -36,6 +36,14 @@ class ConditionError(TracegradError, ValueError):
     """A debugger "run until" condition that cannot be parsed (`norm >`, `op`)."""
 
 
+class GraphvizNotFoundError(TracegradError, RuntimeError):
+    """Rendering needs Graphviz's `dot` program and it is not on PATH."""
+
+
+class GraphTooLargeError(TracegradError, ValueError):
+    """A graph too large for `dot` to lay out in reasonable time, even collapsed."""
+
+
 def describe_tensor(tensor) -> str:
     """`float32 [64, 100]`-style description used inside messages."""
     return f"{tensor.dtype.name} {list(tensor.shape)}"

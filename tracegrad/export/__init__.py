@@ -1,1 +1,18 @@
-"""tracegrad.export (in progress)."""
+"""Drawing autograd graphs: Graphviz DOT text and images (SVG, PNG, PDF).
+
+>>> import tracegrad
+>>> w = tracegrad.ones(2, requires_grad=True)
+>>> dot = tracegrad.to_dot((w * 3).sum())      # a graphviz.Digraph
+>>> dot.source.startswith("digraph tracegrad")
+True
+
+``tracegrad.render(loss, "graph.svg")`` lays it out with Graphviz's ``dot``. The
+``graphviz`` Python package is imported only when a graph is built.
+"""
+
+from __future__ import annotations
+
+from .dot import to_dot
+from .render import GraphCollapsedWarning, render
+
+__all__ = ["GraphCollapsedWarning", "render", "to_dot"]

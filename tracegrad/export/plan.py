@@ -1,0 +1,494 @@
+"""What to draw for a Trace: boxes and arrows as plain data, before any DOT is written.
+
+Vocabulary follows torchviz so its users feel at home: grad_fn nodes are grey boxes named
+``grad_fn.name()``; leaves that require grad are light blue with name and shape; saved
+tensors are orange, joined to the node that saved them by an undirected edge; outputs are
+green; a view is joined to its base by a dotted edge. On top: step numbers from a backward
+pass, gradient summaries on edges, saved versions and bytes, violations in red, and one
+cluster per nn.Module scope (or one box per module with ``collapse_modules``).
+
+A tensor is keyed by its trace tensor id, so a tensor with two roles (a leaf that is also
+saved, an output that its own node saved) is one box, never two. Everything here is built
+with loops over sorted ids -- no recursion, no ``id()`` -- so a 100,000-node chain works
+and the result is the same on every run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..trace.model import BackwardPass, NodeRecord, Step, TensorRecord, Trace, Violation
+from ._text import (
+    bytes_text,
+    clip,
+    nonfinite_text,
+    shape_text,
+    site_full,
+    site_short,
+    value_detail,
+    value_summary,
+)
+
+# torchviz's colours, so a torchviz user reads the picture at once.
+NODE_FILL = "lightgrey"
+LEAF_FILL = "lightblue"
+SAVED_FILL = "orange"
+OUTPUT_FILL = "darkolivegreen1"
+BASE_FILL = "darkolivegreen3"
+MODULE_FILL = "lightyellow"
+# Ours.
+VIOLATION_FILL = "red"
+VIOLATION_COLOR = "red"
+HIGHLIGHT_COLOR = "blue"
+EXCEPTION_FILL = "lightpink"
+
+
+@dataclass
+class Box:
+    """One DOT node: its id, label lines, tooltip lines and extra attributes."""
+
+    key: str
+    label: list[str]
+    tooltip: list[str]
+    fill: str
+    module: str | None = None  # cluster scope, when drawn inside one
+    attrs: dict[str, str] = field(default_factory=dict)
+    roles: list[str] = field(default_factory=list)  # tensors: output, leaf, saved, base
+
+
+@dataclass
+class Arrow:
+    """One DOT edge from ``tail`` to ``head`` (forward direction, as torchviz draws)."""
+
+    tail: str
+    head: str
+    label: str = ""
+    tooltip: list[str] = field(default_factory=list)
+    attrs: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Options:
+    show_saved: bool = True
+    show_attrs: bool = False
+    max_attr_chars: int = 50
+    collapse_modules: bool = False
+    highlight_step: int | None = None
+    pass_index: int = 0
+
+
+@dataclass
+class Plan:
+    boxes: list[Box]
+    arrows: list[Arrow]
+    collapsed: bool = False
+
+    @property
+    def size(self) -> int:
+        return len(self.boxes)
+
+
+def plan_graph(trace: Trace, outputs: list[int] | None = None,
+               options: Options | None = None) -> Plan:
+    """Decide every box and arrow for ``trace``.
+
+    ``outputs`` are the tensor ids to draw green (the tensors the user passed); when None,
+    the roots of the backward passes, or else the outputs of nodes nothing consumes.
+    """
+    return _Planner(trace, outputs, options or Options()).build()
+
+
+class _Planner:
+    def __init__(self, trace: Trace, outputs: list[int] | None, options: Options) -> None:
+        self.trace = trace
+        self.options = options
+        self.nodes = list(trace.iter_nodes())
+        self.backward: BackwardPass | None = _select_pass(trace, options.pass_index)
+        self.steps: dict[int, Step] = {}
+        if self.backward is not None:
+            for step in self.backward.steps:
+                self.steps.setdefault(step.node, step)
+        self.outputs = _unique(outputs if outputs is not None else _default_outputs(trace))
+        self.node_violations: dict[int, list[Violation]] = {}
+        self.tensor_violations: dict[int, list[Violation]] = {}
+        self.loose_violations: list[Violation] = []
+        self.module_of_node: dict[int, str] = {}
+        self.module_keys: dict[str, str] = {}
+        self.scopes: set[str] | None = None
+        self.boxes: dict[str, Box] = {}
+        self.arrows: list[Arrow] = []
+
+    # -- top level -------------------------------------------------------------------
+    def build(self) -> Plan:
+        self._index_violations()
+        if self.options.collapse_modules:
+            self._index_modules()
+        self._add_module_boxes()
+        for node in self.nodes:
+            if node.kind == "accumulate" and node.leaf is not None:
+                self._tensor_box(node.leaf, role="leaf", node=node)
+            elif node.id not in self.module_of_node:
+                self._node_box(node)
+        for node in self.nodes:
+            self._add_next_arrows(node)
+            if self.options.show_saved and node.id not in self.module_of_node:
+                self._add_saved(node)
+        for tensor_id in self.outputs:
+            self._add_output(tensor_id)
+        self._add_view_bases()
+        self._add_loose_notes()
+        self._add_exception_note()
+        return Plan(list(self.boxes.values()), self.arrows,
+                    collapsed=self.options.collapse_modules)
+
+    # -- indexes ---------------------------------------------------------------------
+    def _index_violations(self) -> None:
+        for violation in self.trace.violations:
+            if violation.node is not None and violation.node in self.trace.nodes:
+                node = self.trace.nodes[violation.node]
+                if node.kind == "accumulate" and node.leaf is not None:
+                    self.tensor_violations.setdefault(node.leaf, []).append(violation)
+                else:
+                    self.node_violations.setdefault(violation.node, []).append(violation)
+                if violation.tensor is not None and violation.kind == "inplace_saved":
+                    self.tensor_violations.setdefault(violation.tensor, []).append(violation)
+            elif violation.tensor is not None and violation.tensor in self.trace.tensors:
+                self.tensor_violations.setdefault(violation.tensor, []).append(violation)
+            else:
+                self.loose_violations.append(violation)
+
+    def _index_modules(self) -> None:
+        for node in self.nodes:
+            if node.kind != "accumulate" and node.module:
+                self.module_of_node[node.id] = node.module
+                if node.module not in self.module_keys:
+                    self.module_keys[node.module] = f"m{len(self.module_keys)}"
+
+    def key_of_node(self, node_id: int) -> str:
+        module = self.module_of_node.get(node_id)
+        if module is not None:
+            return self.module_keys[module]
+        node = self.trace.nodes.get(node_id)
+        if node is not None and node.kind == "accumulate" and node.leaf is not None:
+            return f"t{node.leaf}"
+        return f"n{node_id}"
+
+    # -- boxes -----------------------------------------------------------------------
+    def _node_box(self, node: NodeRecord) -> None:
+        label = [node.name]
+        step = self.steps.get(node.id)
+        if step is not None:
+            label.append(f"step {step.index}")
+        for output_id in node.outputs:
+            tensor = self.trace.tensors.get(output_id)
+            if tensor is not None and tensor.name:
+                label.append(f"→ {tensor.name} {shape_text(tensor.shape)}")
+        if self.options.show_attrs:
+            for attr_name, value in node.attrs.items():
+                label.append(clip(f"{attr_name}: {value}", self.options.max_attr_chars))
+        box = Box(f"n{node.id}", label, self._node_tooltip(node, step), NODE_FILL,
+                  module=node.module)
+        self._mark_step(box, step)
+        self._mark_violations(box, self.node_violations.get(node.id, ()))
+        if step is not None and step.error:
+            box.attrs["color"] = VIOLATION_COLOR
+            box.attrs["penwidth"] = "2"
+            box.label.append(clip(f"failed: {step.error}", 60))
+        self.boxes[box.key] = box
+
+    def _node_tooltip(self, node: NodeRecord, step: Step | None) -> list[str]:
+        kind = {"function": "user autograd.Function", "accumulate": "AccumulateGrad"}
+        lines = [f"{node.name} (node {node.id}, {kind.get(node.kind, 'built-in op')})",
+                 f"created at {site_full(node.site)}"]
+        if node.module:
+            lines.append(f"module: {node.module}")
+        lines.append("inputs: " + (", ".join(self._tensor_brief(tensor_id)
+                                              for tensor_id in node.inputs) or "none"))
+        lines.append("outputs: " + (", ".join(self._tensor_brief(tensor_id)
+                                               for tensor_id in node.outputs) or "none"))
+        for saved in node.saved:
+            lines.append(f"saved {saved.slot or '?'}: {self._tensor_brief(saved.tensor)} "
+                         f"version {saved.version}, {bytes_text(saved.nbytes)}"
+                         + (" (its own output)" if saved.is_output else ""))
+        for attr_name, value in node.attrs.items():
+            lines.append(f"{attr_name} = {value}")
+        if step is not None:
+            lines.append(f"backward pass {self.backward.index}, step {step.index}")
+            for number, grad in enumerate(step.grads_in):
+                if grad is not None:
+                    lines.append(f"grad in {number}: {value_detail(grad)}")
+            for number, grad in enumerate(step.grads_out):
+                if grad is not None:
+                    lines.append(f"grad out {number}: {value_detail(grad)}")
+            for hook in step.hooks:
+                changed = " (replaced the gradient)" if hook.changed else ""
+                lines.append(f"{hook.kind} hook {hook.name}{changed}")
+            if step.error:
+                lines.append(f"error: {step.error}")
+        for violation in self.node_violations.get(node.id, ()):
+            lines.extend(_violation_lines(violation))
+        return lines
+
+    def _tensor_brief(self, tensor_id: int | None) -> str:
+        if tensor_id is None:
+            return "None"
+        tensor = self.trace.tensors.get(tensor_id)
+        if tensor is None:
+            return f"t{tensor_id}"
+        return f"{tensor.label} {tensor.dtype} {shape_text(tensor.shape)}"
+
+    def _tensor_box(self, tensor_id: int, role: str, node: NodeRecord | None = None) -> Box:
+        """The one box of a tensor, made on first use and given one more role each call."""
+        key = f"t{tensor_id}"
+        box = self.boxes.get(key)
+        tensor = self.trace.tensors.get(tensor_id)
+        if box is None:
+            label = [tensor.label if tensor else f"t{tensor_id}",
+                     shape_text(tensor.shape if tensor else None)]
+            box = Box(key, label, self._tensor_tooltip(tensor_id, tensor), _ROLE_FILL[role],
+                      roles=[role])
+            if role == "leaf" and tensor is not None:
+                box.module = self._parameter_module(tensor)
+            self._mark_violations(box, self.tensor_violations.get(tensor_id, ()))
+            self.boxes[key] = box
+        else:
+            roles = box.roles
+            if role not in roles:
+                roles.append(role)
+                outranks = _ROLE_RANK[role] < min(_ROLE_RANK[name] for name in roles[:-1])
+                if outranks and box.fill != VIOLATION_FILL:
+                    box.fill = _ROLE_FILL[role]
+            if role == "saved" and box.attrs.get("color") != VIOLATION_COLOR:
+                # The second role shows as an orange border around the first one's fill.
+                box.attrs["color"] = SAVED_FILL
+                box.attrs["penwidth"] = "2"
+        if role == "leaf" and node is not None:
+            step = self.steps.get(node.id)
+            if step is not None and f"step {step.index}" not in box.label:
+                box.label.insert(2, f"step {step.index}")
+                self._mark_step(box, step)
+        return box
+
+    def _parameter_module(self, tensor: TensorRecord) -> str | None:
+        """``layer1`` for a parameter named ``layer1.weight``, so it sits in that cluster."""
+        if self.options.collapse_modules:
+            return None  # parameters stay outside the module boxes
+        if not tensor.is_parameter or not tensor.name or "." not in tensor.name:
+            return None
+        if self.scopes is None:
+            self.scopes = {node.module for node in self.nodes if node.module}
+        module = tensor.name.rsplit(".", 1)[0]
+        return module if module in self.scopes else None
+
+    def _tensor_tooltip(self, tensor_id: int, tensor: TensorRecord | None) -> list[str]:
+        if tensor is None:
+            return [f"tensor t{tensor_id} (not recorded)"]
+        kind = "leaf" if tensor.is_leaf else "non-leaf"
+        lines = [f"{tensor.label} (tensor {tensor.id}): {tensor.dtype} "
+                 f"{shape_text(tensor.shape)} on {tensor.device}, {kind}"
+                 + (", requires grad" if tensor.requires_grad else "")
+                 + (", parameter" if tensor.is_parameter else "")]
+        if tensor.site is not None:
+            lines.append(f"created at {site_full(tensor.site)}")
+        if tensor.grad_fn is not None and tensor.grad_fn in self.trace.nodes:
+            lines.append(f"made by {self.trace.nodes[tensor.grad_fn].name} "
+                         f"(output {tensor.output_nr})")
+        if tensor.base is not None:
+            lines.append(f"view of {self._tensor_brief(tensor.base)}")
+        lines.append(f"version {tensor.version}")
+        for change in tensor.versions:
+            lines.append(f"  v{change.version}: {change.op} at {site_full(change.site)}")
+        if tensor.value is not None:
+            lines.append(f"value: {value_detail(tensor.value)}")
+        if tensor.grad is not None:
+            lines.append(f"grad: {value_detail(tensor.grad)}")
+        for violation in self.tensor_violations.get(tensor_id, ()):
+            lines.extend(_violation_lines(violation))
+        return lines
+
+    def _mark_step(self, box: Box, step: Step | None) -> None:
+        if step is not None and step.index == self.options.highlight_step:
+            box.attrs["color"] = HIGHLIGHT_COLOR
+            box.attrs["penwidth"] = "3"
+
+    def _mark_violations(self, box: Box, violations) -> None:
+        for violation in violations:
+            box.fill = VIOLATION_FILL
+            box.attrs["color"] = VIOLATION_COLOR
+            box.attrs["fontcolor"] = "white"
+            box.label.extend(_violation_label(violation))
+
+    # -- modules (collapsed) ---------------------------------------------------------
+    def _add_module_boxes(self) -> None:
+        members: dict[str, list[NodeRecord]] = {}
+        for node in self.nodes:
+            module = self.module_of_node.get(node.id)
+            if module is not None:
+                members.setdefault(module, []).append(node)
+        for module, nodes in members.items():
+            counts: dict[str, int] = {}
+            for node in nodes:
+                counts[node.name] = counts.get(node.name, 0) + 1
+            saved_bytes = sum(node.saved_bytes for node in nodes)
+            saved_count = sum(len(node.saved) for node in nodes)
+            label = [module, f"{len(nodes)} nodes"]
+            if saved_count:
+                label.append(f"saved: {saved_count} tensors, {bytes_text(saved_bytes)}")
+            tooltip = [f"module {module}: {len(nodes)} nodes (collapsed)"]
+            tooltip += [f"{name} ×{count}" for name, count in counts.items()]
+            box = Box(self.module_keys[module], label, tooltip, MODULE_FILL,
+                      attrs={"shape": "box3d"})
+            for node in nodes:
+                self._mark_violations(box, self.node_violations.get(node.id, ()))
+            self.boxes[box.key] = box
+
+    # -- arrows ----------------------------------------------------------------------
+    def _add_next_arrows(self, node: NodeRecord) -> None:
+        head = self.key_of_node(node.id)
+        step = self.steps.get(node.id)
+        for number, (next_id, _input_nr) in enumerate(node.next):
+            if next_id is None:
+                continue
+            tail = self.key_of_node(next_id)
+            if tail == head:
+                continue  # inside one collapsed module
+            arrow = Arrow(tail, head)
+            grad = None
+            if step is not None and number < len(step.grads_out):
+                grad = step.grads_out[number]
+            if grad is not None:
+                arrow.label = value_summary(grad)
+                arrow.tooltip = [(f"gradient to {self._node_name(next_id)}: "
+                                 f"{value_detail(grad)}")]
+                if nonfinite_text(grad.stats):
+                    arrow.attrs.update(color=VIOLATION_COLOR, fontcolor=VIOLATION_COLOR)
+            self.arrows.append(arrow)
+
+    def _node_name(self, node_id: int) -> str:
+        node = self.trace.nodes.get(node_id)
+        if node is None:
+            return f"n{node_id}"
+        if node.kind == "accumulate" and node.leaf is not None:
+            return f"{self._tensor_brief(node.leaf)} (AccumulateGrad)"
+        return node.name
+
+    def _add_saved(self, node: NodeRecord) -> None:
+        for saved in node.saved:
+            box = self._tensor_box(saved.tensor, role="saved")
+            tensor = self.trace.tensors.get(saved.tensor)
+            detail = f"v{saved.version} · {bytes_text(saved.nbytes)}"
+            if not any(line.startswith("v") and " · " in line for line in box.label):
+                box.label.append(detail)
+            box.tooltip.append(f"saved by {node.name} (node {node.id}) as "
+                               f"{saved.slot or '?'} at version {saved.version}, "
+                               f"{bytes_text(saved.nbytes)}")
+            arrow = Arrow(box.key, f"n{node.id}", label=saved.slot,
+                          tooltip=[(f"{node.name} saved this as {saved.slot or '?'} "
+                                   f"(version {saved.version})")],
+                          attrs={"dir": "none", "color": SAVED_FILL})
+            if tensor is not None and tensor.version != saved.version:
+                arrow.attrs["color"] = VIOLATION_COLOR
+                arrow.label = f"{saved.slot} v{saved.version}≠v{tensor.version}".strip()
+            self.arrows.append(arrow)
+
+    def _add_output(self, tensor_id: int) -> None:
+        box = self._tensor_box(tensor_id, role="output")
+        tensor = self.trace.tensors.get(tensor_id)
+        if tensor is not None and tensor.grad_fn is not None and tensor.grad_fn in self.trace.nodes:
+            self.arrows.append(Arrow(self.key_of_node(tensor.grad_fn), box.key))
+
+    def _add_view_bases(self) -> None:
+        pending = [int(key[1:]) for key in self.boxes if key.startswith("t")]
+        done: set[int] = set()
+        while pending:
+            tensor_id = pending.pop(0)
+            if tensor_id in done:
+                continue
+            done.add(tensor_id)
+            tensor = self.trace.tensors.get(tensor_id)
+            if tensor is None or tensor.base is None or tensor.base not in self.trace.tensors:
+                continue
+            base_key = f"t{tensor.base}"
+            if base_key not in self.boxes:
+                self._tensor_box(tensor.base, role="base")
+                pending.append(tensor.base)
+            self.arrows.append(Arrow(base_key, f"t{tensor_id}", attrs={"style": "dotted"}))
+
+    def _add_loose_notes(self) -> None:
+        for number, violation in enumerate(self.loose_violations):
+            self.boxes[f"v{number}"] = Box(
+                f"v{number}", _violation_label(violation), _violation_lines(violation),
+                VIOLATION_FILL, attrs={"shape": "note", "fontcolor": "white"})
+
+    def _add_exception_note(self) -> None:
+        exception = self.trace.exception
+        if exception is None:
+            return
+        label = ["program raised", clip(f"{exception.type}: {exception.message}", 80)]
+        if exception.site is not None:
+            label.append(f"at {site_short(exception.site)}")
+        tooltip = [f"{exception.type}: {exception.message}", f"at {site_full(exception.site)}"]
+        self.boxes["exception"] = Box("exception", label, tooltip, EXCEPTION_FILL,
+                                      attrs={"shape": "note"})
+
+
+# The first role drawn decides the fill; a higher-ranked role (lower number) replaces it.
+_ROLE_RANK = {"output": 0, "leaf": 1, "saved": 2, "base": 3}
+_ROLE_FILL = {"output": OUTPUT_FILL, "leaf": LEAF_FILL, "saved": SAVED_FILL, "base": BASE_FILL}
+
+
+def _violation_label(violation: Violation) -> list[str]:
+    """Short lines for the box: what went wrong and both sites."""
+    if violation.kind == "inplace_saved":
+        versions = ""
+        if violation.saved_version is not None and violation.current_version is not None:
+            versions = f" v{violation.saved_version}→v{violation.current_version}"
+        return [f"modified in place{versions} at {site_short(violation.site)}",
+                f"saved at {site_short(violation.other_site)}"]
+    if violation.kind == "inplace_leaf":
+        return [f"in-place on a leaf at {site_short(violation.site)}"]
+    if violation.kind in ("nan", "inf"):
+        return [(f"{violation.kind.upper()} first appears here ({violation.phase}) "
+                f"at {site_short(violation.site)}")]
+    if violation.kind == "freed_graph":
+        return [f"graph freed by pass {violation.pass_index}"]
+    return [clip(violation.message, 60)]
+
+
+def _violation_lines(violation: Violation) -> list[str]:
+    """Full lines for tooltips: the message and every site in full."""
+    lines = [f"{violation.kind}: {violation.message}"]
+    if violation.site is not None:
+        lines.append(f"  at {site_full(violation.site)}")
+    if violation.other_site is not None:
+        lines.append(f"  saved at {site_full(violation.other_site)}")
+    return lines
+
+
+def _select_pass(trace: Trace, index: int) -> BackwardPass | None:
+    for backward in trace.passes:
+        if backward.index == index:
+            return backward
+    return None
+
+
+def _default_outputs(trace: Trace) -> list[int]:
+    roots = [root for backward in trace.passes for root in backward.roots]
+    if roots:
+        return roots
+    consumed = {next_id for node in trace.nodes.values() for next_id, _ in node.next}
+    outputs = []
+    for node in trace.iter_nodes():
+        if node.kind != "accumulate" and node.id not in consumed and node.outputs:
+            outputs.append(node.outputs[0])
+    return outputs
+
+
+def _unique(values: list[int]) -> list[int]:
+    seen: set[int] = set()
+    result = []
+    for value in values:
+        if value not in seen:
+            seen.add(value)
+            result.append(value)
+    return result
