@@ -283,6 +283,14 @@ def argmin(self, dim=None, keepdim=False):
     return reduce.argmin(self, dim, keepdim)
 
 
+def var(self, dim=None, unbiased=None, keepdim=False, *, correction=1):
+    return reduce.var(self, dim, keepdim, correction, unbiased)
+
+
+def std(self, dim=None, unbiased=None, keepdim=False, *, correction=1):
+    return reduce.std(self, dim, keepdim, correction, unbiased)
+
+
 def norm(self, p=2, dim=None, keepdim=False):
     if p != 2:
         return (self.abs() ** p).sum(dim=dim, keepdim=keepdim) ** (1.0 / p)
@@ -374,6 +382,26 @@ def expand(self, *sizes):
 
 def expand_as(self, other):
     return shape.Expand.apply(self, shape=tuple(other.shape))
+
+
+def repeat(self, *sizes):
+    return shape.Repeat.apply(self, repeats=_sizes(sizes))
+
+
+def split(self, split_size, dim=0):
+    return shape.split(self, split_size, dim)
+
+
+def chunk(self, chunks, dim=0):
+    return shape.chunk(self, chunks, dim)
+
+
+def unbind(self, dim=0):
+    return shape.unbind(self, dim)
+
+
+def narrow(self, dim, start, length):
+    return shape.narrow(self, dim, start, length)
 
 
 def contiguous(self, memory_format=None):

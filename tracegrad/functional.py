@@ -23,7 +23,7 @@ _METHOD_FORMS = (
     "clamp_max sum mean argmax argmin norm reshape flatten t transpose permute unsqueeze "
     "squeeze mm matmul dot gather scatter scatter_add masked_fill square reciprocal "
     "isnan isinf isfinite sign eq ne lt le gt ge maximum minimum softmax log_softmax "
-    "clone numel any all").split()
+    "clone numel any all split chunk unbind narrow var std").split()
 
 for _name in _METHOD_FORMS:
     globals()[_name] = _method_function(_name) if _name != "clip" else None

@@ -125,23 +125,26 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
     from .grad_mode import enable_grad
 
     inputs = _tensors(inputs)
-    outputs = _outputs(func, inputs)
+    outputs = _differentiable_outputs(func, inputs)
     if grad_outputs is None:
         grad_outputs = tuple(
             randn(o.shape, dtype=o.dtype).requires_grad_(True) for o in outputs)
     grad_outputs = _tensors(grad_outputs)
-    differentiable = [t for t in inputs if getattr(t, "requires_grad", False)]
     count = len(inputs)
 
     def first_derivatives(*values):
         primal, cotangent = values[:count], values[count:]
         # The numerical Jacobian calls this under no_grad; the vJP needs a graph anyway.
         with enable_grad():
-            results = _outputs(func, primal)
+            results = _differentiable_outputs(func, primal)
             used = [t for t in primal if getattr(t, "requires_grad", False)]
             grads = grad(results, used, cotangent, create_graph=True, allow_unused=True)
         return tuple(g for g in grads if g is not None)
 
-    del differentiable
     return gradcheck(first_derivatives, inputs + grad_outputs, eps=eps, atol=atol, rtol=rtol,
                      raise_exception=raise_exception)
+
+
+def _differentiable_outputs(func, inputs) -> tuple:
+    """The outputs a gradient can flow into (an argmax's int64 indices cannot)."""
+    return tuple(output for output in _outputs(func, inputs) if output.data.dtype.kind == "f")

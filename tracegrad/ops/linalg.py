@@ -80,10 +80,10 @@ class Matmul(Op):
         a2 = a.unsqueeze(0) if a.ndim == 1 else a
         b2 = b.unsqueeze(-1) if b.ndim == 1 else b
         g = grad
+        if b.ndim == 1:  # first: for a dot product, grad is 0-d
+            g = g.unsqueeze(-1)
         if a.ndim == 1:
             g = g.unsqueeze(-2)
-        if b.ndim == 1:
-            g = g.unsqueeze(-1)
         grad_a = grad_b = None
         if needs[0]:
             grad_a = sum_to(Matmul.apply(g, b2.transpose(-1, -2)), a2.shape)

@@ -216,3 +216,27 @@ def _arg_reduce(a, dim, keepdim, which):
         if keepdim:
             result = xp.expand_dims(result, axis)
     return Tensor._wrap(xp.asarray(result, dtype="int64"), False)
+
+
+def var(a, dim=None, keepdim: bool = False, correction: float = 1, unbiased=None):
+    """Variance, with torch's Bessel correction (``unbiased=False`` is ``correction=0``).
+
+    Built from mean, sub, mul and sum, so its gradient (and second derivative) come from
+    those ops' backward.
+    """
+    if unbiased is not None:
+        correction = 1 if unbiased else 0
+    dims = normalize_dims(dim, a.data.ndim)
+    count = a.data.size if dims is None else _product(a.data.shape[d] for d in dims)
+    centered = a - Mean.apply(a, dim=dims if dims is not None else tuple(range(a.data.ndim)),
+                              keepdim=True)
+    squares = centered * centered
+    if dims is None:
+        total = SumAll.apply(squares)
+    else:
+        total = Sum.apply(squares, dim=dims, keepdim=keepdim)
+    return total / max(count - correction, 0)
+
+
+def std(a, dim=None, keepdim: bool = False, correction: float = 1, unbiased=None):
+    return var(a, dim, keepdim, correction, unbiased) ** 0.5

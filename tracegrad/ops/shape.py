@@ -278,3 +278,83 @@ class Stack(Op):
 
         return tuple(select_index(grad, ctx.axis, index) if needed else None
                      for index, needed in enumerate(ctx.needs_input_grad))
+
+
+class Repeat(Op):
+    """``x.repeat(*sizes)``: tile the tensor; the gradient sums the tiles back."""
+
+    node_name = "RepeatBackward0"
+
+    @staticmethod
+    def forward(ctx, a, repeats):
+        x = a.data
+        if len(repeats) < x.ndim:
+            raise ShapeError(
+                f"Number of dimensions of repeat dims ({len(repeats)}) can not be smaller than "
+                f"number of dimensions of tensor ({x.ndim}) for {a._describe()}")
+        ctx.input_shape, ctx.repeats = x.shape, tuple(repeats)
+        return a._xp.tile(x, repeats)
+
+    @staticmethod
+    def backward(ctx, grad):
+        repeats, input_shape = ctx.repeats, ctx.input_shape
+        shape = (1,) * (len(repeats) - len(input_shape)) + tuple(input_shape)
+        # Each output dim d is (repeats[d], shape[d]) laid out tile-major: split, then sum.
+        split = []
+        for count, size in zip(repeats, shape):
+            split.extend((count, size))
+        tiles = Reshape.apply(grad, shape=tuple(split))
+        from .reduce import Sum
+
+        summed = Sum.apply(tiles, dim=tuple(range(0, len(split), 2)), keepdim=False)
+        return (Reshape.apply(summed, shape=tuple(input_shape)), None)
+
+
+def split(tensor, split_size_or_sections, dim: int = 0) -> tuple:
+    """``torch.split``: pieces of ``split_size`` along ``dim`` (the last may be smaller), or
+    pieces of the listed sizes. Each piece is a view (a SliceBackward0 node)."""
+    from .indexing import select_range
+
+    axis = wrap_dim(dim, tensor.data.ndim)
+    length = tensor.data.shape[axis]
+    if isinstance(split_size_or_sections, int):
+        step = split_size_or_sections
+        if step <= 0:
+            raise ValueError(f"split expects split_size be positive, but got {step}")
+        sizes = [min(step, length - start) for start in range(0, length, step)] or [0]
+    else:
+        sizes = [int(size) for size in split_size_or_sections]
+        if sum(sizes) != length:
+            raise ShapeError(
+                f"split_with_sizes expects split_sizes to sum exactly to {length} (input "
+                f"tensor's size at dimension {axis}), but got split_sizes={sizes}")
+    pieces, start = [], 0
+    for size in sizes:
+        pieces.append(select_range(tensor, axis, start, start + size))
+        start += size
+    return tuple(pieces)
+
+
+def chunk(tensor, chunks: int, dim: int = 0) -> tuple:
+    """``torch.chunk``: at most ``chunks`` pieces of equal size (the last may be smaller)."""
+    if chunks <= 0:
+        raise ValueError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    length = tensor.data.shape[wrap_dim(dim, tensor.data.ndim)]
+    return split(tensor, max(1, -(-length // chunks)), dim)
+
+
+def unbind(tensor, dim: int = 0) -> tuple:
+    """``torch.unbind``: the slices along ``dim``, that dimension removed."""
+    from .indexing import select_index
+
+    axis = wrap_dim(dim, tensor.data.ndim)
+    return tuple(select_index(tensor, axis, index) for index in range(tensor.data.shape[axis]))
+
+
+def narrow(tensor, dim: int, start: int, length: int):
+    from .indexing import select_range
+
+    axis = wrap_dim(dim, tensor.data.ndim)
+    if start < 0:
+        start += tensor.data.shape[axis]
+    return select_range(tensor, axis, start, start + length)
