@@ -90,10 +90,8 @@ def promote(a: np.dtype, b: np.dtype, a_is_scalar: bool = False,
     rank_a, rank_b = _category(a), _category(b)
     if rank_a != rank_b:
         winner = a if rank_a > rank_b else b
-        winner_is_scalar = a_is_scalar if winner is a else b_is_scalar
-        if winner_is_scalar and winner.kind == "f" and winner != default_float.numpy:
-            # float64 scalar tensor + int tensor -> default float, as in torch
-            return default_float.numpy
+        # A higher category wins outright, 0-dim or not: float64 0-dim + int64 [2] is
+        # float64 in torch (only Python scalars fall back to the default float).
         return winner
     if a_is_scalar != b_is_scalar:
         return b if a_is_scalar else a
