@@ -248,6 +248,8 @@ class Softmax(Op):
         axis = wrap_dim(dim, x.ndim)
         ctx.axis = axis
         xp = a._xp
+        if x.size == 0:  # nothing to normalize (and max of nothing has no identity)
+            return x.copy()
         shifted = x - x.max(axis=axis, keepdims=True)
         e = xp.exp(shifted)
         return e / e.sum(axis=axis, keepdims=True)
@@ -269,6 +271,8 @@ class LogSoftmax(Op):
         axis = wrap_dim(dim, x.ndim)
         ctx.axis = axis
         xp = a._xp
+        if x.size == 0:
+            return x.copy()
         shifted = x - x.max(axis=axis, keepdims=True)
         return shifted - xp.log(xp.exp(shifted).sum(axis=axis, keepdims=True))
 
