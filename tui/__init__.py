@@ -1,0 +1,40 @@
+"""The Textual backward debugger: step through a recorded backward pass in a terminal.
+
+``show(trace)`` opens it on a ``Trace``; ``tracegrad tui script.py`` or
+``tracegrad tui run.tgtrace`` open it from the command line. Importing this package does
+not import textual (the command line's ``--help`` stays fast); ``show`` does.
+
+Example:
+    >>> import tracegrad as tg
+    >>> with tg.trace() as tr:                                    # doctest: +SKIP
+    ...     (tg.randn(3, requires_grad=True) * 2).sum().backward()
+    >>> tg.tui.show(tr)                                           # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tracegrad.trace.model import Trace
+
+__all__ = ["dump_steps", "show"]
+
+
+def show(trace: Trace, *, source: str = "") -> None:
+    """Open the debugger on ``trace`` and return when the user quits.
+
+    Accepts a ``Trace`` or the object ``tracegrad.trace()`` yields (anything with a
+    ``.trace`` attribute holding one).
+    """
+    from .app import DebuggerApp
+
+    trace = getattr(trace, "trace", trace)
+    DebuggerApp(trace, source=source).run()
+
+
+def dump_steps(trace: Trace) -> str:
+    """The steps table of every pass as plain text (what ``tracegrad tui --dump`` prints)."""
+    from .dump import dump_steps as dump
+
+    return dump(getattr(trace, "trace", trace))

@@ -1,0 +1,176 @@
+"""Hand-built Traces for the TUI tests (plain data, no engine), and checks that they hold.
+
+``two_layer_trace`` is the shape of the tutorials' two-layer net (x.mm(w1).relu().mm(w2)
+.sum()), with knobs to add an in-place violation, a NaN, a hook and more passes.
+``chain_trace`` is a long chain for the size/speed tests.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tracegrad.trace.model import (
+    BackwardPass,
+    ExceptionRecord,
+    HookRecord,
+    NodeRecord,
+    SavedRecord,
+    Site,
+    Stats,
+    Step,
+    TensorRecord,
+    Trace,
+    Value,
+    VersionChange,
+    Violation,
+)
+
+SOURCE = "examples/hand_built_net.py"  # does not exist: panels fall back to Site.code
+
+
+def value_of(array: np.ndarray, summarized: bool = False) -> Value:
+    array = np.asarray(array, dtype=np.float32)
+    finite = array[np.isfinite(array)]
+    stats = Stats(
+        min=float(finite.min()) if finite.size else None,
+        max=float(finite.max()) if finite.size else None,
+        mean=float(finite.mean()) if finite.size else None,
+        norm=float(np.linalg.norm(finite)) if finite.size else None,
+        nan_count=int(np.isnan(array).sum()), inf_count=int(np.isinf(array).sum()))
+    return Value(tuple(array.shape), "float32", stats, None if summarized else array)
+
+
+def site(line: int, code: str, file: str = SOURCE, function: str = "<module>") -> Site:
+    return Site(file, line, function, code)
+
+
+def two_layer_trace(*, violation: bool = False, nan: bool = False, hook: bool = False,
+                    passes: int = 1, summarized: bool = False, exception: bool = False,
+                    source: str = SOURCE) -> Trace:
+    rng = np.random.default_rng(0)
+    x, w1, w2 = rng.normal(size=(4, 3)), rng.normal(size=(3, 5)), rng.normal(size=(5, 2))
+    h = x @ w1
+    r = np.maximum(h, 0)
+    y = r @ w2
+
+    def tensor(id_, array, name, *, leaf=True, requires_grad=False, grad_fn=None, line=0,
+               code=""):
+        return TensorRecord(id_, tuple(np.shape(array)), "float32", name=name,
+                            requires_grad=requires_grad, is_leaf=leaf, grad_fn=grad_fn,
+                            value=value_of(array, summarized),
+                            site=site(line, code, source) if line else None)
+
+    tensors = {
+        0: tensor(0, x, "x", line=3, code="x = tg.randn(4, 3)"),
+        1: tensor(1, w1, "w1", requires_grad=True, line=4, code="w1 = tg.randn(3, 5)"),
+        2: tensor(2, h, None, leaf=False, requires_grad=True, grad_fn=1),
+        3: tensor(3, r, "r", leaf=False, requires_grad=True, grad_fn=2),
+        4: tensor(4, w2, "w2", requires_grad=True, line=5, code="w2 = tg.randn(5, 2)"),
+        5: tensor(5, y, None, leaf=False, requires_grad=True, grad_fn=4),
+        6: tensor(6, np.float32(y.sum()), "loss", leaf=False, requires_grad=True, grad_fn=5),
+    }
+    mm1_site = site(7, "h = x.mm(w1)", source)
+    relu_site = site(8, "r = h.relu()", source)
+    inplace_site = site(9, "r.add_(1)", source)
+    nodes = {
+        0: NodeRecord(0, "AccumulateGrad", kind="accumulate", leaf=1),
+        1: NodeRecord(1, "MmBackward0", inputs=[0, 1], outputs=[2], next=[(None, 0), (0, 0)],
+                      saved=[SavedRecord(0, 0, 48, "self"), SavedRecord(1, 0, 60, "mat2")],
+                      site=mm1_site, module="layer1"),
+        2: NodeRecord(2, "ReluBackward0", inputs=[2], outputs=[3], next=[(1, 0)],
+                      saved=[SavedRecord(3, 0, 80, "result", is_output=True)], site=relu_site),
+        3: NodeRecord(3, "AccumulateGrad", kind="accumulate", leaf=4),
+        4: NodeRecord(4, "MmBackward0", inputs=[3, 4], outputs=[5], next=[(2, 0), (3, 0)],
+                      saved=[SavedRecord(3, 0, 80, "self"), SavedRecord(4, 0, 40, "mat2")],
+                      site=site(10, "y = r.mm(w2)", source), module="layer2"),
+        5: NodeRecord(5, "SumBackward0", inputs=[5], outputs=[6], next=[(4, 0)],
+                      site=site(11, "loss = y.sum()", source)),
+    }
+    grad_y = np.ones_like(y)
+    grad_r = grad_y @ w2.T
+    grad_h = grad_r * (h > 0)
+    if nan:
+        grad_h = grad_h.copy()
+        grad_h[0, 0] = np.nan
+    grad_w1 = x.T @ grad_h
+    grad_w2 = r.T @ grad_y
+
+    def steps() -> list[Step]:
+        v = lambda array: value_of(array, summarized)
+        return [
+            Step(0, 5, [v(np.float32(1.0))], [v(grad_y)], duration_ns=1200),
+            Step(1, 4, [v(grad_y)], [v(grad_r), v(grad_w2)],
+                 hooks=[HookRecord("post", "print_grad", changed=False)] if hook else []),
+            Step(2, 3, [v(grad_w2)], [], accumulated=4),
+            Step(3, 2, [v(grad_r)], [v(grad_h)]),
+            Step(4, 1, [v(grad_h)], [None, v(grad_w1)]),
+            Step(5, 0, [v(grad_w1)], [], accumulated=1),
+        ]
+
+    backward_site = site(12, "loss.backward()", source)
+    trace = Trace(tensors=tensors, nodes=nodes,
+                  passes=[BackwardPass(index, roots=[6], site=backward_site,
+                                       values_captured=True, steps=steps())
+                          for index in range(passes)])
+    tensors[1].grad = value_of(grad_w1 * passes, summarized)
+    tensors[4].grad = value_of(grad_w2 * passes, summarized)
+    if violation:
+        tensors[3].versions = [VersionChange(1, "add_", inplace_site)]
+        trace.violations.append(Violation(
+            "inplace_saved",
+            "one of the variables needed for gradient computation has been modified by an "
+            "inplace operation: [float32 [4, 5]], which is output 0 of ReluBackward0, is at "
+            "version 1; expected version 0 instead.",
+            tensor=3, node=2, site=inplace_site, other_site=relu_site, saved_version=0,
+            current_version=1, phase="backward", pass_index=0, step_index=3))
+    if nan:
+        trace.violations.append(Violation(
+            "nan", "ReluBackward0 produced a NaN gradient", node=2, site=relu_site,
+            phase="backward", pass_index=0, step_index=3))
+    if exception:
+        trace.passes[0].steps[3].error = "RuntimeError: modified by an inplace operation"
+        trace.passes[0].steps = trace.passes[0].steps[:4]
+        trace.passes[0].error = "RuntimeError"
+        trace.exception = ExceptionRecord("RuntimeError", "modified by an inplace operation",
+                                          site=backward_site)
+    return trace
+
+
+def chain_trace(length: int, summarized: bool = True) -> Trace:
+    """``length`` nodes: a chain of MulBackward0 with an AccumulateGrad every 10 nodes."""
+    stats = Stats(0.0, 1.0, 0.5, 2.0)
+    grad = Value((8, 8), "float32", stats, None if summarized else np.ones((8, 8), np.float32))
+    tensors: dict[int, TensorRecord] = {}
+    nodes: dict[int, NodeRecord] = {}
+    steps: list[Step] = []
+    for node_id in range(length):
+        tensors[node_id] = TensorRecord(node_id, (8, 8), "float32", is_leaf=False,
+                                        requires_grad=True, grad_fn=node_id)
+        nexts: list[tuple[int | None, int]] = []
+        if node_id + 1 < length:
+            nexts.append((node_id + 1, 0))
+        nodes[node_id] = NodeRecord(node_id, "MulBackward0" if node_id % 10 else "AccumulateGrad",
+                                    outputs=[node_id], next=nexts,
+                                    site=Site("big.py", 1 + node_id % 50, "f", "y = y * 2"))
+        steps.append(Step(node_id, node_id, [grad], [grad] * len(nexts)))
+    return Trace(tensors=tensors, nodes=nodes, passes=[BackwardPass(0, roots=[0], steps=steps)])
+
+
+# -- the builders build what the tests rely on --------------------------------------------
+def test_two_layer_trace_is_consistent():
+    trace = two_layer_trace(violation=True, nan=True, hook=True, passes=2)
+    for backward_pass in trace.passes:
+        for step in backward_pass.steps:
+            node = trace.nodes[step.node]
+            assert len(step.grads_out) == len(node.next)
+    assert [trace.nodes[step.node].name for step in trace.passes[1].steps] == [
+        "SumBackward0", "MmBackward0", "AccumulateGrad", "ReluBackward0", "MmBackward0",
+        "AccumulateGrad"]
+    assert trace.passes[0].steps[3].grads_out[0].stats.nan_count == 1
+    assert trace.tensors[3].version == 1
+
+
+def test_chain_trace_has_one_step_per_node():
+    trace = chain_trace(100)
+    assert len(trace.passes[0].steps) == len(trace.nodes) == 100
+    assert list(trace.edges())[:2] == [(0, 1, 0), (1, 2, 0)]

@@ -1,0 +1,41 @@
+"""The steps table as plain text, for places without a terminal (CI logs, ``--dump``).
+
+Example:
+    >>> from tracegrad.trace.model import Trace, NodeRecord, BackwardPass, Step
+    >>> trace = Trace(nodes={0: NodeRecord(0, "SumBackward0")},
+    ...               passes=[BackwardPass(0, steps=[Step(0, 0)])])
+    >>> print(dump_steps(trace).splitlines()[2])
+        0  SumBackward0            ?
+"""
+
+from __future__ import annotations
+
+from tracegrad.trace.model import Trace
+
+from .formatting import describe_violation
+from .session import DebugSession
+
+
+def dump_steps(trace: Trace) -> str:
+    session = DebugSession(trace)
+    lines: list[str] = []
+    if not trace.passes:
+        lines.append("no backward pass recorded")
+    for pass_index in range(session.pass_count):
+        lines.append(session.pass_label(pass_index))
+        lines.append(f"{'step':>5}  {'node':<22}  {'shape':<14}  marks")
+        for step_index in range(session.step_count(pass_index)):
+            row = session.row(pass_index, step_index)
+            lines.append(f"{row.index:>5}  {row.node_name:<22}  {row.shape:<14}  {row.marks}"
+                         .rstrip())
+        lines.append("")
+    if trace.violations:
+        lines.append(f"violations ({len(trace.violations)}):")
+        for violation in trace.violations:
+            lines.append("  " + describe_violation(violation).plain.replace("\n", "\n  "))
+    if trace.exception is not None:
+        where = f" at {trace.exception.site}" if trace.exception.site else ""
+        lines.append(f"the program raised {trace.exception.type}{where}: "
+                     f"{trace.exception.message}")
+    lines.append("marks: ! violation  N NaN/Inf  h hook fired  E error")
+    return "\n".join(lines).rstrip() + "\n"

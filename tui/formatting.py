@@ -1,0 +1,77 @@
+"""Text for values, tensors and sites, shared by the panels and ``--dump``.
+
+Example:
+    >>> from tracegrad.trace.model import Value, Stats
+    >>> describe_value(Value((2,), "float32", Stats(0.0, 1.0, 0.5, 1.0)))
+    'float32 [2]  min 0 max 1 mean 0.5 norm 1'
+"""
+
+from __future__ import annotations
+
+import linecache
+
+from rich.text import Text
+
+from tracegrad.trace.model import Site, TensorRecord, Trace, Value, Violation
+
+SUMMARIZED_NOTE = "statistics only (over budget)"
+
+
+def number(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4g}"
+
+
+def describe_value(value: Value | None) -> str:
+    """One line: dtype, shape, min/max/mean/norm, NaN/Inf counts, and whether summarized."""
+    if value is None:
+        return "None (no gradient)"
+    stats = value.stats
+    shape = "[" + ", ".join(str(size) for size in value.shape) + "]"
+    text = (f"{value.dtype} {shape}  min {number(stats.min)} max {number(stats.max)} "
+            f"mean {number(stats.mean)} norm {number(stats.norm)}")
+    if stats.nan_count or stats.inf_count:
+        text += f"  NaN {stats.nan_count} Inf {stats.inf_count}"
+    if value.summarized:
+        text += f"  ({SUMMARIZED_NOTE})"
+    return text
+
+
+def describe_tensor(trace: Trace, tensor_id: int | None) -> str:
+    if tensor_id is None:
+        return "None"
+    tensor: TensorRecord | None = trace.tensors.get(tensor_id)
+    if tensor is None:
+        return f"t{tensor_id} (not recorded)"
+    shape = "[" + ", ".join(str(size) for size in tensor.shape) + "]"
+    kind = "leaf" if tensor.is_leaf else "non-leaf"
+    grad = ", requires_grad" if tensor.requires_grad else ""
+    return f"{tensor.label} ({kind}{grad}) {tensor.dtype} {shape}"
+
+
+def source_context(site: Site, around: int = 2) -> tuple[str, int] | None:
+    """(lines of source around the site, first line number), or None when unreadable."""
+    lines = linecache.getlines(site.file)
+    if not lines or site.line > len(lines):
+        return None
+    first = max(site.line - around, 1)
+    last = min(site.line + around, len(lines))
+    return "".join(lines[first - 1:last]).rstrip("\n"), first
+
+
+def describe_violation(violation: Violation) -> Text:
+    """Kind, message, both sites (with their code) and the versions, as styled text."""
+    text = Text()
+    text.append(f"{violation.kind}", style="bold red")
+    text.append(f": {violation.message}")
+    if violation.site:
+        text.append(f"\n  at {violation.site}", style="cyan")
+        if violation.site.code:
+            text.append(f"  {violation.site.code}", style="grey62")
+    if violation.other_site:
+        text.append(f"\n  and {violation.other_site}", style="cyan")
+        if violation.other_site.code:
+            text.append(f"  {violation.other_site.code}", style="grey62")
+    if violation.saved_version is not None:
+        text.append(f"\n  saved at version {violation.saved_version}, "
+                    f"now version {violation.current_version}", style="red")
+    return text
