@@ -16,8 +16,9 @@ Vocabulary:
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -70,6 +71,17 @@ class Value:
     @property
     def summarized(self) -> bool:
         return self.array is None
+
+    def __eq__(self, other) -> bool:
+        # The generated __eq__ would compare arrays elementwise (and fail on bool()).
+        if not isinstance(other, Value):
+            return NotImplemented
+        if (self.shape, self.dtype, self.stats) != (other.shape, other.dtype, other.stats):
+            return False
+        if self.array is None or other.array is None:
+            return self.array is None and other.array is None
+        return bool(np.array_equal(self.array, other.array,
+                                   equal_nan=self.array.dtype.kind in "fc"))
 
     @property
     def nbytes(self) -> int:
@@ -241,3 +253,16 @@ class Trace:
             for next_id, input_nr in node.next:
                 if next_id is not None:
                     yield node.id, next_id, input_nr
+
+    # -- file and text (implemented in store.py and summary.py) -------------------------
+    def save(self, path, timings: bool = True) -> None:
+        """Write this trace to a .tgtrace file (``timings=False``: byte-identical files)."""
+        from .store import save_trace
+
+        save_trace(self, path, timings=timings)
+
+    def summary(self) -> str:
+        """Nodes by op, saved-tensor bytes, backward passes and steps, violations."""
+        from .summary import summarize
+
+        return summarize(self)

@@ -1,0 +1,362 @@
+"""Turning live tensors and grad_fn nodes into TensorRecords and NodeRecords.
+
+The recorder (which sees ops as they happen) and ``from_tensor`` (which walks a finished
+graph backwards from a tensor) share this builder, so both give the same records. Ids come
+from counters in order of first sight; live objects are looked up by identity through
+weak references, so an identity reused after garbage collection never aliases an old id.
+
+>>> import tracegrad
+>>> x = tracegrad.ones(2, requires_grad=True)
+>>> trace = from_tensor((x * 2).sum())
+>>> [node.name for node in trace.iter_nodes()]
+['MulBackward0', 'AccumulateGrad', 'SumBackward0']
+"""
+
+from __future__ import annotations
+
+import math
+import weakref
+from typing import Any
+
+import numpy as np
+
+from ..autograd.node import Node, SavedTensor
+from .model import NodeRecord, SavedRecord, TensorRecord, Trace
+
+# Instance attributes of a node that are machinery, not the op's parameters.
+_NODE_MACHINERY = frozenset({"needs_input_grad", "next_functions", "metadata", "variable"})
+_MAX_ATTR_ITEMS = 16
+
+
+def _reference(obj):
+    """A weak reference when the object allows one, else a strong one."""
+    try:
+        return weakref.ref(obj)
+    except TypeError:
+        return lambda: obj
+
+
+class _NotJsonable(Exception):
+    pass
+
+
+def _jsonable(value, depth: int = 0):
+    """``value`` as JSON-able data (tuples become lists), or raise _NotJsonable."""
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        number = float(value)
+        if not math.isfinite(number):  # JSON has no NaN/Inf: keep them readable
+            return repr(number)
+        return number
+    if isinstance(value, np.dtype):
+        return value.name
+    if isinstance(value, (tuple, list)) and depth < 3 and len(value) <= _MAX_ATTR_ITEMS:
+        return [_jsonable(item, depth + 1) for item in value]
+    type_name = type(value).__name__
+    if type_name in ("dtype", "device"):  # tracegrad's own dtype and device
+        return str(getattr(value, "name", value))
+    raise _NotJsonable
+
+
+def node_attrs(node: Node) -> dict[str, Any]:
+    """The op parameters a node keeps (dim, keepdim, shapes, ...), JSON-able and sorted."""
+    attrs = {}
+    for key in sorted(vars(node)):
+        if key.startswith("_") or key in _NODE_MACHINERY:
+            continue
+        try:
+            attrs[key] = _jsonable(vars(node)[key])
+        except _NotJsonable:
+            continue  # arrays, tensors, index objects: too big or not data
+    return attrs
+
+
+def node_kind(node: Node) -> str:
+    if node._is_accumulate:
+        return "accumulate"
+    function = getattr(node, "_function", None)
+    return getattr(function, "_node_kind", "op")
+
+
+def saved_source(saved: SavedTensor):
+    """The tensor a SavedTensor was made from, or None once it is freed or collected."""
+    if saved.tensor is not None:
+        return saved.tensor
+    if saved.original is None:  # released by backward: only the record remains
+        return None
+    return saved.original()
+
+
+class GraphBuilder:
+    """Records tensors and nodes into ``trace``, each once, with ids by first sight."""
+
+    def __init__(self, trace: Trace) -> None:
+        self.trace = trace
+        self._tensor_ids: dict[int, tuple[int, Any]] = {}  # id(tensor) -> (tensor id, ref)
+        self._node_ids: dict[int, tuple[int, Any]] = {}  # id(node) -> (node id, ref)
+        self._output_tensors: dict[tuple[int, int], int] = {}  # (node id, nr) -> tensor id
+        self._next_tensor_id = 0
+        self._next_node_id = 0
+
+    # -- tensors -----------------------------------------------------------------------
+    def known_tensor(self, tensor) -> int | None:
+        entry = self._tensor_ids.get(id(tensor))
+        if entry is not None and entry[1]() is tensor:
+            return entry[0]
+        return None
+
+    def tensor_id(self, tensor) -> int:
+        """The id of a live tensor, recording it on first sight."""
+        known = self.known_tensor(tensor)
+        if known is not None:
+            return known
+        return self._add_tensor(tensor).id
+
+    def live_tensors(self):
+        """(tensor id, tensor) for every recorded tensor still alive, in id order."""
+        alive = []
+        for tensor_id, reference in self._tensor_ids.values():
+            tensor = reference()
+            if tensor is not None:
+                alive.append((tensor_id, tensor))
+        return sorted(alive, key=lambda pair: pair[0])
+
+    def _add_tensor(self, tensor) -> TensorRecord:
+        tensor_id = self._next_tensor_id
+        self._next_tensor_id += 1
+        self._tensor_ids[id(tensor)] = (tensor_id, _reference(tensor))
+        record = TensorRecord(
+            id=tensor_id, shape=tuple(int(size) for size in tensor.data.shape),
+            dtype=tensor.dtype.name, device=str(tensor.device), name=tensor.name,
+            requires_grad=bool(tensor.requires_grad), is_leaf=tensor.grad_fn is None,
+            output_nr=int(tensor._output_nr),
+            is_parameter=type(tensor).__name__ == "Parameter")
+        self.trace.tensors[tensor_id] = record
+        if tensor._base is not None:
+            record.base = self.tensor_id(tensor._base)
+        return record
+
+    def _add_virtual_tensor(self, node_id: int, output_nr: int, meta) -> int:
+        """A record for a node output whose Tensor object is gone (known from metadata)."""
+        tensor_id = self._next_tensor_id
+        self._next_tensor_id += 1
+        shape, numpy_dtype, device = meta
+        from .._dtype import from_numpy_dtype
+
+        self.trace.tensors[tensor_id] = TensorRecord(
+            id=tensor_id, shape=tuple(int(size) for size in shape),
+            dtype=from_numpy_dtype(numpy_dtype).name, device=str(device),
+            requires_grad=numpy_dtype.kind == "f", is_leaf=False, grad_fn=node_id,
+            output_nr=output_nr)
+        self._output_tensors[(node_id, output_nr)] = tensor_id
+        return tensor_id
+
+    def output_tensor(self, node_id: int, output_nr: int) -> int | None:
+        return self._output_tensors.get((node_id, output_nr))
+
+    def set_output(self, node_id: int, output_nr: int, tensor_id: int) -> None:
+        self._output_tensors[(node_id, output_nr)] = tensor_id
+        record = self.trace.tensors[tensor_id]
+        record.grad_fn, record.output_nr, record.is_leaf = node_id, output_nr, False
+
+    def forget_tensor(self, tensor_id: int) -> None:
+        """Drop a record made for a short-lived internal tensor (an in-place snapshot)."""
+        self.trace.tensors.pop(tensor_id, None)
+        for key, (known_id, _) in list(self._tensor_ids.items()):
+            if known_id == tensor_id:
+                del self._tensor_ids[key]
+
+    def rewind_tensor_ids(self) -> None:
+        """Give back ids of forgotten records at the end of the sequence, so that ids stay
+        dense (t0, t1, t2 ...) after an in-place op's temporaries are dropped."""
+        while self._next_tensor_id > 0 and self._next_tensor_id - 1 not in self.trace.tensors:
+            self._next_tensor_id -= 1
+
+    # -- nodes -------------------------------------------------------------------------
+    def known_node(self, node) -> int | None:
+        entry = self._node_ids.get(id(node))
+        if entry is not None and entry[1]() is node:
+            return entry[0]
+        return None
+
+    def _reserve_node(self, node) -> int:
+        node_id = self._next_node_id
+        self._next_node_id += 1
+        self._node_ids[id(node)] = (node_id, _reference(node))
+        return node_id
+
+    def record_op(self, node, inputs, outputs) -> NodeRecord:
+        """Record a node seen in forward, with its actual input and output tensors."""
+        node_id = self.known_node(node)
+        if node_id is None:
+            node_id = self._reserve_node(node)
+        input_ids = [self.tensor_id(tensor) if tensor is not None else None
+                     for tensor in inputs]
+        output_ids = []
+        for output_nr, tensor in enumerate(outputs):
+            if tensor is None:
+                continue
+            tensor_id = self.tensor_id(tensor)
+            self.set_output(node_id, output_nr, tensor_id)
+            output_ids.append(tensor_id)
+        return self._finish_node(node, node_id, input_ids, output_ids)
+
+    def node_id(self, node) -> int:
+        """The id of any node an edge points to, recording it (and any unseen part of the
+        graph behind it) on first sight."""
+        known = self.known_node(node)
+        if known is not None:
+            return known
+        if node._is_accumulate:
+            return self._record_accumulate(node)
+        self.adopt([node])
+        return self.known_node(node)
+
+    def _record_accumulate(self, node) -> int:
+        node_id = self._reserve_node(node)
+        leaf = self.tensor_id(node.variable)
+        self.trace.nodes[node_id] = NodeRecord(
+            id=node_id, name=node.name(), kind="accumulate", inputs=[leaf], leaf=leaf,
+            site=node._site, module=node._module)
+        return node_id
+
+    def adopt(self, roots, known_outputs: dict | None = None) -> None:
+        """Record every not-yet-seen node reachable from ``roots`` (a graph built before
+        recording began, or the whole graph for ``from_tensor``), in creation order.
+
+        ``known_outputs`` maps ``(node, output_nr)`` to a live tensor, so that tensors the
+        caller holds (the loss) are recorded as themselves rather than from metadata.
+        """
+        known_outputs = dict(known_outputs or {})
+        unseen = self._collect_unseen(roots)
+        unseen.sort(key=lambda node: node._seq)
+        for node in unseen:
+            if self.known_node(node) is not None:
+                continue  # an AccumulateGrad recorded as the edge target of an earlier node
+            if node._is_accumulate:
+                self._record_accumulate(node)
+                continue
+            node_id = self._reserve_node(node)
+            for saved in node._saved:
+                if type(saved) is SavedTensor and saved.is_output:
+                    source = saved_source(saved)
+                    if source is not None:
+                        known_outputs.setdefault((node, saved.output_nr), source)
+            input_ids = [self._edge_tensor(next_node, input_nr) if next_node is not None
+                         else None for next_node, input_nr in node.next_functions]
+            output_ids = []
+            for output_nr, meta in enumerate(node._output_meta):
+                if meta is None:
+                    continue
+                tensor = known_outputs.get((node, output_nr))
+                if tensor is not None:
+                    tensor_id = self.tensor_id(tensor)
+                    self.set_output(node_id, output_nr, tensor_id)
+                else:
+                    tensor_id = self._add_virtual_tensor(node_id, output_nr, meta)
+                output_ids.append(tensor_id)
+            self._finish_node(node, node_id, input_ids, output_ids)
+
+    def _collect_unseen(self, roots) -> list:
+        unseen, stack, visited = [], [], set()
+        for root in roots:
+            if root is not None and self.known_node(root) is None and id(root) not in visited:
+                visited.add(id(root))
+                stack.append(root)
+        while stack:
+            node = stack.pop()
+            unseen.append(node)
+            for next_node, _ in node.next_functions:
+                if (next_node is not None and id(next_node) not in visited
+                        and self.known_node(next_node) is None):
+                    visited.add(id(next_node))
+                    stack.append(next_node)
+        return unseen
+
+    def _edge_tensor(self, next_node, input_nr: int) -> int | None:
+        """The tensor an edge carries: a leaf for AccumulateGrad, else the producer's output."""
+        if next_node._is_accumulate:
+            return self.tensor_id(next_node.variable)
+        producer = self.known_node(next_node)
+        if producer is None:
+            return None
+        return self.output_tensor(producer, input_nr)
+
+    def _finish_node(self, node, node_id: int, input_ids, output_ids) -> NodeRecord:
+        record = NodeRecord(
+            id=node_id, name=node.name(), kind=node_kind(node), inputs=list(input_ids),
+            outputs=list(output_ids), attrs=node_attrs(node), site=node._site,
+            module=node._module)
+        self.trace.nodes[node_id] = record
+        record.next = [(self.node_id(next_node) if next_node is not None else None,
+                        int(input_nr)) for next_node, input_nr in node.next_functions]
+        record.saved = self.saved_records(node, node_id)
+        return record
+
+    def saved_records(self, node, node_id: int) -> list[SavedRecord]:
+        records = []
+        for slot, saved in enumerate(node._saved):
+            if type(saved) is not SavedTensor:
+                continue
+            source = saved_source(saved)
+            if source is not None:
+                tensor_id = self.tensor_id(source)
+            elif saved.is_output:
+                tensor_id = self.output_tensor(node_id, saved.output_nr)
+                if tensor_id is None:
+                    continue
+            else:
+                continue  # freed by backward before we saw it: nothing left to describe
+            nbytes = int(saved.data.nbytes) if saved.data is not None else 0
+            records.append(SavedRecord(
+                tensor=tensor_id, version=int(saved.version), nbytes=nbytes,
+                slot="result" if saved.is_output else str(slot),
+                is_output=saved.is_output))
+        return records
+
+
+def from_tensor(tensor, name_from_caller: bool = True) -> Trace:
+    """A structure-only Trace of the graph behind ``tensor`` (walking its grad_fn).
+
+    Leaves and the tensor itself are named after the caller's variables where possible.
+
+    >>> import tracegrad
+    >>> w = tracegrad.ones(3, requires_grad=True)
+    >>> loss = (w * w).sum()
+    >>> trace = from_tensor(loss)
+    >>> sorted(t.name for t in trace.tensors.values() if t.name)
+    ['loss', 'w']
+    """
+    trace = Trace(metadata={"source": "from_tensor", "values": False})
+    builder = GraphBuilder(trace)
+    if tensor.grad_fn is not None:
+        builder.adopt([tensor.grad_fn], {(tensor.grad_fn, tensor._output_nr): tensor})
+    root_id = builder.tensor_id(tensor)
+    trace.metadata["root"] = root_id
+    if name_from_caller:
+        from .names import user_frame
+
+        name_unnamed(trace, builder, user_frame(2))
+    return trace
+
+
+def name_unnamed(trace: Trace, builder: GraphBuilder, frame) -> None:
+    """Name recorded tensors that have no name yet after the variables in ``frame``."""
+    from .names import names_in_frame
+
+    pending = {}
+    for tensor_id, tensor in builder.live_tensors():
+        record = trace.tensors.get(tensor_id)
+        if record is None:
+            continue
+        if tensor.name and record.name is None:
+            record.name = tensor.name
+        if record.name is None:
+            pending[id(tensor)] = record
+    if not pending:
+        return
+    for key, variable in names_in_frame(frame, pending).items():
+        pending[key].name = variable

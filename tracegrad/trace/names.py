@@ -1,0 +1,66 @@
+"""Display names for tensors: set by hand, by nn.Module, or found in the user's code.
+
+>>> import tracegrad
+>>> w1 = tracegrad.zeros(2)
+>>> name(w1, "w1").name
+'w1'
+"""
+
+from __future__ import annotations
+
+import sys
+from types import FrameType
+
+from ..autograd.site import _is_internal
+
+
+def name(tensor, label: str):
+    """Give ``tensor`` a display name for traces and graphs; returns the tensor.
+
+    >>> import tracegrad
+    >>> x = tracegrad.name(tracegrad.ones(3), "x")
+    >>> x.name
+    'x'
+    """
+    if not isinstance(label, str) or not label:
+        raise ValueError(
+            f"tracegrad.name: expected a non-empty string for the name, got {label!r}. "
+            "Hint: tracegrad.name(t, 'w1').")
+    tensor.name = label
+    return tensor
+
+
+def user_frame(depth: int = 1) -> FrameType | None:
+    """The innermost frame outside tracegrad (where the user's variables live)."""
+    frame = sys._getframe(depth)
+    while frame is not None and _is_internal(frame.f_code.co_filename):
+        frame = frame.f_back
+    return frame
+
+
+def names_in_frame(frame: FrameType | None, wanted) -> dict[int, str]:
+    """Map ``id(obj)`` -> the best variable name bound to ``obj`` in ``frame``.
+
+    ``wanted`` is a container of ids to look for. Locals come before globals; among several
+    names for one object the shortest wins, then the alphabetically first, so the choice is
+    the same on every run. Private names (``_x``) are skipped.
+    """
+    found: dict[int, str] = {}
+    if frame is None or not wanted:
+        return found
+    scopes = [frame.f_locals]
+    if frame.f_globals is not frame.f_locals:
+        scopes.append(frame.f_globals)
+    for scope in scopes:
+        in_scope: dict[int, str] = {}
+        for variable, value in list(scope.items()):
+            key = id(value)
+            if key not in wanted or key in found or variable.startswith("_"):
+                continue
+            best = in_scope.get(key)
+            if best is None or (len(variable), variable) < (len(best), best):
+                in_scope[key] = variable
+        found.update(in_scope)
+        if len(found) == len(wanted):
+            break
+    return found

@@ -1,0 +1,216 @@
+"""Finding what the user should fix, each finding with the sites that explain it.
+
+In-place modification of a saved tensor is caught the moment it happens: every tensor a
+recorded node saves is watched through its version counter (shared with views), and an
+in-place op that moves a watched counter past the saved version is reported right there,
+naming the saving node and the in-place op, each with its line.
+
+>>> import tracegrad
+>>> x = tracegrad.ones(2, requires_grad=True)
+>>> with tracegrad.trace() as tr:
+...     y = x * 1
+...     z = y * y
+...     y.add_(1)
+>>> [(v.kind, v.saved_version, v.current_version) for v in tr.violations]
+[('inplace_saved', 0, 1)]
+"""
+
+from __future__ import annotations
+
+import weakref
+
+from ..autograd.node import SavedTensor
+from .graph import GraphBuilder, saved_source
+from .model import BackwardPass, NodeRecord, Site, Step, TensorRecord, Trace, Violation
+
+
+def _where(site: Site | None) -> str:
+    if site is None:
+        return "(line unknown)"
+    return f"{site}" + (f" ({site.code})" if site.code else "")
+
+
+def _describe(record: TensorRecord) -> str:
+    label = f"'{record.name}' " if record.name else f"t{record.id} "
+    return f"{label}{record.dtype} {list(record.shape)}"
+
+
+class ViolationFinder:
+    """Appends Violations to ``trace.violations``; keeps the watch on saved tensors."""
+
+    def __init__(self, trace: Trace, builder: GraphBuilder) -> None:
+        self.trace = trace
+        self.builder = builder
+        # id(counter) -> (counter, [(weakref(node), slot, node id)]). The counter itself is
+        # held, so its id cannot be reused while it is watched.
+        self._watched: dict[int, tuple[object, list]] = {}
+        self._reported: set = set()
+
+    def _add(self, key, violation: Violation) -> Violation | None:
+        """Append ``violation`` unless one with the same key was reported already (a loop
+        repeats the same mistake on every iteration; one finding says it)."""
+        if key in self._reported:
+            return None
+        self._reported.add(key)
+        self.trace.violations.append(violation)
+        return violation
+
+    # -- in-place on a saved tensor ----------------------------------------------------
+    def watch_saved(self, node, node_id: int) -> None:
+        if not node._saved:
+            return
+        reference = None
+        for slot, saved in enumerate(node._saved):
+            if type(saved) is not SavedTensor:
+                continue
+            if reference is None:
+                reference = weakref.ref(node)
+            counter = saved.counter
+            entry = self._watched.get(id(counter))
+            if entry is None:
+                entry = self._watched[id(counter)] = (counter, [])
+            entry[1].append((reference, slot, node_id))
+
+    def is_watched(self, tensor) -> bool:
+        return id(tensor._version_counter) in self._watched
+
+    def inplace_on_saved(self, tensor, tensor_id: int, op_name: str, site) -> None:
+        counter = tensor._version_counter
+        entry = self._watched.get(id(counter))
+        if entry is None:
+            return
+        for reference, slot, node_id in entry[1]:
+            node = reference()
+            if node is None:
+                continue
+            saved = node._saved[slot]
+            if saved.data is None or saved.version == counter.value:
+                continue  # freed by an earlier backward, or saved after this change
+            self._report_inplace(node, node_id, slot, saved, tensor_id, op_name, site,
+                                 phase="forward")
+
+    def _report_inplace(self, node, node_id, slot, saved, tensor_id, op_name, site,
+                        phase: str) -> Violation | None:
+        node_record: NodeRecord = self.trace.nodes[node_id]
+        record = self.trace.tensors.get(tensor_id)
+        what = _describe(record) if record is not None else f"t{tensor_id}"
+        message = (
+            f"{what} was saved for backward by {node_record.name} at "
+            f"{_where(node_record.site)} at version {saved.version}, then modified in place "
+            f"by '{op_name}' at {_where(site)} (now version {saved.counter.value}); "
+            f"backward through {node_record.name} will fail. Hint: use the out-of-place op "
+            f"(e.g. 'y = y + 1' instead of 'y += 1'), or .clone() the tensor before changing "
+            "it.")
+        if phase == "backward":
+            message = "backward failed: " + message.replace(" will fail", " failed")
+        return self._add(("inplace_saved", node_id, slot), Violation(
+            kind="inplace_saved", message=message, tensor=tensor_id, node=node_id,
+            site=site, other_site=node_record.site, saved_version=int(saved.version),
+            current_version=int(saved.counter.value), phase=phase))
+
+    def prune(self) -> None:
+        """Forget watches whose node is gone or whose saved tensors were freed."""
+        for key in list(self._watched):
+            counter, entries = self._watched[key]
+            alive = [entry for entry in entries
+                     if (node := entry[0]()) is not None and node._saved[entry[1]].data
+                     is not None]
+            if alive:
+                self._watched[key] = (counter, alive)
+            else:
+                del self._watched[key]
+
+    # -- in-place on a leaf --------------------------------------------------------------
+    def inplace_leaf(self, tensor, tensor_id: int, op_name: str, site) -> None:
+        record = self.trace.tensors[tensor_id]
+        created = f", created at {_where(record.site)}" if record.site else ""
+        message = (
+            f"in-place '{op_name}' at {_where(site)} on {_describe(record)}, a leaf that "
+            f"requires grad{created}. Hint: do the update under `with tracegrad.no_grad():` "
+            "(as an optimizer step does), or use an out-of-place op.")
+        self._add(("inplace_leaf", tensor_id, _site_key(site)), Violation(
+            kind="inplace_leaf", message=message, tensor=tensor_id, site=site,
+            other_site=record.site, current_version=int(tensor._version)))
+
+    # -- NaN / Inf -----------------------------------------------------------------------
+    def nonfinite_forward(self, node_record: NodeRecord, tensor, record: TensorRecord) -> None:
+        kind = _nonfinite_kind(tensor.data)
+        site = node_record.site
+        message = (
+            f"{kind.upper() if kind == 'nan' else 'Inf'} first appeared in forward: "
+            f"{node_record.name} at {_where(site)} produced {_describe(record)} from finite "
+            "inputs. Hint: look for a log/sqrt/division of zero or of a negative value on "
+            "that line.")
+        self._add((kind, "forward", _site_key(site), node_record.name), Violation(
+            kind=kind, message=message, tensor=record.id, node=node_record.id, site=site,
+            phase="forward"))
+
+    def nonfinite_backward(self, backward_pass: BackwardPass, step: Step, node,
+                           edge_index: int, grad) -> None:
+        kind = _nonfinite_kind(grad.data)
+        node_record = self.trace.nodes[step.node]
+        site = node_record.site
+        message = (
+            f"{kind.upper() if kind == 'nan' else 'Inf'} first appeared in backward: "
+            f"{node_record.name} (forward at {_where(site)}) returned a non-finite gradient "
+            f"for input {edge_index} from finite incoming gradients (pass {backward_pass.index}"
+            f", step {step.index}). Hint: the derivative of that line's op is infinite or "
+            "undefined at the values it saw (log/sqrt/pow at 0, division by 0).")
+        self._add((kind, "backward", _site_key(site), node_record.name), Violation(
+            kind=kind, message=message, node=node_record.id, site=site, phase="backward",
+            pass_index=backward_pass.index, step_index=step.index))
+
+    # -- failures in backward ------------------------------------------------------------
+    def backward_failed(self, error, node, backward_pass: BackwardPass | None,
+                        engine_passes: dict) -> None:
+        node_id = self.builder.node_id(node)
+        node_record = self.trace.nodes[node_id]
+        pass_index = backward_pass.index if backward_pass is not None else None
+        step_index = backward_pass.steps[-1].index if backward_pass and backward_pass.steps \
+            else None
+        freed_by = node._freed_by
+        if freed_by is not None and any(type(saved) is SavedTensor and saved.data is None
+                                        for saved in node._saved):
+            earlier = engine_passes.get(freed_by)
+            if earlier is not None:
+                earlier_pass = self.trace.passes[earlier]
+                by = f"backward pass {earlier} (at {_where(earlier_pass.site)})"
+            else:
+                by = "a backward pass that ran before tracing started"
+            message = (
+                f"backward through {node_record.name} (forward at {_where(node_record.site)}) "
+                f"whose saved tensors were already freed by {by}. Hint: pass "
+                "retain_graph=True to that earlier backward() if you need to run backward "
+                "through the graph twice.")
+            self._add(("freed_graph", node_id, pass_index), Violation(
+                kind="freed_graph", message=message, node=node_id,
+                site=backward_pass.site if backward_pass else None,
+                other_site=node_record.site, phase="backward", pass_index=earlier,
+                step_index=step_index))
+            return
+        for slot, saved in enumerate(node._saved):
+            if type(saved) is not SavedTensor or saved.data is None:
+                continue
+            if saved.counter.value != saved.version:
+                source = saved_source(saved)
+                tensor_id = self.builder.tensor_id(source) if source is not None else None
+                history = saved.counter.history or []
+                changes = [(op, site) for version, op, site in history
+                           if version > saved.version]
+                op_name, site = changes[0] if changes else (saved.counter.last_op or "?", None)
+                violation = self._report_inplace(node, node_id, slot, saved, tensor_id,
+                                                 op_name, site, phase="backward")
+                if violation is not None:
+                    violation.pass_index = pass_index
+                    violation.step_index = step_index
+
+
+def _nonfinite_kind(data) -> str:
+    from .. import backends
+
+    xp = backends.array_module(data)
+    return "nan" if bool(xp.isnan(data).any()) else "inf"
+
+
+def _site_key(site: Site | None):
+    return (site.file, site.line) if site is not None else None
