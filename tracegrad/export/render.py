@@ -87,19 +87,23 @@ def require_dot() -> None:
 
 
 def _shrink(plan, trace, outputs, options, max_nodes: int):
+    """One box per nn.Module when that brings the graph under ``max_nodes``, else an error."""
+    before = plan.size
     if not options.collapse_modules:
-        before = plan.size
         options.collapse_modules = True
-        plan = plan_graph(trace, outputs, options)
-        warnings.warn(
-            f"render: the graph has {before} boxes, more than max_nodes={max_nodes} that "
-            f"`dot` lays out in reasonable time; drawn with one box per nn.Module instead "
-            f"({plan.size} boxes). Pass max_nodes=None to lay out every node.",
-            GraphCollapsedWarning, stacklevel=3)
+        collapsed = plan_graph(trace, outputs, options)
+        if collapsed.size < before:
+            plan = collapsed
     if plan.size > max_nodes:
         raise GraphTooLargeError(
             f"render: the graph has {plan.size} boxes even with one box per nn.Module, more "
             f"than max_nodes={max_nodes} that `dot` lays out in reasonable time. Hint: write "
             "the DOT text instead (format='dot' or tracegrad.to_dot), or pass "
             "max_nodes=None to wait for the layout.")
+    if plan.size < before:
+        warnings.warn(
+            f"render: the graph has {before} boxes, more than max_nodes={max_nodes} that "
+            f"`dot` lays out in reasonable time; drawn with one box per nn.Module instead "
+            f"({plan.size} boxes). Pass max_nodes=None to lay out every node.",
+            GraphCollapsedWarning, stacklevel=3)
     return plan

@@ -1,0 +1,366 @@
+"""DOT export from hand-built Traces: vocabulary, roles, violations, modules, quoting, size.
+
+These need no tracer and no `dot` program; SVG checks live in test_export_svg.py. The
+hand-built traces here are imported by the other test_export_* modules.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+
+import tracegrad as tg
+from tracegrad.export.plan import Options, plan_graph
+from tracegrad.trace.model import (
+    BackwardPass,
+    NodeRecord,
+    SavedRecord,
+    Site,
+    Stats,
+    Step,
+    TensorRecord,
+    Trace,
+    Value,
+    VersionChange,
+    Violation,
+)
+
+# -- hand-built traces ------------------------------------------------------------------
+
+
+def grad_value(shape=(2, 3), norm=1.5, nan_count=0) -> Value:
+    return Value(tuple(shape), "float32", Stats(min=0.0, max=1.0, mean=0.5, norm=norm,
+                                                nan_count=nan_count))
+
+
+def mul_sum_trace(w_name: str = "w", nan_count: int = 0) -> Trace:
+    """loss = (w * x).sum(): w a leaf requiring grad (saved as self), x saved as other."""
+    trace = Trace()
+    trace.tensors[0] = TensorRecord(0, (2, 3), "float32", name=w_name, requires_grad=True)
+    trace.tensors[1] = TensorRecord(1, (2, 3), "float32", name="x")
+    trace.tensors[2] = TensorRecord(2, (2, 3), "float32", is_leaf=False, grad_fn=1,
+                                    requires_grad=True)
+    trace.tensors[3] = TensorRecord(3, (), "float32", name="loss", is_leaf=False, grad_fn=2,
+                                    requires_grad=True)
+    trace.nodes[0] = NodeRecord(0, "AccumulateGrad", kind="accumulate", leaf=0)
+    trace.nodes[1] = NodeRecord(
+        1, "MulBackward0", inputs=[0, 1], outputs=[2], next=[(0, 0), (None, 0)],
+        saved=[SavedRecord(0, 0, 24, "self"), SavedRecord(1, 0, 24, "other")],
+        site=Site("prog.py", 3, "<module>", "y = w * x"))
+    trace.nodes[2] = NodeRecord(2, "SumBackward0", inputs=[2], outputs=[3], next=[(1, 0)],
+                                site=Site("prog.py", 4, "<module>", "loss = y.sum()"))
+    trace.passes.append(BackwardPass(0, roots=[3], steps=[
+        Step(0, 2, grads_out=[grad_value(nan_count=nan_count)]),
+        Step(1, 1, grads_out=[grad_value(nan_count=nan_count), None]),
+        Step(2, 0, accumulated=0),
+    ]))
+    return trace
+
+
+def chain_trace(length: int, module_every: int = 0) -> Trace:
+    """x -> ExpBackward0 -> ... (``length`` nodes) -> output; no pass.
+
+    With ``module_every`` > 0, every run of that many nodes sits in its own module scope.
+    """
+    trace = Trace()
+    trace.tensors[0] = TensorRecord(0, (1,), "float32", name="x", requires_grad=True)
+    trace.nodes[0] = NodeRecord(0, "AccumulateGrad", kind="accumulate", leaf=0)
+    for number in range(1, length + 1):
+        module = f"block{(number - 1) // module_every}" if module_every else None
+        trace.tensors[number] = TensorRecord(number, (1,), "float32", is_leaf=False,
+                                             grad_fn=number, requires_grad=True)
+        trace.nodes[number] = NodeRecord(number, "ExpBackward0", inputs=[number - 1],
+                                         outputs=[number], next=[(number - 1, 0)],
+                                         module=module)
+    return trace
+
+
+def inplace_violation_trace() -> Trace:
+    """y = x.sigmoid(); y.mul_(2) -> SigmoidBackward0's saved result is at version 1."""
+    trace = Trace()
+    trace.tensors[0] = TensorRecord(0, (3,), "float32", name="x", requires_grad=True)
+    trace.tensors[1] = TensorRecord(1, (3,), "float32", name="y", is_leaf=False, grad_fn=1,
+                                    requires_grad=True)
+    trace.tensors[1].versions.append(
+        VersionChange(1, "mul_", Site("prog.py", 9, "<module>", "y.mul_(2)")))
+    trace.nodes[0] = NodeRecord(0, "AccumulateGrad", kind="accumulate", leaf=0)
+    trace.nodes[1] = NodeRecord(1, "SigmoidBackward0", inputs=[0], outputs=[1],
+                                next=[(0, 0)],
+                                saved=[SavedRecord(1, 0, 12, "result", is_output=True)],
+                                site=Site("prog.py", 8, "<module>", "y = x.sigmoid()"))
+    trace.violations.append(Violation(
+        "inplace_saved", "a tensor saved for backward was modified in place", tensor=1,
+        node=1, site=Site("prog.py", 9, "<module>", "y.mul_(2)"),
+        other_site=Site("prog.py", 8, "<module>", "y = x.sigmoid()"),
+        saved_version=0, current_version=1))
+    return trace
+
+
+def statement(source: str, dot_id: str) -> str:
+    """The DOT statement that declares node ``dot_id`` (one line in graphviz's output)."""
+    for line in source.splitlines():
+        if line.strip().startswith(f"{dot_id} ["):
+            return line.strip()
+    raise AssertionError(f"no node {dot_id} in:\n{source}")
+
+
+def edges(source: str) -> list[str]:
+    return [line.strip() for line in source.splitlines() if " -> " in line]
+
+
+# -- torchviz's vocabulary ----------------------------------------------------------------
+
+
+def test_grad_fn_nodes_are_grey_boxes_named_by_grad_fn_name():
+    source = tg.to_dot(mul_sum_trace()).source
+    assert re.search(r'label="MulBackward0\\nstep 1".*fillcolor=lightgrey',
+                     statement(source, "n1"))
+    assert "SumBackward0" in statement(source, "n2")
+
+
+def test_leaf_requiring_grad_is_light_blue_with_name_shape_and_step():
+    line = statement(tg.to_dot(mul_sum_trace(), show_saved=False).source, "t0")
+    assert 'label="w\\n(2, 3)\\nstep 2"' in line
+    assert "fillcolor=lightblue" in line
+
+
+def test_output_is_green_and_drawn_after_its_grad_fn():
+    source = tg.to_dot(mul_sum_trace()).source
+    assert "fillcolor=darkolivegreen1" in statement(source, "t3")
+    assert "n2 -> t3" in edges(source)
+
+
+def test_saved_tensors_are_orange_with_undirected_edges_naming_the_slot():
+    source = tg.to_dot(mul_sum_trace()).source
+    x_line = statement(source, "t1")
+    assert "fillcolor=orange" in x_line and "v0 · 24 B" in x_line
+    assert "t1 -> n1 [color=orange dir=none label=other" in source
+    assert "t0 -> n1 [color=orange dir=none label=self" in source
+
+
+def test_show_saved_false_draws_no_saved_tensor():
+    source = tg.to_dot(mul_sum_trace(), show_saved=False).source
+    assert "t1 [" not in source and "dir=none" not in source
+
+
+def test_a_leaf_that_is_also_saved_is_one_box_with_two_roles():
+    source = tg.to_dot(mul_sum_trace()).source
+    assert source.count("\tt0 [") == 1
+    line = statement(source, "t0")
+    # the leaf's fill, the saved role's orange border
+    assert "fillcolor=lightblue" in line and "color=orange" in line
+    # two edges between the same two boxes: the gradient and the saved role
+    joined = [edge for edge in edges(source) if edge.startswith("t0 -> n1")]
+    assert len(joined) == 2 and "dir=none" in joined[1] and "dir=none" not in joined[0]
+
+
+def test_an_output_its_own_node_saved_is_one_green_box_joined_both_ways():
+    trace = inplace_violation_trace()
+    trace.violations.clear()
+    trace.tensors[1].versions.clear()
+    source = tg.to_dot(trace).source
+    assert source.count("\tt1 [") == 1
+    assert "fillcolor=darkolivegreen1" in statement(source, "t1")
+    assert "n1 -> t1" in edges(source)
+    assert any(edge.startswith("t1 -> n1 [color=orange dir=none") for edge in edges(source))
+
+
+def test_views_are_dotted_to_their_base():
+    trace = mul_sum_trace()
+    trace.tensors[4] = TensorRecord(4, (6,), "float32", name="flat", is_leaf=False,
+                                    grad_fn=3, requires_grad=True, base=2)
+    trace.nodes[3] = NodeRecord(3, "ViewBackward0", inputs=[2], outputs=[4], next=[(1, 0)])
+    trace.passes[0].roots.append(4)  # draw the view as an output too
+    source = tg.to_dot(trace).source
+    assert "t2 -> t4 [style=dotted]" in source
+    assert "fillcolor=darkolivegreen3" in statement(source, "t2")
+
+
+# -- what torchviz cannot show ----------------------------------------------------------
+
+
+def test_gradient_summaries_on_edges_and_nonfinite_gradients_in_red():
+    source = tg.to_dot(mul_sum_trace()).source
+    assert 'n1 -> n2 [label="(2, 3) ‖1.5‖"' in source
+    bad = tg.to_dot(mul_sum_trace(nan_count=2)).source
+    assert 'n1 -> n2 [color=red fontcolor=red label="(2, 3) ‖1.5‖ NaN×2"' in bad
+
+
+def test_named_intermediate_outputs_appear_in_their_node():
+    trace = mul_sum_trace()
+    trace.tensors[2].name = "y"
+    assert "→ y (2, 3)" in statement(tg.to_dot(trace).source, "n1")
+
+
+def test_tooltips_hold_the_source_line_and_gradient_statistics():
+    line = statement(tg.to_dot(mul_sum_trace()).source, "n1")
+    assert "created at prog.py:3 in <module>: y = w * x" in line
+    assert "grad out 0: float32 (2, 3) min=0 max=1 mean=0.5 norm=1.5" in line
+
+
+def test_inplace_violation_is_red_with_both_sites_in_label_and_tooltip():
+    source = tg.to_dot(inplace_violation_trace()).source
+    node = statement(source, "n1")
+    tensor = statement(source, "t1")
+    for line in (node, tensor):
+        assert "fillcolor=red" in line
+        assert "modified in place v0→v1 at prog.py:9" in line
+        assert "saved at prog.py:8" in line
+        assert "at prog.py:9 in <module>: y.mul_(2)" in line  # tooltip, full site
+    saved_edge = [edge for edge in edges(source) if "dir=none" in edge]
+    assert saved_edge and "color=red" in saved_edge[0] and "v0≠v1" in saved_edge[0]
+
+
+def test_violation_without_a_drawn_object_becomes_a_red_note():
+    trace = mul_sum_trace()
+    trace.violations.append(Violation("freed_graph", "backward through a freed graph",
+                                      pass_index=0))
+    line = statement(tg.to_dot(trace).source, "v0")
+    assert "shape=note" in line and "fillcolor=red" in line
+    assert "graph freed by pass 0" in line
+
+
+def test_step_numbers_come_from_the_selected_pass():
+    trace = mul_sum_trace()
+    trace.passes.append(BackwardPass(1, roots=[3], steps=[Step(0, 2), Step(5, 1)]))
+    assert "step 1" in statement(tg.to_dot(trace).source, "n1")
+    assert "step 5" in statement(tg.to_dot(trace, pass_index=1).source, "n1")
+
+
+def test_highlight_step_outlines_that_node():
+    source = tg.to_dot(mul_sum_trace(), highlight_step=1).source
+    assert "color=blue" in statement(source, "n1") and "penwidth=3" in statement(source, "n1")
+    assert "color=blue" not in statement(source, "n2")
+
+
+def test_show_attrs_clips_long_attributes():
+    trace = mul_sum_trace()
+    trace.nodes[2].attrs = {"dim": (0, 1), "note": "x" * 100}
+    line = statement(tg.to_dot(trace, show_attrs=True, max_attr_chars=20).source, "n2")
+    assert "dim: (0, 1)" in line
+    assert "note: " + "x" * 11 + "..." in line
+    assert "dim: (0, 1)" not in statement(tg.to_dot(trace).source, "n2").split("tooltip")[0]
+
+
+def test_crashed_program_gets_an_exception_note():
+    from tracegrad.trace.model import ExceptionRecord
+
+    trace = mul_sum_trace()
+    trace.exception = ExceptionRecord("RuntimeError", "boom", Site("prog.py", 7, "<module>"))
+    line = statement(tg.to_dot(trace).source, "exception")
+    assert "RuntimeError: boom" in line and "at prog.py:7" in line
+
+
+# -- modules -------------------------------------------------------------------------------
+
+
+def test_one_cluster_per_module_scope_nested_by_dotted_name():
+    trace = chain_trace(4)
+    trace.nodes[1].module = "encoder.layer1"
+    trace.nodes[2].module = "encoder.layer1"
+    trace.nodes[3].module = "encoder"
+    source = tg.to_dot(trace).source
+    assert "subgraph cluster_0 {" in source and "subgraph cluster_1 {" in source
+    outer = source.index("label=encoder ")
+    inner = source.index('label="encoder.layer1"')
+    assert outer < inner < source.index("n1 [")  # layer1 nested inside encoder
+    assert source.count("subgraph cluster_") == 2
+
+
+def test_parameters_sit_in_their_module_cluster():
+    trace = chain_trace(2, module_every=2)
+    trace.tensors[0].name, trace.tensors[0].is_parameter = "block0.weight", True
+    source = tg.to_dot(trace).source
+    cluster = source[source.index("subgraph cluster_0"):]
+    assert cluster.index("t0 [") < cluster.index("}")
+
+
+def test_collapse_modules_draws_one_box_per_module_with_edges_between_them():
+    trace = chain_trace(9, module_every=3)
+    source = tg.to_dot(trace, collapse_modules=True).source
+    assert "ExpBackward0\\n" not in source.split("tooltip")[0]
+    for number in range(3):
+        assert f'label="block{number}\\n3 nodes"' in statement(source, f"m{number}")
+    assert edges(source) == ["t0 -> m0", "m0 -> m1", "m1 -> m2", "m2 -> t9"]
+
+
+# -- quoting and determinism ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ['say "hi"', "back\\slash", "a\\", "<b>bold</b>", "<x",
+                                  "naïve ∇θ 勾配", "node", "edge -> x", "{ } [ ] ; ="])
+def test_names_are_quoted_so_dot_parses_each_label_as_one_string(name):
+    source = tg.to_dot(mul_sum_trace(w_name=name), show_saved=False).source
+    if shutil.which("dot") is None:
+        pytest.skip("Graphviz `dot` is not installed (sudo apt-get install graphviz)")
+    result = subprocess.run(["dot", "-Tjson"], input=source.encode(), capture_output=True,
+                            check=True)
+    objects = json.loads(result.stdout)["objects"]
+    labels = {item["name"]: item.get("label") for item in objects if "label" in item}
+    # dot keeps escString escapes as written (our doubled backslashes, the \n between
+    # lines); test_export_svg.py checks the text as finally drawn.
+    escaped = name.replace("\\", "\\\\")
+    assert labels["t0"] == escaped + "\\n(2, 3)\\nstep 2"
+
+
+def test_same_trace_gives_the_same_text():
+    assert tg.to_dot(mul_sum_trace()).source == tg.to_dot(mul_sum_trace()).source
+
+
+def test_bad_options_say_what_is_expected():
+    with pytest.raises(ValueError, match="rankdir must be one of TB, LR, BT, RL; got 'XY'"):
+        tg.to_dot(mul_sum_trace(), rankdir="XY")
+    with pytest.raises(TypeError, match="expected a Tensor"):
+        tg.to_dot(42)
+
+
+# -- size ----------------------------------------------------------------------------------
+
+
+def test_a_100000_node_chain_exports_without_recursion():
+    trace = chain_trace(100_000)
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(200)  # anything recursive would die at once
+    try:
+        started = time.perf_counter()
+        source = tg.to_dot(trace).source
+        seconds = time.perf_counter() - started
+    finally:
+        sys.setrecursionlimit(limit)
+    assert len(re.findall(r'^\tn\d+ \[label=ExpBackward0 ', source, re.MULTILINE)) == 100_000
+    assert "n100000 -> t100000" in source and "t0 -> n1" in source
+    assert seconds < 30
+
+
+def test_plan_counts_boxes_for_the_size_check():
+    assert plan_graph(chain_trace(10)).size == 12  # x, 10 nodes, the output
+    collapsed = plan_graph(chain_trace(10, module_every=5),
+                           options=Options(collapse_modules=True))
+    assert collapsed.size == 4  # x, two module boxes, the output
+
+
+def test_render_dot_format_needs_no_graphviz_program(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no `dot` anywhere
+    written = tg.render(mul_sum_trace(), tmp_path / "graph.dot")
+    assert (tmp_path / "graph.dot").read_text(encoding="utf-8") == \
+        tg.to_dot(mul_sum_trace()).source
+    assert written == str(tmp_path / "graph.dot")
+
+
+def test_render_without_dot_says_how_to_install_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(tg.errors.GraphvizNotFoundError,
+                       match=r"sudo apt-get install graphviz"):
+        tg.render(mul_sum_trace(), tmp_path / "graph.svg")
+    assert not (tmp_path / "graph.svg").exists()
+
+
+def test_render_refuses_unknown_formats():
+    with pytest.raises(ValueError, match="cannot write format 'bmpx'"):
+        tg.render(mul_sum_trace(), "graph.bmpx")
