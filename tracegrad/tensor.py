@@ -356,9 +356,13 @@ class Tensor:
         from .autograd.function import _leaf_inplace_message
 
         if self.grad_fn is None and self._base is None:
+            if events.listeners:
+                events.emit("on_inplace_refused", self, op_name)
             raise InplaceError(_leaf_inplace_message(self, op_name))
         base = self._base
         if base is not None and base.grad_fn is None and base.requires_grad:
+            if events.listeners:
+                events.emit("on_inplace_refused", base, op_name)
             raise InplaceError(
                 f"a view of a leaf Variable that requires grad is being used in an in-place "
                 f"operation ({op_name} on {describe_tensor(self)}). Hint: clone the leaf "

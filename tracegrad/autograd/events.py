@@ -8,7 +8,11 @@ object with any of the methods below; ``subscribe`` returns a handle to remove i
 Events, with their payloads:
     on_op(node, inputs, outputs)               a node was recorded in forward
     on_tensor(tensor, kind)                    a tensor was made outside an op (factory)
-    on_inplace(tensor, op_name, node)          a tensor was modified in place (node: new grad_fn)
+    on_inplace(tensor, op_name, site)          a tensor was modified in place (its version was
+                                               bumped; tensor.grad_fn is the new node when the
+                                               graph recorded it; site: the user's line)
+    on_inplace_refused(tensor, op_name)        an in-place op on a leaf that requires grad (or a
+                                               view of one) is about to raise InplaceError
     on_backward_start(pass_info)               backward()/autograd.grad() started
     on_node_start(node, grads_in)              the engine is about to run node's backward
     on_node_end(node, grads_out, duration_ns)  it finished

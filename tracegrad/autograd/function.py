@@ -183,6 +183,8 @@ class Function:
 def _check_dirty_leaves(ctx, args) -> None:
     for tensor in ctx._dirty:
         if tensor.is_leaf and tensor.requires_grad and state.grad_enabled:
+            if events.listeners:
+                events.emit("on_inplace_refused", tensor, ctx.name())
             raise InplaceError(_leaf_inplace_message(tensor, ctx.name()))
 
 
