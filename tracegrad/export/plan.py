@@ -369,7 +369,8 @@ class _Planner:
         if node is None:
             return f"n{node_id}"
         if node.kind == "accumulate" and node.leaf is not None:
-            return f"{self._tensor_brief(node.leaf)} (AccumulateGrad)"
+            tensor = self.trace.tensors.get(node.leaf)
+            return f"{tensor.label if tensor else node.leaf} (AccumulateGrad)"
         return node.name
 
     def _add_saved(self, node: NodeRecord) -> None:
@@ -386,10 +387,18 @@ class _Planner:
                           tooltip=[(f"{node.name} saved this as {saved.slot or '?'} "
                                    f"(version {saved.version})")],
                           attrs={"dir": "none", "color": SAVED_FILL})
-            if tensor is not None and tensor.version != saved.version:
+            if self._saved_was_broken(node.id, saved.tensor):
                 arrow.attrs["color"] = VIOLATION_COLOR
-                arrow.label = f"{saved.slot} v{saved.version}≠v{tensor.version}".strip()
+                current = tensor.version if tensor is not None else "?"
+                arrow.label = f"{saved.slot} v{saved.version}≠v{current}".strip()
+            elif tensor is not None and tensor.version != saved.version:
+                # changed later (e.g. an optimizer step after backward): not an error
+                arrow.tooltip.append(f"the tensor is now at version {tensor.version}")
             self.arrows.append(arrow)
+
+    def _saved_was_broken(self, node_id: int, tensor_id: int) -> bool:
+        return any(violation.kind == "inplace_saved" and violation.tensor == tensor_id
+                   for violation in self.node_violations.get(node_id, ()))
 
     def _add_output(self, tensor_id: int) -> None:
         box = self._tensor_box(tensor_id, role="output")

@@ -28,11 +28,27 @@ def as_trace(subject: Any) -> tuple[Trace, list[int] | None]:
             f"render/to_dot: expected a Tensor, a tuple/list/dict of Tensors or a Trace, got "
             f"{type(subject).__name__} with no tensors in it. Hint: pass the output tensor "
             "(e.g. the loss) or the trace from `with tracegrad.trace() as tr:`.")
-    from ..tensor import Tensor
-    from ..trace import from_tensor
+    return structure_trace(tensors)
 
-    trace = from_tensor(tensors[0] if isinstance(subject, Tensor) else tuple(tensors))
-    return trace, _recorded_roots(trace)
+
+def structure_trace(tensors: list) -> tuple[Trace, list[int]]:
+    """A structure-only Trace of everything behind ``tensors``, which are its outputs.
+
+    Like ``tracegrad.trace.from_tensor`` (same builder, same naming after the caller's
+    variables), for several tensors at once, so shared parts of their graphs are one.
+    """
+    from ..trace.graph import GraphBuilder, name_unnamed
+    from ..trace.names import user_frame
+
+    trace = Trace(metadata={"source": "from_tensor", "values": False})
+    builder = GraphBuilder(trace)
+    known = {(tensor.grad_fn, tensor._output_nr): tensor
+             for tensor in tensors if tensor.grad_fn is not None}
+    builder.adopt([tensor.grad_fn for tensor in tensors if tensor.grad_fn is not None], known)
+    roots = [builder.tensor_id(tensor) for tensor in tensors]
+    trace.metadata["roots"] = roots
+    name_unnamed(trace, builder, user_frame(1))
+    return trace, roots
 
 
 def flatten_tensors(subject: Any) -> list:
@@ -61,7 +77,10 @@ def flatten_tensors(subject: Any) -> list:
 
 def _recorded_roots(trace: Trace) -> list[int] | None:
     """The tensor ids the tracer says the trace was made from, if it says."""
-    roots = trace.metadata.get("roots") if isinstance(trace.metadata, dict) else None
+    metadata = trace.metadata if isinstance(trace.metadata, dict) else {}
+    roots = metadata.get("roots")
+    if roots is None and metadata.get("root") is not None:  # from_tensor's single root
+        roots = [metadata["root"]]
     if roots:
         return [int(root) for root in roots if int(root) in trace.tensors]
     return None
