@@ -9,9 +9,11 @@
 ...         AccumulateGrad  x f32[8]
 ... ''')
 
-The names below load on first use: the pytest plugin (``tracegrad.testing.plugin``) imports
-this package at pytest start-up, and registers ``tracegrad.testing.assertions`` for
-assertion rewriting, which only works if that module is not imported yet.
+The assertions load on first use: the pytest plugin (``tracegrad.testing.plugin``) imports
+this package at pytest start-up and registers ``tracegrad.testing.assertions`` for assertion
+rewriting, which only works if that module is not imported yet. ``graph_text`` and
+``gradcheck`` are imported here because each shares its name with its module: bound now,
+the function wins over the submodule for ``from tracegrad.testing import graph_text``.
 """
 
 from __future__ import annotations
@@ -19,10 +21,10 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from .gradcheck import NodeGradcheckError, gradcheck
+from .graph_text import graph_text, normalize_text, short_type
+
 _EXPORTS = {
-    "graph_text": "graph_text",
-    "normalize_text": "graph_text",
-    "short_type": "graph_text",
     "assert_graph": "assertions",
     "assert_op_counts": "assertions",
     "assert_contains_chain": "assertions",
@@ -31,11 +33,23 @@ _EXPORTS = {
     "assert_no_violations": "assertions",
     "assert_no_nan": "assertions",
     "graph_diff": "assertions",
-    "gradcheck": "gradcheck",
-    "NodeGradcheckError": "gradcheck",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [  # noqa: RUF022 - grouped by module, as _EXPORTS
+    "graph_text",
+    "normalize_text",
+    "short_type",
+    "assert_graph",
+    "assert_op_counts",
+    "assert_contains_chain",
+    "assert_no_path",
+    "assert_saved",
+    "assert_no_violations",
+    "assert_no_nan",
+    "graph_diff",
+    "gradcheck",
+    "NodeGradcheckError",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -44,59 +44,52 @@ def short_type(dtype: str, shape: Sequence[int]) -> str:
 def as_trace(tensor_or_trace: Any) -> tuple[Trace, list[int]]:
     """The trace to read and the ids of the nodes to start from.
 
-    A live tensor (or a tuple/list of them) becomes a structure-only trace; a Trace is used
-    as it is, starting from its output nodes (see :func:`root_nodes`).
+    A live tensor becomes a structure-only trace (``tracegrad.trace.from_tensor``, which also
+    names tensors after the caller's variables); a Trace (or the recorder of
+    ``with tracegrad.trace() as tr``) is used as it is, starting from its output nodes
+    (see :func:`root_nodes`).
     """
     from ..trace.model import Trace
 
     if isinstance(tensor_or_trace, Trace):
         return tensor_or_trace, root_nodes(tensor_or_trace)
-    trace = getattr(tensor_or_trace, "trace", None)  # the object `with tracegrad.trace()` gives
+    trace = getattr(tensor_or_trace, "trace", None)  # a recorder that holds its Trace
     if isinstance(trace, Trace):
         return trace, root_nodes(trace)
     from ..tensor import Tensor
 
-    tensors = _live_tensors(tensor_or_trace)
-    if tensors is None:
+    if not isinstance(tensor_or_trace, Tensor):
         raise TypeError(
-            f"expected a Tensor, a sequence of Tensors or a tracegrad Trace, got "
-            f"{type(tensor_or_trace).__name__}. Hint: pass the output tensor (e.g. the loss) "
-            "or the trace from `with tracegrad.trace() as tr:`.")
-    for tensor in tensors:
-        if tensor.grad_fn is None and not tensor.requires_grad:
-            label = f"'{tensor.name}' " if tensor.name else ""
-            raise ValueError(
-                f"tensor {label}({tensor.dtype.name} {list(tensor.shape)}) has no autograd "
-                "graph: it does not require grad and has no grad_fn. Hint: was it computed "
-                "under no_grad(), or from inputs without requires_grad=True?")
+            f"expected a Tensor or a tracegrad Trace, got {type(tensor_or_trace).__name__}. "
+            "Hint: pass the output tensor (e.g. the loss), or the trace from "
+            "`with tracegrad.trace() as tr:`.")
+    tensor = tensor_or_trace
+    if tensor.grad_fn is None and not tensor.requires_grad:
+        label = f"'{tensor.name}' " if tensor.name else ""
+        raise ValueError(
+            f"tensor {label}({tensor.dtype.name} {list(tensor.shape)}) has no autograd graph: "
+            "it does not require grad and has no grad_fn. Hint: was it computed under "
+            "no_grad() or detach(), or from inputs without requires_grad=True?")
     from ..trace import from_tensor
 
-    subject = tensors[0] if isinstance(tensor_or_trace, Tensor) else tuple(tensors)
-    trace = from_tensor(subject)
+    trace = from_tensor(tensor)
     return trace, root_nodes(trace)
 
 
-def _live_tensors(value: Any) -> list | None:
-    from ..tensor import Tensor
-
-    if isinstance(value, Tensor):
-        return [value]
-    if isinstance(value, (tuple, list)) and value and all(isinstance(v, Tensor) for v in value):
-        return list(value)
-    return None
-
-
 def root_nodes(trace: Trace) -> list[int]:
-    """Nodes nothing else points to (the graph's outputs), in recording order.
+    """The nodes to print from: the root tensor's node for a ``from_tensor`` trace, else
+    the nodes nothing points to (the graph's outputs), in recording order.
 
     ``AccumulateGrad`` nodes count only when the trace holds nothing else (a lone leaf).
     """
-    roots = trace.metadata.get("roots") if isinstance(trace.metadata, dict) else None
-    if roots:  # the tensor ids from_tensor started from, when the tracer says so
-        found = [trace.tensors[t].grad_fn for t in roots if t in trace.tensors]
-        found = [node for node in found if node is not None]
-        if found:
-            return list(dict.fromkeys(found))
+    root = trace.metadata.get("root")
+    if root is not None and root in trace.tensors:
+        record = trace.tensors[root]
+        if record.grad_fn is not None:
+            return [record.grad_fn]
+        leaf_nodes = [node.id for node in trace.iter_nodes() if node.leaf == root]
+        if leaf_nodes:
+            return leaf_nodes
     pointed_to = {next_id for _, next_id, _ in trace.edges()}
     candidates = [node for node in trace.iter_nodes() if node.id not in pointed_to]
     inner = [node.id for node in candidates if node.kind != "accumulate"
