@@ -96,7 +96,7 @@ class DebuggerApp(App[None]):
                     yield NodePanel(self.session, id="node")
                     yield ValuesTable(id="values")
         yield Static("", id="status")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#graph").border_title = "graph"

@@ -18,7 +18,7 @@ class PassPicker(Select[int]):
 
     def __init__(self, session: DebugSession, **kwargs) -> None:
         options = [(session.pass_label(index, short=True), index) for index in range(session.pass_count)]
-        super().__init__(options, allow_blank=False, value=0 if options else Select.NULL,
+        super().__init__(options, allow_blank=not options, value=0 if options else Select.NULL,
                          compact=True, **kwargs)
 
     def on_select_changed(self, event: Select.Changed) -> None:

@@ -1,0 +1,360 @@
+"""Pilot tests of the backward debugger: every binding and panel, at 120x40 and 80x24.
+
+Each test presses keys and asserts both the app's state and the text on screen.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+
+import pytest
+
+pytest.importorskip("textual")
+
+from test_tui_builders import two_layer_trace  # noqa: E402
+from textual.widgets import DataTable  # noqa: E402
+
+from tracegrad.tui.app import DebuggerApp  # noqa: E402
+from tracegrad.tui.widgets.graph_view import GraphView  # noqa: E402
+from tracegrad.tui.widgets.help_screen import HelpScreen  # noqa: E402
+from tracegrad.tui.widgets.pass_picker import PassPicker  # noqa: E402
+from tracegrad.tui.widgets.prompt import PromptScreen  # noqa: E402
+from tracegrad.tui.widgets.violations_list import ViolationsList  # noqa: E402
+
+BIG = (120, 40)
+SMALL = (80, 24)
+STEP_NAMES = ["SumBackward0", "MmBackward0", "AccumulateGrad", "ReluBackward0", "MmBackward0",
+              "AccumulateGrad"]
+
+
+def run_async(test):
+    """Run an async test body with asyncio.run (no pytest-asyncio plugin is installed)."""
+    @functools.wraps(test)
+    def wrapper(*args, **kwargs):
+        return asyncio.run(test(*args, **kwargs))
+    return wrapper
+
+
+def screen_text(app) -> str:
+    """What the terminal shows, as plain text (one line per row)."""
+    strips = app.screen._compositor.render_strips()
+    return "\n".join("".join(segment.text for segment in strip) for strip in strips)
+
+
+def make_app(tmp_path=None, **trace_options) -> DebuggerApp:
+    return DebuggerApp(two_layer_trace(**trace_options), source="net.py", export_dir=tmp_path)
+
+
+@pytest.mark.parametrize("size", [BIG, SMALL])
+@run_async
+async def test_opens_with_every_panel_visible(size):
+    app = make_app(violation=True, hook=True)
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        text = screen_text(app)
+        assert (app.pass_index, app.step_index) == (0, 0)
+        for name in ("SumBackward0", "MmBackward0", "ReluBackward0"):
+            assert name in text
+        assert "mk" in text and "shape" in text  # the steps header
+        assert "graph" in text and "node" in text and "violations (1)" in text
+        assert "step 0  SumBackward0" in text
+        assert "[SumBackward0]" in app.query_one(GraphView).visible_text()
+        assert "n Next" in text and "q Quit" in text  # the footer
+        assert not app.query_one(PassPicker).display  # one pass: no picker
+
+
+@run_async
+async def test_next_previous_first_last_keys():
+    app = make_app()
+    async with app.run_test(size=BIG) as pilot:
+        await pilot.press("n")
+        assert app.step_index == 1
+        await pilot.press("down", "j")
+        assert app.step_index == 3
+        assert "step 3  ReluBackward0" in screen_text(app)
+        await pilot.press("p", "up")
+        assert app.step_index == 1
+        await pilot.press("k")
+        assert app.step_index == 0
+        await pilot.press("p")  # stays at the first step
+        assert app.step_index == 0
+        await pilot.press("end")
+        assert app.step_index == 5
+        await pilot.press("n")  # stays at the last step
+        assert app.step_index == 5
+        assert "step 5/5" in screen_text(app)
+        await pilot.press("home")
+        assert app.step_index == 0
+        await pilot.press("G")
+        assert app.step_index == 5
+        await pilot.press("g")
+        assert app.step_index == 0
+
+
+@run_async
+async def test_current_node_is_highlighted_and_executed_nodes_styled():
+    app = make_app()
+    async with app.run_test(size=BIG) as pilot:
+        await pilot.press("n", "n", "n")
+        graph = app.query_one(GraphView)
+        relu_node = 2
+        assert graph.current_node == relu_node
+        assert graph.node_style(relu_node) == "bold black on yellow"
+        assert graph.node_style(5) == "green"  # SumBackward0 ran at step 0
+        assert graph.node_style(0) == "grey62"  # AccumulateGrad w1 runs at step 5
+        assert "[ReluBackward0]" in graph.visible_text()
+        assert "[AccumulateGrad w2]" in graph.visible_text()
+
+
+@run_async
+async def test_pass_keys_and_picker():
+    app = make_app(passes=3)
+    async with app.run_test(size=BIG) as pilot:
+        picker = app.query_one(PassPicker)
+        assert picker.display
+        await pilot.press("n", "n", "right_square_bracket")
+        assert (app.pass_index, app.step_index) == (1, 0)
+        assert picker.value == 1
+        assert "pass 1/2" in screen_text(app)
+        await pilot.press("right_square_bracket", "right_square_bracket")
+        assert app.pass_index == 2
+        assert "last backward pass" in app.status_text
+        await pilot.press("left_square_bracket")
+        assert app.pass_index == 1
+        picker.value = 0  # as if chosen from the drop-down
+        await pilot.pause()
+        assert app.pass_index == 0
+
+
+@run_async
+async def test_continue_stops_at_violations_and_breakpoints():
+    app = make_app(violation=True, nan=True)
+    async with app.run_test(size=BIG) as pilot:
+        await pilot.press("n")  # MmBackward0
+        await pilot.press("b")
+        assert app.breakpoints == frozenset({"MmBackward0"})
+        assert "breakpoint on every MmBackward0" in app.status_text
+        await pilot.press("home", "c")
+        assert app.step_index == 1
+        assert "breakpoint" in app.status_text
+        await pilot.press("c")
+        assert app.step_index == 3  # the in-place violation and the NaN
+        assert "violation" in app.status_text
+        await pilot.press("c")
+        assert app.step_index == 4  # MmBackward0 again (and its NaN input)
+        await pilot.press("c")
+        assert app.step_index == 5  # its gradient holds the NaN too
+        await pilot.press("c")
+        assert app.step_index == 5
+        assert "no breakpoint" in app.status_text
+        await pilot.press("home", "n", "b")  # toggle it off again
+        assert app.breakpoints == frozenset()
+        assert "removed" in app.status_text
+
+
+@run_async
+async def test_breakpoint_mark_in_steps_table():
+    app = make_app()
+    async with app.run_test(size=BIG) as pilot:
+        await pilot.press("n", "b")
+        steps_table = [line[:47] for line in screen_text(app).splitlines()]  # left column
+        marked = [line for line in steps_table if "MmBackward0" in line and "│" in line]
+        assert len(marked) == 2 and all(" * " in line for line in marked), marked
+        assert not any(" * " in line for line in steps_table if "ReluBackward0" in line)
+
+
+@run_async
+async def test_go_to_step_prompt():
+    app = make_app()
+    async with app.run_test(size=BIG) as pilot:
+        await pilot.press("colon")
+        assert isinstance(app.screen, PromptScreen)
+        assert "go to step (0-5)" in screen_text(app)
+        await pilot.press("4", "enter")
+        assert app.step_index == 4
+        await pilot.press("colon", "9", "9", "enter")
+        assert app.step_index == 4
+        assert "outside this pass" in app.status_text
+        await pilot.press("colon", "x", "enter")
+        assert "not a step number" in app.status_text
+        await pilot.press("colon", "2", "escape")
+        assert app.step_index == 4
+        assert not isinstance(app.screen, PromptScreen)
+
+
+@run_async
+async def test_search_by_name_op_and_tensor():
+    app = make_app(passes=2)
+    async with app.run_test(size=BIG) as pilot:
+        await pilot.press("slash", *"relu", "enter")
+        assert (app.pass_index, app.step_index) == (0, 3)
+        assert "ReluBackward0" in app.status_text
+        await pilot.press("slash", *"w1", "enter")  # AccumulateGrad of leaf w1
+        assert app.step_index == 5
+        await pilot.press("slash", *"layer1", "enter")  # module scope
+        assert app.step_index == 4
+        await pilot.press("slash", *"nosuchop", "enter")
+        assert app.step_index == 4
+        assert "no step's node matches" in app.status_text
+
+
+@run_async
+async def test_run_until_conditions():
+    app = make_app(nan=True, hook=True)
+    async with app.run_test(size=BIG) as pilot:
+        await pilot.press("u", *"nan", "enter")
+        assert app.step_index == 3
+        assert "stopped at step 3" in app.status_text
+        await pilot.press("home", "u", *"hook", "enter")
+        assert app.step_index == 1
+        await pilot.press("home", "u", *"op accumulate", "enter")
+        assert app.step_index == 2
+        await pilot.press("home", "u", *"norm > 1e9", "enter")
+        assert app.step_index == 0
+        assert "no later step" in app.status_text
+        await pilot.press("u", *"bogus", "enter")
+        assert "cannot understand 'bogus'" in app.status_text
+
+
+@run_async
+async def test_export_svg_writes_the_file(tmp_path):
+    app = make_app(tmp_path)
+    async with app.run_test(size=BIG) as pilot:
+        await pilot.press("n", "n", "e")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        path = tmp_path / "net-pass0-step2.svg"
+        assert app.last_export == path, app.status_text
+        assert path.read_text().lstrip().startswith(("<?xml", "<svg"))
+        assert "wrote" in app.status_text and str(path) in app.status_text
+
+
+@run_async
+async def test_help_screen_lists_bindings():
+    app = make_app()
+    async with app.run_test(size=BIG) as pilot:
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        text = screen_text(app)
+        assert "run until" in text and "continue_run" not in text
+        assert "Continue" in text and "Search" in text
+        await pilot.press("escape")
+        assert not isinstance(app.screen, HelpScreen)
+
+
+@run_async
+async def test_quit_key_exits():
+    app = make_app()
+    async with app.run_test(size=BIG) as pilot:
+        await pilot.press("q")
+        await pilot.pause()
+        assert not app.is_running
+
+
+@run_async
+async def test_violation_panel_shows_sites_and_versions_and_jumps():
+    app = make_app(violation=True)
+    async with app.run_test(size=BIG) as pilot:
+        text = screen_text(app)
+        assert "inplace_saved" in text
+        assert "examples/hand_built_net.py:9" in text  # the in-place op
+        violations = app.query_one(ViolationsList)
+        violations.focus()
+        await pilot.press("down", "enter")  # highlight the first, select it
+        await pilot.pause()
+        assert (app.pass_index, app.step_index) == (0, 3)
+        text = screen_text(app)
+        assert "saved/forward at examples/hand_built_net.py:8" in text
+        assert "in-place/cause at examples/hand_built_net.py:9" in text
+        assert "saved at version 0, now version 1" in text
+
+
+@run_async
+async def test_node_panel_sections():
+    app = make_app(violation=True, hook=True)
+    async with app.run_test(size=(120, 80)) as pilot:
+        await pilot.press("n")  # MmBackward0 with a hook, saves r (modified) and w2
+        text = screen_text(app)
+        assert "module layer2" in text
+        assert "examples/hand_built_net.py:10" in text and "y = r.mm(w2)" in text
+        assert "input 0: r (non-leaf" in text and "input 1: w2 (leaf" in text
+        assert "in  0: float32 [4, 2]" in text and "norm" in text
+        assert "out 0 → ReluBackward0" in text and "out 1 → AccumulateGrad" in text
+        assert "post hook print_grad: left the gradient unchanged" in text
+        saved_lines = [line for line in text.splitlines() if "version" in line]
+        assert any("self" in line and "version 0" in line and "version 1" in line
+                   for line in saved_lines)
+        await pilot.press("n")  # AccumulateGrad w2: the leaf's .grad
+        assert "w2.grad after accumulation" in screen_text(app)
+
+
+@run_async
+async def test_values_table_and_cycling():
+    app = make_app()
+    async with app.run_test(size=(120, 80)) as pilot:
+        await pilot.press("n")
+        grid = app.query_one("#values-grid", DataTable)
+        assert grid.row_count == 4 and len(grid.columns) == 3  # grad in [4, 2] + row column
+        assert "values: grad in 0 (1/5" in screen_text(app)
+        await pilot.press("v")
+        assert app.value_choice == 1
+        assert grid.row_count == 4 and len(grid.columns) == 6  # grad out 0 is [4, 5]
+        assert "values: grad out 0 (2/5" in screen_text(app)
+
+
+@run_async
+async def test_summarized_values_say_so():
+    app = make_app(summarized=True)
+    async with app.run_test(size=(120, 80)) as pilot:
+        await pilot.press("n")
+        text = screen_text(app)
+        assert "statistics only (over budget)" in text
+        grid = app.query_one("#values-grid", DataTable)
+        assert grid.row_count == 0
+
+
+@run_async
+async def test_clicking_a_step_selects_it():
+    app = make_app()
+    async with app.run_test(size=BIG) as pilot:
+        await pilot.click("#steps", offset=(5, 5))  # border, header, then steps 0..
+        await pilot.pause()
+        assert app.step_index == 3
+
+
+@run_async
+async def test_crashed_program_opens_at_the_failing_step():
+    app = make_app(violation=True, exception=True)
+    async with app.run_test(size=BIG) as pilot:
+        await pilot.pause()
+        assert app.step_index == 3
+        assert "the program raised RuntimeError" in app.status_text
+        text = screen_text(app)
+        assert "error: RuntimeError" in text
+        assert "RuntimeError: modified by an inplace operation" in text  # violations list
+
+
+@run_async
+async def test_trace_without_backward():
+    from tracegrad.trace.model import Trace
+
+    app = DebuggerApp(Trace())
+    async with app.run_test(size=SMALL) as pilot:
+        await pilot.press("n", "c", "b", "e")
+        await pilot.pause()
+        assert app.step_index == 0
+        assert "no backward pass" in app.status_text
+
+
+@run_async
+async def test_source_context_from_the_real_file(tmp_path):
+    source = tmp_path / "net.py"
+    source.write_text("\n".join(f"line_{number} = {number}" for number in range(1, 15)) + "\n")
+    app = DebuggerApp(two_layer_trace(source=str(source)))
+    async with app.run_test(size=(120, 60)) as pilot:
+        await pilot.press("n", "n", "n")  # ReluBackward0, recorded at line 8
+        text = screen_text(app)
+        for number in (6, 7, 8, 9, 10):
+            assert f"line_{number} = {number}" in text
+        assert "line_12" not in text
