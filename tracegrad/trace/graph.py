@@ -343,20 +343,26 @@ def from_tensor(tensor, name_from_caller: bool = True) -> Trace:
     return trace
 
 
-def name_unnamed(trace: Trace, builder: GraphBuilder, frame) -> None:
-    """Name recorded tensors that have no name yet after the variables in ``frame``."""
-    from .names import names_in_frame
+def name_unnamed(trace: Trace, builder: GraphBuilder, frame=None, scopes=()) -> None:
+    """Name recorded tensors that have no name yet after the variables in ``frame`` (or in
+    ``scopes``, mappings of variables such as a finished script's globals). A name set on
+    the tensor itself (``tracegrad.name``, a Parameter's) wins over a found one."""
+    from .names import names_in_frame, names_in_scopes
 
     pending = {}
     for tensor_id, tensor in builder.live_tensors():
         record = trace.tensors.get(tensor_id)
         if record is None:
             continue
-        if tensor.name and record.name is None:
+        if tensor.name:
             record.name = tensor.name
         if record.name is None:
             pending[id(tensor)] = record
     if not pending:
         return
-    for key, variable in names_in_frame(frame, pending).items():
+    found = names_in_frame(frame, pending) if frame is not None else {}
+    if scopes and len(found) < len(pending):
+        missing = {key: record for key, record in pending.items() if key not in found}
+        found.update(names_in_scopes(scopes, missing))
+    for key, variable in found.items():
         pending[key].name = variable

@@ -45,12 +45,17 @@ def names_in_frame(frame: FrameType | None, wanted) -> dict[int, str]:
     names for one object the shortest wins, then the alphabetically first, so the choice is
     the same on every run. Private names (``_x``) are skipped.
     """
-    found: dict[int, str] = {}
     if frame is None or not wanted:
-        return found
+        return {}
     scopes = [frame.f_locals]
     if frame.f_globals is not frame.f_locals:
         scopes.append(frame.f_globals)
+    return names_in_scopes(scopes, wanted)
+
+
+def names_in_scopes(scopes, wanted) -> dict[int, str]:
+    """Like ``names_in_frame`` over mappings of variables, earlier scopes first."""
+    found: dict[int, str] = {}
     for scope in scopes:
         in_scope: dict[int, str] = {}
         for variable, value in list(scope.items()):

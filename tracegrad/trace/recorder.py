@@ -82,20 +82,21 @@ class Recorder:
         return self.trace
 
     def __exit__(self, exc_type, exc, tb) -> None:
-        self.stop(user_frame(2), exc)
+        self.stop(user_frame(1), exc)
 
     def start(self) -> None:
         if self._subscription is None:
             self._subscription = events.subscribe(self)
 
-    def stop(self, frame=None, exc: BaseException | None = None) -> Trace:
-        """Unsubscribe, name what can be named, and settle what values are kept."""
+    def stop(self, frame=None, exc: BaseException | None = None, scopes=()) -> Trace:
+        """Unsubscribe, name what can be named (after the variables of ``frame`` or of
+        ``scopes``), and record ``exc``, the exception that ended the program, if any."""
         if self._subscription is not None:
             self._subscription.remove()
             self._subscription = None
         if exc is not None and self.trace.exception is None:
             self.trace.exception = exception_record(exc)
-        name_unnamed(self.trace, self.builder, frame)
+        name_unnamed(self.trace, self.builder, frame, scopes)
         self.trace.metadata["summarized_values"] = self.budget.summarized
         return self.trace
 
@@ -180,7 +181,7 @@ class Recorder:
             elif record.name is None:
                 pending[id(tensor)] = record
         if pending:
-            for key, variable in names_in_frame(user_frame(3), pending).items():
+            for key, variable in names_in_frame(user_frame(1), pending).items():
                 pending[key].name = variable
 
     def on_tensor(self, tensor, kind: str) -> None:
@@ -236,6 +237,8 @@ class Recorder:
         self._last_op = None
 
     def on_inplace_refused(self, tensor, op_name: str) -> None:
+        self.builder.tensor_id(tensor)
+        self._name_inputs([tensor])
         self.violations.inplace_leaf(tensor, self.builder.tensor_id(tensor), op_name,
                                      user_site(3))
 

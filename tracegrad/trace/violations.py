@@ -103,7 +103,8 @@ class ViolationFinder:
             "it.")
         if phase == "backward":
             message = "backward failed: " + message.replace(" will fail", " failed")
-        return self._add(("inplace_saved", node_id, slot), Violation(
+        # One finding per (node, tensor): ``y * y`` saves y twice but it is one mistake.
+        return self._add(("inplace_saved", node_id, tensor_id), Violation(
             kind="inplace_saved", message=message, tensor=tensor_id, node=node_id,
             site=site, other_site=node_record.site, saved_version=int(saved.version),
             current_version=int(saved.counter.value), phase=phase))
@@ -137,7 +138,7 @@ class ViolationFinder:
         kind = _nonfinite_kind(tensor.data)
         site = node_record.site
         message = (
-            f"{kind.upper() if kind == 'nan' else 'Inf'} first appeared in forward: "
+            f"{'NaN' if kind == 'nan' else 'Inf'} first appeared in forward: "
             f"{node_record.name} at {_where(site)} produced {_describe(record)} from finite "
             "inputs. Hint: look for a log/sqrt/division of zero or of a negative value on "
             "that line.")
@@ -151,7 +152,7 @@ class ViolationFinder:
         node_record = self.trace.nodes[step.node]
         site = node_record.site
         message = (
-            f"{kind.upper() if kind == 'nan' else 'Inf'} first appeared in backward: "
+            f"{'NaN' if kind == 'nan' else 'Inf'} first appeared in backward: "
             f"{node_record.name} (forward at {_where(site)}) returned a non-finite gradient "
             f"for input {edge_index} from finite incoming gradients (pass {backward_pass.index}"
             f", step {step.index}). Hint: the derivative of that line's op is infinite or "
