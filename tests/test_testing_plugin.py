@@ -1,0 +1,285 @@
+"""The pytest plugin, exercised in fresh temporary projects with pytester.
+
+Each run is a subprocess (``runpytest_subprocess``): the plugin is loaded there the way a
+user gets it, through the ``pytest11`` entry point of the installed package.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import textwrap
+
+import pytest
+
+from tracegrad.testing import plugin
+
+pytest_plugins = ["pytester"]
+
+SWISH = '''
+import tracegrad as torch
+
+
+class SwishImplementation(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, i):
+        result = i * torch.sigmoid(i)
+        ctx.save_for_backward(i)
+        return result
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (i,) = ctx.saved_tensors
+        sigmoid_i = torch.sigmoid(i)
+        return grad_output * (sigmoid_i * (1 + i * (1 - sigmoid_i)))
+
+
+class MemoryEfficientSwish(torch.nn.Module):
+    def forward(self, x):
+        return SwishImplementation.apply(x)
+'''
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
+    """A temporary project holding the tutorial's MemoryEfficientSwish as swish.py."""
+    pytester.makepyfile(swish=SWISH)
+    return pytester
+
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rs", *args)
+
+
+def test_assert_graph_passes_and_fails_with_a_diff(project):
+    project.makepyfile(test_swish='''
+        import tracegrad as torch
+        from tracegrad.testing import assert_graph
+        from swish import MemoryEfficientSwish
+
+        def test_swish_saves_only_its_input():
+            x = torch.randn(8, requires_grad=True)
+            y = MemoryEfficientSwish()(x).sum()
+            assert_graph(y, """
+                SumBackward0
+                  SwishImplementationBackward  saves: x f32[8]
+                    AccumulateGrad  x f32[8]
+            """)
+
+        def test_wrong_expectation():
+            x = torch.randn(8, requires_grad=True)
+            y = MemoryEfficientSwish()(x).mean()
+            assert_graph(y, """
+                SumBackward0
+                  SwishImplementationBackward  saves: x f32[8]
+                    AccumulateGrad  x f32[8]
+            """)
+    ''')
+    result = run(project)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines([
+        "*the autograd graph differs from the expected text*",
+        "*--- expected",
+        "*+++ actual",
+        "*-SumBackward0",
+        "*+MeanBackward0",
+    ])
+
+
+def test_assertions_module_is_rewritten_by_pytest(project):
+    project.makepyfile(test_rewrite='''
+        import tracegrad.testing.assertions as assertions
+
+        def test_rewritten():
+            assert type(assertions.__loader__).__name__ == "AssertionRewritingHook"
+    ''')
+    run(project).assert_outcomes(passed=1)
+
+
+def test_snapshot_is_written_compared_and_updated(project):
+    test_file = '''
+        import tracegrad as torch
+        from swish import MemoryEfficientSwish
+
+        def test_swish_graph(graph_snapshot):
+            x = torch.randn(8, requires_grad=True)
+            graph_snapshot(MemoryEfficientSwish()(x).{reduction}())
+    '''
+    project.makepyfile(test_snap=textwrap.dedent(test_file.format(reduction="sum")))
+    snapshot = project.path / "__graph_snapshots__" / "test_snap" / "test_swish_graph.txt"
+
+    first = run(project)
+    first.assert_outcomes(passed=1)
+    first.stdout.fnmatch_lines(["tracegrad: stored new 1 graph snapshot(s):",
+                                "*__graph_snapshots__/test_snap/test_swish_graph.txt"])
+    assert snapshot.read_text() == (
+        "SumBackward0\n"
+        "  SwishImplementationBackward  saves: x f32[8]\n"
+        "    AccumulateGrad  x f32[8]\n")
+
+    run(project).assert_outcomes(passed=1)  # unchanged graph: compares equal
+
+    project.makepyfile(test_snap=textwrap.dedent(test_file.format(reduction="mean")))
+    changed = run(project)
+    changed.assert_outcomes(failed=1)
+    changed.stdout.fnmatch_lines([
+        "*the graph differs from its snapshot __graph_snapshots__/test_snap/"
+        "test_swish_graph.txt*",
+        "*-SumBackward0", "*+MeanBackward0",
+        "*run pytest with --tracegrad-update*"])
+    assert snapshot.read_text().startswith("SumBackward0\n")  # a failure never overwrites
+
+    updated = run(project, "--tracegrad-update")
+    updated.assert_outcomes(passed=1)
+    updated.stdout.fnmatch_lines(["tracegrad: updated 1 graph snapshot(s):"])
+    assert snapshot.read_text().startswith("MeanBackward0\n")
+    run(project).assert_outcomes(passed=1)
+
+
+def test_named_and_repeated_snapshots_get_their_own_files(project):
+    project.makepyfile(test_names='''
+        import tracegrad as torch
+
+        def test_two_graphs(graph_snapshot):
+            x = torch.randn(3, requires_grad=True)
+            graph_snapshot(x.exp().sum())
+            graph_snapshot(x.sin().sum())
+            graph_snapshot(x.cos().sum(), name="cosine")
+    ''')
+    run(project).assert_outcomes(passed=1)
+    folder = project.path / "__graph_snapshots__" / "test_names"
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "test_two_graphs.2.txt", "test_two_graphs.cosine.txt", "test_two_graphs.txt"]
+    assert (folder / "test_two_graphs.cosine.txt").read_text().splitlines()[1] == (
+        "  CosBackward0  saves: x f32[3]")
+
+
+def test_failing_test_gets_its_graph_drawn_and_named_in_the_report(project):
+    project.makepyfile(test_fail='''
+        import tracegrad as torch
+        from swish import MemoryEfficientSwish
+
+        def test_loss_is_small(graph_snapshot):
+            x = torch.randn(8, requires_grad=True)
+            loss = MemoryEfficientSwish()(x).sum()
+            graph_snapshot(loss)
+            assert loss.item() < -100, "loss too large"
+
+        def test_passes(graph_snapshot):
+            x = torch.randn(2, requires_grad=True)
+            graph_snapshot(x.exp().sum())
+    ''')
+    artifacts = project.path / "drawn"
+    result = run(project, "--tracegrad-artifacts", str(artifacts))
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*tracegrad graph*",
+                                 f"snapshot: graph written to {artifacts}/*test_loss_is_small*"])
+    drawn = sorted(p.name for p in artifacts.iterdir())
+    assert len(drawn) == 1 and "test_loss_is_small" in drawn[0]  # only the failing test
+    content = (artifacts / drawn[0]).read_text()
+    if shutil.which("dot") is not None and drawn[0].endswith(".svg"):
+        assert "<svg" in content and "SwishImplementationBackward" in content
+    else:  # no dot (or no exporter yet): DOT source or the canonical text
+        assert "SwishImplementationBackward" in content
+
+
+def test_default_artifact_folder(project):
+    project.makepyfile(test_fail='''
+        import tracegrad as torch
+
+        def test_fails(tracegrad_trace):
+            x = torch.randn(2, requires_grad=True)
+            x.exp().sum().backward()
+            assert False
+    ''')
+    result = run(project)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["trace: graph written to *.tracegrad/failures/*test_fails*"])
+    assert len(list((project.path / ".tracegrad" / "failures").iterdir())) == 1
+
+
+def test_tracegrad_trace_records_the_test_body(project):
+    project.makepyfile(test_trace='''
+        import tracegrad as torch
+        from tracegrad.testing import assert_no_violations, graph_text
+
+        def test_recorded(tracegrad_trace):
+            w = torch.ones(3, requires_grad=True)
+            loss = (w * w).sum()
+            loss.backward()
+            assert graph_text(tracegrad_trace).splitlines() == [
+                "SumBackward0",
+                "  MulBackward0  saves: w f32[3], w f32[3]",
+                "    AccumulateGrad  w f32[3]",
+                "    AccumulateGrad  w f32[3]",
+            ]
+            assert_no_violations(tracegrad_trace)
+    ''')
+    run(project).assert_outcomes(passed=1)
+
+
+def test_markers_skip_with_a_reason(project, monkeypatch):
+    project.makepyfile(test_markers='''
+        import pytest
+
+        @pytest.mark.tracegrad_graphviz
+        def test_needs_dot():
+            pass
+
+        @pytest.mark.tracegrad_gpu
+        def test_needs_gpu():
+            pass
+    ''')
+    empty = project.mkdir("empty_bin")
+    monkeypatch.setenv("PATH", str(empty))  # no `dot` on this PATH
+    result = run(project, "--strict-markers")
+    gpu_reason = plugin.gpu_missing()
+    if gpu_reason is None:
+        result.assert_outcomes(passed=1, skipped=1)
+    else:
+        result.assert_outcomes(skipped=2)
+        result.stdout.fnmatch_lines(["*tracegrad_gpu: CuPy*"])
+    result.stdout.fnmatch_lines(["*tracegrad_graphviz: Graphviz `dot` is not installed*"])
+
+
+def test_graphviz_marker_runs_when_dot_exists(project):
+    if shutil.which("dot") is None:
+        pytest.skip("Graphviz `dot` is not installed here")
+    project.makepyfile(test_markers='''
+        import pytest
+
+        @pytest.mark.tracegrad_graphviz
+        def test_needs_dot():
+            pass
+    ''')
+    run(project, "--strict-markers").assert_outcomes(passed=1)
+
+
+def test_disabled_with_p_no_tracegrad(project):
+    project.makepyfile(test_off='''
+        import sys
+
+        def test_plugin_not_loaded():
+            assert "tracegrad.testing.plugin" not in sys.modules
+
+        def test_fixture_missing(graph_snapshot):
+            pass
+    ''')
+    result = run(project, "-p", "no:tracegrad")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["*fixture 'graph_snapshot' not found*"])
+    unknown = run(project, "-p", "no:tracegrad", "--tracegrad-update")
+    assert unknown.ret == pytest.ExitCode.USAGE_ERROR
+    unknown.stderr.fnmatch_lines(["*unrecognized arguments: --tracegrad-update*"])
+
+
+def test_plugin_module_imports_nothing_heavy():
+    import subprocess
+    import sys
+
+    code = ("import sys, tracegrad.testing.plugin; "
+            "print(sorted(m for m in ('textual', 'graphviz', 'cupy', 'tracegrad.export', "
+            "'tracegrad.trace.recorder', 'tracegrad.testing.assertions') if m in sys.modules))")
+    output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            check=True, env={**os.environ}).stdout.strip()
+    assert output == "[]"
