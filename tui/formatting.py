@@ -58,17 +58,29 @@ def source_context(site: Site, around: int = 2) -> tuple[str, int] | None:
     return "".join(lines[first - 1:last]).rstrip("\n"), first
 
 
-def describe_violation(violation: Violation) -> Text:
-    """Kind, message, both sites (with their code) and the versions, as styled text."""
+def describe_violation(violation: Violation, trace: Trace | None = None,
+                       full: bool = True) -> Text:
+    """Kind, both sites (with their code) and the versions; the message too when ``full``.
+
+    The short form (``full=False``) fits a list entry: the sites and versions say what to
+    fix, and the node panel shows the whole message.
+    """
     text = Text()
     text.append(f"{violation.kind}", style="bold red")
-    text.append(f": {violation.message}")
+    tensor = trace.tensors.get(violation.tensor) if trace and violation.tensor is not None \
+        else None
+    if tensor is not None:
+        text.append(f" '{tensor.label}'")
+    if full or tensor is None:
+        text.append(f": {violation.message}")
     if violation.site:
-        text.append(f"\n  at {violation.site}", style="cyan")
+        cause = "in-place at" if violation.kind.startswith("inplace") else "at"
+        text.append(f"\n  {cause} {violation.site}", style="cyan")
         if violation.site.code:
             text.append(f"  {violation.site.code}", style="grey62")
     if violation.other_site:
-        text.append(f"\n  and {violation.other_site}", style="cyan")
+        saved = "saved at" if violation.kind.startswith("inplace") else "and"
+        text.append(f"\n  {saved} {violation.other_site}", style="cyan")
         if violation.other_site.code:
             text.append(f"  {violation.other_site.code}", style="grey62")
     if violation.saved_version is not None:

@@ -14,7 +14,7 @@ from textual.widgets import Static
 
 from tracegrad.trace.model import NodeRecord, Step, Trace, Violation
 
-from ..formatting import describe_tensor, describe_value, source_context
+from ..formatting import describe_tensor, describe_value, describe_violation, source_context
 from ..session import DebugSession
 
 
@@ -38,7 +38,7 @@ def build_sections(session: DebugSession, pass_index: int, step: Step,
                    node: NodeRecord) -> list[RenderableType]:
     trace = session.trace
     sections: list[RenderableType] = [_title(step, node)]
-    sections += _violations(session.violations_at(pass_index, step.index))
+    sections += _violations(trace, session.violations_at(pass_index, step.index))
     if step.error:
         sections.append(Text(f"error: {step.error}", style="bold red"))
     sections += _source(node)
@@ -66,19 +66,12 @@ def _title(step: Step, node: NodeRecord) -> Text:
     return title
 
 
-def _violations(violations: list[Violation]) -> list[RenderableType]:
+def _violations(trace: Trace, violations: list[Violation]) -> list[RenderableType]:
     parts: list[RenderableType] = []
     for violation in violations:
-        text = Text(f"⚠ {violation.kind}: {violation.message}\n", style="bold red")
-        if violation.site:
-            text.append(f"  in-place/cause at {violation.site}"
-                        f"{_code(violation.site.code)}\n", style="red")
-        if violation.other_site:
-            text.append(f"  saved/forward at {violation.other_site}"
-                        f"{_code(violation.other_site.code)}\n", style="red")
-        if violation.saved_version is not None:
-            text.append(f"  saved at version {violation.saved_version}, now version "
-                        f"{violation.current_version}\n", style="red")
+        text = Text("⚠ ", style="bold red")
+        text.append_text(describe_violation(violation, trace, full=False))
+        text.append(f"\n{violation.message}\n", style="red")
         parts.append(text)
     return parts
 

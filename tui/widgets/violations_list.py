@@ -34,11 +34,12 @@ class ViolationsList(OptionList):
         exception = session.trace.exception
         if exception is not None:
             where = f" at {exception.site}" if exception.site else ""
-            options.append(Option(Text(f"✗ {exception.type}: {exception.message}{where}",
+            options.append(Option(Text(f"✗ the program raised {exception.type}{where}",
                                        style="bold red"), id="exception"))
             self.locations.append(self._failed_step())
         for number, violation in enumerate(session.trace.violations):
-            options.append(Option(describe_violation(violation), id=f"violation-{number}"))
+            options.append(Option(describe_violation(violation, session.trace, full=False),
+                                  id=f"violation-{number}"))
             self.locations.append(session.violation_location(violation))
         if not options:
             options.append(Option("no violations or anomalies recorded", disabled=True))
