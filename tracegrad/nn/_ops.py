@@ -38,7 +38,10 @@ class Addmm(Op):
         needs = ctx.needs_input_grad
         grad_bias = sum_to(grad, ctx._input_meta[0][0]) if needs[0] else None
         grad_input = grad.mm(weight_t.t()) if needs[1] else None
-        grad_weight_t = input.t().mm(grad) if needs[2] else None
+        # grad.T @ input is the weight's gradient in the weight's own (out, in) layout;
+        # handing TBackward0 its transposed view means the weight receives a contiguous
+        # array, so .grad and the optimizer's passes over it stay cache-friendly.
+        grad_weight_t = grad.t().mm(input).t() if needs[2] else None
         return grad_bias, grad_input, grad_weight_t
 
 

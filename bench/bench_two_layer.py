@@ -1,0 +1,94 @@
+"""Two-layer net, 500 steps with MyReLU: tracegrad vs hand-written NumPy backprop vs PyTorch.
+
+Runs the loops of examples/two_layer_net.py, examples/two_layer_net_numpy.py and (with
+``import torch``) the first again, on identical data, best of N, under OMP_NUM_THREADS=1
+and the default thread count. Target: tracegrad / NumPy <= 1.2.
+
+    .venv/bin/python bench/bench_two_layer.py [--repeats 5] [--steps 500] [--profile]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import numpy as np
+
+from _harness import best_of, describe_threads, load_example, run_each_thread_setting, \
+    torch_or_none
+
+TARGET = 1.2
+
+
+def measure(steps: int, repeats: int) -> dict[str, float]:
+    import tracegrad as tg
+
+    numpy_example = load_example("two_layer_net_numpy")
+    ours = load_example("two_layer_net")
+    arrays = numpy_example.make_data(np.float32)
+
+    def numpy_run():
+        numpy_example.train(steps, data=[array.copy() for array in arrays])
+
+    def tracegrad_run():
+        ours.train(steps, data=[tg.tensor(a.copy(), requires_grad=i >= 2)
+                                for i, a in enumerate(arrays)])
+
+    times = {"numpy": best_of(numpy_run, repeats), "tracegrad": best_of(tracegrad_run,
+                                                                        repeats)}
+    torch = torch_or_none()
+    if torch is not None:
+        theirs = load_example("two_layer_net", real_torch=True)
+
+        def torch_run():
+            theirs.train(steps, data=[torch.tensor(a.copy(), requires_grad=i >= 2)
+                                      for i, a in enumerate(arrays)])
+
+        times["pytorch"] = best_of(torch_run, repeats)
+    return times
+
+
+def report(times: dict[str, float], steps: int) -> None:
+    print(f"two-layer net, {steps} steps, best of N (OMP_NUM_THREADS={describe_threads()})")
+    for name, seconds in times.items():
+        print(f"  {name:<10} {seconds:8.3f} s   {seconds / steps * 1e3:7.3f} ms/step")
+    ratio = times["tracegrad"] / times["numpy"]
+    verdict = "meets" if ratio <= TARGET else "MISSES"
+    print(f"  tracegrad / numpy   = {ratio:.3f}  ({verdict} target <= {TARGET})")
+    if "pytorch" in times:
+        print(f"  tracegrad / pytorch = {times['tracegrad'] / times['pytorch']:.3f}")
+        print(f"  pytorch / numpy     = {times['pytorch'] / times['numpy']:.3f}")
+
+
+def profile(steps: int) -> None:
+    import cProfile
+    import pstats
+
+    import tracegrad as tg
+
+    ours = load_example("two_layer_net")
+    arrays = load_example("two_layer_net_numpy").make_data(np.float32)
+    data = [tg.tensor(a.copy(), requires_grad=i >= 2) for i, a in enumerate(arrays)]
+    profiler = cProfile.Profile()
+    profiler.runcall(ours.train, steps, data)
+    pstats.Stats(profiler).sort_stats("tottime").print_stats(15)
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=500)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--profile", action="store_true", help="cProfile tracegrad's loop")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.profile:
+        profile(args.steps)
+        return 0
+    if not args.child:
+        return run_each_thread_setting(__file__, argv)
+    report(measure(args.steps, args.repeats), args.steps)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
