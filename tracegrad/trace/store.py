@@ -20,7 +20,9 @@ from __future__ import annotations
 import io
 import json
 import os
+import struct
 import zipfile
+import zlib
 
 import numpy as np
 
@@ -92,7 +94,8 @@ def load_trace(path: str | os.PathLike) -> Trace:
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise _file_error(name, f"{TRACE_MEMBER} is not valid JSON ({error})") from None
     except (OSError, EOFError, ValueError, KeyError, IndexError, TypeError, OverflowError,
-            NotImplementedError, RuntimeError, MemoryError, AttributeError) as error:
+            NotImplementedError, RuntimeError, MemoryError, AttributeError, zlib.error,
+            struct.error) as error:
         # zlib.error, struct.error and numpy's header errors all land here: the file
         # is damaged in some way the zip layer did not catch first.
         raise _file_error(name, f"it is damaged ({type(error).__name__}: {error})") \
