@@ -2,7 +2,7 @@
 gives torch's numbers when the same source runs with ``import torch`` instead.
 
 New examples are picked up by the glob below: each must exit with status 0 within the
-timeout (list a deliberate failure in EXPECTED_EXIT_CODES).
+timeout (list a deliberate failure in EXPECTED_FAILURES).
 """
 
 from __future__ import annotations
@@ -21,7 +21,11 @@ import tracegrad as tg
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 ALL_EXAMPLES = sorted(path.name for path in EXAMPLES.glob("*.py"))
-EXPECTED_EXIT_CODES: dict[str, int] = {}
+# Examples that fail on purpose (they demonstrate a bug for `tracegrad check`): the exit
+# status and a line their stderr must contain, so they fail the way they say they do.
+EXPECTED_FAILURES: dict[str, tuple[int, str]] = {
+    "inplace_bug.py": (1, "modified by an inplace operation"),
+}
 TIMEOUT_S = 120
 
 
@@ -30,10 +34,11 @@ def test_example_runs_as_a_script(name):
     environment = dict(os.environ, OMP_NUM_THREADS="1", PYTHONHASHSEED="0")
     result = subprocess.run([sys.executable, str(EXAMPLES / name)], capture_output=True,
                             text=True, timeout=TIMEOUT_S, env=environment, cwd=EXAMPLES.parent)
-    expected = EXPECTED_EXIT_CODES.get(name, 0)
+    expected, expected_error = EXPECTED_FAILURES.get(name, (0, ""))
     assert result.returncode == expected, (
         f"examples/{name} exited with {result.returncode} (expected {expected})\n"
         f"--- stdout\n{result.stdout[-2000:]}\n--- stderr\n{result.stderr[-4000:]}")
+    assert expected_error in result.stderr
     assert result.stdout.strip(), f"examples/{name} printed nothing"
 
 
