@@ -123,8 +123,8 @@ def test_snapshot_is_written_compared_and_updated(project):
     changed = run(project)
     changed.assert_outcomes(failed=1)
     changed.stdout.fnmatch_lines([
-        "*the graph differs from its snapshot __graph_snapshots__/test_snap/"
-        "test_swish_graph.txt*",
+        ("*the graph differs from its snapshot __graph_snapshots__/test_snap/"
+         "test_swish_graph.txt*"),
         "*-SumBackward0", "*+MeanBackward0",
         "*run pytest with --tracegrad-update*"])
     assert snapshot.read_text().startswith("SumBackward0\n")  # a failure never overwrites

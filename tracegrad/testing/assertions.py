@@ -186,57 +186,80 @@ def _topological(trace: Trace, nodes: list[NodeRecord]) -> list[NodeRecord]:
     return order
 
 
-def _endpoint_nodes(trace: Trace, endpoint: Any, role: str) -> list[int]:
-    """The node ids a tensor, tensor name or node name stands for in ``trace``.
+def _endpoint_nodes(trace: Trace, endpoint: str, role: str) -> list[int]:
+    """The node ids a tensor name or node name stands for in ``trace``.
 
     A tensor stands for its ``grad_fn`` or, for a leaf, its ``AccumulateGrad``.
     """
-    from ..tensor import Tensor
-
-    if isinstance(endpoint, Tensor):
-        if endpoint.name is None:
-            raise ValueError(
-                f"assert_no_path: the '{role}' tensor ({endpoint.dtype.name} "
-                f"{list(endpoint.shape)}) has no name, so it cannot be found in the trace. "
-                f"Hint: set `tensor.name = \"...\"` (or tracegrad.name(tensor, \"...\")) "
-                "before the graph is built, or pass a node name.")
-        endpoint = endpoint.name
-    if not isinstance(endpoint, str):
-        raise TypeError(f"assert_no_path: '{role}' must be a Tensor, a tensor name or a node "
-                        f"name, got {type(endpoint).__name__}.")
     tensor_ids = {record.id for record in trace.tensors.values() if record.name == endpoint}
-    found = [node.id for node in trace.iter_nodes()
-             if (node.leaf in tensor_ids)
-             or any(output in tensor_ids for output in node.outputs)]
-    for record in trace.tensors.values():
-        if record.id in tensor_ids and record.grad_fn is not None:
-            found.append(record.grad_fn)
+    found = [node.id for node in trace.iter_nodes() if node.leaf in tensor_ids]
+    found += [record.grad_fn for record in trace.tensors.values()
+              if record.id in tensor_ids and record.grad_fn is not None]
     if not found:
         found = [node.id for node in trace.iter_nodes() if node.name == endpoint]
-    if not found:
-        names = sorted({r.name for r in trace.tensors.values() if r.name})
-        raise ValueError(
-            f"assert_no_path: no tensor or node named '{endpoint}' in the graph ('{role}'). "
-            f"Tensor names in the graph: {names}. Hint: a tensor made under no_grad() or by "
-            "detach() is not part of the graph; name it and pass the graph that holds it.")
     return sorted(set(found))
+
+
+class _TemporaryNames:
+    """Give unnamed endpoint tensors a name while their graph is traced, so they can be
+    found in the trace by name (a trace holds no live tensors); restored afterwards."""
+
+    def __init__(self, **endpoints: Any) -> None:
+        self.endpoints = endpoints
+        self.restore: list[tuple[Any, Any]] = []
+
+    def __enter__(self) -> dict[str, str]:
+        from ..tensor import Tensor
+
+        keys = {}
+        for role, endpoint in self.endpoints.items():
+            if isinstance(endpoint, Tensor):
+                if endpoint.name is None:
+                    self.restore.append((endpoint, None))
+                    endpoint.name = f"<{role}>"
+                keys[role] = endpoint.name
+            elif isinstance(endpoint, str):
+                keys[role] = endpoint
+            else:
+                raise TypeError(f"assert_no_path: '{role}' must be a Tensor, a tensor name or "
+                                f"a node name, got {type(endpoint).__name__}.")
+        return keys
+
+    def __exit__(self, *exc_info) -> None:
+        for tensor, name in self.restore:
+            tensor.name = name
 
 
 def assert_no_path(tensor_or_trace: Any, source: Any, target: Any) -> None:
     """Assert no gradient can flow from ``source`` back to ``target`` (detach cut it).
 
-    ``source`` and ``target`` are tensors with a ``name``, tensor names, or node names.
+    ``source`` and ``target`` are tensors, tensor names, or node names. A target tensor that
+    is not in the graph at all passes; a name that is nowhere in the graph is an error (it
+    is more likely a typo than a cut).
 
     >>> import tracegrad as torch
-    >>> w = torch.ones(2, requires_grad=True); w.name = "w"
-    >>> b = torch.ones(2, requires_grad=True); b.name = "b"
-    >>> h = w * 2; h.name = "h"
-    >>> y = (h.detach() * b).sum()
-    >>> assert_no_path(y, y.grad_fn.name(), "w")
+    >>> w = torch.ones(2, requires_grad=True)
+    >>> b = torch.ones(2, requires_grad=True)
+    >>> out = ((w * 2).detach() * b).sum()
+    >>> assert_no_path(out, out, w)
     """
-    trace, _ = as_trace(tensor_or_trace)
-    starts = _endpoint_nodes(trace, source, "source")
-    goals = set(_endpoint_nodes(trace, target, "target"))
+    from ..tensor import Tensor
+
+    with _TemporaryNames(source=source, target=target) as keys:
+        trace, _ = as_trace(tensor_or_trace)
+    starts = _endpoint_nodes(trace, keys["source"], "source")
+    goals = set(_endpoint_nodes(trace, keys["target"], "target"))
+    names = sorted({r.name for r in trace.tensors.values() if r.name and r.name[0] != "<"})
+    if not starts:
+        raise ValueError(
+            f"assert_no_path: the source {_label(source)} is not in the graph. Tensor names "
+            f"in the graph: {names}. Hint: pass the output tensor itself, a tensor name or a "
+            "node name such as 'MulBackward0'.")
+    if not goals and not isinstance(target, Tensor):
+        raise ValueError(
+            f"assert_no_path: no tensor or node named {_label(target)} in the graph. Tensor "
+            f"names in the graph: {names}. Hint: to assert that a tensor is cut off entirely, "
+            "pass the tensor itself rather than its name.")
     parent: dict[int, int | None] = {start: None for start in starts}
     queue = list(starts)
     while queue:
@@ -258,8 +281,11 @@ def assert_no_path(tensor_or_trace: Any, source: Any, target: Any) -> None:
 
 
 def _label(endpoint: Any) -> str:
-    name = getattr(endpoint, "name", None) if not isinstance(endpoint, str) else endpoint
-    return f"'{name}'"
+    if isinstance(endpoint, str):
+        return f"'{endpoint}'"
+    name = getattr(endpoint, "name", None)
+    shape = list(getattr(endpoint, "shape", ()))
+    return f"'{name}'" if name else f"the tensor of shape {shape}"
 
 
 def assert_saved(tensor_or_trace: Any, node_name: str, *, count: int | None = None,
