@@ -9,18 +9,14 @@ import asyncio
 import functools
 
 import pytest
-
-pytest.importorskip("textual")
-
-from test_tui_builders import two_layer_trace  # noqa: E402
-from textual.widgets import DataTable  # noqa: E402
-
-from tracegrad.tui.app import DebuggerApp  # noqa: E402
-from tracegrad.tui.widgets.graph_view import GraphView  # noqa: E402
-from tracegrad.tui.widgets.help_screen import HelpScreen  # noqa: E402
-from tracegrad.tui.widgets.pass_picker import PassPicker  # noqa: E402
-from tracegrad.tui.widgets.prompt import PromptScreen  # noqa: E402
-from tracegrad.tui.widgets.violations_list import ViolationsList  # noqa: E402
+from test_tui_builders import two_layer_trace
+from textual.widgets import DataTable
+from tracegrad.tui.app import DebuggerApp
+from tracegrad.tui.widgets.graph_view import GraphView
+from tracegrad.tui.widgets.help_screen import HelpScreen
+from tracegrad.tui.widgets.pass_picker import PassPicker
+from tracegrad.tui.widgets.prompt import PromptScreen
+from tracegrad.tui.widgets.violations_list import ViolationsList
 
 BIG = (120, 40)
 SMALL = (80, 24)

@@ -6,13 +6,13 @@ import shutil
 
 import pytest
 from test_tui_builders import chain_trace, two_layer_trace
-
-from tracegrad.errors import ConditionError, TracegradError
 from tracegrad.tui.conditions import parse_condition
 from tracegrad.tui.dump import dump_steps
 from tracegrad.tui.export_svg import fallback_dot
 from tracegrad.tui.graph_layout import draw_edges, layout_graph
 from tracegrad.tui.session import DebugSession
+
+from tracegrad.errors import ConditionError, TracegradError
 
 
 def test_rows_carry_name_shape_and_marks():

@@ -61,9 +61,6 @@ def load_target(target: str, script_args: list[str]):
     from pathlib import Path
 
     path = Path(target)
-    if not path.exists():
-        raise FileNotFoundError(f"{target}: no such file (expected a .py script or a "
-                                f".tgtrace trace)")
     if path.suffix == ".py":
         from tracegrad.trace import run_script
 

@@ -32,7 +32,7 @@ def dump_steps(trace: Trace) -> str:
     if trace.violations:
         lines.append(f"violations ({len(trace.violations)}):")
         for violation in trace.violations:
-            lines.append("  " + describe_violation(violation).plain.replace("\n", "\n  "))
+            lines.append("  " + describe_violation(violation, trace).plain.replace("\n", "\n  "))
     if trace.exception is not None:
         where = f" at {trace.exception.site}" if trace.exception.site else ""
         lines.append(f"the program raised {trace.exception.type}{where}: "
