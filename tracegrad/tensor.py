@@ -48,6 +48,7 @@ class Tensor:
     _accumulator: AccumulateGrad | None = None
     _retains_grad = False
     _rebased_into_base = False
+    _counter: VersionCounter | None = None  # made on first use: see _version_counter
     __array_priority__ = 1000  # numpy scalars defer to our reflected operators
     __hash__ = object.__hash__  # == is elementwise, so hashing is by identity (as in torch)
 
@@ -69,8 +70,21 @@ class Tensor:
         tensor = _new_object(Tensor)
         tensor.data = data
         tensor.requires_grad = requires_grad
-        tensor._version_counter = VersionCounter()
         return tensor
+
+    @property
+    def _version_counter(self) -> VersionCounter:
+        """The counter shared with views, made when first needed (saved, viewed, changed
+        in place): most op outputs never need one, and each object made per op costs the
+        garbage collector time on deep graphs."""
+        counter = self._counter
+        if counter is None:
+            counter = self._counter = VersionCounter()
+        return counter
+
+    @_version_counter.setter
+    def _version_counter(self, counter: VersionCounter) -> None:
+        self._counter = counter
 
     # -- basic attributes --------------------------------------------------------------
     @property
@@ -119,7 +133,8 @@ class Tensor:
 
     @property
     def _version(self) -> int:
-        return self._version_counter.value
+        counter = self._counter
+        return 0 if counter is None else counter.value
 
     @property
     def retains_grad(self) -> bool:
@@ -470,6 +485,10 @@ def _normalize_array(array: np.ndarray) -> np.ndarray:
         return array if array.dtype in (np.int64, np.int32, np.uint8) else array.astype(np.int64)
     raise DTypeError(f"cannot make a tensor from data of numpy dtype {array.dtype}")
 
+
+from .autograd.function import bind_tensor_class  # noqa: E402
+
+bind_tensor_class(Tensor)  # before the ops load: their hot paths use the bound class
 
 from . import _methods  # noqa: E402  (installs operators and methods on Tensor)
 from .ops import conversion as _conversion  # noqa: E402

@@ -219,13 +219,18 @@ def _creation_order(node: Node) -> tuple:
     return (not node._is_accumulate, node._seq)
 
 
+_ACCUMULATE_FIRST = -(1 << 62)
+
+
 def _priority(node: Node) -> int:
     # heapq pops the smallest: AccumulateGrad first, then the most recently created node.
-    return -(1 << 62) if node._is_accumulate else -node._seq
+    return _ACCUMULATE_FIRST if node._is_accumulate else -node._seq
 
 
 def _execute(roots, dependencies, captures, inputs, accumulate, retain_graph, pass_index,
              listening) -> list:
+    """Run ready nodes until none is left. The loop body runs once per node of the graph,
+    so the common case (no hooks, nobody listening, no anomaly mode) is kept inline."""
     buffers: dict = {}
     results = [None] * (len(inputs) if inputs is not None else 0)
     for node, output_nr, grad_value in roots:
@@ -236,9 +241,10 @@ def _execute(roots, dependencies, captures, inputs, accumulate, retain_graph, pa
     ready = [(_priority(node), node._seq, node) for node in dependencies
              if dependencies[node] == 0]
     heapq.heapify(ready)
-    anomaly = state.anomaly
+    heappop, heappush = heapq.heappop, heapq.heappush
+    slow = listening or state.anomaly
     while ready:
-        _, _, node = heapq.heappop(ready)
+        node = heappop(ready)[2]
         grads = buffers.pop(node, None)
         if grads is None:
             grads = [None] * max(1, len(node._output_meta))
@@ -248,21 +254,39 @@ def _execute(roots, dependencies, captures, inputs, accumulate, retain_graph, pa
                     _capture(captures, results, node, output_nr, grad_value)
             if not accumulate and node._is_accumulate:
                 continue
-        if all(grad_value is None for grad_value in grads):
+        has_grad = False
+        for grad_value in grads:
+            if grad_value is not None:
+                has_grad = True
+                break
+        if not has_grad:
             next_grads = (None,) * len(node.next_functions)
+        elif slow or node._tensor_hooks or node._retained or node._pre_hooks or \
+                node._post_hooks:
+            next_grads = _run_node(node, grads, pass_index, listening, state.anomaly)
         else:
-            next_grads = _run_node(node, grads, pass_index, listening, anomaly)
-        if not retain_graph:
+            try:
+                next_grads = node._backward(grads)
+            except Exception as error:
+                _annotate(error, node)
+                raise
+        if not retain_graph and node._saved:
             node._release(pass_index)
         for (next_node, input_nr), grad_value in zip(node.next_functions, next_grads):
-            if next_node is None or next_node not in dependencies:
-                continue
-            if grad_value is not None:
-                _add_to_buffer(buffers, next_node, input_nr, grad_value)
-            remaining = dependencies[next_node] - 1
-            dependencies[next_node] = remaining
-            if remaining == 0:
-                heapq.heappush(ready, (_priority(next_node), next_node._seq, next_node))
+            if next_node is not None and next_node in dependencies:
+                if grad_value is not None:
+                    grads_in = buffers.get(next_node)
+                    if grads_in is None:
+                        grads_in = buffers[next_node] = [None] * max(
+                            1, len(next_node._output_meta))
+                    current = grads_in[input_nr]
+                    grads_in[input_nr] = grad_value if current is None else current + \
+                        grad_value
+                remaining = dependencies[next_node] - 1
+                dependencies[next_node] = remaining
+                if remaining == 0:
+                    heappush(ready, (_ACCUMULATE_FIRST if next_node._is_accumulate
+                                     else -next_node._seq, next_node._seq, next_node))
     return results
 
 

@@ -12,11 +12,27 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from .. import backends
 from ..errors import AutogradError, InplaceError
-from . import events
+from . import events, node as _node_module
 from .grad_mode import state
 from .node import Node, SavedTensor
+
+# tracegrad.tensor.Tensor. tensor.py imports this module before it defines Tensor, so it
+# binds the class here once it exists (bind_tensor_class); a function-level import instead
+# would cost an import-system lookup on every op.
+Tensor: Any = None
+_ndarray = np.ndarray
+_CPU = backends.CPU
+_NO_EDGE = (None, 0)
+
+
+def bind_tensor_class(cls) -> None:
+    """Called once by tensor.py: the Tensor class the hot paths here and in node.py use."""
+    global Tensor
+    Tensor = _node_module.Tensor = cls
 
 
 class BackwardFunction(Node):
@@ -38,8 +54,10 @@ class BackwardFunction(Node):
 
     @property
     def saved_tensors(self) -> tuple:
-        return tuple(saved.unpack(self) if type(saved) is SavedTensor else saved
-                     for saved in self._saved)
+        unpacked = []
+        for saved in self._saved:
+            unpacked.append(saved.unpack(self) if type(saved) is SavedTensor else saved)
+        return tuple(unpacked)
 
     def mark_dirty(self, *tensors) -> None:
         self._dirty = tensors
@@ -52,40 +70,48 @@ class BackwardFunction(Node):
 
     # -- running backward --------------------------------------------------------------
     def _backward(self, grads: list) -> tuple:
-        function = self._function
-        if self._materialize_grads:
+        if self._materialize_grads and len(grads) > 1:
             for index, grad in enumerate(grads):
                 if grad is None:
                     grads[index] = _zeros_for(self._output_meta[index])
-        results = function.backward(self, *grads)
-        if not isinstance(results, tuple):
+        results = self._function.backward(self, *grads)
+        if results.__class__ is not tuple:
             results = (results,)
         return self._check_results(results)
 
     def _check_results(self, results: tuple) -> tuple:
-        """Map backward's per-argument results onto next_functions edges, validated."""
-        slots = self._arg_slots
-        expected = self._num_args
-        if len(results) != expected:
-            if len(results) > expected and all(r is None for r in results[expected:]):
-                results = results[:expected]
-            else:
-                raise AutogradError(
-                    f"function {self.name()} returned an incorrect number of gradients "
-                    f"(expected {expected}, got {len(results)}). Hint: backward must return "
-                    "one gradient per forward argument, None for arguments that are not "
-                    "tensors or need no gradient.")
+        """Map backward's per-argument results onto next_functions edges, validated.
+
+        The common case (a Tensor of the input's exact shape and dtype) costs two
+        comparisons; anything else goes through _check_grad, which fixes or explains it.
+        """
+        if len(results) != self._num_args:
+            results = self._trim_results(results)
+        metas = self._input_meta
         edge_grads = []
-        for edge_index, position in enumerate(slots):
+        edge_index = 0
+        for position in self._arg_slots:
             grad = results[position]
             if grad is not None:
-                grad = self._check_grad(grad, edge_index, position)
+                shape, numpy_dtype = metas[edge_index]
+                array = grad.data if grad.__class__ is Tensor else None
+                if array is None or array.shape != shape or array.dtype is not numpy_dtype:
+                    grad = self._check_grad(grad, edge_index, position)
             edge_grads.append(grad)
+            edge_index += 1
         return tuple(edge_grads)
 
-    def _check_grad(self, grad, edge_index: int, position: int):
-        from ..tensor import Tensor
+    def _trim_results(self, results: tuple) -> tuple:
+        expected = self._num_args
+        if len(results) > expected and all(r is None for r in results[expected:]):
+            return results[:expected]
+        raise AutogradError(
+            f"function {self.name()} returned an incorrect number of gradients "
+            f"(expected {expected}, got {len(results)}). Hint: backward must return "
+            "one gradient per forward argument, None for arguments that are not "
+            "tensors or need no gradient.")
 
+    def _check_grad(self, grad, edge_index: int, position: int):
         if not isinstance(grad, Tensor):
             raise AutogradError(
                 f"function {self.name()} returned a gradient of type {type(grad).__name__} "
@@ -106,8 +132,6 @@ class BackwardFunction(Node):
 
 
 def _zeros_for(meta):
-    from ..tensor import Tensor
-
     shape, numpy_dtype, device = meta
     xp = backends.module_for(device)
     return Tensor._wrap(xp.zeros(shape, dtype=numpy_dtype), False)
@@ -157,8 +181,6 @@ class Function:
 
     @classmethod
     def apply(cls, *args, **kwargs):
-        from ..tensor import Tensor
-
         ctx = cls._node_class()
         grad_enabled = state.grad_enabled
         needs = tuple(grad_enabled and isinstance(arg, Tensor) and arg.requires_grad
@@ -201,8 +223,6 @@ def _leaf_inplace_message(tensor, op_name: str) -> str:
 
 def _connect(ctx: BackwardFunction, args: tuple, outputs: tuple) -> tuple:
     """Make ctx the grad_fn of a custom Function's outputs and record its edges."""
-    from ..tensor import Tensor
-
     slots, edges, meta = [], [], []
     for position, arg in enumerate(args):
         if isinstance(arg, Tensor):
@@ -245,12 +265,17 @@ def _connect(ctx: BackwardFunction, args: tuple, outputs: tuple) -> tuple:
 def _save(node: Node, to_save: tuple, outputs) -> tuple:
     if not to_save:
         return ()
-    from ..tensor import Tensor
-
-    output_ids = {id(output) for output in outputs}
-    # Plain values (a Python scalar operand) are kept as they are.
-    return tuple(SavedTensor(value, node, id(value) in output_ids)
-                 if isinstance(value, Tensor) else value for value in to_save)
+    saved = []
+    for value in to_save:
+        if isinstance(value, Tensor):
+            is_output = False
+            for output in outputs:
+                if output is value:
+                    is_output = True
+            saved.append(SavedTensor(value, node, is_output))
+        else:
+            saved.append(value)  # a plain value (a Python scalar operand) is kept as it is
+    return tuple(saved)
 
 
 def _note_site(node: Node) -> None:
@@ -281,29 +306,23 @@ class Op(Function):
 
     @classmethod
     def apply(cls, *args, **attrs):
-        from ..tensor import Tensor
-
-        requires = False
         if state.grad_enabled:
             for arg in args:
                 if isinstance(arg, Tensor) and arg.requires_grad:
-                    requires = True
-                    break
-        if not requires:
-            data = cls.forward(cls._scratch, *args, **attrs)
-            cls._scratch._to_save = ()
-            if type(data) is tuple:
-                outputs = tuple(Tensor._wrap(item, False) for item in data)
-                if cls.is_view:
-                    _share_storage(args[0], outputs[0])
-                return outputs
-            output = Tensor._wrap(data, False)
+                    return _record(cls, args, attrs)
+        # Nothing to record: the forward runs on a shared scratch ctx.
+        scratch = cls._scratch
+        data = cls.forward(scratch, *args, **attrs)
+        scratch._to_save = ()
+        if data.__class__ is tuple:
+            outputs = tuple(Tensor._wrap(item, False) for item in data)
             if cls.is_view:
-                _share_storage(args[0], output)
-            return output
-        ctx = cls._node_class()
-        data = cls.forward(ctx, *args, **attrs)
-        return _record(cls, ctx, args, data)
+                _share_storage(args[0], outputs[0])
+            return outputs
+        output = Tensor._wrap(data, False)
+        if cls.is_view:
+            _share_storage(args[0], output)
+        return output
 
 
 def _share_storage(base, view) -> None:
@@ -311,38 +330,56 @@ def _share_storage(base, view) -> None:
     view._base = base if base._base is None else base._base
 
 
-def _record(cls, ctx, args, data):
-    """Wire a built-in op's node into the graph (grad mode on, some input requires grad)."""
-    from ..tensor import Tensor
+def _device(array):
+    return _CPU if array.__class__ is _ndarray else backends.device_of(array)
 
+
+def _record(cls, args, attrs):
+    """Run a built-in op with a new node wired into the graph (grad mode on, some input
+    requires grad). The edges and ``needs_input_grad`` are set before forward runs, so a
+    forward can save only what backward will use (as Mul does).
+
+    This runs once per recorded op, so it is written as plain loops over locals.
+    """
+    ctx = cls._node_class()
     slots, edges, meta, needs = [], [], [], []
-    for position, arg in enumerate(args):
+    position = 0
+    for arg in args:
         if isinstance(arg, Tensor):
             slots.append(position)
+            array = arg.data
+            meta.append((array.shape, array.dtype))
             if arg.requires_grad:
-                edges.append(arg._edge())
+                grad_fn = arg.grad_fn
+                if grad_fn is not None:
+                    edges.append((grad_fn, arg._output_nr))
+                else:
+                    edges.append((arg._grad_accumulator(), 0))
                 needs.append(True)
             else:
-                edges.append((None, 0))
+                edges.append(_NO_EDGE)
                 needs.append(False)
-            meta.append((arg.shape, arg.data.dtype))
         else:
             needs.append(False)
-    ctx._arg_slots, ctx._input_meta, ctx._num_args = tuple(slots), tuple(meta), len(args)
+        position += 1
+    ctx._arg_slots, ctx._input_meta, ctx._num_args = tuple(slots), tuple(meta), position
     ctx.next_functions = tuple(edges)
     ctx.needs_input_grad = tuple(needs)
-    items = data if type(data) is tuple else (data,)
-    outputs = []
-    for index, item in enumerate(items):
-        differentiable = item.dtype.kind == "f"
-        output = Tensor._wrap(item, differentiable)
-        if differentiable:
-            output.grad_fn = ctx
-            output._output_nr = index
-        outputs.append(output)
+    data = cls.forward(ctx, *args, **attrs)
+    if data.__class__ is tuple:
+        outputs = []
+        output_meta = []
+        for index, item in enumerate(data):
+            output = _output_tensor(ctx, item, index)
+            outputs.append(output)
+            output_meta.append((output.data.shape, output.data.dtype, _device(output.data)))
+        ctx._output_meta = tuple(output_meta)
+    else:
+        output = _output_tensor(ctx, data, 0)
+        outputs = (output,)
+        ctx._output_meta = _single_output_meta(output.data)
     if cls.is_view:
         _share_storage(args[0], outputs[0])
-    ctx._output_meta = tuple((o.shape, o.data.dtype, o.device) for o in outputs)
     to_save = ctx._to_save
     if cls.saves_output:
         to_save = to_save + (outputs[0],)
@@ -353,7 +390,39 @@ def _record(cls, ctx, args, data):
         _note_site(ctx)
         if events.listeners:
             events.emit("on_op", ctx, args, tuple(outputs))
-    return tuple(outputs) if type(data) is tuple else outputs[0]
+    return tuple(outputs) if data.__class__ is tuple else output
+
+
+_output_meta_cache: dict = {}
+
+
+def _single_output_meta(array) -> tuple:
+    """``((shape, dtype, device),)`` for a one-output node, shared between nodes.
+
+    The device object keeps such a tuple on the garbage collector's books; made afresh for
+    each of 100,000 nodes, scanning them was most of a deep forward's time. So the tuple
+    is interned per (shape, dtype) for CPU arrays.
+    """
+    if array.__class__ is not _ndarray:
+        return ((array.shape, array.dtype, backends.device_of(array)),)
+    key = (array.shape, array.dtype)
+    meta = _output_meta_cache.get(key)
+    if meta is None:
+        if len(_output_meta_cache) >= 4096:  # a program with ever-new shapes: start over
+            _output_meta_cache.clear()
+        meta = _output_meta_cache[key] = ((array.shape, array.dtype, _CPU),)
+    return meta
+
+
+def _output_tensor(ctx, array, index: int):
+    """A new output of ``ctx``: differentiable (with ctx as grad_fn) when floating point."""
+    differentiable = array.dtype.kind == "f"
+    output = Tensor._wrap(array, differentiable)
+    if differentiable:
+        output.grad_fn = ctx
+        if index:
+            output._output_nr = index
+    return output
 
 
 def once_differentiable(backward):

@@ -7,8 +7,10 @@ import weakref
 from typing import Callable
 
 from ..errors import AutogradError, InplaceError
+from .grad_mode import state
 
 _sequence = itertools.count()
+Tensor = None  # tracegrad.tensor.Tensor, bound by function.bind_tensor_class (import order)
 
 
 class VersionCounter:
@@ -99,8 +101,6 @@ class SavedTensor:
             raise InplaceError(self._version_message(node))
         if self.tensor is not None:
             return self.tensor
-        from ..tensor import Tensor
-
         saved_by = self.node_ref()
         tensor = Tensor._wrap(self.data, self.requires_grad)
         tensor._version_counter = self.counter
@@ -263,8 +263,6 @@ class AccumulateGrad(Node):
         variable = self.variable
         if grad is None:
             return ()
-        from .grad_mode import state
-
         if variable.grad is None:
             if state.grad_enabled:  # create_graph: keep the gradient's own graph
                 variable.grad = grad

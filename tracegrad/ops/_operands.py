@@ -6,6 +6,7 @@ import numpy as np
 
 from .. import _dtype
 from ..errors import DeviceError, ShapeError
+from ..tensor import Tensor  # ops load after Tensor is defined (tensor.py imports them)
 
 _float32 = np.dtype(np.float32)
 
@@ -17,8 +18,6 @@ def operands(a, b):
     float32); what differs is int tensor with float scalar (float32 in torch), and int tensor
     with float tensor (the float dtype wins outright in torch).
     """
-    from ..tensor import Tensor
-
     if isinstance(a, Tensor):
         x = a.data
         if isinstance(b, Tensor):

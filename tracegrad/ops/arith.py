@@ -7,12 +7,14 @@ own (second derivatives). ``sum_to`` undoes broadcasting in one place.
 from __future__ import annotations
 
 from ..autograd.function import Op
+from ..tensor import Tensor
 from ._operands import broadcast_error, operands, true_divide_dtype
 from .reduce import sum_to
 
 
-def _shape(value):
-    return value.shape if hasattr(value, "shape") else ()
+def _shape(value) -> tuple:
+    # A plain tuple, not a Size: tuples of ints are never scanned by the garbage collector.
+    return value.data.shape if isinstance(value, Tensor) else ()
 
 
 class Add(Op):
@@ -67,7 +69,11 @@ class Mul(Op):
     @staticmethod
     def forward(ctx, a, b):
         x, y = operands(a, b)
-        ctx.save_for_backward(a, b)
+        # As PyTorch does: each side is saved only if the other side's gradient needs it
+        # (needs_input_grad is empty when nothing is recorded).
+        needs = ctx.needs_input_grad
+        if needs:
+            ctx.save_for_backward(a if needs[1] else None, b if needs[0] else None)
         try:
             return x * y
         except ValueError:
@@ -77,8 +83,9 @@ class Mul(Op):
     def backward(ctx, grad):
         a, b = ctx.saved_tensors
         needs = ctx.needs_input_grad
-        return (sum_to(grad * b, a.shape) if needs[0] else None,
-                sum_to(grad * a, b.shape) if needs[1] else None)
+        meta = ctx._input_meta  # (shape, dtype) per tensor argument: a first, b last
+        return (sum_to(grad * b, meta[0][0]) if needs[0] else None,
+                sum_to(grad * a, meta[-1][0]) if needs[1] else None)
 
 
 class Div(Op):
