@@ -18,7 +18,15 @@ def shape_text(shape: tuple[int, ...] | None) -> str:
     """
     if shape is None:
         return "(?)"
-    return "(" + ", ".join(str(size) for size in shape) + ")"
+    text = _shape_texts.get(shape)
+    if text is None:
+        text = "(" + ", ".join(map(str, shape)) + ")"
+        if len(_shape_texts) < 4096:  # graphs repeat a few shapes many times
+            _shape_texts[shape] = text
+    return text
+
+
+_shape_texts: dict[tuple[int, ...], str] = {}
 
 
 def bytes_text(count: int) -> str:

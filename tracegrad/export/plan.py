@@ -115,6 +115,7 @@ class _Planner:
         self.module_of_node: dict[int, str] = {}
         self.module_keys: dict[str, str] = {}
         self.scopes: set[str] | None = None
+        self.saved_detail_shown: set[str] = set()
         self.boxes: dict[str, Box] = {}
         self.arrows: list[Arrow] = []
 
@@ -377,9 +378,9 @@ class _Planner:
         for saved in node.saved:
             box = self._tensor_box(saved.tensor, role="saved")
             tensor = self.trace.tensors.get(saved.tensor)
-            detail = f"v{saved.version} · {bytes_text(saved.nbytes)}"
-            if not any(line.startswith("v") and " · " in line for line in box.label):
-                box.label.append(detail)
+            if box.key not in self.saved_detail_shown:  # the first saver's version, bytes
+                self.saved_detail_shown.add(box.key)
+                box.label.append(f"v{saved.version} · {bytes_text(saved.nbytes)}")
             box.tooltip.append(f"saved by {node.name} (node {node.id}) as "
                                f"{saved.slot or '?'} at version {saved.version}, "
                                f"{bytes_text(saved.nbytes)}")
@@ -397,8 +398,10 @@ class _Planner:
             self.arrows.append(arrow)
 
     def _saved_was_broken(self, node_id: int, tensor_id: int) -> bool:
-        return any(violation.kind == "inplace_saved" and violation.tensor == tensor_id
-                   for violation in self.node_violations.get(node_id, ()))
+        violations = self.node_violations.get(node_id)
+        return bool(violations) and any(
+            violation.kind == "inplace_saved" and violation.tensor == tensor_id
+            for violation in violations)
 
     def _add_output(self, tensor_id: int) -> None:
         box = self._tensor_box(tensor_id, role="output")
@@ -410,7 +413,7 @@ class _Planner:
         pending = [int(key[1:]) for key in self.boxes if key.startswith("t")]
         done: set[int] = set()
         while pending:
-            tensor_id = pending.pop(0)
+            tensor_id = pending.pop()
             if tensor_id in done:
                 continue
             done.add(tensor_id)

@@ -8,7 +8,7 @@ import warnings
 from typing import Any
 
 from ..errors import GraphTooLargeError, GraphvizNotFoundError
-from .dot import make_options, plan_to_digraph
+from .dot import gc_paused, make_options, plan_to_digraph
 from .plan import plan_graph
 from .sources import as_trace
 
@@ -48,10 +48,11 @@ def render(tensor_or_trace: Any, path: str | os.PathLike, format: str | None = N
     if format not in DOT_FORMATS:
         require_dot()
     trace, outputs = as_trace(tensor_or_trace)
-    plan = plan_graph(trace, outputs, options)
-    if format not in DOT_FORMATS and max_nodes is not None and plan.size > max_nodes:
-        plan = _shrink(plan, trace, outputs, options, max_nodes)
-    graph = plan_to_digraph(plan, rankdir)
+    with gc_paused():
+        plan = plan_graph(trace, outputs, options)
+        if format not in DOT_FORMATS and max_nodes is not None and plan.size > max_nodes:
+            plan = _shrink(plan, trace, outputs, options, max_nodes)
+        graph = plan_to_digraph(plan, rankdir)
     directory = os.path.dirname(path)
     if directory:
         os.makedirs(directory, exist_ok=True)
