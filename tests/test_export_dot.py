@@ -364,3 +364,23 @@ def test_render_without_dot_says_how_to_install_it(tmp_path, monkeypatch):
 def test_render_refuses_unknown_formats():
     with pytest.raises(ValueError, match="cannot write format 'bmpx'"):
         tg.render(mul_sum_trace(), "graph.bmpx")
+
+
+def test_real_module_tree_gives_clusters_and_collapses_to_one_box_each():
+    from tracegrad import nn
+
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
+    with tg.trace() as trace:
+        model(tg.randn(5, 3)).pow(2).sum().backward()
+    source = tg.to_dot(trace).source
+    assert source.count("subgraph cluster_") == 3
+    first = source[source.index("subgraph cluster_0"):]
+    first = first[:first.index("}")]
+    assert "label=0 " in first and "AddmmBackward0" in first and "0.weight" in first
+    collapsed = tg.to_dot(trace, collapse_modules=True).source
+    assert not re.search(r"^\tn\d+ \[label=\"?AddmmBackward0", collapsed, re.MULTILINE)
+    assert 'label="1\\n1 node' in collapsed
+    links = edges(collapsed)
+    assert len(links) == len(set(link.split(" [")[0] + ("dir" in link) * "~"
+                                 for link in links))  # no duplicate module-to-module edges
+    assert any(link.startswith("m0 -> m1") for link in links)

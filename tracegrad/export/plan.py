@@ -139,6 +139,8 @@ class _Planner:
         self._add_view_bases()
         self._add_loose_notes()
         self._add_exception_note()
+        if self.module_keys:
+            self.arrows = _merge_parallel(self.arrows)
         return Plan(list(self.boxes.values()), self.arrows,
                     collapsed=self.options.collapse_modules)
 
@@ -332,7 +334,7 @@ class _Planner:
                 counts[node.name] = counts.get(node.name, 0) + 1
             saved_bytes = sum(node.saved_bytes for node in nodes)
             saved_count = sum(len(node.saved) for node in nodes)
-            label = [module, f"{len(nodes)} nodes"]
+            label = [module, f"{len(nodes)} node" + ("s" if len(nodes) > 1 else "")]
             if saved_count:
                 label.append(f"saved: {saved_count} tensors, {bytes_text(saved_bytes)}")
             tooltip = [f"module {module}: {len(nodes)} nodes (collapsed)"]
@@ -475,6 +477,23 @@ def _violation_lines(violation: Violation) -> list[str]:
     if violation.other_site is not None:
         lines.append(f"  saved at {site_full(violation.other_site)}")
     return lines
+
+
+def _merge_parallel(arrows: list[Arrow]) -> list[Arrow]:
+    """One arrow per (tail, head, kind) once modules are collapsed, counting the merged."""
+    merged: dict[tuple[str, str, str], Arrow] = {}
+    counts: dict[tuple[str, str, str], int] = {}
+    for arrow in arrows:
+        key = (arrow.tail, arrow.head, arrow.attrs.get("dir", ""))
+        if key in merged:
+            counts[key] += 1
+            merged[key].tooltip.extend(arrow.tooltip)
+        else:
+            merged[key], counts[key] = arrow, 1
+    for key, arrow in merged.items():
+        if counts[key] > 1:
+            arrow.label = f"{arrow.label} (×{counts[key]})".strip()
+    return list(merged.values())
 
 
 def _select_pass(trace: Trace, index: int) -> BackwardPass | None:
