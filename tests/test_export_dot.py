@@ -381,6 +381,6 @@ def test_real_module_tree_gives_clusters_and_collapses_to_one_box_each():
     assert not re.search(r"^\tn\d+ \[label=\"?AddmmBackward0", collapsed, re.MULTILINE)
     assert 'label="1\\n1 node' in collapsed
     links = edges(collapsed)
-    assert len(links) == len(set(link.split(" [")[0] + ("dir" in link) * "~"
-                                 for link in links))  # no duplicate module-to-module edges
+    assert len(links) == len({link.split(" [")[0] + ("dir" in link) * "~"
+                                 for link in links})  # no duplicate module-to-module edges
     assert any(link.startswith("m0 -> m1") for link in links)
