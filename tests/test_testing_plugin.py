@@ -183,7 +183,7 @@ def test_failing_test_gets_its_graph_drawn_and_named_in_the_report(project):
         assert "SwishImplementationBackward" in content
 
 
-def test_default_artifact_folder(project):
+def test_default_artifact_folder_and_dot_text_without_graphviz(project, monkeypatch):
     project.makepyfile(test_fail='''
         import tracegrad as torch
 
@@ -192,10 +192,13 @@ def test_default_artifact_folder(project):
             x.exp().sum().backward()
             assert False
     ''')
+    monkeypatch.setenv("PATH", str(project.mkdir("empty_bin")))  # no `dot`: DOT text instead
     result = run(project)
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["trace: graph written to *.tracegrad/failures/*test_fails*"])
-    assert len(list((project.path / ".tracegrad" / "failures").iterdir())) == 1
+    result.stdout.fnmatch_lines(["trace: graph written to *.tracegrad/failures/*test_fails.dot"])
+    (drawn,) = (project.path / ".tracegrad" / "failures").iterdir()
+    dot_source = drawn.read_text()
+    assert dot_source.lstrip().startswith("digraph") and "ExpBackward0" in dot_source
 
 
 def test_tracegrad_trace_records_the_test_body(project):

@@ -214,6 +214,14 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         report.sections.append(("tracegrad graph", text))
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    # The graphs were kept only to draw them if the test failed; drop them so a long
+    # session does not hold every test's trace (values included) until the end.
+    if _GRAPHS in item.stash:
+        del item.stash[_GRAPHS]
+
+
 def _artifact_dir(config: pytest.Config) -> Path:
     folder = Path(config.getoption("tracegrad_artifacts"))
     return folder if folder.is_absolute() else config.rootpath / folder
