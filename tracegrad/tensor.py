@@ -211,6 +211,7 @@ class Tensor:
         node = self.grad_fn
         if node._retained is None:
             node._retained = {}
+            node._hooked = True
         node._retained[self._output_nr] = weakref.ref(self)
         self._retains_grad = True
 

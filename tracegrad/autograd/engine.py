@@ -7,6 +7,7 @@ ready -- so the step order a trace shows is the order PyTorch would have used.
 
 from __future__ import annotations
 
+import gc
 import heapq
 import itertools
 import time
@@ -162,6 +163,12 @@ def run(outputs: Sequence, grad_outputs: Sequence, retain_graph: bool, create_gr
         events.emit("on_backward_start", info)
     previous_mode = state.grad_enabled
     state.grad_enabled = create_graph
+    # A pass makes and drops many gradient tensors, none in a reference cycle; a collector
+    # scanning the (possibly huge) graph meanwhile would only cost time. Cycles that hooks
+    # make are collected after the pass.
+    collecting = gc.isenabled()
+    if collecting:
+        gc.disable()
     error = None
     try:
         results = _execute(roots, dependencies, captures, inputs, accumulate, retain_graph,
@@ -170,6 +177,8 @@ def run(outputs: Sequence, grad_outputs: Sequence, retain_graph: bool, create_gr
         error = exc
         raise
     finally:
+        if collecting:
+            gc.enable()
         state.grad_enabled = previous_mode
         if listening:
             events.emit("on_backward_end", info, error)
@@ -261,8 +270,7 @@ def _execute(roots, dependencies, captures, inputs, accumulate, retain_graph, pa
                 break
         if not has_grad:
             next_grads = (None,) * len(node.next_functions)
-        elif slow or node._tensor_hooks or node._retained or node._pre_hooks or \
-                node._post_hooks:
+        elif slow or node._hooked:
             next_grads = _run_node(node, grads, pass_index, listening, state.anomaly)
         else:
             try:
@@ -277,11 +285,16 @@ def _execute(roots, dependencies, captures, inputs, accumulate, retain_graph, pa
                 if grad_value is not None:
                     grads_in = buffers.get(next_node)
                     if grads_in is None:
-                        grads_in = buffers[next_node] = [None] * max(
-                            1, len(next_node._output_meta))
-                    current = grads_in[input_nr]
-                    grads_in[input_nr] = grad_value if current is None else current + \
-                        grad_value
+                        if input_nr == 0 and len(next_node._output_meta) < 2:
+                            buffers[next_node] = [grad_value]  # the common one-output case
+                        else:
+                            grads_in = buffers[next_node] = [None] * max(
+                                1, len(next_node._output_meta))
+                            grads_in[input_nr] = grad_value
+                    else:
+                        current = grads_in[input_nr]
+                        grads_in[input_nr] = grad_value if current is None else current + \
+                            grad_value
                 remaining = dependencies[next_node] - 1
                 dependencies[next_node] = remaining
                 if remaining == 0:

@@ -18,7 +18,7 @@ from .. import backends
 from ..errors import AutogradError, InplaceError
 from . import events, node as _node_module
 from .grad_mode import state
-from .node import Node, SavedTensor
+from .node import Node, SavedTensor, _sequence
 
 # tracegrad.tensor.Tensor. tensor.py imports this module before it defines Tensor, so it
 # binds the class here once it exists (bind_tensor_class); a function-level import instead
@@ -27,6 +27,9 @@ Tensor: Any = None
 _ndarray = np.ndarray
 _CPU = backends.CPU
 _NO_EDGE = (None, 0)
+_new_object = object.__new__
+_generic = np.generic
+_ALL_TENSOR_SLOTS = tuple(tuple(range(count)) for count in range(9))
 
 
 def bind_tensor_class(cls) -> None:
@@ -341,12 +344,15 @@ def _record(cls, args, attrs):
 
     This runs once per recorded op, so it is written as plain loops over locals.
     """
-    ctx = cls._node_class()
-    slots, edges, meta, needs = [], [], [], []
+    ctx = _new_object(cls._node_class)  # Node.__init__ only numbers it: done inline
+    ctx._seq = next(_sequence)
+    edges, meta, needs = [], [], []
+    slots = None  # positions of the tensor args; None while every arg is a tensor
     position = 0
     for arg in args:
         if isinstance(arg, Tensor):
-            slots.append(position)
+            if slots is not None:
+                slots.append(position)
             array = arg.data
             meta.append((array.shape, array.dtype))
             if arg.requires_grad:
@@ -360,8 +366,12 @@ def _record(cls, args, attrs):
                 edges.append(_NO_EDGE)
                 needs.append(False)
         else:
+            if slots is None:
+                slots = list(range(position))
             needs.append(False)
         position += 1
+    if slots is None:
+        slots = _ALL_TENSOR_SLOTS[position] if position < 9 else tuple(range(position))
     ctx._arg_slots, ctx._input_meta, ctx._num_args = tuple(slots), tuple(meta), position
     ctx.next_functions = tuple(edges)
     ctx.needs_input_grad = tuple(needs)
@@ -374,10 +384,18 @@ def _record(cls, args, attrs):
             outputs.append(output)
             output_meta.append((output.data.shape, output.data.dtype, _device(output.data)))
         ctx._output_meta = tuple(output_meta)
-    else:
-        output = _output_tensor(ctx, data, 0)
+    else:  # one output: _output_tensor and Tensor._wrap, inline
+        if data.__class__ is not _ndarray and isinstance(data, _generic):
+            data = np.asarray(data)  # numpy reductions give scalars; tensors hold arrays
+        output = _new_object(Tensor)
+        output.data = data
+        if data.dtype.kind == "f":
+            output.requires_grad = True
+            output.grad_fn = ctx
+        else:
+            output.requires_grad = False
         outputs = (output,)
-        ctx._output_meta = _single_output_meta(output.data)
+        ctx._output_meta = _single_output_meta(data)
     if cls.is_view:
         _share_storage(args[0], outputs[0])
     to_save = ctx._to_save

@@ -183,6 +183,7 @@ class Node:
     _post_hooks: list | None = None  # fn(grad_inputs, grad_outputs) -> new | None
     _tensor_hooks: dict | None = None  # output_nr -> [fn(grad) -> grad | None]
     _retained: dict | None = None  # output_nr -> weakref(tensor), for retain_grad
+    _hooked = False  # any of the four above was ever set: the engine's one check per node
     _output_meta: tuple = ()  # (shape, numpy dtype, device) per output
     _freed_by: int | None = None  # index of the backward pass that freed the saved tensors
     _metadata: dict | None = None
@@ -211,6 +212,7 @@ class Node:
         return replacement ``grad_inputs``."""
         if self._post_hooks is None:
             self._post_hooks = []
+            self._hooked = True
         self._post_hooks.append(hook)
         return RemovableHandle(self._post_hooks, hook)
 
@@ -219,12 +221,14 @@ class Node:
         replacement ``grad_outputs``."""
         if self._pre_hooks is None:
             self._pre_hooks = []
+            self._hooked = True
         self._pre_hooks.append(hook)
         return RemovableHandle(self._pre_hooks, hook)
 
     def _add_tensor_hook(self, output_nr: int, hook: Callable) -> RemovableHandle:
         if self._tensor_hooks is None:
             self._tensor_hooks = {}
+            self._hooked = True
         hooks = self._tensor_hooks.setdefault(output_nr, [])
         hooks.append(hook)
         return RemovableHandle(hooks, hook)
