@@ -207,3 +207,13 @@ def test_no_nan_reads_captured_values():
     trace.tensors[2].value = Value((3,), "float64", Stats(nan_count=2))
     with pytest.raises(AssertionError, match=r"tensor t\d value: 2 NaN, 0 Inf"):
         assert_no_nan(trace)
+
+
+def test_root_picks_one_graph_of_a_trace():
+    trace = diamond_trace()
+    trace.tensors[2].name = "s"
+    assert graph_text(trace, root="s") == (
+        "SinBackward0  saves: t1 f64[3]\n  ExpBackward0  saves: t1 f64[3]\n"
+        "    AccumulateGrad  x f64[3]")
+    with pytest.raises(ValueError, match="no tensor named 'q'"):
+        graph_text(trace, root="q")

@@ -157,7 +157,8 @@ def _shared_nodes(trace: Trace, roots: list[int]) -> set[int]:
             if count > 1 and _children(trace, trace.nodes[node_id])}
 
 
-def graph_text(tensor_or_trace: Any, *, saved: bool = True, indent: int = 2) -> str:
+def graph_text(tensor_or_trace: Any, *, saved: bool = True, indent: int = 2,
+               root: str | None = None) -> str:
     """The canonical text of the graph behind a tensor (or of a whole trace).
 
     >>> import tracegrad as torch
@@ -168,10 +169,27 @@ def graph_text(tensor_or_trace: Any, *, saved: bool = True, indent: int = 2) -> 
         AccumulateGrad  x f32[3]
 
     ``saved=False`` leaves out the ``saves:`` parts. Several roots (a trace of a whole
-    program) are printed one after another, sharing one numbering of references.
+    program) are printed one after another, sharing one numbering of references;
+    ``root="loss"`` prints only the graph of the tensor named ``loss``.
     """
     trace, roots = as_trace(tensor_or_trace)
+    if root is not None:
+        roots = named_root(trace, root)
     return render_text(trace, roots, saved=saved, indent=indent)
+
+
+def named_root(trace: Trace, name: str) -> list[int]:
+    """The node of the (last recorded) tensor called ``name``: where its graph starts."""
+    matches = [record for record in trace.tensors.values() if record.name == name]
+    nodes = [record.grad_fn for record in sorted(matches, key=lambda r: r.id)
+             if record.grad_fn is not None]
+    if not nodes:
+        names = sorted({record.name for record in trace.tensors.values()
+                        if record.name and record.grad_fn is not None})
+        raise ValueError(
+            f"no tensor named '{name}' with a grad_fn in the trace; tensors with a graph: "
+            f"{names}. Hint: name it with tracegrad.name(tensor, '{name}') before it is used.")
+    return [nodes[-1]]
 
 
 def render_text(trace: Trace, roots: list[int], *, saved: bool = True, indent: int = 2,
