@@ -384,3 +384,17 @@ def test_real_module_tree_gives_clusters_and_collapses_to_one_box_each():
     assert len(links) == len({link.split(" [")[0] + ("dir" in link) * "~"
                                  for link in links})  # no duplicate module-to-module edges
     assert any(link.startswith("m0 -> m1") for link in links)
+
+
+def test_a_training_loop_draws_the_selected_iteration_only():
+    w = tg.randn(3, requires_grad=True)
+    with tg.trace() as trace:
+        for _ in range(3):
+            (w * 2).sum().backward()
+    first = tg.to_dot(trace).source
+    assert len(re.findall(r'\[label="?MulBackward0', first)) == 1
+    second = tg.to_dot(trace, pass_index=1).source
+    assert re.search(r'^\tn(\d+) \[label="?MulBackward0', second, re.MULTILINE).group(1) != \
+        re.search(r'^\tn(\d+) \[label="?MulBackward0', first, re.MULTILINE).group(1)
+    everything = tg.to_dot(trace, pass_index=None).source
+    assert len(re.findall(r'\[label="?MulBackward0', everything)) == 3

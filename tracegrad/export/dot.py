@@ -32,7 +32,7 @@ RANKDIRS = ("TB", "LR", "BT", "RL")
 
 def to_dot(tensor_or_trace: Any, *, show_saved: bool = True, show_attrs: bool = False,
            max_attr_chars: int = 50, rankdir: str = "TB", collapse_modules: bool = False,
-           highlight_step: int | None = None, pass_index: int = 0) -> graphviz.Digraph:
+           highlight_step: int | None = None, pass_index: int | None = 0) -> graphviz.Digraph:
     """The graph of a tensor, a nest of tensors or a Trace, as a ``graphviz.Digraph``.
 
     Live tensors are converted with ``tracegrad.trace.from_tensor`` (structure only);
@@ -68,7 +68,7 @@ def gc_paused():
 
 def make_options(*, show_saved: bool, show_attrs: bool, max_attr_chars: int,
                  collapse_modules: bool, highlight_step: int | None,
-                 pass_index: int) -> Options:
+                 pass_index: int | None) -> Options:
     if max_attr_chars < 4:
         raise ValueError(f"to_dot: max_attr_chars must be at least 4 (room for '...'); "
                          f"got {max_attr_chars}.")

@@ -74,7 +74,7 @@ class Options:
     max_attr_chars: int = 50
     collapse_modules: bool = False
     highlight_step: int | None = None
-    pass_index: int = 0
+    pass_index: int | None = 0  # None: no pass, every recorded node
 
 
 @dataclass
@@ -108,6 +108,10 @@ class _Planner:
         if self.backward is not None:
             for step in self.backward.steps:
                 self.steps.setdefault(step.node, step)
+        if outputs is None and self.backward is not None and self.backward.roots:
+            # A training loop records one graph per iteration: draw the selected pass's.
+            outputs = list(self.backward.roots)
+            self.nodes = _reachable(trace, outputs)
         self.outputs = _unique(outputs if outputs is not None else _default_outputs(trace))
         self.node_violations: dict[int, list[Violation]] = {}
         self.tensor_violations: dict[int, list[Violation]] = {}
@@ -496,7 +500,22 @@ def _merge_parallel(arrows: list[Arrow]) -> list[Arrow]:
     return list(merged.values())
 
 
-def _select_pass(trace: Trace, index: int) -> BackwardPass | None:
+def _reachable(trace: Trace, roots: list[int]) -> list[NodeRecord]:
+    """Nodes reachable from the root tensors' grad_fns, in id order (an explicit stack)."""
+    pending = [trace.tensors[root].grad_fn for root in roots if root in trace.tensors]
+    found: set[int] = set()
+    while pending:
+        node_id = pending.pop()
+        if node_id is None or node_id in found or node_id not in trace.nodes:
+            continue
+        found.add(node_id)
+        pending.extend(next_id for next_id, _ in trace.nodes[node_id].next)
+    return [trace.nodes[node_id] for node_id in sorted(found)]
+
+
+def _select_pass(trace: Trace, index: int | None) -> BackwardPass | None:
+    if index is None:
+        return None
     for backward in trace.passes:
         if backward.index == index:
             return backward

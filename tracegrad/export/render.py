@@ -25,7 +25,7 @@ class GraphCollapsedWarning(UserWarning):
 def render(tensor_or_trace: Any, path: str | os.PathLike, format: str | None = None, *,
            show_saved: bool = True, show_attrs: bool = False, max_attr_chars: int = 50,
            rankdir: str = "TB", collapse_modules: bool = False,
-           highlight_step: int | None = None, pass_index: int = 0,
+           highlight_step: int | None = None, pass_index: int | None = 0,
            max_nodes: int | None = MAX_NODES) -> str:
     """Draw the graph of a tensor (or nest of tensors) or of a Trace into ``path``.
 
@@ -33,7 +33,9 @@ def render(tensor_or_trace: Any, path: str | os.PathLike, format: str | None = N
     write the DOT text and need no Graphviz install; images are laid out by ``dot``.
     Graphs over ``max_nodes`` boxes are drawn with one box per nn.Module (a
     ``GraphCollapsedWarning`` says so); if that is still too many, ``GraphTooLargeError``.
-    ``max_nodes=None`` lays out whatever the size. Returns the path written.
+    ``max_nodes=None`` lays out whatever the size. Step numbers, gradients and the nodes
+    drawn come from backward pass ``pass_index`` (a training loop records one graph per
+    iteration); ``pass_index=None`` draws every recorded node. Returns the path written.
 
     >>> import tracegrad
     >>> w = tracegrad.ones(2, requires_grad=True)
