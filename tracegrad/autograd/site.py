@@ -27,13 +27,26 @@ def user_site(depth: int = 1):
     The file is made relative to the working directory where possible, so traces and
     golden files do not depend on where the checkout lives.
     """
-    from ..trace.model import Site
-
     frame = sys._getframe(depth)
     while frame is not None and _is_internal(frame.f_code.co_filename):
         frame = frame.f_back
     if frame is None:
         return None
+    # A loop makes the same node on the same line every iteration: Sites are immutable, so
+    # one per (code, line) is shared (relpath and linecache cost more than the op itself).
+    key = (frame.f_code, frame.f_lineno)
+    site = _sites.get(key)
+    if site is None:
+        site = _sites[key] = _make_site(frame)
+    return site
+
+
+_sites: dict = {}
+
+
+def _make_site(frame):
+    from ..trace.model import Site
+
     filename = frame.f_code.co_filename
     line = frame.f_lineno
     code = linecache.getline(filename, line).strip()

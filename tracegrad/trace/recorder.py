@@ -149,19 +149,18 @@ class Recorder:
             tensor_record = tensors[builder.known_tensor(tensor)]
             if tensor_record.value is None:
                 tensor_record.value = self._capture(tensor.data)
-        all_finite = True
-        for tensor in inputs:
-            if not is_finite(tensor.data):
-                all_finite = False
-                break
         for tensor in outputs:
             if tensor is None:
                 continue
             tensor_record = tensors[builder.known_tensor(tensor)]
             if tensor_record.site is None:
                 tensor_record.site = node._site
-            tensor_record.value = self._capture(tensor.data)
-            if all_finite and not is_finite(tensor.data):
+            value = tensor_record.value = self._capture(tensor.data)
+            finite = not value.stats.has_nonfinite if value is not None \
+                else is_finite(tensor.data)
+            # Inputs are checked only now, in the rare case: report where non-finite values
+            # first appear, not every op they flow through.
+            if not finite and all(is_finite(arg.data) for arg in inputs):
                 self.violations.nonfinite_forward(record, tensor, tensor_record)
         self.violations.watch_saved(node, record.id)
         self._name_inputs(inputs)
@@ -294,12 +293,18 @@ class Recorder:
         group = self._pass.index
         step.grads_out = [self._gradient(grad, group) for grad in grads_out]
         step.duration_ns = int(duration_ns)
-        if all(grad is None or is_finite(grad.data) for grad in self._step_grads_in):
-            for edge_index, grad in enumerate(grads_out):
-                if grad is not None and not is_finite(grad.data):
+        for edge_index, grad in enumerate(grads_out):
+            if grad is None:
+                continue
+            value = step.grads_out[edge_index]
+            finite = not value.stats.has_nonfinite if value is not None \
+                else is_finite(grad.data)
+            if not finite:
+                if all(grad_in is None or is_finite(grad_in.data)
+                       for grad_in in self._step_grads_in):
                     self.violations.nonfinite_backward(self._pass, step, node, edge_index,
                                                        grad)
-                    break
+                break
         self._step, self._step_node, self._step_grads_in = None, None, ()
 
     def on_accumulate(self, tensor, grad) -> None:
