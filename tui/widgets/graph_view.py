@@ -16,6 +16,9 @@ from ..session import DebugSession
 
 RADIUS = 3
 NODE_LIMIT = 28
+# Keep the current layout while the current node is at most this many edges from its
+# centre: it still shows a neighbour beyond it, and dot runs every few steps, not each one.
+REUSE_DISTANCE = RADIUS - 1
 _CACHE_SIZE = 64
 
 STYLE_CURRENT = "bold black on yellow"
@@ -49,7 +52,7 @@ class GraphView(Widget):
     def show(self, pass_index: int, step_index: int) -> None:
         self.pass_index, self.step_index = pass_index, step_index
         node_id = self.current_node
-        if node_id is not None and self._distances.get(node_id, RADIUS) > 1:
+        if node_id is not None and self._distances.get(node_id, RADIUS + 1) > REUSE_DISTANCE:
             self._relayout(node_id)
         self.refresh()
 
@@ -84,7 +87,7 @@ class GraphView(Widget):
             frontier = [n for f in frontier for n in self.session.neighbours(f)
                         if n in members and n not in seen]
             seen.update(frontier)
-        return RADIUS
+        return RADIUS + 1
 
     def node_label(self, node_id: int) -> str:
         node = self.session.trace.nodes[node_id]

@@ -39,6 +39,7 @@ class StepList(ScrollView, can_focus=True):
         self.session = session
         self.pass_index = 0
         self.breakpoints: frozenset[str] = frozenset()
+        self._column_cache: tuple[tuple[int, int], tuple[int, int]] | None = None
 
     def show_pass(self, pass_index: int) -> None:
         self.pass_index = pass_index
@@ -64,9 +65,14 @@ class StepList(ScrollView, can_focus=True):
 
     def _columns(self) -> tuple[int, int]:
         """Widths of the step number and node name columns for the current width."""
+        key = (self.size.width, self.pass_index)
+        if self._column_cache is not None and self._column_cache[0] == key:
+            return self._column_cache[1]
         index_width = max(len(str(self.session.step_count(self.pass_index) - 1)), 3)
         room = self.size.width - index_width - 6  # spaces and the 3-wide marks column
-        return index_width, min(max(room - 6, 8), 24)
+        columns = index_width, min(max(room - 6, 8), 24)
+        self._column_cache = (key, columns)
+        return columns
 
     def header_text(self) -> str:
         index_width, name_width = self._columns()
