@@ -34,7 +34,7 @@ def test_save_for_backward_and_node_name():
 
 class Linear(tg.autograd.Function):
     @staticmethod
-    def forward(ctx, input, weight, bias=None):  # noqa: A002
+    def forward(ctx, input, weight, bias=None):
         ctx.save_for_backward(input, weight, bias)
         output = input.mm(weight.t())
         if bias is not None:
@@ -43,7 +43,7 @@ class Linear(tg.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_output):
-        input, weight, bias = ctx.saved_tensors  # noqa: A001
+        input, weight, bias = ctx.saved_tensors
         ctx.seen_needs = ctx.needs_input_grad
         grad_input = grad_weight = grad_bias = None
         if ctx.needs_input_grad[0]:

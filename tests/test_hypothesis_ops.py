@@ -9,7 +9,7 @@ every drawn step is valid. derandomize=True keeps CI deterministic.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 from hypothesis import HealthCheck, given, note, settings

@@ -9,15 +9,15 @@ installed, ``lib = torch`` on the same float64 data.
 from __future__ import annotations
 
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 import pytest
 
 import tracegrad as tg
 from tracegrad import ops
-from tracegrad.ops import indexing, shape
+from tracegrad.ops import indexing
 from tracegrad.ops.conversion import ToDevice
 
 

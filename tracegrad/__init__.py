@@ -11,9 +11,11 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from . import _dtype
+from . import _dtype, autograd, cuda
 from ._dtype import (
-    bool_ as bool,  # noqa: A004 - torch.bool
+    bool_ as bool,
+)
+from ._dtype import (
     dtype,
     float16,
     float32,
@@ -22,6 +24,8 @@ from ._dtype import (
     int64,
     uint8,
 )
+from .autograd import enable_grad, inference_mode, no_grad, set_grad_enabled
+from .autograd.grad_mode import is_grad_enabled
 from .backends import device
 from .errors import (
     AutogradError,
@@ -32,12 +36,7 @@ from .errors import (
     TraceFileError,
     TracegradError,
 )
-from .tensor import Size, Tensor
-
-from . import autograd, cuda  # noqa: E402
-from .autograd import enable_grad, inference_mode, no_grad, set_grad_enabled  # noqa: E402
-from .autograd.grad_mode import is_grad_enabled  # noqa: E402
-from .factories import (  # noqa: E402
+from .factories import (
     arange,
     as_tensor,
     empty,
@@ -61,11 +60,12 @@ from .factories import (  # noqa: E402
     zeros,
     zeros_like,
 )
-from .functional import *  # noqa: E402, F403
-from .functional import max, min  # noqa: E402, A004
+from .functional import *
+from .functional import max, min
+from .tensor import Size, Tensor
 
-half, float, double = float16, float32, float64  # noqa: A001 - torch's aliases
-long, int = int64, int32  # noqa: A001
+half, float, double = float16, float32, float64
+long, int = int64, int32
 uint8 = uint8
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 
-class dtype:  # noqa: N801 - named as torch.dtype
+class dtype:
     """A tensor element type: ``tracegrad.float32`` and friends."""
 
-    __slots__ = ("name", "numpy", "is_floating_point", "itemsize")
+    __slots__ = ("is_floating_point", "itemsize", "name", "numpy")
 
     def __init__(self, name: str, numpy_dtype) -> None:
         self.name = name

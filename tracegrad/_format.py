@@ -13,13 +13,13 @@ def _float_formatter(array: np.ndarray):
     shown = array if array.size <= 1000 else np.concatenate(
         [array.reshape(-1)[:500], array.reshape(-1)[-500:]])
     width = max((len(single(value)) for value in shown.reshape(-1).tolist()), default=0)
-    return lambda value: single(value).rjust(width)  # noqa: E731 - local formatter
+    return lambda value: single(value).rjust(width)
 
 
 def _single_float_formatter(array: np.ndarray):
     finite = array[np.isfinite(array)]
     if finite.size == 0:
-        return lambda value: _special(value)  # noqa: E731 - local formatter
+        return lambda value: _special(value)
     integral = bool(np.all(finite == np.round(finite)))
     largest = float(np.abs(finite).max())
     smallest = float(np.abs(finite[finite != 0]).min()) if np.any(finite != 0) else 0.0

@@ -139,7 +139,7 @@ def __invert__(self):
     return _tensor_class()._wrap(~self.data, False)
 
 
-import operator as _ops  # noqa: E402
+import operator as _ops
 
 
 # -- in-place ---------------------------------------------------------------------------
@@ -187,7 +187,7 @@ def copy_(self, src, non_blocking=False):
     return self._inplace("copy_", arith.Copy, src)
 
 
-def clamp_(self, min=None, max=None):  # noqa: A002
+def clamp_(self, min=None, max=None):
     if max is None:
         return self._inplace("clamp_", unary.ClampMin, min)
     if min is None:
@@ -247,7 +247,7 @@ def _fill_random(self, op_name, array):
 
 
 # -- reductions ------------------------------------------------------------------------
-def sum(self, dim=None, keepdim=False, dtype=None):  # noqa: A001
+def sum(self, dim=None, keepdim=False, dtype=None):
     if dim is None:
         return reduce.SumAll.apply(self, dtype=_np_dtype(dtype))
     return reduce.Sum.apply(self, dim=dim, keepdim=keepdim, dtype=_np_dtype(dtype))
@@ -259,7 +259,7 @@ def mean(self, dim=None, keepdim=False):
     return reduce.Mean.apply(self, dim=dim, keepdim=keepdim)
 
 
-def max(self, dim=None, keepdim=False):  # noqa: A001
+def max(self, dim=None, keepdim=False):
     if isinstance(dim, _tensor_class()):
         return unary.Maximum.apply(self, dim)
     if dim is None:
@@ -267,7 +267,7 @@ def max(self, dim=None, keepdim=False):  # noqa: A001
     return ValuesIndices(*reduce.MaxDim.apply(self, dim, keepdim=keepdim))
 
 
-def min(self, dim=None, keepdim=False):  # noqa: A001
+def min(self, dim=None, keepdim=False):
     if isinstance(dim, _tensor_class()):
         return unary.Minimum.apply(self, dim)
     if dim is None:
@@ -348,13 +348,13 @@ def t(self):
     return shape.T.apply(self)
 
 
-def _T(self):  # noqa: N802
+def _T(self):
     if self.data.ndim <= 2:
         return shape.T.apply(self)
     return shape.Permute.apply(self, dims=tuple(reversed(range(self.data.ndim))))
 
 
-def _mT(self):  # noqa: N802
+def _mT(self):
     return shape.Transpose.apply(self, -2, -1)
 
 
@@ -436,7 +436,7 @@ def sqrt(self):
     return unary.Sqrt.apply(self)
 
 
-def abs(self):  # noqa: A001
+def abs(self):
     return unary.Abs.apply(self)
 
 
@@ -460,15 +460,15 @@ def relu(self):
     return unary.Relu.apply(self)
 
 
-def clamp(self, min=None, max=None):  # noqa: A002
+def clamp(self, min=None, max=None):
     return unary.clamp(self, min, max)
 
 
-def clamp_min(self, min):  # noqa: A002
+def clamp_min(self, min):
     return unary.ClampMin.apply(self, min)
 
 
-def clamp_max(self, max):  # noqa: A002
+def clamp_max(self, max):
     return unary.ClampMax.apply(self, max)
 
 
@@ -488,7 +488,7 @@ def log_softmax(self, dim, dtype=None):
     return unary.log_softmax(self, dim, dtype)
 
 
-def pow(self, exponent):  # noqa: A001
+def pow(self, exponent):
     return __pow__(self, exponent)
 
 
@@ -585,12 +585,12 @@ def isfinite(self):
     return _tensor_class()._wrap(self._xp.isfinite(self.data), False)
 
 
-def any(self, dim=None, keepdim=False):  # noqa: A001
+def any(self, dim=None, keepdim=False):
     return _tensor_class()._wrap(self._xp.asarray(self.data.any(axis=dim, keepdims=keepdim)),
                                  False)
 
 
-def all(self, dim=None, keepdim=False):  # noqa: A001
+def all(self, dim=None, keepdim=False):
     return _tensor_class()._wrap(self._xp.asarray(self.data.all(axis=dim, keepdims=keepdim)),
                                  False)
 

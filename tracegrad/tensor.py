@@ -487,11 +487,11 @@ def _normalize_array(array: np.ndarray) -> np.ndarray:
     raise DTypeError(f"cannot make a tensor from data of numpy dtype {array.dtype}")
 
 
-from .autograd.function import bind_tensor_class  # noqa: E402
+from .autograd.function import bind_tensor_class
 
 bind_tensor_class(Tensor)  # before the ops load: their hot paths use the bound class
 
-from . import _methods  # noqa: E402  (installs operators and methods on Tensor)
-from .ops import conversion as _conversion  # noqa: E402
+from . import _methods  # installs operators and methods on Tensor (below)
+from .ops import conversion as _conversion
 
 _methods.install(Tensor)

@@ -9,7 +9,7 @@ def is_anomaly_enabled() -> bool:
     return state.anomaly
 
 
-class detect_anomaly:  # noqa: N801 - named as torch.autograd.detect_anomaly
+class detect_anomaly:
     """Context manager (and decorator) enabling anomaly detection.
 
     While it is on, every node remembers the forward line that created it, backward raises
@@ -38,7 +38,7 @@ class detect_anomaly:  # noqa: N801 - named as torch.autograd.detect_anomaly
         return wrapper
 
 
-class set_detect_anomaly:  # noqa: N801
+class set_detect_anomaly:
     """Turn anomaly detection on or off; takes effect at once, and as a context restores."""
 
     def __init__(self, mode: bool, check_nan: bool = True) -> None:

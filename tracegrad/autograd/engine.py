@@ -11,7 +11,7 @@ import gc
 import heapq
 import itertools
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..errors import AutogradError, ShapeError
 from . import events
@@ -24,7 +24,7 @@ _pass_counter = itertools.count()
 class PassInfo:
     """What a listener learns about a backward pass when it starts."""
 
-    __slots__ = ("index", "kind", "roots", "retain_graph", "create_graph", "inputs")
+    __slots__ = ("create_graph", "index", "inputs", "kind", "retain_graph", "roots")
 
     def __init__(self, index, kind, roots, retain_graph, create_graph, inputs) -> None:
         self.index, self.kind, self.roots = index, kind, roots
@@ -191,7 +191,6 @@ def _count_dependencies(root_nodes: list, captures: dict, accumulate: bool) -> d
     With ``captures`` (autograd.grad, or backward(inputs=...)), only nodes from which a
     captured edge can be reached take part: the rest would compute unused gradients.
     """
-    children: dict = {}
     order = []
     stack = [node for node in root_nodes if node is not None]
     seen = set(stack)

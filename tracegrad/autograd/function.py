@@ -16,7 +16,8 @@ import numpy as np
 
 from .. import backends
 from ..errors import AutogradError, InplaceError
-from . import events, node as _node_module
+from . import events
+from . import node as _node_module
 from .grad_mode import state
 from .node import Node, SavedTensor, _sequence
 
@@ -121,7 +122,7 @@ class BackwardFunction(Node):
                 f"at index {position}; expected a Tensor or None.")
         shape, numpy_dtype = self._input_meta[edge_index]
         if grad.shape != shape:
-            from ..ops.reduce import sum_to, is_expandable_to
+            from ..ops.reduce import is_expandable_to, sum_to
 
             if not is_expandable_to(shape, grad.shape):
                 raise AutogradError(
@@ -452,4 +453,4 @@ class FunctionCtx:  # kept for type annotations written against torch
     pass
 
 
-__all__ = ["Function", "Op", "BackwardFunction", "once_differentiable", "Any"]
+__all__ = ["Any", "BackwardFunction", "Function", "Op", "once_differentiable"]

@@ -10,7 +10,7 @@ import functools
 
 
 class _State:
-    __slots__ = ("grad_enabled", "anomaly", "anomaly_check_nan")
+    __slots__ = ("anomaly", "anomaly_check_nan", "grad_enabled")
 
     def __init__(self) -> None:
         self.grad_enabled = True
@@ -46,7 +46,7 @@ class _GradModeContext:
         return wrapper
 
 
-class no_grad(_GradModeContext):  # noqa: N801 - named as torch.no_grad
+class no_grad(_GradModeContext):
     """Disable graph recording: ops inside make tensors with no grad_fn.
 
     >>> import tracegrad as torch
@@ -60,13 +60,13 @@ class no_grad(_GradModeContext):  # noqa: N801 - named as torch.no_grad
     _enable = False
 
 
-class enable_grad(_GradModeContext):  # noqa: N801
+class enable_grad(_GradModeContext):
     """Re-enable graph recording inside a no_grad block."""
 
     _enable = True
 
 
-class set_grad_enabled(_GradModeContext):  # noqa: N801
+class set_grad_enabled(_GradModeContext):
     """Set grad mode on or off; takes effect at once, and as a context restores it."""
 
     def __init__(self, mode: bool) -> None:
@@ -89,6 +89,6 @@ class set_grad_enabled(_GradModeContext):  # noqa: N801
         return wrapper
 
 
-class inference_mode(no_grad):  # noqa: N801 - accepted for compatibility; same as no_grad
+class inference_mode(no_grad):
     def __init__(self, mode: bool = True) -> None:
         self._enable = not mode

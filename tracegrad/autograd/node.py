@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 import weakref
-from typing import Callable
+from collections.abc import Callable
 
 from ..errors import AutogradError, InplaceError
 from .grad_mode import state
@@ -20,7 +20,7 @@ class VersionCounter:
     version error can say which in-place op changed the tensor and where.
     """
 
-    __slots__ = ("value", "last_op", "history")
+    __slots__ = ("history", "last_op", "value")
 
     def __init__(self) -> None:
         self.value = 0
@@ -39,7 +39,7 @@ class VersionCounter:
 class RemovableHandle:
     """What ``register_hook`` returns: ``handle.remove()`` unregisters the hook."""
 
-    __slots__ = ("_hooks", "_hook")
+    __slots__ = ("_hook", "_hooks")
 
     def __init__(self, hooks: list, hook) -> None:
         self._hooks, self._hook = hooks, hook
@@ -65,8 +65,17 @@ class SavedTensor:
     (as PyTorch does), so output -> grad_fn -> saved output is not a reference cycle.
     """
 
-    __slots__ = ("data", "counter", "version", "tensor", "node_ref", "output_nr",
-                 "producer", "requires_grad", "original")
+    __slots__ = (
+        "counter",
+        "data",
+        "node_ref",
+        "original",
+        "output_nr",
+        "producer",
+        "requires_grad",
+        "tensor",
+        "version",
+    )
 
     def __init__(self, tensor, node, is_output: bool) -> None:
         self.data = tensor.data

@@ -154,7 +154,7 @@ class ClampMin(Op):
     node_name = "ClampMinBackward0"
 
     @staticmethod
-    def forward(ctx, a, min):  # noqa: A002 - torch's keyword
+    def forward(ctx, a, min):
         ctx.save_for_backward(a)
         ctx.min = min
         return a._xp.maximum(a.data, _bound(a, min))
@@ -169,7 +169,7 @@ class ClampMax(Op):
     node_name = "ClampMaxBackward0"
 
     @staticmethod
-    def forward(ctx, a, max):  # noqa: A002
+    def forward(ctx, a, max):
         ctx.save_for_backward(a)
         ctx.max = max
         return a._xp.minimum(a.data, _bound(a, max))
@@ -184,7 +184,7 @@ class Clamp(Op):
     node_name = "ClampBackward1"
 
     @staticmethod
-    def forward(ctx, a, min, max):  # noqa: A002
+    def forward(ctx, a, min, max):
         ctx.save_for_backward(a)
         ctx.min, ctx.max = min, max
         return a._xp.clip(a.data, _bound(a, min), _bound(a, max))
@@ -201,7 +201,7 @@ def _bound(a, value):
     return a.data.dtype.type(value) if a.data.dtype.kind == "f" else value
 
 
-def clamp(a, min=None, max=None):  # noqa: A002
+def clamp(a, min=None, max=None):
     if min is None and max is None:
         raise ValueError("clamp: At least one of 'min' or 'max' must not be None")
     if max is None:
