@@ -222,7 +222,11 @@ async def test_export_svg_writes_the_file(tmp_path):
         await pilot.pause()
         path = tmp_path / "net-pass0-step2.svg"
         assert app.last_export == path, app.status_text
-        assert path.read_text().lstrip().startswith(("<?xml", "<svg"))
+        svg = path.read_text()
+        assert svg.lstrip().startswith(("<?xml", "<svg"))
+        # The current step is highlighted: a thick outline from the exporter, or a yellow
+        # fill from the fallback DOT when the exporter is missing.
+        assert 'stroke-width="3"' in svg or 'fill="yellow"' in svg
         assert "wrote" in app.status_text and str(path) in app.status_text
 
 

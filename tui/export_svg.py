@@ -1,7 +1,7 @@
 """Write the graph with the current step highlighted to an SVG file.
 
-Uses the exporter (``tracegrad.render(trace, path, highlight_step=...)``) when it is
-available; otherwise writes a small DOT of its own (every node, executed ones filled, the
+Uses the exporter (``tracegrad.render(trace, path, highlight_step=N, pass_index=P)``)
+when it is available; otherwise writes a small DOT of its own (every node, executed ones filled, the
 current one highlighted) and runs ``dot -Tsvg`` on it.
 
 Example:
@@ -30,7 +30,7 @@ def export_svg(trace: Trace, path: Path, pass_index: int, step_index: int) -> Pa
     path = Path(path)
     render = _exporter_render()
     if render is not None:
-        render(trace, path, highlight_step=(pass_index, step_index))
+        render(trace, path, highlight_step=step_index, pass_index=pass_index)
         return path
     if shutil.which("dot") is None:
         raise RuntimeError(
@@ -56,7 +56,7 @@ def _exporter_render():
         parameters = inspect.signature(render).parameters
     except (TypeError, ValueError):
         return None
-    return render if "highlight_step" in parameters else None
+    return render if {"highlight_step", "pass_index"} <= set(parameters) else None
 
 
 def fallback_dot(trace: Trace, pass_index: int, step_index: int) -> str:
