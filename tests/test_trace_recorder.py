@@ -182,3 +182,24 @@ def test_budget_exhausted_gives_statistics():
     assert any(value.array is None for value in values)
     assert tr.metadata["summarized_values"] > 0
     assert all(value.stats.max is not None for value in values)
+
+
+def test_events_dispatch_cache_follows_subscriptions():
+    from tracegrad.autograd import events
+
+    calls = []
+
+    class Listener:
+        def on_op(self, node, inputs, outputs):
+            calls.append(node.name())
+
+    handle = events.subscribe(Listener())
+    x = tg.ones(2, requires_grad=True)
+    _ = x * 2
+    handle.remove()
+    _ = x * 3
+    assert calls == ["MulBackward0"]
+    assert not events._methods  # no bound method keeps the old listener alive
+    with tg.trace() as tr:
+        _ = x * 4
+    assert len(tr.nodes) == 2

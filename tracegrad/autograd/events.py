@@ -26,6 +26,17 @@ from __future__ import annotations
 
 listeners: list = []
 
+# event name -> the bound methods that handle it, for the listeners in _methods_for. Looking
+# methods up once per event name, not once per emit, is most of what emitting costs.
+_methods: dict[str, tuple] = {}
+_methods_for: list = []
+
+
+def _forget_methods() -> None:
+    # Also drops the bound methods, so an unsubscribed listener is not kept alive here.
+    _methods.clear()
+    _methods_for[:] = listeners
+
 
 class _Subscription:
     def __init__(self, listener) -> None:
@@ -36,6 +47,7 @@ class _Subscription:
             listeners.remove(self.listener)
         except ValueError:
             pass
+        _forget_methods()
 
     def __enter__(self):
         return self
@@ -46,14 +58,20 @@ class _Subscription:
 
 def subscribe(listener) -> _Subscription:
     listeners.append(listener)
+    _forget_methods()
     return _Subscription(listener)
 
 
 def emit(event: str, *args) -> None:
-    for listener in tuple(listeners):
-        method = getattr(listener, event, None)
-        if method is not None:
-            method(*args)
+    if _methods_for != listeners:  # someone edited the list directly
+        _forget_methods()
+    methods = _methods.get(event)
+    if methods is None:
+        methods = _methods[event] = tuple(
+            method for listener in listeners
+            if (method := getattr(listener, event, None)) is not None)
+    for method in methods:
+        method(*args)
 
 
 def wants_sites() -> bool:

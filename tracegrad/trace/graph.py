@@ -61,17 +61,42 @@ def _jsonable(value, depth: int = 0):
     raise _NotJsonable
 
 
+_PLAIN = frozenset({int, bool, str, type(None)})
+
+
 def node_attrs(node: Node) -> dict[str, Any]:
     """The op parameters a node keeps (dim, keepdim, shapes, ...), JSON-able and sorted."""
     attrs = {}
-    for key in sorted(vars(node)):
-        if key.startswith("_") or key in _NODE_MACHINERY:
+    for key, value in vars(node).items():
+        if key[0] == "_" or key in _NODE_MACHINERY:
+            continue
+        kind = type(value)
+        if kind in _PLAIN:  # the common cases first: this runs for every recorded op
+            attrs[key] = value
             continue
         try:
-            attrs[key] = _jsonable(vars(node)[key])
+            attrs[key] = _jsonable(value)
         except _NotJsonable:
             continue  # arrays, tensors, index objects: too big or not data
+    if len(attrs) > 1:
+        attrs = dict(sorted(attrs.items()))
     return attrs
+
+
+_dtype_names: dict = {}
+
+
+def _dtype_name(numpy_dtype) -> str:
+    name = _dtype_names.get(numpy_dtype)
+    if name is None:
+        from .._dtype import from_numpy_dtype
+
+        name = _dtype_names[numpy_dtype] = from_numpy_dtype(numpy_dtype).name
+    return name
+
+
+def _device_name(tensor) -> str:
+    return "cpu" if type(tensor.data) is np.ndarray else str(tensor.device)
 
 
 def node_kind(node: Node) -> str:
@@ -128,9 +153,10 @@ class GraphBuilder:
         tensor_id = self._next_tensor_id
         self._next_tensor_id += 1
         self._tensor_ids[id(tensor)] = (tensor_id, _reference(tensor))
+        data = tensor.data
         record = TensorRecord(
-            id=tensor_id, shape=tuple(int(size) for size in tensor.data.shape),
-            dtype=tensor.dtype.name, device=str(tensor.device), name=tensor.name,
+            id=tensor_id, shape=tuple(map(int, data.shape)), dtype=_dtype_name(data.dtype),
+            device=_device_name(tensor), name=tensor.name,
             requires_grad=bool(tensor.requires_grad), is_leaf=tensor.grad_fn is None,
             output_nr=int(tensor._output_nr),
             is_parameter=type(tensor).__name__ == "Parameter")
@@ -144,11 +170,9 @@ class GraphBuilder:
         tensor_id = self._next_tensor_id
         self._next_tensor_id += 1
         shape, numpy_dtype, device = meta
-        from .._dtype import from_numpy_dtype
-
         self.trace.tensors[tensor_id] = TensorRecord(
-            id=tensor_id, shape=tuple(int(size) for size in shape),
-            dtype=from_numpy_dtype(numpy_dtype).name, device=str(device),
+            id=tensor_id, shape=tuple(map(int, shape)), dtype=_dtype_name(numpy_dtype),
+            device=str(device),
             requires_grad=numpy_dtype.kind == "f", is_leaf=False, grad_fn=node_id,
             output_nr=output_nr)
         self._output_tensors[(node_id, output_nr)] = tensor_id

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import traceback as traceback_module
+import weakref
 
 from .. import __version__
 from ..autograd import events
@@ -72,7 +73,10 @@ class Recorder:
         self._step_node = None
         self._step_grads_in: tuple = ()  # the live gradients of the running step
         self._pending_hooks: dict[int, list[HookRecord]] = {}
+        self._pass_gradients: dict[int, tuple] = {}  # id(array) -> (array, Value), one pass
         self._looked_up: set[int] = set()  # tensor ids whose variable name was searched
+        self._unnamed: list = []  # (weakref to tensor, record) waiting for a name search
+        self._naming_frame = None  # the user frame those tensors were used in
         self._last_op = None  # (node, node id, tensor ids first seen in that op)
         self._subscription = None
 
@@ -96,6 +100,7 @@ class Recorder:
             self._subscription = None
         if exc is not None and self.trace.exception is None:
             self.trace.exception = exception_record(exc)
+        self._flush_names()
         name_unnamed(self.trace, self.builder, frame, scopes)
         self.trace.metadata["summarized_values"] = self.budget.summarized
         return self.trace
@@ -139,20 +144,17 @@ class Recorder:
     def on_op(self, node, args, outputs) -> None:
         builder = self.builder
         inputs = [arg for arg in args if isinstance(arg, Tensor)]
-        first_seen = [tensor for tensor in inputs if builder.known_tensor(tensor) is None]
         before = builder._next_tensor_id
         record = builder.record_op(node, inputs, outputs)
-        fresh = set(range(before, builder._next_tensor_id))
-        self._last_op = (node, record.id, fresh)
+        self._last_op = (node, record.id, range(before, builder._next_tensor_id))
         tensors = self.trace.tensors
-        for tensor in first_seen:
-            tensor_record = tensors[builder.known_tensor(tensor)]
-            if tensor_record.value is None:
-                tensor_record.value = self._capture(tensor.data)
-        for tensor in outputs:
-            if tensor is None:
-                continue
-            tensor_record = tensors[builder.known_tensor(tensor)]
+        if self.values:
+            for tensor, tensor_id in zip(inputs, record.inputs):
+                if tensor_id >= before and tensors[tensor_id].value is None:
+                    tensors[tensor_id].value = self._capture(tensor.data)  # a leaf
+        for tensor, tensor_id in zip([out for out in outputs if out is not None],
+                                     record.outputs):
+            tensor_record = tensors[tensor_id]
             if tensor_record.site is None:
                 tensor_record.site = node._site
             value = tensor_record.value = self._capture(tensor.data)
@@ -162,26 +164,58 @@ class Recorder:
             # first appear, not every op they flow through.
             if not finite and all(is_finite(arg.data) for arg in inputs):
                 self.violations.nonfinite_forward(record, tensor, tensor_record)
-        self.violations.watch_saved(node, record.id)
-        self._name_inputs(inputs)
+        if node._saved:
+            self.violations.watch_saved(node, record.id)
+        self._note_names(inputs, record.inputs)
 
-    def _name_inputs(self, inputs) -> None:
-        pending = {}
-        for tensor in inputs:
-            tensor_id = self.builder.known_tensor(tensor)
-            if tensor_id is None or tensor_id in self._looked_up:
+    # -- names -------------------------------------------------------------------------
+    def _note_names(self, tensors, tensor_ids) -> None:
+        """Queue unnamed tensors for a search of the user's variables.
+
+        The search runs once per batch -- when the user's frame changes, when backward
+        starts, and at the end -- instead of once per op: a loop body's variables (h, y_pred,
+        loss) are still bound when its backward starts, and scanning a frame costs more
+        than recording an op.
+        """
+        looked_up = self._looked_up
+        new = None
+        for tensor, tensor_id in zip(tensors, tensor_ids):
+            if tensor_id is None or tensor_id in looked_up:
                 continue
-            self._looked_up.add(tensor_id)
+            looked_up.add(tensor_id)
             record = self.trace.tensors.get(tensor_id)
             if record is None:
                 continue
             if tensor.name:
                 record.name = tensor.name
             elif record.name is None:
-                pending[id(tensor)] = record
-        if pending:
-            for key, variable in names_in_frame(user_frame(1), pending).items():
-                pending[key].name = variable
+                if new is None:
+                    new = []
+                new.append((weakref.ref(tensor), record))
+        if new:
+            frame = user_frame(1)
+            if self._unnamed and frame is not self._naming_frame:
+                self._flush_names(self._naming_frame)  # the earlier batch's frame
+            self._naming_frame = frame
+            self._unnamed.extend(new)
+
+    def _flush_names(self, frame=None) -> None:
+        if frame is None:
+            frame = self._naming_frame
+        wanted = {}
+        for reference, record in self._unnamed:
+            tensor = reference()
+            if tensor is not None and record.name is None:
+                wanted[id(tensor)] = record
+        self._unnamed.clear()
+        self._naming_frame = None
+        if wanted:
+            for key, variable in names_in_frame(frame, wanted).items():
+                wanted[key].name = variable
+
+    def _name_now(self, tensors) -> None:
+        self._note_names(tensors, [self.builder.known_tensor(tensor) for tensor in tensors])
+        self._flush_names(user_frame(1))
 
     def on_tensor(self, tensor, kind: str) -> None:
         if tensor.requires_grad and self.builder.known_tensor(tensor) is None:
@@ -237,7 +271,7 @@ class Recorder:
 
     def on_inplace_refused(self, tensor, op_name: str) -> None:
         self.builder.tensor_id(tensor)
-        self._name_inputs([tensor])
+        self._name_now([tensor])
         self.violations.inplace_leaf(tensor, self.builder.tensor_id(tensor), op_name,
                                      user_site(3))
 
@@ -251,7 +285,8 @@ class Recorder:
                 self.builder.adopt([tensor.grad_fn],
                                    {(tensor.grad_fn, tensor._output_nr): tensor})
             roots.append(self.builder.tensor_id(tensor))
-        self._name_inputs(info.roots)
+        self._flush_names()
+        self._name_now(info.roots)
         self._pass = BackwardPass(
             index=index, kind=info.kind, roots=roots, site=user_site(3),
             retain_graph=bool(info.retain_graph), create_graph=bool(info.create_graph),
@@ -272,9 +307,17 @@ class Recorder:
         self._step_grads_in = grads_in
 
     def _gradient(self, grad, group: int) -> Value | None:
-        if grad is None:
+        """A gradient's Value; the same array going out of one step and into the next is
+        captured once (the pass holds the arrays, so their ids are not reused meanwhile)."""
+        if grad is None or not self.values:
             return None
-        return self._capture(grad.data, group)
+        data = grad.data
+        seen = self._pass_gradients.get(id(data))
+        if seen is not None and seen[0] is data:
+            return seen[1]
+        value = self._capture(data, group)
+        self._pass_gradients[id(data)] = (data, value)
+        return value
 
     def on_hook(self, node, kind: str, hook, changed: bool) -> None:
         hook_name = getattr(hook, "__qualname__", type(hook).__name__)
@@ -331,6 +374,7 @@ class Recorder:
             current.error = f"{type(error).__name__}: {error}"
         self._pass, self._step, self._step_node = None, None, None
         self._pending_hooks.clear()
+        self._pass_gradients.clear()
         self._group = current.index + 1
         self._drop_old_group(current.index)
         self.violations.prune()

@@ -18,6 +18,7 @@ from .. import backends
 from .model import Stats, Value
 
 DEFAULT_BUDGET_BYTES = 256 * 1024 * 1024
+_dtype_names: dict = {}
 
 
 def host_array(data) -> np.ndarray:
@@ -87,8 +88,11 @@ class ValueBudget:
 
     def capture(self, data, keep_array: bool = True) -> Value:
         array = host_array(data)
-        value = Value(shape=tuple(int(size) for size in array.shape),
-                      dtype=array.dtype.name, stats=compute_stats(array))
+        dtype_name = _dtype_names.get(array.dtype)
+        if dtype_name is None:  # numpy computes the name on every access
+            dtype_name = _dtype_names[array.dtype] = array.dtype.name
+        value = Value(shape=tuple(map(int, array.shape)), dtype=dtype_name,
+                      stats=compute_stats(array))
         if keep_array:
             if self.used_bytes + array.nbytes <= self.limit_bytes:
                 # A copy: tensors are mutated in place after they are captured.
