@@ -217,10 +217,10 @@ async def test_run_until_conditions():
 async def test_export_svg_writes_the_file(tmp_path):
     app = make_app(tmp_path)
     async with app.run_test(size=BIG) as pilot:
-        await pilot.press("n", "n", "e")
+        await pilot.press("n", "n", "n", "e")  # ReluBackward0
         await app.workers.wait_for_complete()
         await pilot.pause()
-        path = tmp_path / "net-pass0-step2.svg"
+        path = tmp_path / "net-pass0-step3.svg"
         assert app.last_export == path, app.status_text
         svg = path.read_text()
         assert svg.lstrip().startswith(("<?xml", "<svg"))
