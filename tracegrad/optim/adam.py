@@ -6,9 +6,8 @@ import math
 from typing import Any, Iterable
 
 from .. import factories
-from ..ops.unary import Maximum
 from ..tensor import Tensor
-from .optimizer import Optimizer
+from .optimizer import Optimizer, apply_update
 
 
 class Adam(Optimizer):
@@ -46,10 +45,10 @@ class Adam(Optimizer):
 
     def _update(self, group: dict[str, Any], param: Tensor, grad: Tensor,
                 state: dict[str, Any]) -> None:
-        if group["maximize"]:
-            grad = -grad
+        xp = param._xp
+        direction = -grad.data if group["maximize"] else grad.data
         if group["weight_decay"] != 0:
-            grad = grad + param * group["weight_decay"]
+            direction = direction + group["weight_decay"] * param.data
         if not state:
             state["step"] = 0
             state["exp_avg"] = factories.zeros_like(param)
@@ -59,15 +58,19 @@ class Adam(Optimizer):
         beta1, beta2 = group["betas"]
         state["step"] += 1
         step = state["step"]
-        exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-        exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
-        exp_avg_sq.mul_(beta2).add_(grad * grad, alpha=1 - beta2)
+        exp_avg, exp_avg_sq = state["exp_avg"].data, state["exp_avg_sq"].data
+        exp_avg *= beta1
+        exp_avg += (1 - beta1) * direction
+        exp_avg_sq *= beta2
+        exp_avg_sq += (1 - beta2) * (direction * direction)
         bias_correction1 = 1 - beta1 ** step
         bias_correction2_sqrt = math.sqrt(1 - beta2 ** step)
         second_moment = exp_avg_sq
         if group["amsgrad"]:
-            maximum = state["max_exp_avg_sq"]
-            maximum.copy_(Maximum.apply(maximum, exp_avg_sq))
+            maximum = state["max_exp_avg_sq"].data
+            xp.maximum(maximum, exp_avg_sq, out=maximum)
             second_moment = maximum
-        denominator = second_moment.sqrt() / bias_correction2_sqrt + group["eps"]
-        param.sub_(exp_avg / denominator, alpha=group["lr"] / bias_correction1)
+        denominator = xp.sqrt(second_moment)
+        denominator /= bias_correction2_sqrt
+        denominator += group["eps"]
+        apply_update(param, exp_avg / denominator, group["lr"] / bias_correction1)

@@ -144,6 +144,20 @@ class Optimizer:
         return "\n".join(lines)
 
 
+def apply_update(param: Tensor, direction, scale: float) -> None:
+    """``param -= scale * direction`` (``direction`` an array), written into the parameter's
+    storage in place.
+
+    Working on the arrays costs what hand-written NumPy costs (one temporary, two passes),
+    where ``param.sub_(d, alpha=lr)`` would add a temporary and a copy; the version bump
+    and the ``on_inplace`` event are the same as an in-place tensor op's, so traces still
+    show each optimizer step as an in-place ``sub_`` on the parameter.
+    """
+    data = param.data
+    data -= direction * scale if scale != 1 else direction
+    param._after_inplace("sub_")
+
+
 def _copy_state(values: dict[str, Any]) -> dict[str, Any]:
     return {key: value.clone() if isinstance(value, Tensor) else value
             for key, value in values.items()}

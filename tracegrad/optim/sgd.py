@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from ..tensor import Tensor
-from .optimizer import Optimizer
+from .optimizer import Optimizer, apply_update
 
 
 class SGD(Optimizer):
@@ -42,17 +42,18 @@ class SGD(Optimizer):
     def _update(self, group: dict[str, Any], param: Tensor, grad: Tensor,
                 state: dict[str, Any]) -> None:
         weight_decay, momentum = group["weight_decay"], group["momentum"]
+        direction = grad.data
         if weight_decay != 0:
-            grad = grad + param * weight_decay
+            direction = direction + weight_decay * param.data
         if momentum != 0:
             buffer = state.get("momentum_buffer")
             if buffer is None:
-                buffer = state["momentum_buffer"] = grad.clone()
+                buffer = state["momentum_buffer"] = Tensor._wrap(direction.copy(), False)
             else:
-                buffer.mul_(momentum).add_(grad, alpha=1 - group["dampening"])
-            grad = grad + buffer * momentum if group["nesterov"] else buffer
-        # One in-place update of the parameter: its version bumps, and a trace shows it.
-        if group["maximize"]:
-            param.add_(grad, alpha=group["lr"])
-        else:
-            param.sub_(grad, alpha=group["lr"])
+                buffer.data *= momentum
+                buffer.data += (1 - group["dampening"]) * direction
+            if group["nesterov"]:
+                direction = direction + momentum * buffer.data
+            else:
+                direction = buffer.data
+        apply_update(param, direction, -group["lr"] if group["maximize"] else group["lr"])
