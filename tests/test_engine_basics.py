@@ -199,3 +199,19 @@ def test_saved_tensors_are_freed_after_backward():
     assert all(saved.data is not None for saved in kept._saved)
     z.sum().backward()  # the retained graph runs a second time
     np.testing.assert_allclose(x.grad.data, 3 * 2 * np.e * np.ones(3), rtol=1e-5)
+
+
+def test_backward_of_several_roots_sharing_a_graph():
+    x = tg.tensor([1.0, 2.0], requires_grad=True)
+    y = (x * x).sum()
+    z = y * 3  # z's graph contains y's node: y's node must wait for both gradients
+    tg.autograd.backward([y, z])
+    np.testing.assert_allclose(x.grad.data, 4 * 2 * x.data)
+
+
+def test_diamond_graph_accumulates_both_paths():
+    x = tg.tensor([1.0, -1.0], requires_grad=True)
+    h = x.exp()
+    out = (h * 2 + h.sin()).sum()
+    out.backward()
+    np.testing.assert_allclose(x.grad.data, np.exp(x.data) * (2 + np.cos(np.exp(x.data))))

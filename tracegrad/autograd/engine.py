@@ -191,6 +191,8 @@ def _count_dependencies(root_nodes: list, captures: dict, accumulate: bool) -> d
     With ``captures`` (autograd.grad, or backward(inputs=...)), only nodes from which a
     captured edge can be reached take part: the rest would compute unused gradients.
     """
+    if not captures:
+        return _count_all_dependencies(root_nodes)
     order = []
     stack = [node for node in root_nodes if node is not None]
     seen = set(stack)
@@ -218,6 +220,28 @@ def _count_dependencies(root_nodes: list, captures: dict, accumulate: bool) -> d
         for next_node, _ in node.next_functions:
             if next_node is not None and (needed is None or next_node in needed):
                 dependencies[next_node] = dependencies.get(next_node, 0) + 1
+    return dependencies
+
+
+def _count_all_dependencies(root_nodes: list) -> dict:
+    """The common case of _count_dependencies (every reachable node runs), in one pass:
+    a node's count doubles as its "seen" mark."""
+    dependencies: dict = {}
+    stack = []
+    for node in root_nodes:
+        if node is not None and node not in dependencies:
+            dependencies[node] = 0
+            stack.append(node)
+    while stack:
+        node = stack.pop()
+        for next_node, _ in node.next_functions:
+            if next_node is not None:
+                count = dependencies.get(next_node)
+                if count is None:
+                    dependencies[next_node] = 1
+                    stack.append(next_node)
+                else:
+                    dependencies[next_node] = count + 1
     return dependencies
 
 
