@@ -10,7 +10,7 @@ naming the saving node and the in-place op, each with its line.
 >>> with tracegrad.trace() as tr:
 ...     y = x * 1
 ...     z = y * y
-...     y.add_(1)
+...     _ = y.add_(1)
 >>> [(v.kind, v.saved_version, v.current_version) for v in tr.violations]
 [('inplace_saved', 0, 1)]
 """
