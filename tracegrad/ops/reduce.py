@@ -223,6 +223,10 @@ def var(a, dim=None, keepdim: bool = False, correction: float = 1, unbiased=None
 
     Built from mean, sub, mul and sum, so its gradient (and second derivative) come from
     those ops' backward.
+
+    >>> import tracegrad as torch
+    >>> torch.tensor([1.0, 2.0, 3.0]).var(), torch.tensor([1.0, 3.0]).var(unbiased=False)
+    (tensor(1.), tensor(1.))
     """
     if unbiased is not None:
         correction = 1 if unbiased else 0

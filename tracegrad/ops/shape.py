@@ -312,7 +312,12 @@ class Repeat(Op):
 
 def split(tensor, split_size_or_sections, dim: int = 0) -> tuple:
     """``torch.split``: pieces of ``split_size`` along ``dim`` (the last may be smaller), or
-    pieces of the listed sizes. Each piece is a view (a SliceBackward0 node)."""
+    pieces of the listed sizes. Each piece is a view (a SliceBackward0 node).
+
+    >>> import tracegrad as torch
+    >>> [piece.tolist() for piece in torch.arange(5).split(2)]
+    [[0, 1], [2, 3], [4]]
+    """
     from .indexing import select_range
 
     axis = wrap_dim(dim, tensor.data.ndim)
