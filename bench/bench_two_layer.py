@@ -48,6 +48,22 @@ def measure(steps: int, repeats: int) -> dict[str, float]:
     return times
 
 
+def overhead_per_step(steps: int, repeats: int) -> dict[str, float]:
+    """Seconds per step with every size 1: what each framework costs beyond the math."""
+    import tracegrad as tg
+
+    numpy_example = load_example("two_layer_net_numpy")
+    ours = load_example("two_layer_net")
+    for module in (numpy_example, ours):
+        module.N = module.D_in = module.H = module.D_out = 1
+    arrays = numpy_example.make_data(np.float32)
+    numpy_time = best_of(lambda: numpy_example.train(steps, [a.copy() for a in arrays]),
+                         repeats)
+    ours_time = best_of(lambda: ours.train(steps, [tg.tensor(a.copy(), requires_grad=i >= 2)
+                                                   for i, a in enumerate(arrays)]), repeats)
+    return {"numpy": numpy_time / steps, "tracegrad": ours_time / steps}
+
+
 def report(times: dict[str, float], steps: int) -> None:
     print(f"two-layer net, {steps} steps, best of N (OMP_NUM_THREADS={describe_threads()})")
     for name, seconds in times.items():
@@ -87,6 +103,9 @@ def main(argv: list[str]) -> int:
     if not args.child:
         return run_each_thread_setting(__file__, argv)
     report(measure(args.steps, args.repeats), args.steps)
+    overhead = overhead_per_step(args.steps, args.repeats)
+    print(f"  per-step cost with all sizes 1 (pure overhead): numpy "
+          f"{overhead['numpy'] * 1e6:.1f} us, tracegrad {overhead['tracegrad'] * 1e6:.1f} us")
     return 0
 
 
