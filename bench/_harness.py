@@ -8,8 +8,8 @@ import subprocess
 import sys
 import time
 import types
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"

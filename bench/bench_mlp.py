@@ -13,7 +13,6 @@ import argparse
 import sys
 
 import numpy as np
-
 from _harness import best_of, describe_threads, run_each_thread_setting, torch_or_none
 
 TARGET = 1.05
@@ -91,7 +90,8 @@ def _framework_step(torch, nn, x, y, weights):
 
 def measure(batch: int, width: int, repeats: int) -> dict[str, float]:
     x, y, weights = make_arrays(batch, width)
-    steps = {"numpy": lambda mlp=NumpyMLP(weights): mlp.step(x, y),
+    numpy_mlp = NumpyMLP(weights)
+    steps = {"numpy": lambda: numpy_mlp.step(x, y),
              "tracegrad": tracegrad_step_function(x, y, weights)}
     torch = torch_or_none()
     if torch is not None:

@@ -13,9 +13,7 @@ import argparse
 import sys
 
 import numpy as np
-
-from _harness import best_of, describe_threads, load_example, run_each_thread_setting, \
-    torch_or_none
+from _harness import best_of, describe_threads, load_example, run_each_thread_setting, torch_or_none
 
 TARGET = 1.2
 

@@ -140,9 +140,8 @@ def test_no_scope_is_pushed_when_nobody_listens():
 
 def test_scope_is_popped_when_forward_raises():
     recorder = _ScopeRecorder()
-    with events.subscribe(recorder):
-        with pytest.raises(RuntimeError):
-            nn.Linear(3, 2)(tg.randn(4, 5))
+    with events.subscribe(recorder), pytest.raises(RuntimeError):
+        nn.Linear(3, 2)(tg.randn(4, 5))
     assert module_scope.current_scope() is None
 
 

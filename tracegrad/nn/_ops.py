@@ -21,7 +21,7 @@ class Addmm(Op):
     node_name = "AddmmBackward0"
 
     @staticmethod
-    def forward(ctx, bias, input, weight_t):  # noqa: A002 - torch's argument name
+    def forward(ctx, bias, input, weight_t):
         x, w = input.data, weight_t.data
         if x.shape[1] != w.shape[0]:
             raise _linear_mismatch(input, weight_t)
@@ -34,7 +34,7 @@ class Addmm(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        input, weight_t = ctx.saved_tensors  # noqa: A001
+        input, weight_t = ctx.saved_tensors
         needs = ctx.needs_input_grad
         grad_bias = sum_to(grad, ctx._input_meta[0][0]) if needs[0] else None
         grad_input = grad.mm(weight_t.t()) if needs[1] else None
@@ -45,7 +45,7 @@ class Addmm(Op):
         return grad_bias, grad_input, grad_weight_t
 
 
-def linear(input, weight, bias=None):  # noqa: A002
+def linear(input, weight, bias=None):
     """``input @ weight.T + bias``; one AddmmBackward0 node for 2-D input with a bias."""
     if input.ndim == 2 and bias is not None and bias.ndim <= 1:
         return Addmm.apply(bias, input, weight.t())
@@ -56,7 +56,7 @@ def linear(input, weight, bias=None):  # noqa: A002
     return out if bias is None else out + bias
 
 
-def _linear_mismatch(input, weight_t) -> ShapeError:  # noqa: A002
+def _linear_mismatch(input, weight_t) -> ShapeError:
     return ShapeError(
         f"linear: mat1 and mat2 shapes cannot be multiplied ({input.shape[0]}x"
         f"{input.shape[1]} and {weight_t.shape[0]}x{weight_t.shape[1]})\n"
@@ -65,7 +65,7 @@ def _linear_mismatch(input, weight_t) -> ShapeError:  # noqa: A002
         f"layer's in_features ({weight_t.shape[0]}).")
 
 
-def _linear_dtypes(input, weight_t, bias) -> DTypeError:  # noqa: A002
+def _linear_dtypes(input, weight_t, bias) -> DTypeError:
     return DTypeError(
         f"linear: expected input, weight and bias to have the same dtype, but got input "
         f"{input.dtype.name}, weight {weight_t.dtype.name}, bias {bias.dtype.name}. "
@@ -77,7 +77,7 @@ class MseLoss(Op):
     node_name = "MseLossBackward0"
 
     @staticmethod
-    def forward(ctx, input, target, reduction="mean"):  # noqa: A002
+    def forward(ctx, input, target, reduction="mean"):
         x, y = input.data, target.data
         if x.dtype != y.dtype and y.dtype.kind == "f":
             y = y.astype(x.dtype)
@@ -92,7 +92,7 @@ class MseLoss(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        input, target = ctx.saved_tensors  # noqa: A001
+        input, target = ctx.saved_tensors
         needs = ctx.needs_input_grad
         diff = input - target
         scale = 2.0 / diff.numel() if ctx.reduction == "mean" else 2.0
@@ -110,7 +110,7 @@ class NllLoss(Op):
     @staticmethod
     def forward(ctx, log_probs, target, weight=None, reduction="mean", ignore_index=-100):
         xp = log_probs._xp
-        x, classes = log_probs.data, target.data
+        x = log_probs.data
         class_axis = 0 if x.ndim == 1 else 1
         safe, kept = _checked_targets(xp, log_probs, target, class_axis, ignore_index)
         index = xp.expand_dims(safe, class_axis)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Any, Iterable, Iterator
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 from .module import Module
 
@@ -27,9 +28,9 @@ class Sequential(Module):
             for index, module in enumerate(modules):
                 self.add_module(str(index), module)
 
-    def forward(self, input: Any) -> Any:  # noqa: A002
+    def forward(self, input: Any) -> Any:
         for module in self._modules.values():
-            input = module(input)  # noqa: A001
+            input = module(input)
         return input
 
     def __len__(self) -> int:

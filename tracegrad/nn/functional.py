@@ -17,31 +17,40 @@ from ..ops import unary
 from ..tensor import Tensor
 from ._ops import REDUCTIONS, MseLoss, NllLoss, linear
 
-__all__ = ["linear", "relu", "sigmoid", "tanh", "softmax", "log_softmax", "mse_loss",
-           "nll_loss", "cross_entropy"]
+__all__ = [
+    "cross_entropy",
+    "linear",
+    "log_softmax",
+    "mse_loss",
+    "nll_loss",
+    "relu",
+    "sigmoid",
+    "softmax",
+    "tanh",
+]
 
 
-def relu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
+def relu(input: Tensor, inplace: bool = False) -> Tensor:
     return input.relu_() if inplace else input.relu()
 
 
-def sigmoid(input: Tensor) -> Tensor:  # noqa: A002
+def sigmoid(input: Tensor) -> Tensor:
     return input.sigmoid()
 
 
-def tanh(input: Tensor) -> Tensor:  # noqa: A002
+def tanh(input: Tensor) -> Tensor:
     return input.tanh()
 
 
-def softmax(input: Tensor, dim: int | None = None, dtype=None) -> Tensor:  # noqa: A002
+def softmax(input: Tensor, dim: int | None = None, dtype=None) -> Tensor:
     return unary.softmax(input, dim, dtype)
 
 
-def log_softmax(input: Tensor, dim: int | None = None, dtype=None) -> Tensor:  # noqa: A002
+def log_softmax(input: Tensor, dim: int | None = None, dtype=None) -> Tensor:
     return unary.log_softmax(input, dim, dtype)
 
 
-def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:  # noqa: A002
+def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
     """Mean (or summed, or per-element) squared error; one MseLossBackward0 node."""
     _check_reduction("mse_loss", reduction)
     if input.shape != target.shape:
@@ -52,7 +61,7 @@ def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor: 
     return MseLoss.apply(input, target, reduction=reduction)
 
 
-def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noqa: A002
+def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
              ignore_index: int = -100, reduction: str = "mean") -> Tensor:
     """Negative log likelihood of class-index ``target`` under log-probabilities
     ``input`` of shape (N, C), (C,) or (N, C, d1, ...)."""
@@ -61,7 +70,7 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noq
                          ignore_index=ignore_index)
 
 
-def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noqa: A002
+def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
                   ignore_index: int = -100, reduction: str = "mean",
                   label_smoothing: float = 0.0) -> Tensor:
     """``nll_loss(log_softmax(input, 1), target)``: records LogSoftmaxBackward0 then

@@ -40,7 +40,7 @@ class Linear(Module):
             bound = 1 / math.sqrt(self.in_features) if self.in_features > 0 else 0
             init.uniform_(self.bias, -bound, bound)
 
-    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+    def forward(self, input: Tensor) -> Tensor:
         return F.linear(input, self.weight, self.bias)
 
     def extra_repr(self) -> str:
@@ -49,7 +49,7 @@ class Linear(Module):
 
 
 class Identity(Module):
-    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+    def forward(self, input: Tensor) -> Tensor:
         return input
 
 
@@ -58,7 +58,7 @@ class Flatten(Module):
         super().__init__()
         self.start_dim, self.end_dim = start_dim, end_dim
 
-    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+    def forward(self, input: Tensor) -> Tensor:
         return input.flatten(self.start_dim, self.end_dim)
 
     def extra_repr(self) -> str:
@@ -70,7 +70,7 @@ class ReLU(Module):
         super().__init__()
         self.inplace = inplace
 
-    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+    def forward(self, input: Tensor) -> Tensor:
         return F.relu(input, self.inplace)
 
     def extra_repr(self) -> str:
@@ -78,12 +78,12 @@ class ReLU(Module):
 
 
 class Sigmoid(Module):
-    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+    def forward(self, input: Tensor) -> Tensor:
         return input.sigmoid()
 
 
 class Tanh(Module):
-    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+    def forward(self, input: Tensor) -> Tensor:
         return input.tanh()
 
 
@@ -92,7 +92,7 @@ class Softmax(Module):
         super().__init__()
         self.dim = dim
 
-    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+    def forward(self, input: Tensor) -> Tensor:
         return F.softmax(input, self.dim)
 
     def extra_repr(self) -> str:
@@ -100,5 +100,5 @@ class Softmax(Module):
 
 
 class LogSoftmax(Softmax):
-    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+    def forward(self, input: Tensor) -> Tensor:
         return F.log_softmax(input, self.dim)

@@ -25,7 +25,7 @@ class MSELoss(_Loss):
     5.0
     """
 
-    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.mse_loss(input, target, reduction=self.reduction)
 
 
@@ -45,7 +45,7 @@ class CrossEntropyLoss(_Loss):
         self.register_buffer("weight", weight)
         self.ignore_index, self.label_smoothing = ignore_index, label_smoothing
 
-    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.cross_entropy(input, target, self.weight, self.ignore_index,
                                self.reduction, self.label_smoothing)
 
@@ -57,5 +57,5 @@ class NLLLoss(_Loss):
         self.register_buffer("weight", weight)
         self.ignore_index = ignore_index
 
-    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.nll_loss(input, target, self.weight, self.ignore_index, self.reduction)

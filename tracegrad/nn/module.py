@@ -8,7 +8,8 @@ root module, e.g. ``encoder.0`` or ``encoder.0.weight``) when it is registered, 
 from __future__ import annotations
 
 from collections import OrderedDict, namedtuple
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from ..autograd import events, module_scope
 from ..autograd.grad_mode import state
@@ -215,7 +216,7 @@ class Module:
     # -- training state ----------------------------------------------------------------
     def train(self, mode: bool = True) -> Module:
         if not isinstance(mode, bool):
-            raise ValueError("training mode is expected to be boolean")
+            raise ValueError("training mode is expected to be boolean")  # noqa: TRY004 - torch's type
         for module in self.modules():
             object.__setattr__(module, "training", mode)
         return self
