@@ -93,8 +93,7 @@ class BackwardFunction(Node):
             results = self._trim_results(results)
         metas = self._input_meta
         edge_grads = []
-        edge_index = 0
-        for position in self._arg_slots:
+        for edge_index, position in enumerate(self._arg_slots):
             grad = results[position]
             if grad is not None:
                 shape, numpy_dtype = metas[edge_index]
@@ -102,7 +101,6 @@ class BackwardFunction(Node):
                 if array is None or array.shape != shape or array.dtype is not numpy_dtype:
                     grad = self._check_grad(grad, edge_index, position)
             edge_grads.append(grad)
-            edge_index += 1
         return tuple(edge_grads)
 
     def _trim_results(self, results: tuple) -> tuple:
