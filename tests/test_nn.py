@@ -409,3 +409,18 @@ def test_no_warnings_in_a_plain_training_step():
         warnings.simplefilter("error")
         model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
         nn.MSELoss()(model(tg.randn(5, 3)), tg.randn(5, 2)).backward()
+
+
+# -- docstring examples --------------------------------------------------------------------
+@pytest.mark.parametrize("module_name", [
+    "tracegrad.nn", "tracegrad.nn.module", "tracegrad.nn.parameter", "tracegrad.nn.layers",
+    "tracegrad.nn.container", "tracegrad.nn.loss", "tracegrad.nn.functional",
+    "tracegrad.nn.init", "tracegrad.optim", "tracegrad.optim.sgd", "tracegrad.optim.adam"])
+def test_docstring_examples_run(module_name):
+    import doctest
+    import importlib
+
+    module = importlib.import_module(module_name)
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0, f"{module_name} has no docstring example"
+    assert result.failed == 0
