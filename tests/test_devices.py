@@ -107,3 +107,41 @@ def test_device_strings_parse_like_torch():
     assert tg.ones(1).device == "cpu"
     with pytest.raises(DeviceError, match="Expected one of cpu, cuda"):
         tg.device("tpu")
+
+
+@pytest.mark.gpu
+def test_cuda_tensors_move_both_ways_and_report_their_device():
+    assert tg.cuda.is_available() is True
+    assert tg.cuda.device_count() >= 1
+    x = tg.randn(3, 4, device="cuda")
+    assert x.device == tg.device("cuda", 0) and x.is_cuda
+    assert str(x.device) == "cuda:0"
+    on_host = x.cpu()
+    assert on_host.device == tg.device("cpu") and not on_host.is_cuda
+    np.testing.assert_array_equal(on_host.cuda().cpu().numpy(), on_host.numpy())
+    assert tg.ones(2).to("cuda").device == tg.device("cuda")
+    assert tg.ones(2).cuda().device == tg.device("cuda")
+    assert x.to(tg.device("cuda")) is x  # already there: no copy, as in torch
+    assert "device='cuda:0'" in repr(x)
+
+
+@pytest.mark.gpu
+def test_a_trace_recorded_on_cuda_holds_host_arrays_and_opens_anywhere(tmp_path):
+    x = tg.randn(4, 5, device="cuda")
+    w = tg.randn(5, 3, device="cuda", requires_grad=True)
+    with tg.trace() as trace:
+        loss = x.mm(w).sigmoid().sum()
+        loss.backward()
+    arrays = [record.value.array for record in trace.tensors.values()
+              if record.value is not None and record.value.array is not None]
+    arrays += [grad.array for backward_pass in trace.passes for step in backward_pass.steps
+               for grad in (*step.grads_in, *step.grads_out)
+               if grad is not None and grad.array is not None]
+    assert arrays and all(type(array) is np.ndarray for array in arrays)
+    path = tmp_path / "cuda.trace"
+    trace.save(path)
+    loaded = tg.load_trace(path)
+    by_name = {record.name: record for record in loaded.tensors.values()}
+    np.testing.assert_allclose(by_name["w"].value.array, w.cpu().numpy())
+    assert by_name["w"].grad.stats.norm == pytest.approx(
+        float(np.linalg.norm(w.grad.cpu().numpy())), rel=1e-5)

@@ -424,3 +424,43 @@ def test_docstring_examples_run(module_name):
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0, f"{module_name} has no docstring example"
     assert result.failed == 0
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("activation", ["ReLU", "Sigmoid", "Tanh", "SiLU"])
+def test_mlp_on_cuda_matches_the_cpu(activation):
+    """Forward, loss and every parameter's gradient of the same model on both devices
+    (on CUDA the activations' backward runs as fused kernels)."""
+    def run(device: str):
+        tg.manual_seed(0)
+        model = nn.Sequential(nn.Linear(6, 32), getattr(nn, activation)(), nn.Linear(32, 4))
+        model.to(device)
+        rng = np.random.default_rng(0)
+        x = tg.tensor(rng.standard_normal((16, 6)).astype(np.float32), device=device)
+        labels = tg.tensor(rng.integers(0, 4, 16), device=device)
+        loss = F.cross_entropy(model(x), labels) + F.mse_loss(model(x), model(x).detach() * 0)
+        loss.backward()
+        assert all(p.grad.device == tg.device(device) for p in model.parameters())
+        return loss.item(), [p.grad.cpu().numpy() for p in model.parameters()]
+
+    loss, grads = run("cuda")
+    cpu_loss, cpu_grads = run("cpu")
+    np.testing.assert_allclose(loss, cpu_loss, rtol=1e-5)
+    for mine, expected in zip(grads, cpu_grads):
+        np.testing.assert_allclose(mine, expected, rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["relu", "sigmoid", "tanh", "silu"])
+def test_fused_activation_backward_matches_the_unfused_formula_on_cuda(name, monkeypatch):
+    from tracegrad.backends import kernels
+
+    def gradient() -> np.ndarray:
+        x = tg.tensor(np.linspace(-30, 30, 601), device="cuda", requires_grad=True)
+        out = getattr(F, name)(x)
+        (out * tg.arange(601, device="cuda")).sum().backward()
+        return x.grad.cpu().numpy()
+
+    fused = gradient()
+    monkeypatch.setattr(kernels, "enabled", False)
+    np.testing.assert_allclose(fused, gradient(), rtol=1e-12, atol=1e-300)

@@ -140,6 +140,7 @@ CASES: dict[str, list[Case]] = {
     "Select": [Case(((3, 4),), lambda L, x: x[1]),
                Case(((2, 3, 4),), lambda L, x: x[:, 2, 1:])],
     "Sigmoid": [Case(((3, 4),), lambda L, x: x.sigmoid())],
+    "Silu": [Case(((3, 4),), lambda L, x: L.nn.functional.silu(x * 4))],
     "Sin": [Case(((3, 4),), lambda L, x: L.sin(x))],
     "Slice": [Case(((4, 5),), lambda L, x: x[1:, ::2]),
               Case(((4, 5),), lambda L, x: x[None, ..., 1:3])],
@@ -293,3 +294,70 @@ def test_forward_and_gradients_match_torch(name, index):
             continue
         np.testing.assert_allclose(mine.grad.numpy(), reference.grad.numpy(), rtol=1e-7,
                                    atol=1e-10, err_msg=f"gradient of input {position}")
+
+
+# -- every op on CUDA, against the same op on the CPU -----------------------------------
+# The CPU is the reference, so only the CUDA case runs: on machines without CuPy and a GPU
+# (CI) it skips with the reason (tests/conftest.py).
+DEVICES = [pytest.param("cuda", marks=pytest.mark.gpu)]
+
+
+class _On:
+    """``tracegrad`` whose ``tensor()`` makes tensors on one device, so a case's index
+    tensors live with its inputs (as the same code written for a GPU would make them)."""
+
+    def __init__(self, device: str) -> None:
+        self.device = device
+
+    def __getattr__(self, name: str):
+        return getattr(tg, name)
+
+    def tensor(self, data, **options):
+        return tg.tensor(data, device=self.device, **options)
+
+
+def _run_on(device: str, name: str, index: int, second_order: bool):
+    """Outputs, first gradients and (with ``second_order``) gradients of the gradients'
+    squared norm, all copied to the host."""
+    case = _case(name, index)
+    lib = _On(device)
+    inputs = [tg.tensor(a, dtype=tg.float64, device=device, requires_grad=True)
+              for a in _arrays(name, index, case)]
+    outputs = _as_tuple(case.call(lib, *inputs))
+    rng = np.random.default_rng(7)
+    loss = 0
+    for output in outputs:
+        if output.requires_grad:
+            weight = tg.tensor(rng.standard_normal(tuple(output.shape)), device=output.device)
+            loss = loss + (output * weight).sum()
+    grads = tg.autograd.grad(loss, inputs, create_graph=second_order, allow_unused=True)
+    second = []
+    if second_order:
+        differentiable = [g for g in grads if g is not None and g.requires_grad]
+        if differentiable:
+            norm = sum((g * g).sum() for g in differentiable)
+            second = tg.autograd.grad(norm, inputs, allow_unused=True)
+    host = [o.detach().cpu().numpy() for o in outputs]
+    host += [None if g is None else g.detach().cpu().numpy() for g in (*grads, *second)]
+    return host
+
+
+def _assert_same_values(mine: list, reference: list) -> None:
+    assert len(mine) == len(reference)
+    for position, (a, b) in enumerate(zip(mine, reference)):
+        if a is None or b is None:
+            assert a is None and b is None, f"value {position}: one side has no gradient"
+            continue
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12, err_msg=f"value {position}")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name,index", _ids(ALL), ids=lambda value: str(value))
+def test_forward_and_gradients_on_cuda_match_the_cpu(name, index, device):
+    _assert_same_values(_run_on(device, name, index, False), _run_on("cpu", name, index, False))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name,index", _ids(ALL), ids=lambda value: str(value))
+def test_second_derivatives_on_cuda_match_the_cpu(name, index, device):
+    _assert_same_values(_run_on(device, name, index, True), _run_on("cpu", name, index, True))

@@ -184,3 +184,46 @@ def test_closure_is_called_with_grad_enabled():
     with tg.no_grad():
         loss = optimizer.step(closure)
     assert loss.item() == 4.0 and w.item() == pytest.approx(-1.0)
+
+
+# -- on CUDA: the same steps as on the CPU (the fused Adam kernel included) -------------
+CUDA = [pytest.param("cuda", marks=pytest.mark.gpu)]
+
+
+def _run_on(device: str, optimizer_class, options, steps: int = 6):
+    params = [tg.tensor(array, device=device, requires_grad=True) for array in _params()]
+    optimizer = optimizer_class(params, **options)
+    for step in range(steps):
+        weight, bias = params
+        rng = np.random.default_rng(100 + step)
+        x = tg.tensor(rng.standard_normal((5, 4)), device=device)
+        target = tg.tensor(rng.standard_normal((5, 3)), device=device)
+        loss = (((x.matmul(weight) + bias).tanh() - target) ** 2).sum()
+        optimizer.zero_grad()
+        (loss + (weight * weight).sum() * 0.1).backward()
+        optimizer.step()
+    assert all(param.device == tg.device(device) for param in params)
+    return [param.detach().cpu().numpy() for param in params]
+
+
+@pytest.mark.parametrize("device", CUDA)
+@pytest.mark.parametrize("optimizer,case", [("SGD", case) for case in sorted(SGD_CASES)]
+                         + [("Adam", case) for case in sorted(ADAM_CASES)])
+def test_steps_on_cuda_match_the_cpu(optimizer, case, device):
+    options = (SGD_CASES if optimizer == "SGD" else ADAM_CASES)[case]
+    optimizer_class = getattr(tg.optim, optimizer)
+    ours = _run_on(device, optimizer_class, options)
+    reference = _run_on("cpu", optimizer_class, options)
+    for mine, expected in zip(ours, reference):
+        np.testing.assert_allclose(mine, expected, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.gpu
+def test_fused_adam_kernel_matches_the_unfused_formulas_on_cuda(monkeypatch):
+    from tracegrad.backends import kernels
+
+    fused = _run_on("cuda", tg.optim.Adam, dict(lr=0.01, weight_decay=0.1, maximize=True))
+    monkeypatch.setattr(kernels, "enabled", False)
+    unfused = _run_on("cuda", tg.optim.Adam, dict(lr=0.01, weight_decay=0.1, maximize=True))
+    for mine, expected in zip(fused, unfused):
+        np.testing.assert_allclose(mine, expected, rtol=1e-9, atol=1e-12)

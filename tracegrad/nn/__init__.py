@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from . import functional, init
 from .container import ModuleList, Sequential
-from .layers import Flatten, Identity, Linear, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
+from .layers import Flatten, Identity, Linear, LogSoftmax, ReLU, Sigmoid, SiLU, Softmax, Tanh
 from .loss import CrossEntropyLoss, MSELoss, NLLLoss
 from .module import Module
 from .parameter import Parameter
 
 __all__ = [
     "CrossEntropyLoss", "Flatten", "Identity", "Linear", "LogSoftmax", "MSELoss", "Module",
-    "ModuleList", "NLLLoss", "Parameter", "ReLU", "Sequential", "Sigmoid", "Softmax", "Tanh",
-    "functional", "init",
+    "ModuleList", "NLLLoss", "Parameter", "ReLU", "Sequential", "SiLU", "Sigmoid", "Softmax",
+    "Tanh", "functional", "init",
 ]

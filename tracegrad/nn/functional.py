@@ -25,6 +25,7 @@ __all__ = [
     "nll_loss",
     "relu",
     "sigmoid",
+    "silu",
     "softmax",
     "tanh",
 ]
@@ -40,6 +41,16 @@ def sigmoid(input: Tensor) -> Tensor:
 
 def tanh(input: Tensor) -> Tensor:
     return input.tanh()
+
+
+def silu(input: Tensor, inplace: bool = False) -> Tensor:
+    """``input * sigmoid(input)`` (swish), one SiluBackward0 node.
+
+    >>> import tracegrad as torch
+    >>> torch.nn.functional.silu(torch.tensor([0.0, 2.0]))
+    tensor([0.0000, 1.7616])
+    """
+    return unary.silu(input)
 
 
 def softmax(input: Tensor, dim: int | None = None, dtype=None) -> Tensor:

@@ -82,6 +82,13 @@ class Sigmoid(Module):
         return input.sigmoid()
 
 
+class SiLU(Module):
+    """``x * sigmoid(x)``, as ``torch.nn.SiLU``."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.silu(input)
+
+
 class Tanh(Module):
     def forward(self, input: Tensor) -> Tensor:
         return input.tanh()

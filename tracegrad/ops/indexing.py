@@ -34,6 +34,11 @@ def _is_basic(index) -> bool:
                for part in parts)
 
 
+def _is_mask(index) -> bool:
+    """One boolean array: each position is picked at most once."""
+    return getattr(index, "dtype", None) is not None and index.dtype.kind == "b"
+
+
 def _has_int(index) -> bool:
     parts = index if isinstance(index, tuple) else (index,)
     return any(isinstance(part, int) for part in parts)
@@ -88,7 +93,7 @@ class IndexAccumulate(Op):
         xp = grad._xp
         ctx.index = index
         out = xp.zeros(shape, dtype=grad.data.dtype)
-        if _is_basic(index):
+        if _is_basic(index) or _is_mask(index):  # no position repeats: plain assignment
             out[index] = grad.data
         else:
             xp.add.at(out, index, grad.data)

@@ -3,7 +3,11 @@ maximum/minimum, softmax/log_softmax."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..autograd.function import Op
+from ..autograd.grad_mode import state
+from ..backends import kernels
 from ._operands import operands
 from .reduce import sum_to
 from .shape import wrap_dim
@@ -114,6 +118,8 @@ class Tanh(Op):
     @staticmethod
     def backward(ctx, grad):
         (result,) = ctx.saved_tensors
+        if grad.data.__class__ is not _ndarray and _fuse(grad, result):
+            return (_fused("tanh", grad, result),)
         return (grad * (1 - result * result),)
 
 
@@ -124,15 +130,44 @@ class Sigmoid(Op):
     @staticmethod
     def forward(ctx, a):
         x = _float(a)
-        xp = a._xp
-        # exp of -|x| never overflows; pick the stable form by sign
-        e = xp.exp(-xp.abs(x))
-        return xp.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
+        if x.__class__ is not _ndarray and kernels.enabled:
+            return kernels.sigmoid_forward(x)
+        return _stable_sigmoid(a._xp, x)
 
     @staticmethod
     def backward(ctx, grad):
         (result,) = ctx.saved_tensors
+        if grad.data.__class__ is not _ndarray and _fuse(grad, result):
+            return (_fused("sigmoid", grad, result),)
         return (grad * result * (1 - result),)
+
+
+def _stable_sigmoid(xp, x):
+    # exp of -|x| never overflows; pick the stable form by sign
+    e = xp.exp(-xp.abs(x))
+    return xp.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
+
+
+class Silu(Op):
+    """``x * sigmoid(x)`` (swish), one node as in ``torch.nn.functional.silu``."""
+
+    node_name = "SiluBackward0"
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        x = _float(a)
+        if x.__class__ is not _ndarray and kernels.enabled:
+            return kernels.silu_forward(x)
+        return x * _stable_sigmoid(a._xp, x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (a,) = ctx.saved_tensors
+        if grad.data.__class__ is not _ndarray and _fuse(grad, a):
+            return (_fused("silu", grad, a),)
+        s = Sigmoid.apply(a)
+        return (grad * s * (1 + a * (1 - s)),)
 
 
 class Relu(Op):
@@ -147,7 +182,25 @@ class Relu(Op):
     @staticmethod
     def backward(ctx, grad):
         (result,) = ctx.saved_tensors
+        if grad.data.__class__ is not _ndarray and _fuse(grad, result):
+            return (_fused("relu", grad, result),)
         return (grad * (result > 0),)
+
+
+_ndarray = np.ndarray
+
+
+def _fuse(grad, saved) -> bool:
+    """Whether a CUDA backward may use a fused kernel: only when no graph is being built
+    through it (create_graph=False), since a kernel's result has no history, and when the
+    kernel's one type fits both arrays."""
+    return kernels.enabled and not state.grad_enabled and grad.data.dtype == saved.data.dtype
+
+
+def _fused(name: str, grad, saved):
+    from ..tensor import Tensor
+
+    return Tensor._wrap(kernels.activation_backward(name, grad.data, saved.data), False)
 
 
 class ClampMin(Op):
@@ -304,6 +357,10 @@ def _default_dim(a, dim):
 
 def exp(a):
     return Exp.apply(a)
+
+
+def silu(a):
+    return Silu.apply(a)
 
 
 def log(a):

@@ -6,9 +6,14 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
+import numpy as np
+
 from .. import factories
+from ..backends import kernels
 from ..tensor import Tensor
 from .optimizer import Optimizer, apply_update
+
+_ndarray = np.ndarray
 
 
 class Adam(Optimizer):
@@ -46,10 +51,6 @@ class Adam(Optimizer):
 
     def _update(self, group: dict[str, Any], param: Tensor, grad: Tensor,
                 state: dict[str, Any]) -> None:
-        xp = param._xp
-        direction = -grad.data if group["maximize"] else grad.data
-        if group["weight_decay"] != 0:
-            direction = direction + group["weight_decay"] * param.data
         if not state:
             state["step"] = 0
             state["exp_avg"] = factories.zeros_like(param)
@@ -59,6 +60,20 @@ class Adam(Optimizer):
         beta1, beta2 = group["betas"]
         state["step"] += 1
         step = state["step"]
+        if param.data.__class__ is not _ndarray and kernels.enabled and not group["amsgrad"]:
+            # CUDA: one fused kernel reads grad and writes param and both moments, where
+            # the formulas below make about a dozen passes over memory
+            kernels.adam_update(param.data, grad.data, state["exp_avg"].data,
+                                state["exp_avg_sq"].data, lr=group["lr"], beta1=beta1,
+                                beta2=beta2, eps=group["eps"],
+                                weight_decay=group["weight_decay"],
+                                maximize=group["maximize"], step=step)
+            param._after_inplace("sub_")
+            return
+        xp = param._xp
+        direction = -grad.data if group["maximize"] else grad.data
+        if group["weight_decay"] != 0:
+            direction = direction + group["weight_decay"] * param.data
         exp_avg, exp_avg_sq = state["exp_avg"].data, state["exp_avg_sq"].data
         exp_avg *= beta1
         exp_avg += (1 - beta1) * direction
