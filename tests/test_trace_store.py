@@ -43,7 +43,13 @@ def test_round_trip_compares_equal(tmp_path):
         assert document["format"] == "tracegrad-trace"
         assert document["schema_version"] == SCHEMA_VERSION
         assert document["tracegrad"] == tg.__version__
-        assert any(name.startswith("arrays/") for name in archive.namelist())
+        assert archive.namelist() == ["trace.json", "arrays.bin"]
+        # Every array is in the table once, and shared Values and Sites are stored once.
+        assert len(document["arrays"]) == len(document["values"]) > 0
+        assert len(document["sites"]) == len(set(map(json.dumps, document["sites"])))
+    assert sum(1 for step in loaded.passes[0].steps for _ in step.grads_in) > 0
+    first, second = loaded.passes[0].steps[:2]
+    assert second.grads_in[0] is first.grads_out[0]  # one Value, as when it was recorded
 
 
 def test_same_program_byte_identical_without_timings(tmp_path):
@@ -95,21 +101,91 @@ def test_wrong_types_missing_arrays_and_pickles_are_rejected(tmp_path):
         document["trace"]["nodes"][0]["name"] = 7
 
     def missing_array(_, members):
-        del members[min(name for name in members if name.startswith("arrays/"))]
+        del members["arrays.bin"]
 
     def pickled_array(_, members):
         import io
 
         buffer = io.BytesIO()  # an object array: np.save stores it with pickle
         np.save(buffer, np.array([{"a": 1}], dtype=object), allow_pickle=True)
-        name = min(name for name in members if name.startswith("arrays/"))
-        members[name] = buffer.getvalue()
+        members["arrays.bin"] = buffer.getvalue()
 
-    for index, edit in enumerate((bad_type, missing_array, pickled_array)):
+    def object_dtype(document, _):
+        document["arrays"][0][0] = "|O"
+
+    def outside_blob(document, _):
+        document["arrays"][-1][2] = document["array_bytes"]
+
+    def bad_value_reference(document, _):
+        document["trace"]["passes"][0]["steps"][0]["grads_in"] = [len(document["values"])]
+
+    def bad_site_reference(document, _):
+        document["trace"]["nodes"][0]["site"] = -1
+
+    def wrong_shape(document, _):
+        document["values"][0]["shape"] = [999]
+
+    edits = (bad_type, missing_array, pickled_array, object_dtype, outside_blob,
+             bad_value_reference, bad_site_reference, wrong_shape)
+    for index, edit in enumerate(edits):
         damaged = tmp_path / f"damaged{index}.tgtrace"
         _rewrite(path, damaged, edit)
         with pytest.raises(TraceFileError, match=f"damaged{index}.tgtrace"):
             tg.load_trace(damaged)
+
+
+def test_error_names_the_json_path(tmp_path):
+    path = tmp_path / "run.tgtrace"
+    _program_trace().save(path)
+    damaged = tmp_path / "damaged.tgtrace"
+
+    def bad_saved_version(document, _):
+        node = next(node for node in document["trace"]["nodes"] if node.get("saved"))
+        node["saved"][0]["version"] = "zero"
+
+    _rewrite(path, damaged, bad_saved_version)
+    with pytest.raises(TraceFileError, match=r"trace\.nodes\[\d+\]\.saved\[0\]\.version: "
+                                             "expected an integer, got a string"):
+        tg.load_trace(damaged)
+
+
+def test_schema_1_files_still_load(tmp_path):
+    """Schema 1 wrote everything inline and one .npy member per array."""
+    trace = _program_trace()
+    inline = {"format": "tracegrad-trace", "schema_version": 1, "tracegrad": "0.1.0",
+              "timings": True, "trace": _schema_1_encode(trace, arrays := [])}
+    path = tmp_path / "old.tgtrace"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("trace.json", json.dumps(inline))
+        for index, array in enumerate(arrays):
+            import io
+
+            buffer = io.BytesIO()
+            np.save(buffer, array, allow_pickle=False)
+            archive.writestr(f"arrays/{index:06d}.npy", buffer.getvalue())
+    assert tg.load_trace(path) == trace
+
+
+def _schema_1_encode(value, arrays):
+    """The schema-1 encoder: every field, Sites and Values written in place."""
+    import dataclasses
+
+    if dataclasses.is_dataclass(value):
+        data = {}
+        for field in dataclasses.fields(value):
+            item = getattr(value, field.name)
+            if isinstance(item, dict) and field.name in ("tensors", "nodes"):
+                item = [item[key] for key in sorted(item)]
+            data[field.name] = _schema_1_encode(item, arrays)
+        return data
+    if isinstance(value, np.ndarray):
+        arrays.append(value)
+        return {"npy": len(arrays) - 1}
+    if isinstance(value, dict):
+        return {str(key): _schema_1_encode(item, arrays) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_schema_1_encode(item, arrays) for item in value]
+    return value
 
 
 def _load_or_clear_error(path) -> None:

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: sites and values tables, arrays in one member
 FORMAT_NAME = "tracegrad-trace"
 
 
