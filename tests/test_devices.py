@@ -142,6 +142,6 @@ def test_a_trace_recorded_on_cuda_holds_host_arrays_and_opens_anywhere(tmp_path)
     trace.save(path)
     loaded = tg.load_trace(path)
     by_name = {record.name: record for record in loaded.tensors.values()}
-    np.testing.assert_allclose(by_name["w"].value.array, w.cpu().numpy())
+    np.testing.assert_allclose(by_name["w"].value.array, w.detach().cpu().numpy())
     assert by_name["w"].grad.stats.norm == pytest.approx(
         float(np.linalg.norm(w.grad.cpu().numpy())), rel=1e-5)

@@ -463,4 +463,5 @@ def test_fused_activation_backward_matches_the_unfused_formula_on_cuda(name, mon
 
     fused = gradient()
     monkeypatch.setattr(kernels, "enabled", False)
-    np.testing.assert_allclose(fused, gradient(), rtol=1e-12, atol=1e-300)
+    # float64: the kernel and the formula round differently only where 1 - y*y cancels
+    np.testing.assert_allclose(fused, gradient(), rtol=1e-9, atol=1e-12)

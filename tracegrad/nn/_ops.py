@@ -174,7 +174,10 @@ class _quiet:
         self.xp = xp
 
     def __enter__(self):
-        self.saved = self.xp.seterr(invalid="ignore", divide="ignore")
+        # CuPy has no floating-point error state (GPU kernels never warn): nothing to quiet
+        self.saved = (self.xp.seterr(invalid="ignore", divide="ignore")
+                      if hasattr(self.xp, "seterr") else None)
 
     def __exit__(self, *exc_info):
-        self.xp.seterr(**self.saved)
+        if self.saved is not None:
+            self.xp.seterr(**self.saved)
