@@ -72,3 +72,14 @@ def test_recorder_adopts_a_graph_built_before_tracing():
     assert names == ["AccumulateGrad", "MulBackward0", "SumBackward0"]
     assert [tr.node(step.node).name for step in tr.passes[0].steps] == [
         "SumBackward0", "MulBackward0", "AccumulateGrad"]
+
+
+def test_released_saved_input_has_no_source_tensor():
+    """After backward frees a graph, a saved input is gone (not a TypeError)."""
+    x = tg.ones(3, requires_grad=True)
+    y = x * x  # MulBackward0 saves x, an input, by reference
+    y.sum().backward()
+    saved = [item for item in y.grad_fn._saved if item is not None]
+    assert saved and all(item.source_tensor() is None for item in saved)
+    trace = tg.trace.from_tensor(y)  # the freed saved tensors are left out, not a crash
+    assert [node.saved for node in trace.iter_nodes() if node.name == "MulBackward0"] == [[]]

@@ -98,9 +98,12 @@ class SavedTensor:
         return self.node_ref is not None
 
     def source_tensor(self):
-        """The tensor that was saved (None if a saved output has since been collected)."""
+        """The tensor that was saved (None if a saved output has since been collected, or
+        once backward released it)."""
         if self.tensor is not None:
             return self.tensor
+        if self.original is None:  # an input saved by reference, released by backward
+            return None
         return self.original()
 
     def unpack(self, node: Node):

@@ -106,15 +106,6 @@ def node_kind(node: Node) -> str:
     return getattr(function, "_node_kind", "op")
 
 
-def saved_source(saved: SavedTensor):
-    """The tensor a SavedTensor was made from, or None once it is freed or collected."""
-    if saved.tensor is not None:
-        return saved.tensor
-    if saved.original is None:  # released by backward: only the record remains
-        return None
-    return saved.original()
-
-
 class GraphBuilder:
     """Records tensors and nodes into ``trace``, each once, with ids by first sight."""
 
@@ -266,7 +257,7 @@ class GraphBuilder:
             node_id = self._reserve_node(node)
             for saved in node._saved:
                 if type(saved) is SavedTensor and saved.is_output:
-                    source = saved_source(saved)
+                    source = saved.source_tensor()
                     if source is not None:
                         known_outputs.setdefault((node, saved.output_nr), source)
             input_ids = [self._edge_tensor(next_node, input_nr) if next_node is not None
@@ -325,7 +316,7 @@ class GraphBuilder:
         for slot, saved in enumerate(node._saved):
             if type(saved) is not SavedTensor:
                 continue
-            source = saved_source(saved)
+            source = saved.source_tensor()
             if source is not None:
                 tensor_id = self.tensor_id(source)
             elif saved.is_output:

@@ -26,6 +26,8 @@ from .names import names_in_frame, user_frame
 from .values import DEFAULT_BUDGET_BYTES, ValueBudget, is_finite
 from .violations import ViolationFinder
 
+_MAX_PENDING_FRAMES = 8
+
 
 def record(values: bool = True, budget_bytes: int | None = None,
            keep_passes: tuple[int, int] | None = (2, 2)) -> Recorder:
@@ -75,8 +77,8 @@ class Recorder:
         self._pending_hooks: dict[int, list[HookRecord]] = {}
         self._pass_gradients: dict[int, tuple] = {}  # id(array) -> (array, Value), one pass
         self._looked_up: set[int] = set()  # tensor ids whose variable name was searched
-        self._unnamed: list = []  # (weakref to tensor, record) waiting for a name search
-        self._naming_frame = None  # the user frame those tensors were used in
+        # user frame -> [(weakref to tensor, record)] waiting for a search of its variables
+        self._unnamed: dict = {}
         self._last_op = None  # (node, node id, tensor ids first seen in that op)
         self._subscription = None
 
@@ -172,18 +174,21 @@ class Recorder:
     def _note_names(self, tensors, tensor_ids) -> None:
         """Queue unnamed tensors for a search of the user's variables.
 
-        The search runs once per batch -- when the user's frame changes, when backward
-        starts, and at the end -- instead of once per op: a loop body's variables (h, y_pred,
-        loss) are still bound when its backward starts, and scanning a frame costs more
-        than recording an op.
+        The search runs once per batch -- when backward starts, and at the end -- instead of
+        once per op: a loop body's variables (h, y_pred, loss) are still bound when its
+        backward starts, and scanning a frame costs more than recording an op. Tensors are
+        queued per user frame (a custom Function's forward is a frame of its own, and ops
+        alternate between it and the loop); at most _MAX_PENDING_FRAMES frames wait, so a
+        long forward-only program does not keep every finished frame alive.
         """
         looked_up = self._looked_up
         new = None
+        tensor_records = self.trace.tensors
         for tensor, tensor_id in zip(tensors, tensor_ids):
             if tensor_id is None or tensor_id in looked_up:
                 continue
             looked_up.add(tensor_id)
-            record = self.trace.tensors.get(tensor_id)
+            record = tensor_records.get(tensor_id)
             if record is None:
                 continue
             if tensor.name:
@@ -194,28 +199,34 @@ class Recorder:
                 new.append((weakref.ref(tensor), record))
         if new:
             frame = user_frame(1)
-            if self._unnamed and frame is not self._naming_frame:
-                self._flush_names(self._naming_frame)  # the earlier batch's frame
-            self._naming_frame = frame
-            self._unnamed.extend(new)
+            pending = self._unnamed.get(frame)
+            if pending is None:
+                if len(self._unnamed) >= _MAX_PENDING_FRAMES:
+                    oldest = next(iter(self._unnamed))
+                    self._flush_frame(oldest, self._unnamed.pop(oldest))
+                pending = self._unnamed[frame] = []
+            pending.extend(new)
 
-    def _flush_names(self, frame=None) -> None:
-        if frame is None:
-            frame = self._naming_frame
+    def _flush_names(self) -> None:
+        """Name every queued tensor after the variables of the frame it was used in."""
+        batches = list(self._unnamed.items())
+        self._unnamed.clear()
+        for frame, pending in batches:
+            self._flush_frame(frame, pending)
+
+    def _flush_frame(self, frame, pending: list) -> None:
         wanted = {}
-        for reference, record in self._unnamed:
+        for reference, record in pending:
             tensor = reference()
             if tensor is not None and record.name is None:
                 wanted[id(tensor)] = record
-        self._unnamed.clear()
-        self._naming_frame = None
         if wanted:
             for key, variable in names_in_frame(frame, wanted).items():
                 wanted[key].name = variable
 
     def _name_now(self, tensors) -> None:
         self._note_names(tensors, [self.builder.known_tensor(tensor) for tensor in tensors])
-        self._flush_names(user_frame(1))
+        self._flush_names()
 
     def on_tensor(self, tensor, kind: str) -> None:
         if tensor.requires_grad and self.builder.known_tensor(tensor) is None:
@@ -285,7 +296,6 @@ class Recorder:
                 self.builder.adopt([tensor.grad_fn],
                                    {(tensor.grad_fn, tensor._output_nr): tensor})
             roots.append(self.builder.tensor_id(tensor))
-        self._flush_names()
         self._name_now(info.roots)
         self._pass = BackwardPass(
             index=index, kind=info.kind, roots=roots, site=user_site(3),

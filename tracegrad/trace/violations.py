@@ -20,7 +20,7 @@ from __future__ import annotations
 import weakref
 
 from ..autograd.node import SavedTensor
-from .graph import GraphBuilder, saved_source
+from .graph import GraphBuilder
 from .model import BackwardPass, NodeRecord, Site, Step, TensorRecord, Trace, Violation
 
 
@@ -193,7 +193,7 @@ class ViolationFinder:
             if type(saved) is not SavedTensor or saved.data is None:
                 continue
             if saved.counter.value != saved.version:
-                source = saved_source(saved)
+                source = saved.source_tensor()
                 tensor_id = self.builder.tensor_id(source) if source is not None else None
                 history = saved.counter.history or []
                 changes = [(op, site) for version, op, site in history
