@@ -145,3 +145,22 @@ def test_a_trace_recorded_on_cuda_holds_host_arrays_and_opens_anywhere(tmp_path)
     np.testing.assert_allclose(by_name["w"].value.array, w.detach().cpu().numpy())
     assert by_name["w"].grad.stats.norm == pytest.approx(
         float(np.linalg.norm(w.grad.cpu().numpy())), rel=1e-5)
+
+
+@pytest.mark.gpu
+def test_out_of_range_targets_on_cuda_raise_at_the_next_host_read():
+    import tracegrad.nn.functional as F
+
+    logits = tg.randn(4, 3, device="cuda", requires_grad=True)
+    loss = F.cross_entropy(logits, tg.tensor([0, 1, 5, 2], device="cuda"))
+    with pytest.raises(IndexError, match=r"Target 5 is out of bounds: the input has 3 classes"):
+        loss.item()
+    good = F.cross_entropy(logits, tg.tensor([0, 1, 2, 2], device="cuda"))
+    assert np.isfinite(good.item())  # the error was raised once, not again
+    F.cross_entropy(logits, tg.tensor([-1, 0, 0, 0], device="cuda"))
+    cuda_backend._load().cuda.Device().synchronize()  # the bounds have reached the host:
+    with pytest.raises(IndexError, match=r"Target -1 is out of bounds"):  # the next loss
+        F.cross_entropy(logits, tg.tensor([0, 0, 0, 0], device="cuda"))  # reports them
+    F.cross_entropy(logits, tg.tensor([0, 3, 0, 0], device="cuda"))
+    with pytest.raises(IndexError, match=r"Target 3 is out of bounds"):
+        tg.cuda.synchronize()  # as torch.cuda.synchronize raises a device-side assert

@@ -29,3 +29,4 @@ def synchronize() -> None:
         from .backends import cuda
 
         cuda._load().cuda.Device().synchronize()
+        cuda.raise_pending(wait=True)

@@ -235,7 +235,10 @@ class Tensor:
         if self.data.size != 1:
             raise ValueError(
                 f"a Tensor with {self.data.size} elements cannot be converted to Scalar")
-        return self.data.reshape(()).item()
+        data = self.data
+        if data.__class__ is not _ndarray:  # CUDA: through to_host, which raises pending errors
+            data = backends.to_host(data)
+        return data.reshape(()).item()
 
     def tolist(self):
         return backends.to_host(self.data).tolist()

@@ -104,6 +104,15 @@ def to_device(array, target: device):
     return cuda.to_device(array, target)
 
 
+def check_on_host_later(array, check) -> None:
+    """Call ``check(host_array)`` once ``array`` (a small CuPy array) reaches the host, and
+    raise the exception it returns, if any, without waiting for the GPU now: at the next
+    ``check_on_host_later`` after the GPU has computed it, or at the next host read."""
+    from . import cuda
+
+    cuda.check_later(array, check)
+
+
 def to_host(array) -> np.ndarray:
     """A numpy array with the same values, for the tracer and for .numpy()."""
     if type(array) is np.ndarray:

@@ -70,7 +70,45 @@ def device_of(array):
 
 
 def to_host(array):
+    if _pending:
+        raise_pending(wait=True)
     return array.get()
+
+
+# Checks whose values are on their way to the host: (pinned host array, event, check, the
+# device array, kept alive until its copy is done).
+_pending: list = []
+
+
+def check_later(array, check) -> None:
+    """Copy ``array`` to pinned host memory asynchronously; ``check(host)`` runs once the
+    copy is done and its exception (if it returns one) is raised then."""
+    import numpy
+
+    raise_pending(wait=False)
+    cupy = _load()
+    array = cupy.ascontiguousarray(array)
+    memory = cupy.cuda.alloc_pinned_memory(array.nbytes)
+    host = numpy.frombuffer(memory, array.dtype, array.size).reshape(array.shape)
+    stream = cupy.cuda.get_current_stream()
+    cupy.cuda.runtime.memcpyAsync(host.ctypes.data, array.data.ptr, array.nbytes,
+                                  cupy.cuda.runtime.memcpyDeviceToHost, stream.ptr)
+    _pending.append((host, stream.record(), check, array))
+
+
+def raise_pending(wait: bool) -> None:
+    """Run the checks whose copies are done (all of them, waiting, with ``wait``)."""
+    while _pending:
+        host, event, check, _ = _pending[0]
+        if wait:
+            event.synchronize()
+        elif not event.done:
+            return
+        del _pending[0]
+        error = check(host)
+        if error is not None:
+            _pending.clear()  # one error per bad batch, as the first one says what to fix
+            raise error
 
 
 def to_device(array, target):

@@ -7,10 +7,17 @@ tensor ops, so ``create_graph=True`` differentiates through them.
 
 from __future__ import annotations
 
+import numpy as np
+
+from .. import backends
 from ..autograd.function import Op
+from ..autograd.grad_mode import state
 from ..errors import DTypeError, ShapeError
 from ..ops.indexing import ScatterInto
 from ..ops.reduce import sum_to
+from ..tensor import Tensor
+
+_ndarray = np.ndarray
 
 REDUCTIONS = ("none", "mean", "sum")
 
@@ -36,13 +43,24 @@ class Addmm(Op):
     def backward(ctx, grad):
         input, weight_t = ctx.saved_tensors
         needs = ctx.needs_input_grad
-        grad_bias = sum_to(grad, ctx._input_meta[0][0]) if needs[0] else None
+        grad_bias = _bias_grad(grad, ctx._input_meta[0][0]) if needs[0] else None
         grad_input = grad.mm(weight_t.t()) if needs[1] else None
         # grad.T @ input is the weight's gradient in the weight's own (out, in) layout;
         # handing TBackward0 its transposed view means the weight receives a contiguous
         # array, so .grad and the optimizer's passes over it stay cache-friendly.
         grad_weight_t = grad.t().mm(input).t() if needs[2] else None
         return grad_bias, grad_input, grad_weight_t
+
+
+def _bias_grad(grad, shape):
+    data = grad.data
+    if (data.__class__ is not _ndarray and not state.grad_enabled and data.ndim == 2
+            and shape == data.shape[1:]):
+        # CuPy sums axis 0 of a row-major array with strided reads; ones @ grad (a cuBLAS
+        # GEMV) reads it coalesced, several times faster for a 1024 x 4096 gradient
+        ones = grad._xp.ones(data.shape[0], dtype=data.dtype)
+        return Tensor._wrap(ones @ data, False)
+    return sum_to(grad, shape)
 
 
 def linear(input, weight, bias=None):
@@ -161,11 +179,28 @@ def _checked_targets(xp, log_probs, target, class_axis: int, ignore_index: int):
     kept = classes != ignore_index
     safe = xp.where(kept, classes, 0)
     count = x.shape[class_axis]
-    if safe.size and (int(safe.min()) < 0 or int(safe.max()) >= count):
-        bad = int(safe.max()) if int(safe.max()) >= count else int(safe.min())
-        raise IndexError(
-            f"nll_loss: Target {bad} is out of bounds: the input has {count} classes "
-            f"({log_probs._describe()}). Hint: class indices run from 0 to {count - 1}.")
+    if not safe.size:
+        return safe, kept
+    described = log_probs._describe()
+
+    def error(low: int, high: int) -> IndexError | None:
+        if low >= 0 and high < count:
+            return None
+        return IndexError(
+            f"nll_loss: Target {high if high >= count else low} is out of bounds: the input "
+            f"has {count} classes ({described}). Hint: class indices run from 0 to "
+            f"{count - 1}.")
+
+    bounds = xp.stack((safe.min(), safe.max()))
+    if bounds.__class__ is _ndarray:
+        found = error(int(bounds[0]), int(bounds[1]))
+        if found is not None:
+            raise found
+    else:
+        # On a GPU, reading the bounds now would stall it until the forward pass is done
+        # (a sync per step); like torch's device-side assert, the error is raised once the
+        # bounds reach the host: at the next loss or the next host read (.item(), .cpu()).
+        backends.check_on_host_later(bounds, lambda host: error(int(host[0]), int(host[1])))
     return safe, kept
 
 
