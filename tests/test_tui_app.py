@@ -213,6 +213,7 @@ async def test_run_until_conditions():
         assert "cannot understand 'bogus'" in app.status_text
 
 
+@pytest.mark.graphviz
 @run_async
 async def test_export_svg_writes_the_file(tmp_path):
     app = make_app(tmp_path)

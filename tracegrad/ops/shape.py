@@ -63,9 +63,9 @@ class View(Reshape):
         x = a.data
         ctx.input_shape = x.shape
         try:
-            view = x.view()
-            view.shape = shape  # raises instead of copying when strides do not allow it
-        except AttributeError:  # cupy arrays have no settable shape
+            # copy=False raises instead of copying when the strides do not allow a view
+            view = x.reshape(shape, copy=False)
+        except TypeError:  # an array module whose reshape has no copy= (cupy, numpy < 2.1)
             view = x.reshape(shape)
         except ValueError:
             raise ShapeError(
