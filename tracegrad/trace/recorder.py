@@ -24,7 +24,7 @@ from .graph import GraphBuilder, name_unnamed
 from .model import BackwardPass, ExceptionRecord, HookRecord, Step, Trace, Value, VersionChange
 from .names import names_in_frame, user_frame
 from .values import DEFAULT_BUDGET_BYTES, ValueBudget, is_finite
-from .violations import ViolationFinder
+from .violations import ViolationFinder, refresh_names
 
 _MAX_PENDING_FRAMES = 8
 
@@ -104,6 +104,7 @@ class Recorder:
             self.trace.exception = exception_record(exc)
         self._flush_names()
         name_unnamed(self.trace, self.builder, frame, scopes)
+        refresh_names(self.trace)
         self.trace.metadata["summarized_values"] = self.budget.summarized
         return self.trace
 

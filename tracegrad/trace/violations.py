@@ -35,6 +35,21 @@ def _describe(record: TensorRecord) -> str:
     return f"{label}{record.dtype} {list(record.shape)}"
 
 
+def refresh_names(trace) -> None:
+    """Put variable names into violation messages.
+
+    A message is written the moment the violation happens, usually before the recorder has
+    found the tensor's name in the user's frame; once names are known, the placeholder label
+    (``t4 float32 [8, 16]``) becomes the name (``'h' float32 [8, 16]``).
+    """
+    for violation in trace.violations:
+        record = trace.tensors.get(violation.tensor) if violation.tensor is not None else None
+        if record is None or not record.name:
+            continue
+        unnamed = f"t{record.id} {record.dtype} {list(record.shape)}"
+        violation.message = violation.message.replace(unnamed, _describe(record))
+
+
 class ViolationFinder:
     """Appends Violations to ``trace.violations``; keeps the watch on saved tensors."""
 
