@@ -30,12 +30,11 @@ WIDTH = 8
 
 
 # -- the workloads, one per library ------------------------------------------------------
-def _tracegrad_chain(length: int):
-    import tracegrad as tg
-
-    w = tg.full((WIDTH,), 0.999)
-    b = tg.full((WIDTH,), 0.001)
-    x = tg.ones(WIDTH, requires_grad=True)
+def _autograd_chain(library, length: int):
+    """The chain on tracegrad or torch: the same source, as tracegrad promises."""
+    w = library.full((WIDTH,), 0.999)
+    b = library.full((WIDTH,), 0.001)
+    x = library.ones(WIDTH, requires_grad=True)
 
     def forward():
         y = x
@@ -47,26 +46,19 @@ def _tracegrad_chain(length: int):
         loss.backward()
 
     return forward, backward
+
+
+def _tracegrad_chain(length: int):
+    import tracegrad
+
+    return _autograd_chain(tracegrad, length)
 
 
 def _torch_chain(length: int):
     import torch
 
     torch.set_grad_enabled(True)
-    w = torch.full((WIDTH,), 0.999)
-    b = torch.full((WIDTH,), 0.001)
-    x = torch.ones(WIDTH, requires_grad=True)
-
-    def forward():
-        y = x
-        for index in range(length):
-            y = y * w if index % 2 == 0 else y + b
-        return y.sum()
-
-    def backward(loss):
-        loss.backward()
-
-    return forward, backward
+    return _autograd_chain(torch, length)
 
 
 def _numpy_chain(length: int):
