@@ -15,9 +15,9 @@ import time
 from pathlib import Path
 
 import tracegrad as tg
-from tracegrad.export.dot import gc_paused
-from tracegrad.export.plan import plan_graph
-from tracegrad.trace.model import NodeRecord, SavedRecord, TensorRecord, Trace
+from tracegrad.draw.dot import gc_paused
+from tracegrad.draw.plan import plan_graph
+from tracegrad.tracing.model import NodeRecord, SavedRecord, TensorRecord, Trace
 
 NODES = 50_000
 
@@ -60,7 +60,7 @@ def main() -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "golden" / "dot"))
     import programs
 
-    with tg.trace() as two_layer:
+    with tg.record() as two_layer:
         programs.two_layer_net()
     best, _, _ = best_of(5, lambda: tg.to_dot(two_layer).source)
     print(f"two-layer net DOT ({len(two_layer.nodes)} nodes): best {best * 1e3:.1f} ms")

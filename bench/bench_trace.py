@@ -1,7 +1,7 @@
 """What tracing costs: the tutorial's two-layer net (500 steps) with the tracer off, with
 values captured, and structure only. Prints seconds (best of N) and ratios to tracer-off.
 Then the .tgtrace file: save and load of a 50,000-node trace (a chain of 50,000 ops recorded
-with ``tracegrad.trace()`` and one backward), structure only and with values.
+with ``tracegrad.record()`` and one backward), structure only and with values.
 
     .venv/bin/python bench/bench_trace.py [--steps 500] [--repeat 5] [--chain 50000]
 
@@ -41,7 +41,7 @@ def _best(function, repeat: int) -> float:
 def chain_trace(length: int, values: bool):
     """A chain of ``length`` multiplications recorded by the tracer, with one backward."""
     x = tracegrad.ones(4, requires_grad=True)
-    with tracegrad.trace(values=values) as trace:
+    with tracegrad.record(values=values) as trace:
         y = x
         for _ in range(length):
             y = y * 1.0
@@ -50,7 +50,7 @@ def chain_trace(length: int, values: bool):
 
 
 def bench_file(length: int, repeat: int) -> None:
-    from tracegrad.trace import load_trace
+    from tracegrad.tracing import load_trace
 
     print(f"trace file, a chain of {length:,} ops and one backward, best of {repeat}:")
     for values in (False, True):
@@ -82,15 +82,15 @@ def main() -> None:
 
     _train(20)  # warm up numpy and the op caches
     untraced = _best(lambda: _train(steps), repeat)
-    assert "tracegrad.trace.recorder" not in sys.modules
+    assert "tracegrad.tracing.recorder" not in sys.modules
 
     def traced(**options) -> float:
-        with tracegrad.trace(**options) as trace:
+        with tracegrad.record(**options) as trace:
             elapsed = _train(steps)
         assert len(trace.passes) == steps
         return elapsed
 
-    with tracegrad.trace():  # import the tracer and subscribe/unsubscribe once
+    with tracegrad.record():  # import the tracer and subscribe/unsubscribe once
         pass
     # Round-robin, best of N each: on a shared machine the load drifts, and interleaving
     # exposes every configuration to the same drift.

@@ -26,8 +26,8 @@ from pathlib import Path
 from tracegrad.tui.app import DebuggerApp
 from tracegrad.tui.widgets.graph_view import GraphView
 
-from tracegrad.trace import load_trace, save_trace
-from tracegrad.trace.model import (
+from tracegrad.tracing import load_trace, save_trace
+from tracegrad.tracing.model import (
     BackwardPass,
     NodeRecord,
     SavedRecord,

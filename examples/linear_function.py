@@ -48,12 +48,10 @@ class Linear(nn.Module):
             self.bias = nn.Parameter(torch.empty(output_features))
         else:
             self.register_parameter("bias", None)
-        # torch's tutorial writes self.weight.data.uniform_(...); in tracegrad .data is the
-        # raw array, so the initialisation is an in-place op under no_grad instead.
-        with torch.no_grad():
-            self.weight.uniform_(-0.1, 0.1)
-            if self.bias is not None:
-                self.bias.uniform_(-0.1, 0.1)
+        # Not a very smart way to initialize weights (as the tutorial says)
+        self.weight.data.uniform_(-0.1, 0.1)
+        if self.bias is not None:
+            self.bias.data.uniform_(-0.1, 0.1)
 
     def forward(self, input):
         return LinearFunction.apply(input, self.weight, self.bias)

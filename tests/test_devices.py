@@ -129,7 +129,7 @@ def test_cuda_tensors_move_both_ways_and_report_their_device():
 def test_a_trace_recorded_on_cuda_holds_host_arrays_and_opens_anywhere(tmp_path):
     x = tg.randn(4, 5, device="cuda")
     w = tg.randn(5, 3, device="cuda", requires_grad=True)
-    with tg.trace() as trace:
+    with tg.record() as trace:
         loss = x.mm(w).sigmoid().sum()
         loss.backward()
     arrays = [record.value.array for record in trace.tensors.values()

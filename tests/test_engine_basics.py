@@ -192,11 +192,11 @@ def test_saved_tensors_are_freed_after_backward():
     y = (x * x).exp()
     node = y.grad_fn
     y.sum().backward()
-    assert all(saved.data is None for saved in node._saved)
+    assert all(saved._array is None for saved in node._saved)
     z = (x * x).exp()
     kept = z.grad_fn
     z.sum().backward(retain_graph=True)
-    assert all(saved.data is not None for saved in kept._saved)
+    assert all(saved._array is not None for saved in kept._saved)
     z.sum().backward()  # the retained graph runs a second time
     np.testing.assert_allclose(x.grad.data, 3 * 2 * np.e * np.ones(3), rtol=1e-5)
 

@@ -163,7 +163,7 @@ def test_global_max_pool_routes_gradient_to_the_argmax_only():
     assert result["ones_per_channel"].tolist() == [[1.0] * 3] * 2
     x = result["input"]
     flat = x.detach().view(2, 3, 20)
-    np.testing.assert_array_equal(result["max_val"].detach().data, flat.data.max(axis=2))
+    np.testing.assert_array_equal(result["max_val"].detach().data, flat.numpy().max(axis=2))
 
 
 def test_exp_gradient_is_its_output():
@@ -273,11 +273,11 @@ def test_train_mlp_matches_torch_with_the_same_weights():
     their_model = theirs_module.make_model()
     with torch.no_grad():
         for mine, param in zip(model.parameters(), their_model.parameters()):
-            param.copy_(torch.from_numpy(mine.data.copy()))
+            param.copy_(torch.from_numpy(mine.detach().numpy().copy()))
     steps = 30
     our_losses, _, _ = ours_module.train(steps=steps, data=(points, labels),
                                                  model=model)
-    their_data = (torch.from_numpy(points.data.copy()), torch.from_numpy(labels.data.copy()))
+    their_data = (torch.from_numpy(points.numpy().copy()), torch.from_numpy(labels.numpy().copy()))
     their_losses, _, _ = theirs_module.train(steps=steps, data=their_data,
                                                        model=their_model)
     np.testing.assert_allclose(our_losses, their_losses, rtol=1e-4)

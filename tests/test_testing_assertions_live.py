@@ -163,18 +163,18 @@ def test_saved_counts_and_bytes():
 @pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
 def test_violations_and_nan_from_a_recorded_trace():
     x = tg.tensor([1.0, 0.0, 2.0], requires_grad=True)
-    with tg.trace() as clean:
+    with tg.record() as clean:
         x.exp().sum().backward()
     assert_no_violations(clean)
     assert_no_nan(clean)
 
-    with tg.trace() as broken:
+    with tg.record() as broken:
         h = x.sigmoid()
         h.mul_(2)  # h is saved by SigmoidBackward0
     with pytest.raises(AssertionError, match=r"\[inplace_saved\]"):
         assert_no_violations(broken)
 
-    with tg.trace() as with_nan:
+    with tg.record() as with_nan:
         (x.log() * 0).sum().backward()
     with pytest.raises(AssertionError, match="expected no NaN or Inf"):
         assert_no_nan(with_nan)

@@ -14,7 +14,7 @@ from tracegrad.testing.assertions import (
     assert_saved,
 )
 from tracegrad.testing.graph_text import graph_text, normalize_text, short_type
-from tracegrad.trace.model import (
+from tracegrad.tracing.model import (
     NodeRecord,
     SavedRecord,
     Stats,

@@ -281,8 +281,8 @@ def test_plugin_module_imports_nothing_heavy():
     import sys
 
     code = ("import sys, tracegrad.testing.plugin; "
-            "print(sorted(m for m in ('textual', 'graphviz', 'cupy', 'tracegrad.export', "
-            "'tracegrad.trace.recorder', 'tracegrad.testing.assertions') if m in sys.modules))")
+            "print(sorted(m for m in ('textual', 'graphviz', 'cupy', 'tracegrad.draw', "
+            "'tracegrad.tracing.recorder', 'tracegrad.testing.assertions') if m in sys.modules))")
     output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             check=True, env={**os.environ}).stdout.strip()
     assert output == "[]"

@@ -215,7 +215,7 @@ async def test_run_until_conditions():
 
 @pytest.mark.graphviz
 @run_async
-async def test_export_svg_writes_the_file(tmp_path):
+async def test_draw_svg_writes_the_file(tmp_path):
     app = make_app(tmp_path)
     async with app.run_test(size=BIG) as pilot:
         await pilot.press("n", "n", "n", "e")  # ReluBackward0
@@ -338,7 +338,7 @@ async def test_crashed_program_opens_at_the_failing_step():
 
 @run_async
 async def test_trace_without_backward():
-    from tracegrad.trace.model import Trace
+    from tracegrad.tracing.model import Trace
 
     app = DebuggerApp(Trace())
     async with app.run_test(size=SMALL) as pilot:

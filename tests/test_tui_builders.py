@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tracegrad.trace.model import (
+from tracegrad.tracing.model import (
     BackwardPass,
     ExceptionRecord,
     HookRecord,

@@ -46,9 +46,9 @@ def test_dump_traces_the_script_and_prints_the_steps():
 
 def test_dump_opens_a_saved_trace(tmp_path):
     import tracegrad as tg
-    from tracegrad.trace import save_trace
+    from tracegrad.tracing import save_trace
 
-    with tg.trace() as trace:
+    with tg.record() as trace:
         weight = tg.randn(3, requires_grad=True)
         (weight * 2).exp().sum().backward()
     path = tmp_path / "run.tgtrace"

@@ -81,7 +81,8 @@ _LAZY = {
     "nn": ".nn",
     "optim": ".optim",
     "testing": ".testing",
-    "export": ".export",
+    "draw": ".draw",
+    "tracing": ".tracing",
 }
 
 
@@ -92,11 +93,11 @@ def __getattr__(name: str):
 
     if name in _LAZY:
         return importlib.import_module(_LAZY[name], __name__)
-    if name in ("trace", "load_trace", "name"):
-        module = importlib.import_module(".trace", __name__)
+    if name in ("record", "load_trace", "name", "Trace"):
+        module = importlib.import_module(".tracing", __name__)
         return getattr(module, name)
     if name in ("render", "to_dot"):
-        module = importlib.import_module(".export", __name__)
+        module = importlib.import_module(".draw", __name__)
         return getattr(module, name)
     if name == "tui":
         return importlib.import_module(".tui", __name__)

@@ -40,7 +40,7 @@ def _special(value) -> str:
 
 
 def format_tensor(tensor) -> str:
-    array = backends.to_host(tensor.data)
+    array = backends.to_host(tensor._array)
     options = {"separator": ", ", "threshold": 1000, "edgeitems": 3,
                "prefix": "tensor(", "max_line_width": 80}
     if array.dtype.kind == "f":

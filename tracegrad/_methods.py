@@ -136,7 +136,7 @@ def __xor__(self, other):
 
 
 def __invert__(self):
-    return _tensor_class()._wrap(~self.data, False)
+    return _tensor_class()._wrap(~self._array, False)
 
 
 import operator as _ops
@@ -241,7 +241,7 @@ def _fill_random(self, op_name, array):
 
     if state.grad_enabled and self.requires_grad:
         self._check_inplace_allowed(op_name)
-    self.data[...] = array
+    self._array[...] = array
     self._after_inplace(op_name)
     return self
 
@@ -315,7 +315,7 @@ def _sizes(sizes):
 def view(self, *sizes):
     if len(sizes) == 1 and not isinstance(sizes[0], (int, tuple, list)):
         return self.to(sizes[0])  # view(dtype)
-    return shape.View.apply(self, shape=shape.infer_shape(sizes, self.data.size, self))
+    return shape.View.apply(self, shape=shape.infer_shape(sizes, self._array.size, self))
 
 
 def view_as(self, other):
@@ -323,7 +323,7 @@ def view_as(self, other):
 
 
 def reshape(self, *sizes):
-    return shape.Reshape.apply(self, shape=shape.infer_shape(sizes, self.data.size, self))
+    return shape.Reshape.apply(self, shape=shape.infer_shape(sizes, self._array.size, self))
 
 
 def reshape_as(self, other):
@@ -331,13 +331,13 @@ def reshape_as(self, other):
 
 
 def flatten(self, start_dim=0, end_dim=-1):
-    ndim = self.data.ndim
+    ndim = self._array.ndim
     if ndim == 0:
         return self.reshape(1)
     start, end = shape.wrap_dim(start_dim, ndim), shape.wrap_dim(end_dim, ndim)
     if start > end:
         raise ValueError("flatten() has invalid args: start_dim cannot come after end_dim")
-    sizes = self.data.shape
+    sizes = self._array.shape
     middle = 1
     for size in sizes[start:end + 1]:
         middle *= size
@@ -349,9 +349,9 @@ def t(self):
 
 
 def _T(self):
-    if self.data.ndim <= 2:
+    if self._array.ndim <= 2:
         return shape.T.apply(self)
-    return shape.Permute.apply(self, dims=tuple(reversed(range(self.data.ndim))))
+    return shape.Permute.apply(self, dims=tuple(reversed(range(self._array.ndim))))
 
 
 def _mT(self):
@@ -405,14 +405,14 @@ def narrow(self, dim, start, length):
 
 
 def contiguous(self, memory_format=None):
-    data = self.data
+    data = self._array
     if data.flags.c_contiguous:
         return self
     return shape.Clone.apply(self)
 
 
 def is_contiguous(self, memory_format=None):
-    return bool(self.data.flags.c_contiguous)
+    return bool(self._array.flags.c_contiguous)
 
 
 def clone(self, memory_format=None):
@@ -574,24 +574,24 @@ def ge(self, other):
 
 
 def isnan(self):
-    return _tensor_class()._wrap(self._xp.isnan(self.data), False)
+    return _tensor_class()._wrap(self._xp.isnan(self._array), False)
 
 
 def isinf(self):
-    return _tensor_class()._wrap(self._xp.isinf(self.data), False)
+    return _tensor_class()._wrap(self._xp.isinf(self._array), False)
 
 
 def isfinite(self):
-    return _tensor_class()._wrap(self._xp.isfinite(self.data), False)
+    return _tensor_class()._wrap(self._xp.isfinite(self._array), False)
 
 
 def any(self, dim=None, keepdim=False):
-    return _tensor_class()._wrap(self._xp.asarray(self.data.any(axis=dim, keepdims=keepdim)),
+    return _tensor_class()._wrap(self._xp.asarray(self._array.any(axis=dim, keepdims=keepdim)),
                                  False)
 
 
 def all(self, dim=None, keepdim=False):
-    return _tensor_class()._wrap(self._xp.asarray(self.data.all(axis=dim, keepdims=keepdim)),
+    return _tensor_class()._wrap(self._xp.asarray(self._array.all(axis=dim, keepdims=keepdim)),
                                  False)
 
 

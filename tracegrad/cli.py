@@ -14,8 +14,8 @@ import sys
 
 # (module, attribute): each registers one or more subcommands.
 COMMANDS = (
-    "tracegrad.trace.commands",  # run, check
-    "tracegrad.export.commands",  # render
+    "tracegrad.tracing.commands",  # run, check
+    "tracegrad.draw.commands",  # render
     "tracegrad.tui.commands",  # tui
 )
 

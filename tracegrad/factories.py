@@ -98,7 +98,7 @@ def _device_of(data):
 
 def _as_array(data, dtype, copy: bool) -> np.ndarray:
     if isinstance(data, Tensor):
-        array = backends.to_host(data.data)
+        array = backends.to_host(data._array)
     elif isinstance(data, (list, tuple)):
         array = np.asarray(_unwrap_nested(data))
         if dtype is None and array.dtype.kind == "f":
@@ -125,7 +125,7 @@ def _as_array(data, dtype, copy: bool) -> np.ndarray:
 
 def _unwrap_nested(data):
     if isinstance(data, Tensor):
-        return backends.to_host(data.data)
+        return backends.to_host(data._array)
     if isinstance(data, (list, tuple)):
         return [_unwrap_nested(item) for item in data]
     return data
@@ -136,8 +136,8 @@ def _infer_python_dtype(data):
     first = data
     while isinstance(first, (list, tuple)) and first:
         first = first[0]
-    if isinstance(first, Tensor) and first.data.dtype.kind == "f":
-        return first.data.dtype
+    if isinstance(first, Tensor) and first._array.dtype.kind == "f":
+        return first._array.dtype
     return None
 
 
@@ -246,10 +246,10 @@ def eye(n, m=None, dtype=None, device=None, requires_grad=False) -> Tensor:
 
 
 def _random_like(tensor: Tensor, kind: str, a: float, b: float):
-    shape = tensor.data.shape
+    shape = tensor._array.shape
     if kind == "normal":
         array = _generator.normal(a, b, shape)
     else:
         array = _generator.uniform(a, b, shape)
-    array = array.astype(tensor.data.dtype)
+    array = array.astype(tensor._array.dtype)
     return backends.to_device(array, tensor.device)

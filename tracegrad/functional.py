@@ -53,22 +53,22 @@ def stack(tensors, dim=0):
 
 def where(condition, input=None, other=None):
     if input is None and other is None:
-        return tuple(Tensor._wrap(index, False) for index in condition._xp.nonzero(condition.data))
+        return tuple(Tensor._wrap(index, False) for index in condition._xp.nonzero(condition._array))
     return indexing.Where.apply(condition, input, other)
 
 
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
-    return bool(input._xp.allclose(input.data, other.data, rtol=rtol, atol=atol,
+    return bool(input._xp.allclose(input._array, other._array, rtol=rtol, atol=atol,
                                    equal_nan=equal_nan))
 
 
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
-    return Tensor._wrap(input._xp.isclose(input.data, other.data, rtol=rtol, atol=atol,
+    return Tensor._wrap(input._xp.isclose(input._array, other._array, rtol=rtol, atol=atol,
                                           equal_nan=equal_nan), False)
 
 
 def equal(input, other) -> bool:
-    return input.shape == other.shape and bool((input.data == other.data).all())
+    return input.shape == other.shape and bool((input._array == other._array).all())
 
 
 def numel(input) -> int:

@@ -55,8 +55,8 @@ class Tensor:
     def __init__(self, data: Any = (), requires_grad: bool = False) -> None:
         # torch.Tensor(data) is the legacy constructor: always the default float dtype.
         if isinstance(data, Tensor):
-            data = data.data
-        self.data = np.asarray(data, dtype=_dtype.default_float.numpy)
+            data = data._array
+        self._array = np.asarray(data, dtype=_dtype.default_float.numpy)
         self.requires_grad = False
         self._version_counter = VersionCounter()
         if requires_grad:
@@ -68,7 +68,7 @@ class Tensor:
         if data.__class__ is not _ndarray and isinstance(data, np.generic):
             data = np.asarray(data)  # numpy reductions give scalars; tensors hold arrays
         tensor = _new_object(Tensor)
-        tensor.data = data
+        tensor._array = data
         tensor.requires_grad = requires_grad
         return tensor
 
@@ -86,23 +86,53 @@ class Tensor:
     def _version_counter(self, counter: VersionCounter) -> None:
         self._counter = counter
 
+    @property
+    def data(self) -> Tensor:
+        """A tensor sharing this one's storage, detached from the graph, as in PyTorch.
+
+        Unlike ``detach()``, it has a version counter of its own: in-place changes made
+        through ``.data`` are invisible to autograd (the old way to update weights).
+        The backend array itself is ``_array`` (or ``numpy()`` on the CPU).
+
+        >>> import tracegrad as torch
+        >>> w = torch.ones(2, requires_grad=True)
+        >>> w.data.mul_(3)
+        tensor([3., 3.])
+        >>> w, w._version
+        (tensor([3., 3.], requires_grad=True), 0)
+        """
+        tensor = _new_object(Tensor)
+        tensor._array = self._array
+        tensor.requires_grad = False
+        return tensor
+
+    @data.setter
+    def data(self, value: Tensor) -> None:
+        if not isinstance(value, Tensor):
+            raise TypeError(
+                f"Variable data has to be a tensor, but got {type(value).__name__}")
+        self._array = value._array
+        accumulator = self._accumulator
+        if accumulator is not None:  # the leaf's shape or dtype may have changed
+            accumulator._output_meta = ((self._array.shape, self._array.dtype, self.device),)
+
     # -- basic attributes --------------------------------------------------------------
     @property
     def shape(self) -> Size:
-        return Size(self.data.shape)
+        return Size(self._array.shape)
 
     def size(self, dim: int | None = None):
         if dim is None:
-            return Size(self.data.shape)
-        return self.data.shape[_wrap_dim(dim, self.data.ndim)]
+            return Size(self._array.shape)
+        return self._array.shape[_wrap_dim(dim, self._array.ndim)]
 
     @property
     def dtype(self) -> _dtype.dtype:
-        return _dtype.from_numpy_dtype(self.data.dtype)
+        return _dtype.from_numpy_dtype(self._array.dtype)
 
     @property
     def device(self) -> backends.device:
-        return backends.device_of(self.data)
+        return backends.device_of(self._array)
 
     @property
     def is_cuda(self) -> bool:
@@ -110,22 +140,22 @@ class Tensor:
 
     @property
     def _xp(self):
-        return backends.array_module(self.data)
+        return backends.array_module(self._array)
 
     @property
     def ndim(self) -> int:
-        return self.data.ndim
+        return self._array.ndim
 
     def dim(self) -> int:
-        return self.data.ndim
+        return self._array.ndim
 
     def numel(self) -> int:
-        return int(self.data.size)
+        return int(self._array.size)
 
     nelement = numel
 
     def element_size(self) -> int:
-        return self.data.itemsize
+        return self._array.itemsize
 
     @property
     def is_leaf(self) -> bool:
@@ -141,12 +171,12 @@ class Tensor:
         return self._retains_grad
 
     def is_floating_point(self) -> bool:
-        return self.data.dtype.kind == "f"
+        return self._array.dtype.kind == "f"
 
     def __len__(self) -> int:
-        if self.data.ndim == 0:
+        if self._array.ndim == 0:
             raise TypeError("len() of a 0-d tensor")
-        return self.data.shape[0]
+        return self._array.shape[0]
 
     def _describe(self) -> str:
         label = f"'{self.name}' " if self.name else ""
@@ -156,7 +186,7 @@ class Tensor:
 
     # -- autograd ----------------------------------------------------------------------
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
-        if requires_grad and self.data.dtype.kind != "f":
+        if requires_grad and self._array.dtype.kind != "f":
             raise DTypeError(
                 f"only Tensors of floating point dtype can require gradients (got "
                 f"{describe_tensor(self)}). Hint: convert it first with .float() or .double().")
@@ -217,7 +247,7 @@ class Tensor:
 
     def detach(self) -> Tensor:
         """A tensor sharing this one's storage (and version counter), outside the graph."""
-        tensor = Tensor._wrap(self.data, False)
+        tensor = Tensor._wrap(self._array, False)
         tensor._version_counter = self._version_counter
         tensor._base = self if self._base is None else self._base
         return tensor
@@ -228,20 +258,20 @@ class Tensor:
         return self
 
     def _detached_copy(self) -> Tensor:
-        return Tensor._wrap(self.data.copy(), False)
+        return Tensor._wrap(self._array.copy(), False)
 
     # -- conversion --------------------------------------------------------------------
     def item(self):
-        if self.data.size != 1:
+        if self._array.size != 1:
             raise ValueError(
-                f"a Tensor with {self.data.size} elements cannot be converted to Scalar")
-        data = self.data
+                f"a Tensor with {self._array.size} elements cannot be converted to Scalar")
+        data = self._array
         if data.__class__ is not _ndarray:  # CUDA: through to_host, which raises pending errors
             data = backends.to_host(data)
         return data.reshape(()).item()
 
     def tolist(self):
-        return backends.to_host(self.data).tolist()
+        return backends.to_host(self._array).tolist()
 
     def numpy(self, force: bool = False) -> np.ndarray:
         if self.requires_grad and not force:
@@ -253,19 +283,19 @@ class Tensor:
                 raise TypeError(
                     f"can't convert {self.device} device type tensor to numpy. Use Tensor.cpu() "
                     "to copy the tensor to host memory first.")
-            return backends.to_host(self.data)
-        return self.data
+            return backends.to_host(self._array)
+        return self._array
 
     def __array__(self, dtype=None, copy=None):
-        array = backends.to_host(self.data)
+        array = backends.to_host(self._array)
         return array if dtype is None else array.astype(dtype)
 
     def __bool__(self) -> bool:
-        if self.data.size != 1:
+        if self._array.size != 1:
             raise RuntimeError(
                 f"Boolean value of Tensor with more than one value is ambiguous "
                 f"({describe_tensor(self)})")
-        return bool(self.data.reshape(()))
+        return bool(self._array.reshape(()))
 
     def __float__(self) -> float:
         return float(self.item())
@@ -274,15 +304,15 @@ class Tensor:
         return int(self.item())
 
     def __index__(self) -> int:
-        if self.data.dtype.kind not in "iub":
+        if self._array.dtype.kind not in "iub":
             raise TypeError("only integer tensors of a single element can be converted to an "
                             "index")
         return int(self.item())
 
     def __iter__(self):
-        if self.data.ndim == 0:
+        if self._array.ndim == 0:
             raise TypeError("iteration over a 0-d tensor")
-        return (self[index] for index in range(self.data.shape[0]))
+        return (self[index] for index in range(self._array.shape[0]))
 
     def __repr__(self) -> str:
         from ._format import format_tensor
@@ -306,7 +336,7 @@ class Tensor:
                 result = _conversion.ToDevice.apply(result, device=device)
         if target_dtype is not None:
             numpy_dtype = _dtype.to_numpy_dtype(target_dtype)
-            if numpy_dtype != result.data.dtype:
+            if numpy_dtype != result._array.dtype:
                 result = _conversion.ToDtype.apply(result, dtype=numpy_dtype)
         return result
 
@@ -359,7 +389,7 @@ class Tensor:
         if tracking:
             snapshot = self._snapshot()
             result = op.apply(snapshot, *args, **attrs)
-            self._write(result.data, op_name)
+            self._write(result._array, op_name)
             self.grad_fn, self._output_nr = result.grad_fn, result._output_nr
             self.requires_grad = result.requires_grad
             self._after_inplace(op_name)
@@ -367,7 +397,7 @@ class Tensor:
                 self._rebase_into_base()
         else:
             result = op.apply(self, *args, **attrs)
-            self._write(result.data, op_name)
+            self._write(result._array, op_name)
             self._after_inplace(op_name)
         return self
 
@@ -394,7 +424,7 @@ class Tensor:
 
     def _snapshot(self) -> Tensor:
         """A copy of the current value that keeps this tensor's place in the graph."""
-        snapshot = Tensor._wrap(self.data.copy(), self.requires_grad)
+        snapshot = Tensor._wrap(self._array.copy(), self.requires_grad)
         snapshot.grad_fn, snapshot._output_nr = self.grad_fn, self._output_nr
         if self.grad_fn is None and self.requires_grad:
             snapshot._accumulator = self._grad_accumulator()
@@ -402,7 +432,7 @@ class Tensor:
         return snapshot
 
     def _write(self, value, op_name: str) -> None:
-        target = self.data
+        target = self._array
         if value.dtype != target.dtype and value.dtype.kind == "f" and target.dtype.kind != "f":
             raise DTypeError(
                 f"{op_name}: result type {_dtype.from_numpy_dtype(value.dtype).name} can't be "
@@ -449,11 +479,11 @@ class Tensor:
         if tracking:
             snapshot = self._snapshot()
             result = IndexPut.apply(snapshot, value, index=index)
-            self._write(result.data, "__setitem__")
+            self._write(result._array, "__setitem__")
             self.grad_fn, self._output_nr = result.grad_fn, result._output_nr
             self.requires_grad = True
         else:
-            self.data[index] = value.data
+            self._array[index] = value._array
         self._after_inplace("__setitem__")
 
 
@@ -467,8 +497,8 @@ def _same_index(left, right) -> bool:
 def _scalar_array(value, like: Tensor):
     xp = like._xp
     array = xp.asarray(value)
-    if array.dtype.kind == "f" and like.data.dtype.kind == "f":
-        array = array.astype(like.data.dtype)
+    if array.dtype.kind == "f" and like._array.dtype.kind == "f":
+        array = array.astype(like._array.dtype)
     return array
 
 

@@ -6,7 +6,7 @@ not import textual (the command line's ``--help`` stays fast); ``show`` does.
 
 Example:
     >>> import tracegrad as tg
-    >>> with tg.trace() as tr:                                    # doctest: +SKIP
+    >>> with tg.record() as tr:                                    # doctest: +SKIP
     ...     (tg.randn(3, requires_grad=True) * 2).sum().backward()
     >>> tg.tui.show(tr)                                           # doctest: +SKIP
 """
@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from tracegrad.trace.model import Trace
+    from tracegrad.tracing.model import Trace
 
 __all__ = ["dump_steps", "show"]
 
@@ -24,7 +24,7 @@ __all__ = ["dump_steps", "show"]
 def show(trace: Trace, *, source: str = "") -> None:
     """Open the debugger on ``trace`` and return when the user quits.
 
-    Accepts a ``Trace`` or the object ``tracegrad.trace()`` yields (anything with a
+    Accepts a ``Trace`` or the object ``tracegrad.record()`` yields (anything with a
     ``.trace`` attribute holding one).
     """
     from .app import DebuggerApp

@@ -7,7 +7,7 @@ widgets, which are small and each in a file of its own; widgets talk back by pos
 messages (a clicked step, a chosen violation, a picked pass).
 
 Example:
-    >>> from tracegrad.trace.model import Trace
+    >>> from tracegrad.tracing.model import Trace
     >>> app = DebuggerApp(Trace())
     >>> app.pass_index, app.step_index
     (0, 0)
@@ -24,7 +24,7 @@ from textual.reactive import reactive
 from textual.widgets import Footer, Static
 
 from tracegrad.errors import ConditionError
-from tracegrad.trace.model import Trace
+from tracegrad.tracing.model import Trace
 
 from .conditions import parse_condition
 from .export_svg import export_svg

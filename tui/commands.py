@@ -62,11 +62,11 @@ def load_target(target: str, script_args: list[str]):
 
     path = Path(target)
     if path.suffix == ".py":
-        from tracegrad.trace import run_script
+        from tracegrad.tracing import run_script
 
         result = run_script(str(path), list(script_args))
         return getattr(result, "trace", result)
-    from tracegrad.trace import load_trace
+    from tracegrad.tracing import load_trace
 
     return load_trace(str(path))
 

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from tracegrad.errors import ConditionError
-from tracegrad.trace.model import Step
+from tracegrad.tracing.model import Step
 
 from .session import MARK_VIOLATION, DebugSession, step_values
 

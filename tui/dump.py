@@ -1,7 +1,7 @@
 """The steps table as plain text, for places without a terminal (CI logs, ``--dump``).
 
 Example:
-    >>> from tracegrad.trace.model import Trace, NodeRecord, BackwardPass, Step
+    >>> from tracegrad.tracing.model import Trace, NodeRecord, BackwardPass, Step
     >>> trace = Trace(nodes={0: NodeRecord(0, "SumBackward0")},
     ...               passes=[BackwardPass(0, steps=[Step(0, 0)])])
     >>> print(dump_steps(trace).splitlines()[2])
@@ -10,7 +10,7 @@ Example:
 
 from __future__ import annotations
 
-from tracegrad.trace.model import Trace
+from tracegrad.tracing.model import Trace
 
 from .formatting import describe_violation
 from .session import DebugSession

@@ -5,7 +5,7 @@ when it is available; otherwise writes a small DOT of its own (every node, execu
 current one highlighted) and runs ``dot -Tsvg`` on it.
 
 Example:
-    >>> from tracegrad.trace.model import Trace, NodeRecord, BackwardPass, Step
+    >>> from tracegrad.tracing.model import Trace, NodeRecord, BackwardPass, Step
     >>> trace = Trace(nodes={0: NodeRecord(0, "SumBackward0")},
     ...               passes=[BackwardPass(0, steps=[Step(0, 0)])])
     >>> "fillcolor=yellow" in fallback_dot(trace, 0, 0)
@@ -18,7 +18,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from tracegrad.trace.model import Trace
+from tracegrad.tracing.model import Trace
 
 # Beyond this the fallback draws only the nodes of the selected pass: dot on 50,000 nodes
 # takes minutes, and a picture that large is not readable anyway.

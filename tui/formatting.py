@@ -1,7 +1,7 @@
 """Text for values, tensors and sites, shared by the panels and ``--dump``.
 
 Example:
-    >>> from tracegrad.trace.model import Value, Stats
+    >>> from tracegrad.tracing.model import Value, Stats
     >>> describe_value(Value((2,), "float32", Stats(0.0, 1.0, 0.5, 1.0)))
     'float32 [2]  min 0 max 1 mean 0.5 norm 1'
 """
@@ -12,7 +12,7 @@ import linecache
 
 from rich.text import Text
 
-from tracegrad.trace.model import Site, TensorRecord, Trace, Value, Violation
+from tracegrad.tracing.model import Site, TensorRecord, Trace, Value, Violation
 
 SUMMARIZED_NOTE = "statistics only (over budget)"
 

@@ -7,7 +7,7 @@ here means it is plain Python, tested without a terminal, and fast on 50,000 ste
 per-step work is done once, lazily, and cached.
 
 Example:
-    >>> from tracegrad.trace.model import Trace, NodeRecord, BackwardPass, Step
+    >>> from tracegrad.tracing.model import Trace, NodeRecord, BackwardPass, Step
     >>> trace = Trace(nodes={0: NodeRecord(0, "MulBackward0")},
     ...               passes=[BackwardPass(0, steps=[Step(0, 0)])])
     >>> DebugSession(trace).node_at(0, 0).name
@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from tracegrad.trace.model import BackwardPass, NodeRecord, Step, Trace, Value, Violation
+from tracegrad.tracing.model import BackwardPass, NodeRecord, Step, Trace, Value, Violation
 
 # One-character marks, ASCII so every terminal (and the --dump text) shows them the same.
 MARK_VIOLATION = "!"

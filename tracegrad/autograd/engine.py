@@ -424,7 +424,7 @@ def _check_nan(node: Node, next_grads) -> None:
         if grad_value is None:
             continue
         xp = grad_value._xp
-        if bool(xp.isnan(grad_value.data).any()):
+        if bool(xp.isnan(grad_value._array).any()):
             where = f" It was created at {node._site}" if node._site is not None else ""
             if node._site is not None and node._site.code:
                 where += f": {node._site.code}"

@@ -97,7 +97,7 @@ class BackwardFunction(Node):
             grad = results[position]
             if grad is not None:
                 shape, numpy_dtype = metas[edge_index]
-                array = grad.data if grad.__class__ is Tensor else None
+                array = grad._array if grad.__class__ is Tensor else None
                 if array is None or array.shape != shape or array.dtype is not numpy_dtype:
                     grad = self._check_grad(grad, edge_index, position)
             edge_grads.append(grad)
@@ -128,7 +128,7 @@ class BackwardFunction(Node):
                     f"- got {list(grad.shape)} but expected shape compatible with "
                     f"{list(shape)}")
             grad = sum_to(grad, shape)
-        if grad.data.dtype != numpy_dtype and numpy_dtype.kind == "f":
+        if grad._array.dtype != numpy_dtype and numpy_dtype.kind == "f":
             grad = grad.to(numpy_dtype)
         return grad
 
@@ -230,7 +230,7 @@ def _connect(ctx: BackwardFunction, args: tuple, outputs: tuple) -> tuple:
         if isinstance(arg, Tensor):
             slots.append(position)
             edges.append(arg._edge() if arg.requires_grad else (None, 0))
-            meta.append((arg.shape, arg.data.dtype))
+            meta.append((arg.shape, arg._array.dtype))
     ctx._arg_slots, ctx._input_meta, ctx._num_args = tuple(slots), tuple(meta), len(args)
     ctx.next_functions = tuple(edges)
     if ctx._dirty:
@@ -246,8 +246,8 @@ def _connect(ctx: BackwardFunction, args: tuple, outputs: tuple) -> tuple:
             continue
         if id(output) in input_ids and id(output) not in dirty_ids:
             output = output.view_as(output)  # returned an input as-is: a fresh alias
-        output_meta.append((output.shape, output.data.dtype, output.device))
-        if id(output) in non_differentiable or output.data.dtype.kind != "f":
+        output_meta.append((output.shape, output._array.dtype, output.device))
+        if id(output) in non_differentiable or output._array.dtype.kind != "f":
             output.requires_grad = False
         else:
             output.requires_grad = True
@@ -352,7 +352,7 @@ def _record(cls, args, attrs):
         if isinstance(arg, Tensor):
             if slots is not None:
                 slots.append(position)
-            array = arg.data
+            array = arg._array
             meta.append((array.shape, array.dtype))
             if arg.requires_grad:
                 grad_fn = arg.grad_fn
@@ -381,13 +381,13 @@ def _record(cls, args, attrs):
         for index, item in enumerate(data):
             output = _output_tensor(ctx, item, index)
             outputs.append(output)
-            output_meta.append((output.data.shape, output.data.dtype, _device(output.data)))
+            output_meta.append((output._array.shape, output._array.dtype, _device(output._array)))
         ctx._output_meta = tuple(output_meta)
     else:  # one output: _output_tensor and Tensor._wrap, inline
         if data.__class__ is not _ndarray and isinstance(data, _generic):
             data = np.asarray(data)  # numpy reductions give scalars; tensors hold arrays
         output = _new_object(Tensor)
-        output.data = data
+        output._array = data
         if data.dtype.kind == "f":
             output.requires_grad = True
             output.grad_fn = ctx

@@ -35,15 +35,15 @@ def _numerical_jacobian(function, inputs, index, output_index, eps):
     from .grad_mode import no_grad
 
     target = inputs[index]
-    flat = target.data.reshape(-1)
+    flat = target._array.reshape(-1)
     with no_grad():
         columns = []
         for position in range(flat.size):
             original = flat[position].item()
             flat[position] = original + eps
-            plus = _outputs(function, inputs)[output_index].data.astype(np.float64).copy()
+            plus = _outputs(function, inputs)[output_index]._array.astype(np.float64).copy()
             flat[position] = original - eps
-            minus = _outputs(function, inputs)[output_index].data.astype(np.float64).copy()
+            minus = _outputs(function, inputs)[output_index]._array.astype(np.float64).copy()
             flat[position] = original
             columns.append(((plus - minus) / (2 * eps)).reshape(-1))
     return np.stack(columns) if columns else np.zeros((0, 0))
@@ -58,12 +58,12 @@ def _analytical_jacobian(function, inputs, index, output_index):
     rows = []
     for position in range(output.numel()):
         seed = zeros_like(output)
-        seed.data.reshape(-1)[position] = 1
+        seed._array.reshape(-1)[position] = 1
         (result,) = grad(output, inputs[index], seed, retain_graph=True, allow_unused=True)
         if result is None:
             rows.append(np.zeros(inputs[index].numel()))
         else:
-            rows.append(np.asarray(result.data, dtype=np.float64).reshape(-1))
+            rows.append(np.asarray(result._array, dtype=np.float64).reshape(-1))
     return np.stack(rows, axis=1) if rows else np.zeros((inputs[index].numel(), 0))
 
 
@@ -83,7 +83,7 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
         raise ValueError("gradcheck expects at least one input tensor to require gradient, "
                          "but none of the them have requires_grad=True.")
     for i in differentiable:
-        if inputs[i].data.dtype != np.float64:
+        if inputs[i]._array.dtype != np.float64:
             warnings.warn(
                 f"Input #{i} requires gradient and is not a double precision floating point "
                 f"({inputs[i].dtype!r}). This check will likely fail if all the inputs are "
@@ -147,4 +147,4 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
 
 def _differentiable_outputs(func, inputs) -> tuple:
     """The outputs a gradient can flow into (an argmax's int64 indices cannot)."""
-    return tuple(output for output in _outputs(func, inputs) if output.data.dtype.kind == "f")
+    return tuple(output for output in _outputs(func, inputs) if output._array.dtype.kind == "f")

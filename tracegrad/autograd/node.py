@@ -67,7 +67,7 @@ class SavedTensor:
 
     __slots__ = (
         "counter",
-        "data",
+        "_array",
         "node_ref",
         "original",
         "output_nr",
@@ -78,7 +78,7 @@ class SavedTensor:
     )
 
     def __init__(self, tensor, node, is_output: bool) -> None:
-        self.data = tensor.data
+        self._array = tensor._array
         self.counter = tensor._version_counter
         self.version = self.counter.value
         self.output_nr = tensor._output_nr
@@ -107,14 +107,14 @@ class SavedTensor:
         return self.original()
 
     def unpack(self, node: Node):
-        if self.data is None:
+        if self._array is None:
             raise AutogradError(_freed_message(node))
         if self.counter.value != self.version:
             raise InplaceError(self._version_message(node))
         if self.tensor is not None:
             return self.tensor
         saved_by = self.node_ref()
-        tensor = Tensor._wrap(self.data, self.requires_grad)
+        tensor = Tensor._wrap(self._array, self.requires_grad)
         tensor._version_counter = self.counter
         if saved_by is not None and self.requires_grad:
             tensor.grad_fn = saved_by
@@ -125,7 +125,7 @@ class SavedTensor:
         from .._dtype import from_numpy_dtype
 
         producer = self.node_ref() if self.node_ref is not None else self.producer
-        what = f"[{from_numpy_dtype(self.data.dtype).name} {list(self.data.shape)}]"
+        what = f"[{from_numpy_dtype(self._array.dtype).name} {list(self._array.shape)}]"
         if producer is not None:
             what += f", which is output {self.output_nr} of {producer.name()},"
         message = (
@@ -155,12 +155,12 @@ class SavedTensor:
                 return "It was modified by " + ", then ".join(parts) + "."
         if self.counter.last_op:
             return (f"The last in-place operation on it was '{self.counter.last_op}'. Hint: "
-                    "run under tracegrad.autograd.detect_anomaly() or tracegrad.trace() to "
+                    "run under tracegrad.autograd.detect_anomaly() or tracegrad.record() to "
                     "see the line that did it.")
         return ""
 
     def release(self) -> None:
-        self.data = None
+        self._array = None
         self.tensor = None
 
 
@@ -272,7 +272,7 @@ class AccumulateGrad(Node):
     def __init__(self, variable) -> None:
         super().__init__()
         self.variable = variable
-        self._output_meta = ((variable.shape, variable.data.dtype, variable.device),)
+        self._output_meta = ((variable.shape, variable._array.dtype, variable.device),)
 
     def _backward(self, grads: list) -> tuple:
         grad = grads[0]
@@ -287,5 +287,5 @@ class AccumulateGrad(Node):
         elif state.grad_enabled:
             variable.grad = variable.grad + grad
         else:
-            variable.grad.data += grad.data
+            variable.grad._array += grad._array
         return ()

@@ -45,7 +45,7 @@ _sites: dict = {}
 
 
 def _make_site(frame):
-    from ..trace.model import Site
+    from ..tracing.model import Site
 
     filename = frame.f_code.co_filename
     line = frame.f_lineno

@@ -91,7 +91,7 @@ def check_later(array, check) -> None:
     memory = cupy.cuda.alloc_pinned_memory(array.nbytes)
     host = numpy.frombuffer(memory, array.dtype, array.size).reshape(array.shape)
     stream = cupy.cuda.get_current_stream()
-    cupy.cuda.runtime.memcpyAsync(host.ctypes.data, array.data.ptr, array.nbytes,
+    cupy.cuda.runtime.memcpyAsync(host.ctypes._array, array._array.ptr, array.nbytes,
                                   cupy.cuda.runtime.memcpyDeviceToHost, stream.ptr)
     _pending.append((host, stream.record(), check, array))
 

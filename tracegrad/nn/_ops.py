@@ -29,14 +29,14 @@ class Addmm(Op):
 
     @staticmethod
     def forward(ctx, bias, input, weight_t):
-        x, w = input.data, weight_t.data
+        x, w = input._array, weight_t._array
         if x.shape[1] != w.shape[0]:
             raise _linear_mismatch(input, weight_t)
-        if x.dtype != w.dtype or x.dtype != bias.data.dtype:
+        if x.dtype != w.dtype or x.dtype != bias._array.dtype:
             raise _linear_dtypes(input, weight_t, bias)
         ctx.save_for_backward(input, weight_t)
         out = x @ w
-        out += bias.data  # in place: the product is fresh, and this saves one array pass
+        out += bias._array  # in place: the product is fresh, and this saves one array pass
         return out
 
     @staticmethod
@@ -53,7 +53,7 @@ class Addmm(Op):
 
 
 def _bias_grad(grad, shape):
-    data = grad.data
+    data = grad._array
     if (data.__class__ is not _ndarray and not state.grad_enabled and data.ndim == 2
             and shape == data.shape[1:]):
         # CuPy sums axis 0 of a row-major array with strided reads; ones @ grad (a cuBLAS
@@ -96,7 +96,7 @@ class MseLoss(Op):
 
     @staticmethod
     def forward(ctx, input, target, reduction="mean"):
-        x, y = input.data, target.data
+        x, y = input._array, target._array
         if x.dtype != y.dtype and y.dtype.kind == "f":
             y = y.astype(x.dtype)
         ctx.save_for_backward(input, target)
@@ -128,7 +128,7 @@ class NllLoss(Op):
     @staticmethod
     def forward(ctx, log_probs, target, weight=None, reduction="mean", ignore_index=-100):
         xp = log_probs._xp
-        x = log_probs.data
+        x = log_probs._array
         class_axis = 0 if x.ndim == 1 else 1
         safe, kept = _checked_targets(xp, log_probs, target, class_axis, ignore_index)
         index = xp.expand_dims(safe, class_axis)
@@ -136,7 +136,7 @@ class NllLoss(Op):
         if weight is None:
             weights = kept.astype(x.dtype)
         else:
-            weights = weight.data[safe] * kept
+            weights = weight._array[safe] * kept
         losses = -weights * picked
         ctx.class_axis, ctx.index, ctx.reduction = class_axis, index, reduction
         ctx.input_shape, ctx.weights = x.shape, weights
@@ -155,7 +155,7 @@ class NllLoss(Op):
         coefficients = -ctx.weights
         if ctx.reduction == "mean":
             coefficients = coefficients / ctx.total_weight
-        src = Tensor._wrap(coefficients.astype(grad.data.dtype), False) * grad
+        src = Tensor._wrap(coefficients.astype(grad._array.dtype), False) * grad
         src = src.unsqueeze(ctx.class_axis)
         grad_input = ScatterInto.apply(src, shape=ctx.input_shape, dim=ctx.class_axis,
                                        index=ctx.index, accumulate=False)
@@ -163,13 +163,13 @@ class NllLoss(Op):
 
 
 def _checked_targets(xp, log_probs, target, class_axis: int, ignore_index: int):
-    classes = target.data
+    classes = target._array
     if classes.dtype.kind not in "iu":
         raise DTypeError(
             f"nll_loss: expected target of dtype int64 (class indices), got "
             f"{target._describe()}. Hint: pass class indices as a long tensor (.long()), or "
             f"probabilities of the same shape as the input to cross_entropy.")
-    x = log_probs.data
+    x = log_probs._array
     expected = x.shape[:class_axis] + x.shape[class_axis + 1:]
     if classes.shape != expected:
         raise ShapeError(

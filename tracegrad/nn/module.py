@@ -309,8 +309,8 @@ class Module:
         def convert(tensor: Tensor) -> Any:
             if not tensor.is_floating_point():
                 non_dtype = [a for a in args if not _is_dtype(a)]
-                return tensor.detach().to(*non_dtype, device=kwargs.get("device")).data
-            return tensor.detach().to(*args, **kwargs).data
+                return tensor.detach().to(*non_dtype, device=kwargs.get("device"))._array
+            return tensor.detach().to(*args, **kwargs)._array
 
         return self._apply(convert)
 
@@ -335,9 +335,9 @@ class Module:
             for tensor in list(module._parameters.values()) + list(module._buffers.values()):
                 if tensor is None:
                     continue
-                tensor.data = convert(tensor)
+                tensor._array = convert(tensor)
                 if tensor.grad is not None:
-                    tensor.grad.data = convert(tensor.grad)
+                    tensor.grad._array = convert(tensor.grad)
         return self
 
     # -- display -----------------------------------------------------------------------
@@ -381,4 +381,4 @@ def _is_dtype(value: Any) -> bool:
 
 
 def _as_array(value: Any, like: Tensor):
-    return like._xp.asarray(value, dtype=like.data.dtype)
+    return like._xp.asarray(value, dtype=like._array.dtype)

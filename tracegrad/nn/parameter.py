@@ -24,7 +24,7 @@ class Parameter(Tensor):
 
             data = empty(0)
         # Share the array (as torch does): Parameter(t) is a new leaf over t's storage.
-        self.data = data.data if isinstance(data, Tensor) else Tensor(data).data
+        self._array = data._array if isinstance(data, Tensor) else Tensor(data)._array
         self.requires_grad = False
         self._version_counter = VersionCounter()
         if requires_grad:
@@ -34,4 +34,4 @@ class Parameter(Tensor):
         return "Parameter containing:\n" + super().__repr__()
 
     def __reduce_ex__(self, protocol):
-        return (Parameter, (Tensor._wrap(self.data, False), self.requires_grad))
+        return (Parameter, (Tensor._wrap(self._array, False), self.requires_grad))

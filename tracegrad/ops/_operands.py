@@ -19,16 +19,16 @@ def operands(a, b):
     with float tensor (the float dtype wins outright in torch).
     """
     if isinstance(a, Tensor):
-        x = a.data
+        x = a._array
         if isinstance(b, Tensor):
-            y = b.data
+            y = b._array
             if x.dtype is not y.dtype:
                 x, y = _promote_pair(x, y)
             if type(x) is not type(y):
                 raise DeviceError(_device_message(a, b))
             return x, y
         return _with_scalar(x, b), _scalar(b)
-    y = b.data
+    y = b._array
     return _scalar(a), _with_scalar(y, a)
 
 
@@ -66,7 +66,7 @@ def _device_message(a, b) -> str:
 def check_same_device(op_name: str, tensors) -> None:
     first = tensors[0]
     for other in tensors[1:]:
-        if type(other.data) is not type(first.data) or other.device != first.device:
+        if type(other._array) is not type(first._array) or other.device != first.device:
             raise DeviceError(f"{op_name}: " + _device_message(first, other))
 
 

@@ -14,7 +14,7 @@ from .reduce import sum_to
 
 def _shape(value) -> tuple:
     # A plain tuple, not a Size: tuples of ints are never scanned by the garbage collector.
-    return value.data.shape if isinstance(value, Tensor) else ()
+    return value._array.shape if isinstance(value, Tensor) else ()
 
 
 class Add(Op):
@@ -116,7 +116,7 @@ class Neg(Op):
 
     @staticmethod
     def forward(ctx, a):
-        return -a.data
+        return -a._array
 
     @staticmethod
     def backward(ctx, grad):
@@ -132,7 +132,7 @@ class PowScalar(Op):
     def forward(ctx, a, exponent):
         ctx.save_for_backward(a)
         ctx.exponent = exponent
-        x = a.data
+        x = a._array
         if isinstance(exponent, float) and x.dtype.kind != "f":
             x = x.astype("float32")
         return x ** exponent
@@ -170,7 +170,7 @@ class Pow(Op):
         if needs[1]:
             from .unary import log
 
-            base = a if hasattr(a, "data") else _like(result, a)
+            base = a if hasattr(a, "_array") else _like(result, a)
             grad_b = sum_to(grad * result * log(base), b.shape)
         return grad_a, grad_b
 
@@ -178,7 +178,7 @@ class Pow(Op):
 def _like(tensor, value):
     from ..tensor import Tensor
 
-    return Tensor._wrap(tensor._xp.asarray(value, dtype=tensor.data.dtype), False)
+    return Tensor._wrap(tensor._xp.asarray(value, dtype=tensor._array.dtype), False)
 
 
 class Fill(Op):
@@ -188,7 +188,7 @@ class Fill(Op):
 
     @staticmethod
     def forward(ctx, a, value):
-        return a._xp.full_like(a.data, value)
+        return a._xp.full_like(a._array, value)
 
     @staticmethod
     def backward(ctx, grad):
@@ -208,12 +208,12 @@ class Copy(Op):
     def forward(ctx, a, src):
         from .. import backends
 
-        value = src.data
-        if type(value) is not type(a.data):
+        value = src._array
+        if type(value) is not type(a._array):
             value = backends.to_device(value, a.device)
-        ctx.src_shape, ctx.src_dtype = src.data.shape, src.data.dtype
+        ctx.src_shape, ctx.src_dtype = src._array.shape, src._array.dtype
         xp = a._xp
-        return xp.broadcast_to(value, a.data.shape).astype(a.data.dtype, copy=True)
+        return xp.broadcast_to(value, a._array.shape).astype(a._array.dtype, copy=True)
 
     @staticmethod
     def backward(ctx, grad):
@@ -221,6 +221,6 @@ class Copy(Op):
         grad_src = None
         if needs[1]:
             grad_src = sum_to(grad, ctx.src_shape)
-            if grad_src.data.dtype != ctx.src_dtype:
+            if grad_src._array.dtype != ctx.src_dtype:
                 grad_src = grad_src.to(ctx.src_dtype)
         return (grad * 0 if needs[0] else None), grad_src

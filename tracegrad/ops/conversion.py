@@ -11,8 +11,8 @@ class ToDtype(Op):
 
     @staticmethod
     def forward(ctx, a, dtype):
-        ctx.input_dtype = a.data.dtype
-        return a.data.astype(dtype)
+        ctx.input_dtype = a._array.dtype
+        return a._array.astype(dtype)
 
     @staticmethod
     def backward(ctx, grad):
@@ -27,7 +27,7 @@ class ToDevice(Op):
     @staticmethod
     def forward(ctx, a, device):
         ctx.input_device = a.device
-        return backends.to_device(a.data, device)
+        return backends.to_device(a._array, device)
 
     @staticmethod
     def backward(ctx, grad):

@@ -20,7 +20,7 @@ def normalize_index(index):
 
 def _normalize_part(part, tensor_class):
     if isinstance(part, tensor_class):
-        return part.data
+        return part._array
     if isinstance(part, list):
         import numpy as np
 
@@ -51,9 +51,9 @@ class Index(Op):
 
     @staticmethod
     def forward(ctx, a, index):
-        ctx.input_shape, ctx.index = a.data.shape, index
+        ctx.input_shape, ctx.index = a._array.shape, index
         try:
-            return a.data[index]
+            return a._array[index]
         except IndexError as error:
             raise IndexError(f"{error} (indexing {a._describe()})") from None
 
@@ -92,11 +92,11 @@ class IndexAccumulate(Op):
     def forward(ctx, grad, shape, index):
         xp = grad._xp
         ctx.index = index
-        out = xp.zeros(shape, dtype=grad.data.dtype)
+        out = xp.zeros(shape, dtype=grad._array.dtype)
         if _is_basic(index) or _is_mask(index):  # no position repeats: plain assignment
-            out[index] = grad.data
+            out[index] = grad._array
         else:
-            xp.add.at(out, index, grad.data)
+            xp.add.at(out, index, grad._array)
         return out
 
     @staticmethod
@@ -111,14 +111,14 @@ class IndexPut(Op):
 
     @staticmethod
     def forward(ctx, base, value, index):
-        out = base.data.copy()
+        out = base._array.copy()
         ctx.index = index
-        ctx.value_shape = value.data.shape
+        ctx.value_shape = value._array.shape
         try:
-            out[index] = value.data
+            out[index] = value._array
         except ValueError:
             raise ShapeError(
-                f"shape mismatch: value tensor of shape {list(value.data.shape)} cannot be "
+                f"shape mismatch: value tensor of shape {list(value._array.shape)} cannot be "
                 f"broadcast to indexing result of shape {list(out[index].shape)} "
                 f"(assigning into {base._describe()})") from None
         return out
@@ -137,7 +137,7 @@ class IndexPut(Op):
 def _zero_like(tensor):
     from ..tensor import Tensor
 
-    return Tensor._wrap(tensor._xp.zeros((), dtype=tensor.data.dtype), False)
+    return Tensor._wrap(tensor._xp.zeros((), dtype=tensor._array.dtype), False)
 
 
 def select_range(tensor, axis: int, start: int, stop: int):
@@ -159,22 +159,22 @@ def _grid_index(xp, index_array, axis: int):
 
 
 def _check_index(op_name: str, tensor, axis: int, index) -> None:
-    if index.data.dtype.kind not in "iu":
+    if index._array.dtype.kind not in "iu":
         raise DTypeError(f"{op_name}(): Expected dtype int64 for index, got "
                          f"{index.dtype.name}")
-    if index.data.ndim != tensor.data.ndim:
+    if index._array.ndim != tensor._array.ndim:
         raise ShapeError(
             f"{op_name}(): Index tensor must have the same number of dimensions as input "
             f"tensor ({index._describe()} vs {tensor._describe()})")
-    for d in range(tensor.data.ndim):
-        if d != axis and index.data.shape[d] > tensor.data.shape[d]:
+    for d in range(tensor._array.ndim):
+        if d != axis and index._array.shape[d] > tensor._array.shape[d]:
             raise ShapeError(
                 f"{op_name}(): Size does not match at dimension {d} expected index "
-                f"{list(index.data.shape)} to be smaller than self {list(tensor.data.shape)} "
+                f"{list(index._array.shape)} to be smaller than self {list(tensor._array.shape)} "
                 f"apart from dimension {axis}")
-    if index.data.size:
-        limit = tensor.data.shape[axis]
-        low, high = int(index.data.min()), int(index.data.max())
+    if index._array.size:
+        limit = tensor._array.shape[axis]
+        low, high = int(index._array.min()), int(index._array.max())
         if low < -limit or high >= limit:
             raise IndexError(
                 f"{op_name}(): index {high if high >= limit else low} is out of bounds for "
@@ -186,10 +186,10 @@ class Gather(Op):
 
     @staticmethod
     def forward(ctx, a, dim, index):
-        axis = wrap_dim(dim, a.data.ndim)
+        axis = wrap_dim(dim, a._array.ndim)
         _check_index("gather", a, axis, index)
-        ctx.axis, ctx.input_shape, ctx.index = axis, a.data.shape, index.data
-        return a.data[_grid_index(a._xp, index.data, axis)]
+        ctx.axis, ctx.input_shape, ctx.index = axis, a._array.shape, index._array
+        return a._array[_grid_index(a._xp, index._array, axis)]
 
     @staticmethod
     def backward(ctx, grad):
@@ -205,12 +205,12 @@ class ScatterInto(Op):
     @staticmethod
     def forward(ctx, src, shape, dim, index, accumulate=False):
         xp = src._xp
-        out = xp.zeros(shape, dtype=src.data.dtype)
+        out = xp.zeros(shape, dtype=src._array.dtype)
         where = _grid_index(xp, index, dim)
         if accumulate:
-            xp.add.at(out, where, src.data)
+            xp.add.at(out, where, src._array)
         else:
-            out[where] = src.data
+            out[where] = src._array
         ctx.dim, ctx.index = dim, index
         return out
 
@@ -228,13 +228,13 @@ class Scatter(Op):
     def forward(ctx, a, dim, index, src, reduce=None):
         from ..tensor import Tensor
 
-        axis = wrap_dim(dim, a.data.ndim)
+        axis = wrap_dim(dim, a._array.ndim)
         _check_index("scatter", a, axis, index)
         xp = a._xp
-        where = _grid_index(xp, index.data, axis)
-        out = a.data.copy()
+        where = _grid_index(xp, index._array, axis)
+        out = a._array.copy()
         if isinstance(src, Tensor):
-            part = src.data[tuple(slice(size) for size in index.data.shape)]
+            part = src._array[tuple(slice(size) for size in index._array.shape)]
         else:
             part = src
         if reduce == "add":
@@ -245,8 +245,8 @@ class Scatter(Op):
             out[where] = part
         else:
             raise ValueError(f"scatter(): reduce must be 'add' or 'multiply', got {reduce!r}")
-        ctx.axis, ctx.index = axis, index.data
-        ctx.src_shape = src.data.shape if isinstance(src, Tensor) else None
+        ctx.axis, ctx.index = axis, index._array
+        ctx.src_shape = src._array.shape if isinstance(src, Tensor) else None
         return out
 
     @staticmethod
@@ -265,7 +265,7 @@ class Scatter(Op):
 
 def _pad(tensor, shape):
     return IndexAccumulate.apply(tensor, shape=shape,
-                                 index=tuple(slice(size) for size in tensor.data.shape))
+                                 index=tuple(slice(size) for size in tensor._array.shape))
 
 
 class ScatterAdd(Op):
@@ -273,13 +273,13 @@ class ScatterAdd(Op):
 
     @staticmethod
     def forward(ctx, a, dim, index, src):
-        axis = wrap_dim(dim, a.data.ndim)
+        axis = wrap_dim(dim, a._array.ndim)
         _check_index("scatter_add", a, axis, index)
         xp = a._xp
-        where = _grid_index(xp, index.data, axis)
-        out = a.data.copy()
-        xp.add.at(out, where, src.data[tuple(slice(size) for size in index.data.shape)])
-        ctx.where, ctx.src_shape = where, src.data.shape
+        where = _grid_index(xp, index._array, axis)
+        out = a._array.copy()
+        xp.add.at(out, where, src._array[tuple(slice(size) for size in index._array.shape)])
+        ctx.where, ctx.src_shape = where, src._array.shape
         return out
 
     @staticmethod
@@ -301,12 +301,12 @@ class MaskedFill(Op):
     def forward(ctx, a, mask, value):
         from ..tensor import Tensor
 
-        if mask.data.dtype.kind != "b":
+        if mask._array.dtype.kind != "b":
             raise DTypeError(f"masked_fill_ only supports boolean masks, but got mask with "
                              f"dtype {mask.dtype.name}")
-        fill = value.data if isinstance(value, Tensor) else value
-        ctx.mask = mask.data
-        return a._xp.where(mask.data, a._xp.asarray(fill, dtype=a.data.dtype), a.data)
+        fill = value._array if isinstance(value, Tensor) else value
+        ctx.mask = mask._array
+        return a._xp.where(mask._array, a._xp.asarray(fill, dtype=a._array.dtype), a._array)
 
     @staticmethod
     def backward(ctx, grad):
@@ -327,7 +327,7 @@ class Where(Op):
         from ..tensor import Tensor
 
         x, y = operands(a, b) if isinstance(a, Tensor) or isinstance(b, Tensor) else (a, b)
-        cond = condition.data
+        cond = condition._array
         if cond.dtype.kind != "b":
             raise DTypeError(f"where expected condition to be a boolean tensor, but got a "
                              f"tensor with dtype {condition.dtype.name}")

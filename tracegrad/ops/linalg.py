@@ -9,7 +9,7 @@ from .reduce import sum_to
 
 
 def _check_dtypes(op_name: str, a, b) -> None:
-    if a.data.dtype != b.data.dtype:
+    if a._array.dtype != b._array.dtype:
         raise DTypeError(
             f"{op_name}: expected both operands to have the same dtype, but got "
             f"{a.dtype.name} for input 0 ({a._describe()}) and {b.dtype.name} for input 1 "
@@ -29,7 +29,7 @@ class Mm(Op):
 
     @staticmethod
     def forward(ctx, a, b):
-        x, y = a.data, b.data
+        x, y = a._array, b._array
         if x.ndim != 2 or y.ndim != 2:
             which, tensor = (0, a) if x.ndim != 2 else (1, b)
             raise ShapeError(
@@ -59,7 +59,7 @@ class Matmul(Op):
 
     @staticmethod
     def forward(ctx, a, b):
-        x, y = a.data, b.data
+        x, y = a._array, b._array
         if x.ndim == 0 or y.ndim == 0:
             raise ShapeError(
                 f"matmul: both arguments need at least 1 dimension, got {a._describe()} and "

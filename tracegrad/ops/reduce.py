@@ -30,7 +30,7 @@ def is_expandable_to(shape, target) -> bool:
 def sum_to(grad, shape):
     """Sum ``grad`` down to ``shape``: the backward of broadcasting, in one place."""
     shape = tuple(shape)
-    grad_shape = grad.data.shape
+    grad_shape = grad._array.shape
     if grad_shape == shape:
         return grad
     lead = len(grad_shape) - len(shape)
@@ -39,7 +39,7 @@ def sum_to(grad, shape):
         if size == 1 and grad_shape[lead + axis] != 1)
     if axes:
         grad = Sum.apply(grad, dim=axes, keepdim=True)
-    if grad.data.shape != shape:
+    if grad._array.shape != shape:
         from .shape import Reshape
 
         grad = Reshape.apply(grad, shape=shape)
@@ -50,12 +50,12 @@ def expand_reduced(grad, input_shape, dims, keepdim: bool):
     """Broadcast the gradient of a reduction back to the input's shape."""
     from .shape import Expand, Reshape
 
-    if not keepdim and dims is not None and grad.data.ndim != len(input_shape):
+    if not keepdim and dims is not None and grad._array.ndim != len(input_shape):
         kept = list(input_shape)
         for axis in dims:
             kept[axis] = 1
         grad = Reshape.apply(grad, shape=tuple(kept))
-    elif dims is None and grad.data.ndim != len(input_shape):
+    elif dims is None and grad._array.ndim != len(input_shape):
         grad = Reshape.apply(grad, shape=(1,) * len(input_shape))
     return Expand.apply(grad, shape=tuple(input_shape))
 
@@ -70,7 +70,7 @@ class Sum(Op):
 
     @staticmethod
     def forward(ctx, a, dim=None, keepdim=False, dtype=None):
-        x = a.data
+        x = a._array
         dims = normalize_dims(dim, x.ndim)
         ctx.input_shape, ctx.dims, ctx.keepdim = x.shape, dims, keepdim
         result = x.sum(axis=dims, keepdims=keepdim, dtype=dtype or _accumulate_dtype(x))
@@ -90,7 +90,7 @@ class Mean(Op):
 
     @staticmethod
     def forward(ctx, a, dim=None, keepdim=False):
-        x = a.data
+        x = a._array
         if x.dtype.kind != "f":
             from ..errors import DTypeError
 
@@ -128,7 +128,7 @@ class MaxAll(Op):
 
     @staticmethod
     def forward(ctx, a):
-        x = a.data
+        x = a._array
         if x.size == 0:
             raise ShapeError(
                 f"{ctx._function._reduce}(): Expected reduction dim to be specified for input.numel() "
@@ -158,7 +158,7 @@ class MaxDim(Op):
     def forward(ctx, a, dim, keepdim=False):
         from .shape import wrap_dim
 
-        x = a.data
+        x = a._array
         xp = a._xp
         axis = wrap_dim(dim, x.ndim)
         if x.ndim and x.shape[axis] == 0:
@@ -205,7 +205,7 @@ def _arg_reduce(a, dim, keepdim, which):
     from .shape import wrap_dim
 
     xp = a._xp
-    x = a.data
+    x = a._array
     if dim is None:
         result = getattr(xp, which)(x)
         if keepdim:
@@ -230,9 +230,9 @@ def var(a, dim=None, keepdim: bool = False, correction: float = 1, unbiased=None
     """
     if unbiased is not None:
         correction = 1 if unbiased else 0
-    dims = normalize_dims(dim, a.data.ndim)
-    count = a.data.size if dims is None else _product(a.data.shape[d] for d in dims)
-    centered = a - Mean.apply(a, dim=dims if dims is not None else tuple(range(a.data.ndim)),
+    dims = normalize_dims(dim, a._array.ndim)
+    count = a._array.size if dims is None else _product(a._array.shape[d] for d in dims)
+    centered = a - Mean.apply(a, dim=dims if dims is not None else tuple(range(a._array.ndim)),
                               keepdim=True)
     squares = centered * centered
     if dims is None:

@@ -45,8 +45,8 @@ class Reshape(Op):
 
     @staticmethod
     def forward(ctx, a, shape):
-        ctx.input_shape = a.data.shape
-        return a.data.reshape(shape)
+        ctx.input_shape = a._array.shape
+        return a._array.reshape(shape)
 
     @staticmethod
     def backward(ctx, grad):
@@ -60,7 +60,7 @@ class View(Reshape):
 
     @staticmethod
     def forward(ctx, a, shape):
-        x = a.data
+        x = a._array
         ctx.input_shape = x.shape
         try:
             # copy=False raises instead of copying when the strides do not allow a view
@@ -81,9 +81,9 @@ class Transpose(Op):
 
     @staticmethod
     def forward(ctx, a, dim0, dim1):
-        ndim = a.data.ndim
+        ndim = a._array.ndim
         ctx.dims = (wrap_dim(dim0, ndim), wrap_dim(dim1, ndim))
-        return a._xp.swapaxes(a.data, *ctx.dims) if ndim > 1 else a.data.view()
+        return a._xp.swapaxes(a._array, *ctx.dims) if ndim > 1 else a._array.view()
 
     @staticmethod
     def backward(ctx, grad):
@@ -96,11 +96,11 @@ class T(Op):
 
     @staticmethod
     def forward(ctx, a):
-        if a.data.ndim > 2:
+        if a._array.ndim > 2:
             raise ShapeError(f"t() expects a tensor with <= 2 dimensions, but self is "
-                             f"{a.data.ndim}D ({a._describe()}). Hint: use .transpose(0, 1) "
+                             f"{a._array.ndim}D ({a._describe()}). Hint: use .transpose(0, 1) "
                              "or .mT.")
-        return a.data.T
+        return a._array.T
 
     @staticmethod
     def backward(ctx, grad):
@@ -113,13 +113,13 @@ class Permute(Op):
 
     @staticmethod
     def forward(ctx, a, dims):
-        ndim = a.data.ndim
+        ndim = a._array.ndim
         dims = tuple(wrap_dim(d, ndim) for d in dims)
         if sorted(dims) != list(range(ndim)):
             raise ShapeError(f"permute(): dims {list(dims)} are not a permutation of the "
                              f"{ndim} dimensions of {a._describe()}")
         ctx.dims = dims
-        return a.data.transpose(dims)
+        return a._array.transpose(dims)
 
     @staticmethod
     def backward(ctx, grad):
@@ -135,9 +135,9 @@ class Unsqueeze(Op):
 
     @staticmethod
     def forward(ctx, a, dim):
-        axis = wrap_dim(dim, a.data.ndim + 1)
+        axis = wrap_dim(dim, a._array.ndim + 1)
         ctx.axis = axis
-        return a._xp.expand_dims(a.data, axis)
+        return a._xp.expand_dims(a._array, axis)
 
     @staticmethod
     def backward(ctx, grad):
@@ -150,7 +150,7 @@ class Squeeze(Op):
 
     @staticmethod
     def forward(ctx, a, dim=None):
-        x = a.data
+        x = a._array
         ctx.input_shape = x.shape
         if dim is None:
             return x.reshape(tuple(size for size in x.shape if size != 1))
@@ -174,7 +174,7 @@ class Expand(Op):
 
     @staticmethod
     def forward(ctx, a, shape):
-        x = a.data
+        x = a._array
         lead = len(shape) - x.ndim
         if lead < 0:
             raise ShapeError(
@@ -203,7 +203,7 @@ class Clone(Op):
 
     @staticmethod
     def forward(ctx, a):
-        return a.data.copy()
+        return a._array.copy()
 
     @staticmethod
     def backward(ctx, grad):
@@ -220,7 +220,7 @@ class Cat(Op):
         if not tensors:
             raise ShapeError("cat(): expected a non-empty list of Tensors")
         check_same_device("cat", tensors)
-        arrays = [t.data for t in tensors]
+        arrays = [t._array for t in tensors]
         ndim = arrays[0].ndim
         axis = wrap_dim(dim, ndim)
         for index, array in enumerate(arrays):
@@ -262,15 +262,15 @@ class Stack(Op):
         if not tensors:
             raise ShapeError("stack expects a non-empty TensorList")
         check_same_device("stack", tensors)
-        first = tensors[0].data.shape
+        first = tensors[0]._array.shape
         for index, tensor in enumerate(tensors):
-            if tensor.data.shape != first:
+            if tensor._array.shape != first:
                 raise ShapeError(
                     f"stack expects each tensor to be equal size, but got {list(first)} at "
-                    f"entry 0 and {list(tensor.data.shape)} at entry {index}")
+                    f"entry 0 and {list(tensor._array.shape)} at entry {index}")
         axis = wrap_dim(dim, len(first) + 1)
         ctx.axis = axis
-        return tensors[0]._xp.stack([t.data for t in tensors], axis=axis)
+        return tensors[0]._xp.stack([t._array for t in tensors], axis=axis)
 
     @staticmethod
     def backward(ctx, grad):
@@ -287,7 +287,7 @@ class Repeat(Op):
 
     @staticmethod
     def forward(ctx, a, repeats):
-        x = a.data
+        x = a._array
         if len(repeats) < x.ndim:
             raise ShapeError(
                 f"Number of dimensions of repeat dims ({len(repeats)}) can not be smaller than "
@@ -320,8 +320,8 @@ def split(tensor, split_size_or_sections, dim: int = 0) -> tuple:
     """
     from .indexing import select_range
 
-    axis = wrap_dim(dim, tensor.data.ndim)
-    length = tensor.data.shape[axis]
+    axis = wrap_dim(dim, tensor._array.ndim)
+    length = tensor._array.shape[axis]
     if isinstance(split_size_or_sections, int):
         step = split_size_or_sections
         if step <= 0:
@@ -344,7 +344,7 @@ def chunk(tensor, chunks: int, dim: int = 0) -> tuple:
     """``torch.chunk``: at most ``chunks`` pieces of equal size (the last may be smaller)."""
     if chunks <= 0:
         raise ValueError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
-    length = tensor.data.shape[wrap_dim(dim, tensor.data.ndim)]
+    length = tensor._array.shape[wrap_dim(dim, tensor._array.ndim)]
     return split(tensor, max(1, -(-length // chunks)), dim)
 
 
@@ -352,14 +352,14 @@ def unbind(tensor, dim: int = 0) -> tuple:
     """``torch.unbind``: the slices along ``dim``, that dimension removed."""
     from .indexing import select_index
 
-    axis = wrap_dim(dim, tensor.data.ndim)
-    return tuple(select_index(tensor, axis, index) for index in range(tensor.data.shape[axis]))
+    axis = wrap_dim(dim, tensor._array.ndim)
+    return tuple(select_index(tensor, axis, index) for index in range(tensor._array.shape[axis]))
 
 
 def narrow(tensor, dim: int, start: int, length: int):
     from .indexing import select_range
 
-    axis = wrap_dim(dim, tensor.data.ndim)
+    axis = wrap_dim(dim, tensor._array.ndim)
     if start < 0:
-        start += tensor.data.shape[axis]
+        start += tensor._array.shape[axis]
     return select_range(tensor, axis, start, start + length)

@@ -15,7 +15,7 @@ from .shape import wrap_dim
 
 def _float(a):
     """Math functions on int tensors give the default float, as in torch."""
-    x = a.data
+    x = a._array
     return x if x.dtype.kind == "f" else x.astype("float32")
 
 
@@ -71,7 +71,7 @@ class Abs(Op):
     @staticmethod
     def forward(ctx, a):
         ctx.save_for_backward(a)
-        return a._xp.abs(a.data)
+        return a._xp.abs(a._array)
 
     @staticmethod
     def backward(ctx, grad):
@@ -118,7 +118,7 @@ class Tanh(Op):
     @staticmethod
     def backward(ctx, grad):
         (result,) = ctx.saved_tensors
-        if grad.data.__class__ is not _ndarray and _fuse(grad, result):
+        if grad._array.__class__ is not _ndarray and _fuse(grad, result):
             return (_fused("tanh", grad, result),)
         return (grad * (1 - result * result),)
 
@@ -137,7 +137,7 @@ class Sigmoid(Op):
     @staticmethod
     def backward(ctx, grad):
         (result,) = ctx.saved_tensors
-        if grad.data.__class__ is not _ndarray and _fuse(grad, result):
+        if grad._array.__class__ is not _ndarray and _fuse(grad, result):
             return (_fused("sigmoid", grad, result),)
         return (grad * result * (1 - result),)
 
@@ -164,7 +164,7 @@ class Silu(Op):
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
-        if grad.data.__class__ is not _ndarray and _fuse(grad, a):
+        if grad._array.__class__ is not _ndarray and _fuse(grad, a):
             return (_fused("silu", grad, a),)
         s = Sigmoid.apply(a)
         return (grad * s * (1 + a * (1 - s)),)
@@ -176,13 +176,13 @@ class Relu(Op):
 
     @staticmethod
     def forward(ctx, a):
-        x = a.data
+        x = a._array
         return a._xp.maximum(x, x.dtype.type(0))
 
     @staticmethod
     def backward(ctx, grad):
         (result,) = ctx.saved_tensors
-        if grad.data.__class__ is not _ndarray and _fuse(grad, result):
+        if grad._array.__class__ is not _ndarray and _fuse(grad, result):
             return (_fused("relu", grad, result),)
         return (grad * (result > 0),)
 
@@ -194,13 +194,13 @@ def _fuse(grad, saved) -> bool:
     """Whether a CUDA backward may use a fused kernel: only when no graph is being built
     through it (create_graph=False), since a kernel's result has no history, and when the
     kernel's one type fits both arrays."""
-    return kernels.enabled and not state.grad_enabled and grad.data.dtype == saved.data.dtype
+    return kernels.enabled and not state.grad_enabled and grad._array.dtype == saved._array.dtype
 
 
 def _fused(name: str, grad, saved):
     from ..tensor import Tensor
 
-    return Tensor._wrap(kernels.activation_backward(name, grad.data, saved.data), False)
+    return Tensor._wrap(kernels.activation_backward(name, grad._array, saved._array), False)
 
 
 class ClampMin(Op):
@@ -210,7 +210,7 @@ class ClampMin(Op):
     def forward(ctx, a, min):
         ctx.save_for_backward(a)
         ctx.min = min
-        return a._xp.maximum(a.data, _bound(a, min))
+        return a._xp.maximum(a._array, _bound(a, min))
 
     @staticmethod
     def backward(ctx, grad):
@@ -225,7 +225,7 @@ class ClampMax(Op):
     def forward(ctx, a, max):
         ctx.save_for_backward(a)
         ctx.max = max
-        return a._xp.minimum(a.data, _bound(a, max))
+        return a._xp.minimum(a._array, _bound(a, max))
 
     @staticmethod
     def backward(ctx, grad):
@@ -240,7 +240,7 @@ class Clamp(Op):
     def forward(ctx, a, min, max):
         ctx.save_for_backward(a)
         ctx.min, ctx.max = min, max
-        return a._xp.clip(a.data, _bound(a, min), _bound(a, max))
+        return a._xp.clip(a._array, _bound(a, min), _bound(a, max))
 
     @staticmethod
     def backward(ctx, grad):
@@ -249,9 +249,9 @@ class Clamp(Op):
 
 
 def _bound(a, value):
-    if hasattr(value, "data"):
-        return value.data
-    return a.data.dtype.type(value) if a.data.dtype.kind == "f" else value
+    if hasattr(value, "_array"):
+        return value._array
+    return a._array.dtype.type(value) if a._array.dtype.kind == "f" else value
 
 
 def clamp(a, min=None, max=None):
@@ -378,7 +378,7 @@ def cos(a):
 def sign(a):
     from ..tensor import Tensor
 
-    return Tensor._wrap(a._xp.sign(a.data), False)
+    return Tensor._wrap(a._xp.sign(a._array), False)
 
 
 class _quiet:

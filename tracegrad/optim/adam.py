@@ -60,21 +60,21 @@ class Adam(Optimizer):
         beta1, beta2 = group["betas"]
         state["step"] += 1
         step = state["step"]
-        if param.data.__class__ is not _ndarray and kernels.enabled and not group["amsgrad"]:
+        if param._array.__class__ is not _ndarray and kernels.enabled and not group["amsgrad"]:
             # CUDA: one fused kernel reads grad and writes param and both moments, where
             # the formulas below make about a dozen passes over memory
-            kernels.adam_update(param.data, grad.data, state["exp_avg"].data,
-                                state["exp_avg_sq"].data, lr=group["lr"], beta1=beta1,
+            kernels.adam_update(param._array, grad._array, state["exp_avg"]._array,
+                                state["exp_avg_sq"]._array, lr=group["lr"], beta1=beta1,
                                 beta2=beta2, eps=group["eps"],
                                 weight_decay=group["weight_decay"],
                                 maximize=group["maximize"], step=step)
             param._after_inplace("sub_")
             return
         xp = param._xp
-        direction = -grad.data if group["maximize"] else grad.data
+        direction = -grad._array if group["maximize"] else grad._array
         if group["weight_decay"] != 0:
-            direction = direction + group["weight_decay"] * param.data
-        exp_avg, exp_avg_sq = state["exp_avg"].data, state["exp_avg_sq"].data
+            direction = direction + group["weight_decay"] * param._array
+        exp_avg, exp_avg_sq = state["exp_avg"]._array, state["exp_avg_sq"]._array
         exp_avg *= beta1
         exp_avg += (1 - beta1) * direction
         exp_avg_sq *= beta2
@@ -83,7 +83,7 @@ class Adam(Optimizer):
         bias_correction2_sqrt = math.sqrt(1 - beta2 ** step)
         second_moment = exp_avg_sq
         if group["amsgrad"]:
-            maximum = state["max_exp_avg_sq"].data
+            maximum = state["max_exp_avg_sq"]._array
             xp.maximum(maximum, exp_avg_sq, out=maximum)
             second_moment = maximum
         denominator = xp.sqrt(second_moment)

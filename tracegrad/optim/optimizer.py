@@ -154,7 +154,7 @@ def apply_update(param: Tensor, direction, scale: float) -> None:
     and the ``on_inplace`` event are the same as an in-place tensor op's, so traces still
     show each optimizer step as an in-place ``sub_`` on the parameter.
     """
-    data = param.data
+    data = param._array
     data -= direction * scale if scale != 1 else direction
     param._after_inplace("sub_")
 

@@ -43,18 +43,18 @@ class SGD(Optimizer):
     def _update(self, group: dict[str, Any], param: Tensor, grad: Tensor,
                 state: dict[str, Any]) -> None:
         weight_decay, momentum = group["weight_decay"], group["momentum"]
-        direction = grad.data
+        direction = grad._array
         if weight_decay != 0:
-            direction = direction + weight_decay * param.data
+            direction = direction + weight_decay * param._array
         if momentum != 0:
             buffer = state.get("momentum_buffer")
             if buffer is None:
                 buffer = state["momentum_buffer"] = Tensor._wrap(direction.copy(), False)
             else:
-                buffer.data *= momentum
-                buffer.data += (1 - group["dampening"]) * direction
+                buffer._array *= momentum
+                buffer._array += (1 - group["dampening"]) * direction
             if group["nesterov"]:
-                direction = direction + momentum * buffer.data
+                direction = direction + momentum * buffer._array
             else:
-                direction = buffer.data
+                direction = buffer._array
         apply_update(param, direction, -group["lr"] if group["maximize"] else group["lr"])

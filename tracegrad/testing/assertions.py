@@ -1,7 +1,7 @@
 """Assertions about an autograd graph, for tests.
 
 Each takes a live tensor (its graph is traced structure-only) or a
-:class:`~tracegrad.trace.model.Trace`, reads only the Trace data model, and raises
+:class:`~tracegrad.tracing.model.Trace`, reads only the Trace data model, and raises
 ``AssertionError`` with a message that says what was expected and what was found. The
 pytest plugin registers this module for assertion rewriting, so any plain ``assert`` here
 gets pytest's introspection too.
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from .graph_text import _Namer, as_trace, normalize_text, render_text
 
 if TYPE_CHECKING:
-    from ..trace.model import NodeRecord, Trace
+    from ..tracing.model import NodeRecord, Trace
 
 __all__ = [
     "assert_contains_chain", "assert_graph", "assert_no_nan", "assert_no_path",
@@ -326,7 +326,7 @@ def assert_saved(tensor_or_trace: Any, node_name: str, *, count: int | None = No
 
 # -- trace contents ----------------------------------------------------------------------------
 def _whole_trace(trace_like: Any) -> Trace:
-    from ..trace.model import Trace
+    from ..tracing.model import Trace
 
     if isinstance(trace_like, Trace):
         return trace_like
@@ -335,7 +335,7 @@ def _whole_trace(trace_like: Any) -> Trace:
         return trace
     raise TypeError(
         f"expected a tracegrad Trace, got {type(trace_like).__name__}. Hint: record one with "
-        "`with tracegrad.trace() as tr:` (or the tracegrad_trace pytest fixture).")
+        "`with tracegrad.record() as tr:` (or the tracegrad_trace pytest fixture).")
 
 
 def assert_no_violations(trace: Any, kinds: Iterable[str] | None = None) -> None:

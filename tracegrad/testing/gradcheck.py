@@ -111,7 +111,7 @@ def _copy_tensor(value: Any) -> Any:
     if not isinstance(value, Tensor):
         return value
     # Copied now: the program may modify the tensor in place after this call.
-    copy = Tensor._wrap(value.data.copy(), value.requires_grad)
+    copy = Tensor._wrap(value._array.copy(), value.requires_grad)
     copy.name = value.name
     return copy
 
@@ -139,7 +139,7 @@ def _local_check(call: _Call, eps: float, atol: float, rtol: float) -> str | Non
         return None
     inputs = []
     for position in positions:
-        data = call.args[position].data
+        data = call.args[position]._array
         if data.dtype.kind == "f":  # finite differences need float64 to mean anything
             data = data.astype(np.float64)
         inputs.append(Tensor._wrap(data.copy(), True))

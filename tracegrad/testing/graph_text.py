@@ -13,8 +13,8 @@ tagged ``#1`` (numbered in order of appearance), and referenced afterwards as
 called ``t1``, ``t2``, ... in order of first appearance in the text -- never by an id that
 depends on what else the program did -- so the text is the same on every run.
 
-Reads only the :class:`tracegrad.trace.model.Trace` data model; a live tensor is first
-turned into a structure-only trace with ``tracegrad.trace.from_tensor``.
+Reads only the :class:`tracegrad.tracing.model.Trace` data model; a live tensor is first
+turned into a structure-only trace with ``tracegrad.tracing.from_tensor``.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # keep importing this module cheap: no engine import at load
-    from ..trace.model import NodeRecord, Trace
+    from ..tracing.model import NodeRecord, Trace
 
 _SHORT_DTYPES = {
     "float16": "f16", "float32": "f32", "float64": "f64", "bfloat16": "bf16",
@@ -44,12 +44,12 @@ def short_type(dtype: str, shape: Sequence[int]) -> str:
 def as_trace(tensor_or_trace: Any) -> tuple[Trace, list[int]]:
     """The trace to read and the ids of the nodes to start from.
 
-    A live tensor becomes a structure-only trace (``tracegrad.trace.from_tensor``, which also
+    A live tensor becomes a structure-only trace (``tracegrad.tracing.from_tensor``, which also
     names tensors after the caller's variables); a Trace (or the recorder of
-    ``with tracegrad.trace() as tr``) is used as it is, starting from its output nodes
+    ``with tracegrad.record() as tr``) is used as it is, starting from its output nodes
     (see :func:`root_nodes`).
     """
-    from ..trace.model import Trace
+    from ..tracing.model import Trace
 
     if isinstance(tensor_or_trace, Trace):
         return tensor_or_trace, root_nodes(tensor_or_trace)
@@ -62,7 +62,7 @@ def as_trace(tensor_or_trace: Any) -> tuple[Trace, list[int]]:
         raise TypeError(
             f"expected a Tensor or a tracegrad Trace, got {type(tensor_or_trace).__name__}. "
             "Hint: pass the output tensor (e.g. the loss), or the trace from "
-            "`with tracegrad.trace() as tr:`.")
+            "`with tracegrad.record() as tr:`.")
     tensor = tensor_or_trace
     if tensor.grad_fn is None and not tensor.requires_grad:
         label = f"'{tensor.name}' " if tensor.name else ""
@@ -70,7 +70,7 @@ def as_trace(tensor_or_trace: Any) -> tuple[Trace, list[int]]:
             f"tensor {label}({tensor.dtype.name} {list(tensor.shape)}) has no autograd graph: "
             "it does not require grad and has no grad_fn. Hint: was it computed under "
             "no_grad() or detach(), or from inputs without requires_grad=True?")
-    from ..trace import from_tensor
+    from ..tracing import from_tensor
 
     trace = from_tensor(tensor)
     return trace, root_nodes(trace)

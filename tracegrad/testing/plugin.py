@@ -2,7 +2,7 @@
 
 What it adds:
 
-* ``tracegrad_trace`` -- a fixture that records the test body with ``tracegrad.trace()``
+* ``tracegrad_trace`` -- a fixture that records the test body with ``tracegrad.record()``
   and gives the recording (pass it to ``graph_text``, ``assert_no_violations``, ...).
 * ``graph_snapshot(tensor_or_trace, name=None)`` -- a fixture that stores the graph's text
   in ``__graph_snapshots__/<test module>/<test name>.txt`` next to the test file on the
@@ -105,7 +105,7 @@ def _graphs(item: pytest.Item) -> list:
 
 @pytest.fixture
 def tracegrad_trace(request: pytest.FixtureRequest):
-    """Record the test body with ``tracegrad.trace()``; yields the recording.
+    """Record the test body with ``tracegrad.record()``; yields the recording.
 
     Example::
 
@@ -115,7 +115,7 @@ def tracegrad_trace(request: pytest.FixtureRequest):
     """
     import tracegrad
 
-    with tracegrad.trace() as recording:
+    with tracegrad.record() as recording:
         _graphs(request.node).append(("trace", recording))
         yield recording
 
@@ -247,7 +247,7 @@ def _write_graph(graph: Any, stem: Path) -> Path:
 
     trace, roots = as_trace(graph)
     try:
-        from tracegrad.export import render, to_dot
+        from tracegrad.draw import render, to_dot
     except ImportError:  # no exporter: the canonical text still shows the graph
         path = stem.parent / (stem.name + ".txt")
         path.write_text(render_text(trace, roots) + "\n", encoding="utf-8")

@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
-from tracegrad.trace.model import NodeRecord, Step, Trace, Violation
+from tracegrad.tracing.model import NodeRecord, Step, Trace, Violation
 
 from ..formatting import describe_tensor, describe_value, describe_violation, source_context
 from ..session import DebugSession

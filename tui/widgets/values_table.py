@@ -12,7 +12,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import DataTable, Label
 
-from tracegrad.trace.model import Step, Trace, Value
+from tracegrad.tracing.model import Step, Trace, Value
 
 from ..formatting import SUMMARIZED_NOTE, describe_value
 

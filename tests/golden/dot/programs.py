@@ -1,7 +1,7 @@
 """The tutorials' programs, small, for the golden DOT files next to this module.
 
 Each function runs one program with ``import tracegrad as torch`` semantics and returns
-what to draw. test_export_golden.py traces each one and compares its DOT text with
+what to draw. test_draw_golden.py traces each one and compares its DOT text with
 ``<function name>.dot`` here. Editing this file moves line numbers in the tooltips: run
 the golden tests with TRACEGRAD_UPDATE_GOLDEN=1 afterwards and review the diff.
 """

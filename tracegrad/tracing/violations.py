@@ -7,7 +7,7 @@ naming the saving node and the in-place op, each with its line.
 
 >>> import tracegrad
 >>> x = tracegrad.ones(2, requires_grad=True)
->>> with tracegrad.trace() as tr:
+>>> with tracegrad.record() as tr:
 ...     y = x * 1
 ...     z = y * y
 ...     _ = y.add_(1)
@@ -99,7 +99,7 @@ class ViolationFinder:
             if node is None:
                 continue
             saved = node._saved[slot]
-            if saved.data is None or saved.version == counter.value:
+            if saved._array is None or saved.version == counter.value:
                 continue  # freed by an earlier backward, or saved after this change
             self._report_inplace(node, node_id, slot, saved, tensor_id, op_name, site,
                                  phase="forward")
@@ -129,7 +129,7 @@ class ViolationFinder:
         for key in list(self._watched):
             counter, entries = self._watched[key]
             alive = [entry for entry in entries
-                     if (node := entry[0]()) is not None and node._saved[entry[1]].data
+                     if (node := entry[0]()) is not None and node._saved[entry[1]]._array
                      is not None]
             if alive:
                 self._watched[key] = (counter, alive)
@@ -150,7 +150,7 @@ class ViolationFinder:
 
     # -- NaN / Inf -----------------------------------------------------------------------
     def nonfinite_forward(self, node_record: NodeRecord, tensor, record: TensorRecord) -> None:
-        kind = _nonfinite_kind(tensor.data)
+        kind = _nonfinite_kind(tensor._array)
         site = node_record.site
         message = (
             f"{'NaN' if kind == 'nan' else 'Inf'} first appeared in forward: "
@@ -163,7 +163,7 @@ class ViolationFinder:
 
     def nonfinite_backward(self, backward_pass: BackwardPass, step: Step, node,
                            edge_index: int, grad) -> None:
-        kind = _nonfinite_kind(grad.data)
+        kind = _nonfinite_kind(grad._array)
         node_record = self.trace.nodes[step.node]
         site = node_record.site
         message = (
@@ -185,7 +185,7 @@ class ViolationFinder:
         step_index = backward_pass.steps[-1].index if backward_pass and backward_pass.steps \
             else None
         freed_by = node._freed_by
-        if freed_by is not None and any(type(saved) is SavedTensor and saved.data is None
+        if freed_by is not None and any(type(saved) is SavedTensor and saved._array is None
                                         for saved in node._saved):
             earlier = engine_passes.get(freed_by)
             if earlier is not None:
@@ -205,7 +205,7 @@ class ViolationFinder:
                 step_index=step_index))
             return
         for slot, saved in enumerate(node._saved):
-            if type(saved) is not SavedTensor or saved.data is None:
+            if type(saved) is not SavedTensor or saved._array is None:
                 continue
             if saved.counter.value != saved.version:
                 source = saved.source_tensor()

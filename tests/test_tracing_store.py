@@ -12,14 +12,14 @@ import pytest
 
 import tracegrad as tg
 from tracegrad.errors import TraceFileError
-from tracegrad.trace.model import SCHEMA_VERSION, Trace
+from tracegrad.tracing.model import SCHEMA_VERSION, Trace
 
 
 def _program_trace(values: bool = True) -> Trace:
     tg.manual_seed(0)
     x = tg.randn(4, 3)
     w = tg.randn(3, 2, requires_grad=True)
-    with tg.trace(values=values) as tr:
+    with tg.record(values=values) as tr:
         h = x.mm(w).relu()
         loss = h.log().sum()  # log(0): Inf stats and violations
         loss.backward()

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..trace.model import BackwardPass, NodeRecord, Step, TensorRecord, Trace, Violation
+from ..tracing.model import BackwardPass, NodeRecord, Step, TensorRecord, Trace, Violation
 from ._text import (
     bytes_text,
     clip,

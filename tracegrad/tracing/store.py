@@ -13,7 +13,7 @@ a zip, truncated, a flipped bit, a missing member, data of the wrong type, a new
 raises ``TraceFileError`` naming the file and the problem.
 
 >>> import os, tempfile
->>> from tracegrad.trace.model import Trace
+>>> from tracegrad.tracing.model import Trace
 >>> path = os.path.join(tempfile.mkdtemp(), "empty.tgtrace")
 >>> save_trace(Trace(), path)
 >>> load_trace(path) == Trace()

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 
-from ..trace.model import Site, Stats, Value
+from ..tracing.model import Site, Stats, Value
 
 
 def shape_text(shape: tuple[int, ...] | None) -> str:
@@ -75,7 +75,7 @@ def nonfinite_text(stats: Stats) -> str:
 def value_summary(value: Value) -> str:
     """One line for an edge: shape, norm, and NaN/Inf counts when there are any.
 
-    >>> from tracegrad.trace.model import Stats, Value
+    >>> from tracegrad.tracing.model import Stats, Value
     >>> value_summary(Value((2, 3), "float32", Stats(norm=1.5)))
     '(2, 3) ‖1.5‖'
     """

@@ -1,7 +1,7 @@
 """DOT export from hand-built Traces: vocabulary, roles, violations, modules, quoting, size.
 
-These need no tracer and no `dot` program; SVG checks live in test_export_svg.py. The
-hand-built traces here are imported by the other test_export_* modules.
+These need no tracer and no `dot` program; SVG checks live in test_draw_svg.py. The
+hand-built traces here are imported by the other test_draw_* modules.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import time
 import pytest
 
 import tracegrad as tg
-from tracegrad.export.plan import Options, plan_graph
-from tracegrad.trace.model import (
+from tracegrad.draw.plan import Options, plan_graph
+from tracegrad.tracing.model import (
     BackwardPass,
     NodeRecord,
     SavedRecord,
@@ -249,7 +249,7 @@ def test_show_attrs_clips_long_attributes():
 
 
 def test_crashed_program_gets_an_exception_note():
-    from tracegrad.trace.model import ExceptionRecord
+    from tracegrad.tracing.model import ExceptionRecord
 
     trace = mul_sum_trace()
     trace.exception = ExceptionRecord("RuntimeError", "boom", Site("prog.py", 7, "<module>"))
@@ -304,7 +304,7 @@ def test_names_are_quoted_so_dot_parses_each_label_as_one_string(name):
     objects = json.loads(result.stdout)["objects"]
     labels = {item["name"]: item.get("label") for item in objects if "label" in item}
     # dot keeps escString escapes as written (our doubled backslashes, the \n between
-    # lines); test_export_svg.py checks the text as finally drawn.
+    # lines); test_draw_svg.py checks the text as finally drawn.
     escaped = name.replace("\\", "\\\\")
     assert labels["t0"] == escaped + "\\n(2, 3)\\nstep 2"
 
@@ -370,7 +370,7 @@ def test_real_module_tree_gives_clusters_and_collapses_to_one_box_each():
     from tracegrad import nn
 
     model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
-    with tg.trace() as trace:
+    with tg.record() as trace:
         model(tg.randn(5, 3)).pow(2).sum().backward()
     source = tg.to_dot(trace).source
     assert source.count("subgraph cluster_") == 3
@@ -388,7 +388,7 @@ def test_real_module_tree_gives_clusters_and_collapses_to_one_box_each():
 
 def test_a_training_loop_draws_the_selected_iteration_only():
     w = tg.randn(3, requires_grad=True)
-    with tg.trace() as trace:
+    with tg.record() as trace:
         for _ in range(3):
             (w * 2).sum().backward()
     first = tg.to_dot(trace).source

@@ -1,6 +1,6 @@
 """``Trace.summary()``: a short text account of a trace.
 
->>> from tracegrad.trace.model import Trace
+>>> from tracegrad.tracing.model import Trace
 >>> print(summarize(Trace()))
 trace: 0 tensors, 0 nodes, 0 backward passes, 0 violations
 """

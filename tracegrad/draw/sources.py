@@ -1,11 +1,11 @@
-"""What the exporter accepts: a Trace, the object ``with tracegrad.trace() as tr`` gives, a
+"""What the exporter accepts: a Trace, the object ``with tracegrad.record() as tr`` gives, a
 live tensor, or any nest of tuples, lists and dicts of tensors (all drawn as outputs)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..trace.model import Trace
+from ..tracing.model import Trace
 
 
 def as_trace(subject: Any) -> tuple[Trace, list[int] | None]:
@@ -19,7 +19,7 @@ def as_trace(subject: Any) -> tuple[Trace, list[int] | None]:
     """
     if isinstance(subject, Trace):
         return subject, _recorded_roots(subject)
-    inner = getattr(subject, "trace", None)  # the recorder from `with tracegrad.trace()`
+    inner = getattr(subject, "trace", None)  # the recorder from `with tracegrad.record()`
     if isinstance(inner, Trace):
         return inner, _recorded_roots(inner)
     tensors = flatten_tensors(subject)
@@ -27,18 +27,18 @@ def as_trace(subject: Any) -> tuple[Trace, list[int] | None]:
         raise TypeError(
             f"render/to_dot: expected a Tensor, a tuple/list/dict of Tensors or a Trace, got "
             f"{type(subject).__name__} with no tensors in it. Hint: pass the output tensor "
-            "(e.g. the loss) or the trace from `with tracegrad.trace() as tr:`.")
+            "(e.g. the loss) or the trace from `with tracegrad.record() as tr:`.")
     return structure_trace(tensors)
 
 
 def structure_trace(tensors: list) -> tuple[Trace, list[int]]:
     """A structure-only Trace of everything behind ``tensors``, which are its outputs.
 
-    Like ``tracegrad.trace.from_tensor`` (same builder, same naming after the caller's
+    Like ``tracegrad.tracing.from_tensor`` (same builder, same naming after the caller's
     variables), for several tensors at once, so shared parts of their graphs are one.
     """
-    from ..trace.graph import GraphBuilder, name_unnamed
-    from ..trace.names import user_frame
+    from ..tracing.graph import GraphBuilder, name_unnamed
+    from ..tracing.names import user_frame
 
     trace = Trace(metadata={"source": "from_tensor", "values": False})
     builder = GraphBuilder(trace)

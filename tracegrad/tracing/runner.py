@@ -28,7 +28,7 @@ def run_script(path: str, argv: list[str] | None = None, **trace_options) -> Tra
 
     Whatever the script raises (including a non-zero ``sys.exit``) is recorded in
     ``trace.exception`` together with the trace up to that point, and not re-raised;
-    KeyboardInterrupt is recorded as well. ``trace_options`` go to ``tracegrad.trace()``.
+    KeyboardInterrupt is recorded as well. ``trace_options`` go to ``tracegrad.record()``.
     """
     if not os.path.isfile(path):
         raise FileNotFoundError(

@@ -35,8 +35,8 @@ def to_dot(tensor_or_trace: Any, *, show_saved: bool = True, show_attrs: bool = 
            highlight_step: int | None = None, pass_index: int | None = 0) -> graphviz.Digraph:
     """The graph of a tensor, a nest of tensors or a Trace, as a ``graphviz.Digraph``.
 
-    Live tensors are converted with ``tracegrad.trace.from_tensor`` (structure only);
-    a Trace recorded with ``tracegrad.trace()`` adds step numbers, gradients and
+    Live tensors are converted with ``tracegrad.tracing.from_tensor`` (structure only);
+    a Trace recorded with ``tracegrad.record()`` adds step numbers, gradients and
     violations. Nothing is laid out: this never needs the ``dot`` program.
 
     >>> import tracegrad

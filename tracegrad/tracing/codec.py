@@ -19,7 +19,7 @@ Files of schema version 1 (everything inline) still decode: an inline object is 
 wherever a table index is.
 
 >>> import json
->>> from tracegrad.trace.model import Trace, TensorRecord
+>>> from tracegrad.tracing.model import Trace, TensorRecord
 >>> trace = Trace(tensors={0: TensorRecord(id=0, shape=(2,), dtype="float32")})
 >>> arrays = []
 >>> body = json.loads(json.dumps(encode_trace(trace, arrays)))
@@ -30,7 +30,7 @@ True
 >>> decode_trace({"trace": {"tensors": [{"id": 0, "shape": [2]}]}}, arrays.__getitem__)
 Traceback (most recent call last):
 ...
-tracegrad.trace.codec.DecodeError: trace.tensors[0]: missing field 'dtype'
+tracegrad.tracing.codec.DecodeError: trace.tensors[0]: missing field 'dtype'
 """
 
 from __future__ import annotations

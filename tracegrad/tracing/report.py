@@ -1,6 +1,6 @@
 """Violations as text with file:line sites, as ``tracegrad check`` prints them.
 
->>> from tracegrad.trace.model import Site, Trace, Violation
+>>> from tracegrad.tracing.model import Site, Trace, Violation
 >>> violation = Violation(kind="nan", message="NaN first appeared", site=Site("a.py", 3, "f"))
 >>> print(format_violation(Trace(), violation))
 a.py:3: NaN in forward [nan]

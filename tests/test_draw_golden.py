@@ -4,7 +4,7 @@ The programs live in tests/golden/dot/programs.py; each one's expected DOT text 
 tests/golden/dot/<program>.dot. After an intended change to the picture (or to
 programs.py, which moves the line numbers in tooltips), rewrite the files with
 
-    TRACEGRAD_UPDATE_GOLDEN=1 .venv/bin/python -m pytest -q tests/test_export_golden.py
+    TRACEGRAD_UPDATE_GOLDEN=1 .venv/bin/python -m pytest -q tests/test_draw_golden.py
 
 and review the diff with ``git diff tests/golden/dot``.
 """
@@ -39,7 +39,7 @@ PROGRAMS = load_programs()
 def traced(program_name: str, monkeypatch):
     """The Trace of one program, with sites relative to the repository root."""
     monkeypatch.chdir(REPO)  # sites are recorded relative to the working directory
-    with tg.trace() as trace:
+    with tg.record() as trace:
         PROGRAMS.PROGRAMS[program_name]()
     return trace
 
@@ -106,7 +106,7 @@ def test_inplace_bug_is_drawn_in_red_with_both_lines(monkeypatch, tmp_path):
         "y = x.sigmoid()\n"
         "y.mul_(2)\n"
         "y.sum().backward()\n", encoding="utf-8")
-    trace = tg.trace.run_script(str(program), [])
+    trace = tg.tracing.run_script(str(program), [])
     assert trace.exception is not None
     source = tg.to_dot(trace).source
     node = next(line for line in source.splitlines() if "SigmoidBackward0" in line

@@ -9,7 +9,7 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 import pytest
-from test_export_dot import chain_trace, inplace_violation_trace, mul_sum_trace
+from test_draw_dot import chain_trace, inplace_violation_trace, mul_sum_trace
 
 import tracegrad as tg
 
@@ -82,7 +82,7 @@ def test_png_is_written_by_dot(tmp_path):
 
 def test_large_graph_collapses_modules_and_says_so(tmp_path):
     trace = chain_trace(60, module_every=10)
-    with pytest.warns(tg.export.GraphCollapsedWarning, match="one box per nn.Module"):
+    with pytest.warns(tg.draw.GraphCollapsedWarning, match="one box per nn.Module"):
         path = tg.render(trace, tmp_path / "big.svg", max_nodes=50)
     nodes = svg_nodes(path)
     assert sorted(nodes) == ["m0", "m1", "m2", "m3", "m4", "m5", "t0", "t60"]

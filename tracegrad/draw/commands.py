@@ -98,11 +98,11 @@ def _load(target: str, script_args: list[str]):
         raise FileNotFoundError(f"no such file: {target!r}. Hint: pass a Python script or "
                                 "a .tgtrace file written by `tracegrad run`.")
     if target.endswith(".py"):
-        from ..trace import run_script
+        from ..tracing import run_script
 
         trace = run_script(target, list(script_args))
         return trace, trace.exception is not None
-    from ..trace import load_trace
+    from ..tracing import load_trace
 
     trace = load_trace(target)
     return trace, False

@@ -8,7 +8,7 @@ import pytest
 
 import tracegrad as tg
 
-THIS_FILE = "test_trace_violations.py"
+THIS_FILE = "test_tracing_violations.py"
 
 
 def _line_of(marker: str) -> int:
@@ -22,7 +22,7 @@ def _line_of(marker: str) -> int:
 
 def test_inplace_on_saved_tensor_reported_when_it_happens():
     x = tg.ones(3, requires_grad=True)
-    with tg.trace() as tr:
+    with tg.record() as tr:
         y = x * 2
         z = y * y  # saves-y
         assert not tr.violations
@@ -53,7 +53,7 @@ def test_inplace_on_saved_tensor_reported_when_it_happens():
 
 def test_inplace_graph_shows_the_tensor_going_in_and_out():
     x = tg.ones(3, requires_grad=True)
-    with tg.trace() as tr:
+    with tg.record() as tr:
         y = x * 2
         y.add_(1)
     add = next(node for node in tr.iter_nodes() if node.name == "AddBackward0")
@@ -65,7 +65,7 @@ def test_inplace_graph_shows_the_tensor_going_in_and_out():
 
 def test_inplace_after_backward_freed_the_graph_is_fine():
     w = tg.ones(3, requires_grad=True)
-    with tg.trace() as tr:
+    with tg.record() as tr:
         for _ in range(3):
             loss = (w * w).sum()
             loss.backward()
@@ -82,7 +82,7 @@ def test_backward_failure_of_an_inplace_made_before_tracing():
     y = x * 1
     z = y * y
     y.mul_(3)
-    with tg.trace() as tr, pytest.raises(RuntimeError):
+    with tg.record() as tr, pytest.raises(RuntimeError):
         z.sum().backward()
     (violation,) = tr.violations
     assert violation.kind == "inplace_saved" and violation.phase == "backward"
@@ -94,7 +94,7 @@ def test_backward_failure_of_an_inplace_made_before_tracing():
 
 
 def test_inplace_on_leaf_that_requires_grad():
-    with tg.trace() as tr:
+    with tg.record() as tr:
         w = tg.ones(3, requires_grad=True)  # leaf-made
         with pytest.raises(RuntimeError, match="leaf Variable"):
             w.add_(1)  # leaf-inplace
@@ -107,7 +107,7 @@ def test_inplace_on_leaf_that_requires_grad():
 
 def test_nan_in_forward_names_the_producing_line():
     a = tg.tensor([1.0, -1.0], requires_grad=True)
-    with tg.trace() as tr:
+    with tg.record() as tr:
         b = a * 2
         c = b.sqrt()  # nan-forward
         d = c * 3  # propagates: not reported again
@@ -121,7 +121,7 @@ def test_nan_in_forward_names_the_producing_line():
 
 def test_inf_in_backward_names_the_node_and_its_forward_line():
     s = tg.tensor([0.0, 4.0], requires_grad=True)
-    with tg.trace() as tr:
+    with tg.record() as tr:
         r = s.sqrt()  # inf-backward
         (r * 1).sum().backward()
     (violation,) = tr.violations
@@ -136,7 +136,7 @@ def test_inf_in_backward_names_the_node_and_its_forward_line():
 
 def test_same_nan_in_a_loop_is_reported_once():
     a = tg.tensor([-1.0], requires_grad=True)
-    with tg.trace() as tr:
+    with tg.record() as tr:
         for _ in range(5):
             a.log()
     assert len(tr.violations) == 1
@@ -144,7 +144,7 @@ def test_same_nan_in_a_loop_is_reported_once():
 
 def test_backward_through_freed_graph_names_the_pass_that_freed_it():
     x = tg.ones(2, requires_grad=True)
-    with tg.trace() as tr:
+    with tg.record() as tr:
         loss = (x * x).sum()  # freed-node
         loss.backward()  # first-backward
         with pytest.raises(RuntimeError, match="second time"):
@@ -160,7 +160,7 @@ def test_backward_through_freed_graph_names_the_pass_that_freed_it():
 
 def test_retain_graph_then_second_backward_is_clean():
     x = tg.ones(2, requires_grad=True)
-    with tg.trace() as tr:
+    with tg.record() as tr:
         loss = (x * x).sum()
         loss.backward(retain_graph=True)
         loss.backward()

@@ -11,7 +11,7 @@ def test_from_tensor_graph_and_names():
     b = tg.zeros(4, requires_grad=True)
     out = (x.mm(w) + b).exp()
     loss = out.sum()
-    trace = tg.trace.from_tensor(loss)
+    trace = tg.tracing.from_tensor(loss)
     names = [node.name for node in trace.iter_nodes()]
     assert names == ["MmBackward0", "AccumulateGrad", "AddBackward0", "AccumulateGrad",
                      "ExpBackward0", "SumBackward0"]
@@ -45,8 +45,8 @@ def test_from_tensor_of_a_leaf_and_of_a_custom_function():
             return grad * 2
 
     leaf = tg.ones(2, requires_grad=True)
-    assert not tg.trace.from_tensor(leaf).nodes
-    trace = tg.trace.from_tensor(Double.apply(leaf))
+    assert not tg.tracing.from_tensor(leaf).nodes
+    trace = tg.tracing.from_tensor(Double.apply(leaf))
     node = next(node for node in trace.iter_nodes() if node.kind == "function")
     assert node.name == "DoubleBackward"
     assert node.attrs == {"factor": 2}
@@ -58,14 +58,14 @@ def test_from_tensor_deep_graph_is_iterative():
     y = x
     for _ in range(3000):
         y = y * 1.0
-    trace = tg.trace.from_tensor(y)
+    trace = tg.tracing.from_tensor(y)
     assert len(trace.nodes) == 3001
 
 
 def test_recorder_adopts_a_graph_built_before_tracing():
     x = tg.ones(2, requires_grad=True)
     early = x * 3
-    with tg.trace() as tr:
+    with tg.record() as tr:
         loss = early.sum()
         loss.backward()
     names = sorted(node.name for node in tr.nodes.values())
@@ -81,5 +81,5 @@ def test_released_saved_input_has_no_source_tensor():
     y.sum().backward()
     saved = [item for item in y.grad_fn._saved if item is not None]
     assert saved and all(item.source_tensor() is None for item in saved)
-    trace = tg.trace.from_tensor(y)  # the freed saved tensors are left out, not a crash
+    trace = tg.tracing.from_tensor(y)  # the freed saved tensors are left out, not a crash
     assert [node.saved for node in trace.iter_nodes() if node.name == "MulBackward0"] == [[]]

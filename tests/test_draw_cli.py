@@ -9,7 +9,7 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 import pytest
-from test_export_dot import mul_sum_trace
+from test_draw_dot import mul_sum_trace
 
 import tracegrad as tg
 
@@ -72,7 +72,7 @@ def test_render_a_script_to_dot_text_with_options(tmp_path):
 
 @pytest.mark.graphviz
 def test_render_a_saved_trace_to_png(tmp_path):
-    tg.trace.save_trace(mul_sum_trace(), tmp_path / "run.tgtrace")
+    tg.tracing.save_trace(mul_sum_trace(), tmp_path / "run.tgtrace")
     result = render_cli("run.tgtrace", "-o", "out/graph.png", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "out" / "graph.png").read_bytes()[:4] == b"\x89PNG"
@@ -89,7 +89,7 @@ def test_a_crashing_script_is_still_drawn_and_exits_nonzero(tmp_path):
 
 
 def test_without_dot_images_fail_in_one_sentence_but_dot_text_works(tmp_path):
-    tg.trace.save_trace(mul_sum_trace(), tmp_path / "run.tgtrace")
+    tg.tracing.save_trace(mul_sum_trace(), tmp_path / "run.tgtrace")
     bare = str(Path(sys.executable).parent)  # python, but no `dot`
     if Path(bare, "dot").exists():
         pytest.skip("the interpreter's directory holds a `dot`")

@@ -2,7 +2,7 @@
 
 >>> import tracegrad
 >>> w = tracegrad.ones(2, requires_grad=True)
->>> with tracegrad.trace() as tr:
+>>> with tracegrad.record() as tr:
 ...     loss = (w * 3).sum()
 ...     loss.backward()
 >>> [tr.node(step.node).name for step in tr.passes[0].steps]
@@ -31,7 +31,7 @@ _MAX_PENDING_FRAMES = 8
 
 def record(values: bool = True, budget_bytes: int | None = None,
            keep_passes: tuple[int, int] | None = (2, 2)) -> Recorder:
-    """Start recording: ``with tracegrad.trace() as tr:`` gives the Trace being built.
+    """Start recording: ``with tracegrad.record() as tr:`` gives the Trace being built.
 
     values       capture forward values and gradients (False: structure only)
     budget_bytes memory for whole arrays (default 256 MiB); beyond it, statistics only
@@ -154,18 +154,18 @@ class Recorder:
         if self.values:
             for tensor, tensor_id in zip(inputs, record.inputs):
                 if tensor_id >= before and tensors[tensor_id].value is None:
-                    tensors[tensor_id].value = self._capture(tensor.data)  # a leaf
+                    tensors[tensor_id].value = self._capture(tensor._array)  # a leaf
         for tensor, tensor_id in zip([out for out in outputs if out is not None],
                                      record.outputs):
             tensor_record = tensors[tensor_id]
             if tensor_record.site is None:
                 tensor_record.site = node._site
-            value = tensor_record.value = self._capture(tensor.data)
+            value = tensor_record.value = self._capture(tensor._array)
             finite = not value.stats.has_nonfinite if value is not None \
-                else is_finite(tensor.data)
+                else is_finite(tensor._array)
             # Inputs are checked only now, in the rare case: report where non-finite values
             # first appear, not every op they flow through.
-            if not finite and all(is_finite(arg.data) for arg in inputs):
+            if not finite and all(is_finite(arg._array) for arg in inputs):
                 self.violations.nonfinite_forward(record, tensor, tensor_record)
         if node._saved:
             self.violations.watch_saved(node, record.id)
@@ -233,7 +233,7 @@ class Recorder:
         if tensor.requires_grad and self.builder.known_tensor(tensor) is None:
             record = self.trace.tensors[self.builder.tensor_id(tensor)]
             record.site = user_site(3)
-            record.value = self._capture(tensor.data)
+            record.value = self._capture(tensor._array)
 
     def on_inplace(self, tensor, op_name: str, site) -> None:
         builder = self.builder
@@ -322,7 +322,7 @@ class Recorder:
         captured once (the pass holds the arrays, so their ids are not reused meanwhile)."""
         if grad is None or not self.values:
             return None
-        data = grad.data
+        data = grad._array
         seen = self._pass_gradients.get(id(data))
         if seen is not None and seen[0] is data:
             return seen[1]
@@ -352,9 +352,9 @@ class Recorder:
                 continue
             value = step.grads_out[edge_index]
             finite = not value.stats.has_nonfinite if value is not None \
-                else is_finite(grad.data)
+                else is_finite(grad._array)
             if not finite:
-                if all(grad_in is None or is_finite(grad_in.data)
+                if all(grad_in is None or is_finite(grad_in._array)
                        for grad_in in self._step_grads_in):
                     self.violations.nonfinite_backward(self._pass, step, node, edge_index,
                                                        grad)
@@ -369,7 +369,7 @@ class Recorder:
         record = self.trace.tensors[tensor_id]
         if tensor.grad is not None:
             self.budget.release(record.grad)
-            record.grad = self._capture(tensor.grad.data,
+            record.grad = self._capture(tensor.grad._array,
                                         current.index if current else self._group)
 
     def on_error(self, error, node) -> None:

@@ -6,23 +6,22 @@ import numpy as np
 import pytest
 
 import tracegrad as tg
-from tracegrad.trace.model import Trace
+from tracegrad.tracing.model import Trace
 
 
 def _names(trace: Trace) -> list[str]:
     return [node.name for node in trace.iter_nodes()]
 
 
-def test_callable_module_after_importing_the_model_first():
-    import tracegrad.trace.model  # noqa: F401 - the import that used to shadow the function
+def test_record_and_torch_trace_are_distinct_names():
+    import tracegrad.tracing.model  # noqa: F401 - importing the package shadows nothing
 
     x = tg.ones(2, requires_grad=True)
-    with tg.trace() as tr:
+    with tg.record() as tr:
         (x * x).sum().backward()
     assert isinstance(tr, Trace)
-    assert callable(tg.trace)
-    assert tg.trace.from_tensor is not None
-    assert tg.load_trace is tg.trace.load_trace
+    assert tg.tracing.from_tensor is not None
+    assert tg.load_trace is tg.tracing.load_trace
     assert _names(tr) == ["MulBackward0", "AccumulateGrad", "SumBackward0"]
 
 
@@ -36,7 +35,7 @@ def _two_layer():
 
 def test_two_layer_graph_nodes_edges_and_saved_tensors():
     x, w1, w2 = _two_layer()
-    with tg.trace() as tr:
+    with tg.record() as tr:
         h = x.mm(w1)
         a = h.relu()
         y = a.mm(w2)
@@ -63,13 +62,13 @@ def test_two_layer_graph_nodes_edges_and_saved_tensors():
     # the forward line of each node
     assert mm1.site.line == mm2.site.line - 2
     assert mm1.site.code == "h = x.mm(w1)"
-    assert mm1.site.file.endswith("test_trace_recorder.py")
+    assert mm1.site.file.endswith("test_tracing_recorder.py")
     assert next(iter(tr.edges())) == (mm1.id, acc1.id, 0)
 
 
 def test_backward_steps_order_and_gradients_match_engine():
     x, w1, w2 = _two_layer()
-    with tg.trace() as tr:
+    with tg.record() as tr:
         loss = x.mm(w1).relu().mm(w2).pow(2).sum()
         loss.backward()
     (backward_pass,) = tr.passes
@@ -97,7 +96,7 @@ def test_backward_steps_order_and_gradients_match_engine():
 
 def test_tensor_values_and_leaves_captured():
     x, w1, _ = _two_layer()
-    with tg.trace() as tr:
+    with tg.record() as tr:
         h = x.mm(w1)
     by_name = {record.name: record for record in tr.tensors.values()}
     np.testing.assert_array_equal(by_name["h"].value.array, h.data)
@@ -108,7 +107,7 @@ def test_tensor_values_and_leaves_captured():
 
 def test_structure_only_keeps_no_values():
     x, w1, _ = _two_layer()
-    with tg.trace(values=False) as tr:
+    with tg.record(values=False) as tr:
         x.mm(w1).sum().backward()
     assert all(record.value is None for record in tr.tensors.values())
     assert all(grad is None for step in tr.passes[0].steps for grad in step.grads_in)
@@ -118,7 +117,7 @@ def test_structure_only_keeps_no_values():
 def test_unsubscribes_even_when_the_body_raises():
     from tracegrad.autograd import events
 
-    with pytest.raises(ZeroDivisionError), tg.trace() as tr:
+    with pytest.raises(ZeroDivisionError), tg.record() as tr:
         _ = 1 / 0
     assert not events.listeners
     assert tr.exception.type == "ZeroDivisionError"
@@ -126,7 +125,7 @@ def test_unsubscribes_even_when_the_body_raises():
 
 def test_name_sets_display_name():
     w = tg.name(tg.ones(2, requires_grad=True), "weights")
-    with tg.trace() as tr:
+    with tg.record() as tr:
         other = w * 2  # noqa: F841
     assert tr.tensor(0).name == "weights"
     with pytest.raises(ValueError):
@@ -136,7 +135,7 @@ def test_name_sets_display_name():
 def test_same_program_same_ids_and_names():
     def program():
         x, w1, w2 = _two_layer()
-        with tg.trace(values=False) as tr:
+        with tg.record(values=False) as tr:
             loss = x.mm(w1).relu().mm(w2).sum()
             loss.backward()
         return tr
@@ -150,7 +149,7 @@ def test_same_program_same_ids_and_names():
 
 def test_hooks_are_recorded_on_their_step():
     x = tg.ones(3, requires_grad=True)
-    with tg.trace() as tr:
+    with tg.record() as tr:
         y = x * 2
         y.register_hook(lambda grad: grad * 10)
         y.retain_grad()
@@ -164,7 +163,7 @@ def test_hooks_are_recorded_on_their_step():
 
 def test_keep_passes_drops_middle_values_but_keeps_structure():
     w = tg.ones(3, requires_grad=True)
-    with tg.trace(keep_passes=(1, 1)) as tr:
+    with tg.record(keep_passes=(1, 1)) as tr:
         for _ in range(4):
             (w * 2).sum().backward()
     assert [p.values_captured for p in tr.passes] == [True, False, False, True]
@@ -176,7 +175,7 @@ def test_keep_passes_drops_middle_values_but_keeps_structure():
 
 def test_budget_exhausted_gives_statistics():
     w = tg.ones(1000, requires_grad=True)
-    with tg.trace(budget_bytes=6000) as tr:
+    with tg.record(budget_bytes=6000) as tr:
         (w * 2).sum().backward()
     values = [record.value for record in tr.tensors.values() if record.value is not None]
     assert any(value.array is None for value in values)
@@ -200,6 +199,6 @@ def test_events_dispatch_cache_follows_subscriptions():
     _ = x * 3
     assert calls == ["MulBackward0"]
     assert not events._methods  # no bound method keeps the old listener alive
-    with tg.trace() as tr:
+    with tg.record() as tr:
         _ = x * 4
     assert len(tr.nodes) == 2

@@ -120,7 +120,7 @@ def test_run_missing_script(tmp_path):
 
 @pytest.mark.parametrize("example", ["two_layer_net_clamp.py", "exp_function.py"])
 def test_run_script_api_on_examples(example):
-    from tracegrad.trace import run_script
+    from tracegrad.tracing import run_script
 
     if not os.path.exists(os.path.join(ROOT, "examples", example)):
         pytest.skip(f"examples/{example} is not in this checkout")

@@ -96,7 +96,7 @@ def _dtype_name(numpy_dtype) -> str:
 
 
 def _device_name(tensor) -> str:
-    return "cpu" if type(tensor.data) is np.ndarray else str(tensor.device)
+    return "cpu" if type(tensor._array) is np.ndarray else str(tensor.device)
 
 
 def node_kind(node: Node) -> str:
@@ -144,7 +144,7 @@ class GraphBuilder:
         tensor_id = self._next_tensor_id
         self._next_tensor_id += 1
         self._tensor_ids[id(tensor)] = (tensor_id, _reference(tensor))
-        data = tensor.data
+        data = tensor._array
         record = TensorRecord(
             id=tensor_id, shape=tuple(map(int, data.shape)), dtype=_dtype_name(data.dtype),
             device=_device_name(tensor), name=tensor.name,
@@ -325,7 +325,7 @@ class GraphBuilder:
                     continue
             else:
                 continue  # freed by backward before we saw it: nothing left to describe
-            nbytes = int(saved.data.nbytes) if saved.data is not None else 0
+            nbytes = int(saved._array.nbytes) if saved._array is not None else 0
             records.append(SavedRecord(
                 tensor=tensor_id, version=int(saved.version), nbytes=nbytes,
                 slot="result" if saved.is_output else str(slot),
