@@ -160,6 +160,7 @@ CASES: dict[str, list[Case]] = {
                       in_torch=False)],
     # float32 in the middle: a wider eps keeps the float32 rounding out of the difference.
     "ToDtype": [Case(((3, 4),), lambda L, x: x.float().double(), gradcheck={"eps": 1e-3})],
+    "Trace": [Case(((3, 3),), lambda L, x: L.trace(x)), Case(((2, 4),), lambda L, x: L.trace(x))],
     "Transpose": [Case(((2, 3, 4),), lambda L, x: x.transpose(0, 2))],
     "Unsqueeze": [Case(((3, 4),), lambda L, x: x.unsqueeze(1))],
     "View": [Case(((3, 4),), lambda L, x: x.view(12)),

@@ -4,7 +4,12 @@ An autograd engine with PyTorch's API on NumPy (CuPy for CUDA), instrumented so 
 node, saved tensor and gradient can be recorded, drawn, stepped through and asserted on.
 Programs written for torch.autograd run on it with ``import tracegrad as torch``.
 
-Importing tracegrad never imports textual, graphviz, cupy or pytest.
+Every name torch has means here what it means in torch (``tracegrad.trace`` is the matrix
+trace). tracegrad's own API uses names torch does not: ``record``, ``Trace``,
+``load_trace``, ``name``, ``render``, ``to_dot``, and the packages ``tracing``, ``draw``,
+``tui``.
+
+Importing tracegrad never imports textual, graphviz, cupy, pytest or torch.
 """
 
 from __future__ import annotations
@@ -12,18 +17,10 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 from . import _dtype, autograd, cuda
-from ._dtype import (
-    bool_ as bool,
-)
-from ._dtype import (
-    dtype,
-    float16,
-    float32,
-    float64,
-    int32,
-    int64,
-    uint8,
-)
+from ._dtype import bool_ as bool
+from ._dtype import dtype, float16, float32, float64, int32, int64, uint8
+from ._functions import *  # noqa: F403 - the torch.* function forms, listed in its __all__
+from ._functions import max, min, trace
 from .autograd import enable_grad, inference_mode, no_grad, set_grad_enabled
 from .autograd.grad_mode import is_grad_enabled
 from .backends import device
@@ -60,16 +57,13 @@ from .factories import (
     zeros,
     zeros_like,
 )
-from .functional import *
-from .functional import max, min
 from .tensor import Size, Tensor
 
 half, float, double = float16, float32, float64
 long, int = int64, int32
-uint8 = uint8
 
 
-def get_default_dtype():
+def get_default_dtype() -> dtype:
     return _dtype.default_float
 
 
@@ -77,28 +71,23 @@ def set_default_dtype(value) -> None:
     _dtype.default_float = _dtype.from_numpy_dtype(_dtype.to_numpy_dtype(value))
 
 
-_LAZY = {
-    "nn": ".nn",
-    "optim": ".optim",
-    "testing": ".testing",
-    "draw": ".draw",
-    "tracing": ".tracing",
-}
+# Submodules and tracer functions load on first use, keeping ``import tracegrad`` light.
+_LAZY_MODULES = {"nn": ".nn", "optim": ".optim", "testing": ".testing", "draw": ".draw",
+                 "tracing": ".tracing", "tui": ".tui"}
+_LAZY_NAMES = {"record": ".tracing", "Trace": ".tracing", "load_trace": ".tracing",
+               "name": ".tracing", "render": ".draw", "to_dot": ".draw"}
 
 
 def __getattr__(name: str):
-    """Submodules and tracer functions load on first use, keeping ``import tracegrad``
-    light."""
     import importlib
 
-    if name in _LAZY:
-        return importlib.import_module(_LAZY[name], __name__)
-    if name in ("record", "load_trace", "name", "Trace"):
-        module = importlib.import_module(".tracing", __name__)
-        return getattr(module, name)
-    if name in ("render", "to_dot"):
-        module = importlib.import_module(".draw", __name__)
-        return getattr(module, name)
-    if name == "tui":
-        return importlib.import_module(".tui", __name__)
-    raise AttributeError(f"module 'tracegrad' has no attribute '{name}'")
+    if name in _LAZY_MODULES:
+        return importlib.import_module(_LAZY_MODULES[name], __name__)
+    if name in _LAZY_NAMES:
+        return getattr(importlib.import_module(_LAZY_NAMES[name], __name__), name)
+    if name.startswith("__"):
+        raise AttributeError(f"module 'tracegrad' has no attribute '{name}'")
+    raise AttributeError(
+        f"tracegrad does not implement torch.{name} (module 'tracegrad' has no attribute "
+        f"'{name}'). A script that uses it can still be observed on real PyTorch: keep "
+        "`import torch` and run it with `tracegrad run`.")

@@ -8,6 +8,16 @@ from typing import Any
 import numpy as np
 
 from . import _dtype, backends
+from ._methods import (
+    ArithmeticMethods,
+    ComparisonMethods,
+    ConstructionMethods,
+    IndexingMethods,
+    InplaceMethods,
+    MathMethods,
+    ReductionMethods,
+    ShapeMethods,
+)
 from .autograd import events
 from .autograd.grad_mode import state
 from .autograd.node import AccumulateGrad, RemovableHandle, VersionCounter
@@ -30,7 +40,8 @@ class Size(tuple):
         return count
 
 
-class Tensor:
+class Tensor(ArithmeticMethods, ComparisonMethods, InplaceMethods, MathMethods, ReductionMethods,
+             ShapeMethods, IndexingMethods, ConstructionMethods):
     """A multi-dimensional array that can record the operations made on it.
 
     ``data`` is a numpy (CPU) or cupy (CUDA) array. Everything else is autograd metadata:
@@ -524,7 +535,7 @@ from .autograd.function import bind_tensor_class
 
 bind_tensor_class(Tensor)  # before the ops load: their hot paths use the bound class
 
-from . import _methods  # installs operators and methods on Tensor (below)
-from .ops import conversion as _conversion
+from ._methods import bind_ops  # noqa: E402 - the op modules need Tensor defined
+from .ops import conversion as _conversion  # noqa: E402
 
-_methods.install(Tensor)
+bind_ops()

@@ -6,6 +6,9 @@ graph legend read it.
 
 from __future__ import annotations
 
+# Tensor first: every op module imports it, and tensor.py binds the op modules into its
+# methods as it finishes loading (tracegrad._methods.bind_ops).
+from .. import tensor as _tensor  # noqa: F401, I001
 from ..autograd.function import Op
 
 

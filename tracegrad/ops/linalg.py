@@ -112,3 +112,25 @@ def matmul(a, b):
     if a.ndim == 2 and b.ndim == 1:
         return Mv.apply(a, b)
     return Matmul.apply(a, b)
+
+
+class Trace(Op):
+    """``torch.trace(x)``: the sum of a matrix's main diagonal."""
+
+    node_name = "TraceBackward0"
+
+    @staticmethod
+    def forward(ctx, a):
+        x = a._array
+        if x.ndim != 2:
+            raise ShapeError(
+                f"trace: expected a matrix, but got tensor with dim {x.ndim} "
+                f"({a._describe()}). Hint: torch.trace is the matrix trace; tracegrad's "
+                "recorder is tracegrad.record().")
+        return a._xp.asarray(x.trace())
+
+    @staticmethod
+    def backward(ctx, grad):
+        (shape, numpy_dtype), = ctx._input_meta
+        identity = grad._wrap(grad._xp.eye(*shape, dtype=numpy_dtype), False)
+        return (identity * grad,)

@@ -1,0 +1,44 @@
+"""Indexing, gather/scatter and masking.
+
+A mixin of Tensor (``class Tensor(..., IndexingMethods)``): the methods are defined here, where a
+reader looks for them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..tensor import Tensor
+    from ..ops import indexing
+
+
+class IndexingMethods:
+    __slots__ = ()
+
+    def __getitem__(self, index):
+        return indexing.getitem(self, index)
+
+    def gather(self, dim, index):
+        return indexing.Gather.apply(self, dim, index)
+
+    def scatter(self, dim, index, src=None, value=None, reduce=None):
+        source = src if src is not None else value
+        return indexing.Scatter.apply(self, dim, index, source, reduce=reduce)
+
+    def scatter_add(self, dim, index, src):
+        return indexing.ScatterAdd.apply(self, dim, index, src)
+
+    def masked_fill(self, mask, value):
+        return indexing.MaskedFill.apply(self, mask, value)
+
+    def where(self, condition, other):
+        return indexing.Where.apply(condition, self, other)
+
+
+def _bind() -> None:
+    """The op modules import Tensor, so they are bound here once Tensor exists
+    (``tracegrad._methods.bind_ops``), not imported at load time."""
+    global Tensor, indexing
+    from ..ops import indexing
+    from ..tensor import Tensor

@@ -1,0 +1,118 @@
+"""Views and reshapes: view, reshape, transpose, squeeze, expand, split, ...
+
+A mixin of Tensor (``class Tensor(..., ShapeMethods)``): the methods are defined here, where a
+reader looks for them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..tensor import Tensor
+    from ..ops import shape
+
+
+class ShapeMethods:
+    __slots__ = ()
+
+    def view(self, *sizes):
+        if len(sizes) == 1 and not isinstance(sizes[0], (int, tuple, list)):
+            return self.to(sizes[0])  # view(dtype)
+        return shape.View.apply(self, shape=shape.infer_shape(sizes, self._array.size, self))
+
+    def view_as(self, other):
+        return self.view(other.shape)
+
+    def reshape(self, *sizes):
+        return shape.Reshape.apply(self, shape=shape.infer_shape(sizes, self._array.size, self))
+
+    def reshape_as(self, other):
+        return self.reshape(other.shape)
+
+    def flatten(self, start_dim=0, end_dim=-1):
+        ndim = self._array.ndim
+        if ndim == 0:
+            return self.reshape(1)
+        start, end = shape.wrap_dim(start_dim, ndim), shape.wrap_dim(end_dim, ndim)
+        if start > end:
+            raise ValueError("flatten() has invalid args: start_dim cannot come after end_dim")
+        sizes = self._array.shape
+        middle = 1
+        for size in sizes[start:end + 1]:
+            middle *= size
+        return shape.Reshape.apply(self, shape=sizes[:start] + (middle,) + sizes[end + 1:])
+
+    def t(self):
+        return shape.T.apply(self)
+
+    @property
+    def T(self):
+        if self._array.ndim <= 2:
+            return shape.T.apply(self)
+        return shape.Permute.apply(self, dims=tuple(reversed(range(self._array.ndim))))
+
+    @property
+    def mT(self):
+        return shape.Transpose.apply(self, -2, -1)
+
+    def transpose(self, dim0, dim1):
+        return shape.Transpose.apply(self, dim0, dim1)
+
+    def permute(self, *dims):
+        return shape.Permute.apply(self, dims=_sizes(dims))
+
+    def unsqueeze(self, dim):
+        return shape.Unsqueeze.apply(self, dim=dim)
+
+    def squeeze(self, dim=None):
+        if dim is None:
+            return shape.SqueezeAll.apply(self)
+        return shape.Squeeze.apply(self, dim=dim)
+
+    def expand(self, *sizes):
+        return shape.Expand.apply(self, shape=_sizes(sizes))
+
+    def expand_as(self, other):
+        return shape.Expand.apply(self, shape=tuple(other.shape))
+
+    def repeat(self, *sizes):
+        return shape.Repeat.apply(self, repeats=_sizes(sizes))
+
+    def split(self, split_size, dim=0):
+        return shape.split(self, split_size, dim)
+
+    def chunk(self, chunks, dim=0):
+        return shape.chunk(self, chunks, dim)
+
+    def unbind(self, dim=0):
+        return shape.unbind(self, dim)
+
+    def narrow(self, dim, start, length):
+        return shape.narrow(self, dim, start, length)
+
+    def contiguous(self, memory_format=None):
+        data = self._array
+        if data.flags.c_contiguous:
+            return self
+        return shape.Clone.apply(self)
+
+    def is_contiguous(self, memory_format=None):
+        return bool(self._array.flags.c_contiguous)
+
+    def clone(self, memory_format=None):
+        return shape.Clone.apply(self)
+
+
+def _sizes(sizes):
+    if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
+        return tuple(sizes[0])
+    return tuple(sizes)
+
+
+def _bind() -> None:
+    """The op modules import Tensor, so they are bound here once Tensor exists
+    (``tracegrad._methods.bind_ops``), not imported at load time."""
+    global Tensor, shape
+    from ..ops import shape
+    from ..tensor import Tensor
