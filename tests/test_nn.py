@@ -103,7 +103,7 @@ def test_missing_forward_says_so():
 
 
 # -- module scopes for traces ------------------------------------------------------------
-class _ScopeRecorder:
+class _ScopeRecorder(events.Listener):
     def __init__(self):
         self.scopes = []
 

@@ -183,12 +183,12 @@ def test_budget_exhausted_gives_statistics():
     assert all(value.stats.max is not None for value in values)
 
 
-def test_events_dispatch_cache_follows_subscriptions():
+def test_events_reach_a_listener_only_while_subscribed():
     from tracegrad.autograd import events
 
     calls = []
 
-    class Listener:
+    class Listener(events.Listener):
         def on_op(self, node, inputs, outputs):
             calls.append(node.name())
 
@@ -198,7 +198,37 @@ def test_events_dispatch_cache_follows_subscriptions():
     handle.remove()
     _ = x * 3
     assert calls == ["MulBackward0"]
-    assert not events._methods  # no bound method keeps the old listener alive
+    assert events.listener is None and events.listeners == ()  # nothing keeps it alive
     with tg.record() as tr:
         _ = x * 4
     assert len(tr.nodes) == 2
+
+
+def test_two_listeners_each_hear_every_event_in_subscription_order():
+    from tracegrad.autograd import events
+
+    heard = []
+
+    class Named(events.Listener):
+        def __init__(self, label):
+            self.label = label
+
+        def on_op(self, node, inputs, outputs):
+            heard.append((self.label, node.name()))
+
+        def on_backward_end(self, info, error):
+            heard.append((self.label, "end"))
+
+    x = tg.ones(2, requires_grad=True)
+    with events.subscribe(Named("a")), events.subscribe(Named("b")):
+        (x * 2).sum().backward()
+    assert heard == [("a", "MulBackward0"), ("b", "MulBackward0"), ("a", "SumBackward0"),
+                     ("b", "SumBackward0"), ("a", "end"), ("b", "end")]
+    assert events.listener is None
+
+
+def test_subscribe_refuses_an_object_that_is_not_a_listener():
+    from tracegrad.autograd import events
+
+    with pytest.raises(TypeError, match="subclass Listener"):
+        events.subscribe(object())

@@ -42,8 +42,8 @@ def _finish(array: np.ndarray, device, requires_grad: bool) -> Tensor:
 def _announce(tensor: Tensor) -> None:
     from .autograd import events
 
-    if events.listeners:
-        events.emit("on_tensor", tensor, "factory")
+    if events.listener is not None:
+        events.listener.on_tensor(tensor, "factory")
 
 
 def _size(size) -> tuple:

@@ -416,13 +416,13 @@ class Tensor(ArithmeticMethods, ComparisonMethods, InplaceMethods, MathMethods, 
         from .autograd.function import _leaf_inplace_message
 
         if self.grad_fn is None and self._base is None:
-            if events.listeners:
-                events.emit("on_inplace_refused", self, op_name)
+            if events.listener is not None:
+                events.listener.on_inplace_refused(self, op_name)
             raise InplaceError(_leaf_inplace_message(self, op_name))
         base = self._base
         if base is not None and base.grad_fn is None and base.requires_grad:
-            if events.listeners:
-                events.emit("on_inplace_refused", base, op_name)
+            if events.listener is not None:
+                events.listener.on_inplace_refused(base, op_name)
             raise InplaceError(
                 f"a view of a leaf Variable that requires grad is being used in an in-place "
                 f"operation ({op_name} on {describe_tensor(self)}). Hint: clone the leaf "
@@ -455,13 +455,13 @@ class Tensor(ArithmeticMethods, ComparisonMethods, InplaceMethods, MathMethods, 
 
     def _after_inplace(self, op_name: str) -> None:
         site = None
-        if state.anomaly or events.listeners:
+        if state.anomaly or events.listener is not None:
             from .autograd.site import user_site
 
             site = user_site(2)
         self._version_counter.bump(op_name, site)
-        if events.listeners:
-            events.emit("on_inplace", self, op_name, site)
+        if events.listener is not None:
+            events.listener.on_inplace(self, op_name, site)
 
     def _rebase_into_base(self) -> None:
         """After an in-place op on ``base[index]``, record it on the base as well."""

@@ -158,9 +158,9 @@ def run(outputs: Sequence, grad_outputs: Sequence, retain_graph: bool, create_gr
 
     info = PassInfo(next(_pass_counter), kind, tuple(outputs), retain_graph, create_graph,
                     tuple(inputs) if inputs is not None else None)
-    listening = bool(events.listeners)
-    if listening:
-        events.emit("on_backward_start", info)
+    listener = events.listener  # one per pass: a listener leaving mid-pass still hears its end
+    if listener is not None:
+        listener.on_backward_start(info)
     previous_mode = state.grad_enabled
     state.grad_enabled = create_graph
     # A pass makes and drops many gradient tensors, none in a reference cycle; a collector
@@ -172,7 +172,7 @@ def run(outputs: Sequence, grad_outputs: Sequence, retain_graph: bool, create_gr
     error = None
     try:
         results = _execute(roots, dependencies, captures, inputs, accumulate, retain_graph,
-                           info.index, listening)
+                           info.index, listener)
     except BaseException as exc:
         error = exc
         raise
@@ -180,8 +180,8 @@ def run(outputs: Sequence, grad_outputs: Sequence, retain_graph: bool, create_gr
         if collecting:
             gc.enable()
         state.grad_enabled = previous_mode
-        if listening:
-            events.emit("on_backward_end", info, error)
+        if listener is not None:
+            listener.on_backward_end(info, error)
     return results
 
 
@@ -260,7 +260,7 @@ def _priority(node: Node) -> int:
 
 
 def _execute(roots, dependencies, captures, inputs, accumulate, retain_graph, pass_index,
-             listening) -> list:
+             listener) -> list:
     """Run ready nodes until none is left. The loop body runs once per node of the graph,
     so the common case (no hooks, nobody listening, no anomaly mode) is kept inline."""
     buffers: dict = {}
@@ -274,7 +274,7 @@ def _execute(roots, dependencies, captures, inputs, accumulate, retain_graph, pa
              if dependencies[node] == 0]
     heapq.heapify(ready)
     heappop, heappush = heapq.heappop, heapq.heappush
-    slow = listening or state.anomaly
+    slow = listener is not None or state.anomaly
     while ready:
         node = heappop(ready)[2]
         grads = buffers.pop(node, None)
@@ -294,7 +294,7 @@ def _execute(roots, dependencies, captures, inputs, accumulate, retain_graph, pa
         if not has_grad:
             next_grads = (None,) * len(node.next_functions)
         elif slow or node._hooked:
-            next_grads = _run_node(node, grads, pass_index, listening, state.anomaly)
+            next_grads = _run_node(node, grads, pass_index, listener, state.anomaly)
         else:
             try:
                 next_grads = node._backward(grads)
@@ -342,25 +342,25 @@ def _add_to_buffer(buffers: dict, node: Node, output_nr: int, grad_value) -> Non
     grads[output_nr] = grad_value if current is None else current + grad_value
 
 
-def _run_node(node: Node, grads: list, pass_index: int, listening: bool, anomaly: bool):
+def _run_node(node: Node, grads: list, pass_index: int, listener, anomaly: bool):
     if node._tensor_hooks or node._retained or node._pre_hooks:
-        grads = _run_pre_hooks(node, grads, listening)
-    if listening:
-        events.emit("on_node_start", node, tuple(grads))
+        grads = _run_pre_hooks(node, grads, listener)
+    if listener is not None:
+        listener.on_node_start(node, tuple(grads))
         started = time.perf_counter_ns()
     try:
         next_grads = node._backward(grads)
     except Exception as error:
-        if listening:
-            events.emit("on_error", error, node)
+        if listener is not None:
+            listener.on_error(error, node)
         _annotate(error, node)
         raise
     if node._post_hooks:
-        next_grads = _run_post_hooks(node, next_grads, grads, listening)
-    if listening:
-        events.emit("on_node_end", node, tuple(next_grads), time.perf_counter_ns() - started)
+        next_grads = _run_post_hooks(node, next_grads, grads, listener)
+    if listener is not None:
+        listener.on_node_end(node, tuple(next_grads), time.perf_counter_ns() - started)
         if node._is_accumulate:
-            events.emit("on_accumulate", node.variable, grads[0])
+            listener.on_accumulate(node.variable, grads[0])
     if anomaly:
         _check_nan(node, next_grads)
     return next_grads
@@ -373,7 +373,7 @@ def _annotate(error: Exception, node: Node) -> None:
             error.add_note(note)
 
 
-def _run_pre_hooks(node: Node, grads: list, listening: bool) -> list:
+def _run_pre_hooks(node: Node, grads: list, listener) -> list:
     grads = list(grads)
     if node._tensor_hooks:
         for output_nr, hooks in node._tensor_hooks.items():
@@ -381,15 +381,15 @@ def _run_pre_hooks(node: Node, grads: list, listening: bool) -> list:
                 if grads[output_nr] is None:
                     continue
                 result = hook(grads[output_nr])
-                if listening:
-                    events.emit("on_hook", node, "tensor", hook, result is not None)
+                if listener is not None:
+                    listener.on_hook(node, "tensor", hook, result is not None)
                 if result is not None:
                     grads[output_nr] = result
     if node._pre_hooks:
         for hook in tuple(node._pre_hooks):
             result = hook(tuple(grads))
-            if listening:
-                events.emit("on_hook", node, "pre", hook, result is not None)
+            if listener is not None:
+                listener.on_hook(node, "pre", hook, result is not None)
             if result is not None:
                 grads = list(result)
     if node._retained:
@@ -397,8 +397,8 @@ def _run_pre_hooks(node: Node, grads: list, listening: bool) -> list:
             tensor = tensor_ref()
             if tensor is not None and grads[output_nr] is not None:
                 _retain(tensor, grads[output_nr])
-                if listening:
-                    events.emit("on_hook", node, "retain_grad", _retain, False)
+                if listener is not None:
+                    listener.on_hook(node, "retain_grad", _retain, False)
     return grads
 
 
@@ -409,11 +409,11 @@ def _retain(tensor, grad_value) -> None:
         tensor.grad = tensor.grad + grad_value
 
 
-def _run_post_hooks(node: Node, next_grads, grads, listening: bool):
+def _run_post_hooks(node: Node, next_grads, grads, listener):
     for hook in tuple(node._post_hooks):
         result = hook(tuple(next_grads), tuple(grads))
-        if listening:
-            events.emit("on_hook", node, "post", hook, result is not None)
+        if listener is not None:
+            listener.on_hook(node, "post", hook, result is not None)
         if result is not None:
             next_grads = tuple(result)
     return next_grads

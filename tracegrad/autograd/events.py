@@ -1,82 +1,125 @@
-"""The one hook through which the engine reports what it does.
+"""The one hook through which the engine reports what it does: a typed listener.
 
-The engine knows nothing of the tracer. At each event site it runs
-``if listeners: emit(...)`` -- one truthiness check when nobody listens. A listener is an
-object with any of the methods below; ``subscribe`` returns a handle to remove it in a
-``finally``.
+The engine knows nothing of the tracer. At each event site it runs::
 
-Events, with their payloads:
-    on_op(node, inputs, outputs)               a node was recorded in forward
-    on_tensor(tensor, kind)                    a tensor was made outside an op (factory)
-    on_inplace(tensor, op_name, site)          a tensor was modified in place (its version was
-                                               bumped; tensor.grad_fn is the new node when the
-                                               graph recorded it; site: the user's line)
-    on_inplace_refused(tensor, op_name)        an in-place op on a leaf that requires grad (or a
-                                               view of one) is about to raise InplaceError
-    on_backward_start(pass_info)               backward()/autograd.grad() started
-    on_node_start(node, grads_in)              the engine is about to run node's backward
-    on_node_end(node, grads_out, duration_ns)  it finished
-    on_hook(node, kind, hook, changed)         a hook fired
-    on_accumulate(tensor, grad)                a gradient was accumulated into a leaf's .grad
-    on_backward_end(pass_info, error)          backward finished (error: exception or None)
-    on_error(error, node)                      the engine raised while running node
+    listener = events.listener
+    if listener is not None:
+        listener.on_op(node, args, outputs)
+
+-- one check when nobody listens, and a direct method call when someone does (no event
+names looked up by string). ``events.listener`` is None, the one subscribed ``Listener``,
+or a ``FanOut`` that calls each subscriber in turn. ``subscribe`` returns a handle that
+removes the listener (use it in a ``finally`` or a ``with``).
+
+Both engines speak this protocol: tracegrad's calls it directly, and the PyTorch bridge
+makes the same calls from torch's hooks, so the recorder does not know which engine ran.
 """
 
 from __future__ import annotations
 
-listeners: list = []
-
-# event name -> the bound methods that handle it, for the listeners in _methods_for. Looking
-# methods up once per event name, not once per emit, is most of what emitting costs.
-_methods: dict[str, tuple] = {}
-_methods_for: list = []
+import threading
 
 
-def _forget_methods() -> None:
-    # Also drops the bound methods, so an unsubscribed listener is not kept alive here.
-    _methods.clear()
-    _methods_for[:] = listeners
+class Listener:
+    """What a listener can be told. Every method is a no-op here: override what you need."""
+
+    def on_op(self, node, inputs, outputs) -> None:
+        """A node was recorded in forward: ``inputs`` are the op's arguments (tensors and
+        plain values, in call order), ``outputs`` its output tensors."""
+
+    def on_tensor(self, tensor, kind: str) -> None:
+        """A tensor was made outside an op (``kind``: "factory")."""
+
+    def on_inplace(self, tensor, op_name: str, site) -> None:
+        """``tensor`` was modified in place: its version was bumped; ``tensor.grad_fn`` is
+        the new node when the graph recorded it; ``site`` is the user's line."""
+
+    def on_inplace_refused(self, tensor, op_name: str) -> None:
+        """An in-place op on a leaf that requires grad (or a view of one) is about to raise
+        InplaceError."""
+
+    def on_backward_start(self, info) -> None:
+        """``backward()``/``autograd.grad()`` started (``info``: engine.PassInfo)."""
+
+    def on_node_start(self, node, grads_in: tuple) -> None:
+        """The engine is about to run ``node``'s backward."""
+
+    def on_node_end(self, node, grads_out: tuple, duration_ns: int) -> None:
+        """``node``'s backward finished."""
+
+    def on_hook(self, node, kind: str, hook, changed: bool) -> None:
+        """A hook fired (``kind``: "tensor", "pre", "post", "retain_grad")."""
+
+    def on_accumulate(self, tensor, grad) -> None:
+        """A gradient was accumulated into a leaf's ``.grad``."""
+
+    def on_backward_end(self, info, error) -> None:
+        """Backward finished (``error``: the exception, or None)."""
+
+    def on_error(self, error, node) -> None:
+        """The engine raised while running ``node``."""
 
 
-class _Subscription:
-    def __init__(self, listener) -> None:
-        self.listener = listener
+_EVENT_NAMES = tuple(name for name in vars(Listener) if name.startswith("on_"))
+
+
+class FanOut(Listener):
+    """Several listeners at once: each event goes to each of them, in subscription order."""
+
+    def __init__(self, listeners: tuple) -> None:
+        self.listeners = listeners
+        # Bound methods per event, looked up once: an event costs one loop, no getattr.
+        for event in _EVENT_NAMES:
+            methods = tuple(getattr(item, event) for item in listeners)
+            setattr(self, event, _fan(methods))
+
+
+def _fan(methods: tuple):
+    def call(*args) -> None:
+        for method in methods:
+            method(*args)
+
+    return call
+
+
+# The listener the engine calls, or None. Replaced (never mutated) under _lock, so a reader
+# sees either the old or the new value, never a half-built one.
+listener: Listener | None = None
+listeners: tuple = ()
+_lock = threading.Lock()
+
+
+def _publish(new: tuple) -> None:
+    global listener, listeners
+    listeners = new
+    listener = None if not new else new[0] if len(new) == 1 else FanOut(new)
+
+
+class Subscription:
+    """What ``subscribe`` returns: ``remove()`` (or leaving the ``with``) unsubscribes."""
+
+    def __init__(self, subscriber: Listener) -> None:
+        self.listener = subscriber
 
     def remove(self) -> None:
-        try:
-            listeners.remove(self.listener)
-        except ValueError:
-            pass
-        _forget_methods()
+        with _lock:
+            if self.listener in listeners:
+                _publish(tuple(item for item in listeners if item is not self.listener))
 
-    def __enter__(self):
+    def __enter__(self) -> Subscription:
         return self
 
     def __exit__(self, *exc_info) -> None:
         self.remove()
 
 
-def subscribe(listener) -> _Subscription:
-    listeners.append(listener)
-    _forget_methods()
-    return _Subscription(listener)
-
-
-def emit(event: str, *args) -> None:
-    if _methods_for != listeners:  # someone edited the list directly
-        _forget_methods()
-    methods = _methods.get(event)
-    if methods is None:
-        methods = _methods[event] = tuple(
-            method for listener in listeners
-            if (method := getattr(listener, event, None)) is not None)
-    for method in methods:
-        method(*args)
-
-
-def wants_sites() -> bool:
-    """Whether anyone needs the source site of each node (the tracer or anomaly mode)."""
-    for listener in listeners:
-        if getattr(listener, "wants_sites", False):
-            return True
-    return False
+def subscribe(subscriber: Listener) -> Subscription:
+    """Start telling ``subscriber`` what the engine does; returns the handle to stop."""
+    if not isinstance(subscriber, Listener):
+        raise TypeError(
+            f"events.subscribe expects a tracegrad.autograd.events.Listener, got "
+            f"{type(subscriber).__name__}. Hint: subclass Listener and override the on_* "
+            "methods you need.")
+    with _lock:
+        _publish(listeners + (subscriber,))
+    return Subscription(subscriber)

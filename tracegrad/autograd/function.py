@@ -207,8 +207,8 @@ class Function:
 def _check_dirty_leaves(ctx, args) -> None:
     for tensor in ctx._dirty:
         if tensor.is_leaf and tensor.requires_grad and state.grad_enabled:
-            if events.listeners:
-                events.emit("on_inplace_refused", tensor, ctx.name())
+            if events.listener is not None:
+                events.listener.on_inplace_refused(tensor, ctx.name())
             raise InplaceError(_leaf_inplace_message(tensor, ctx.name()))
 
 
@@ -257,10 +257,10 @@ def _connect(ctx: BackwardFunction, args: tuple, outputs: tuple) -> tuple:
     ctx._output_meta = tuple(output_meta)
     ctx._saved = _save(ctx, ctx._to_save, wired)
     ctx._to_save = ()
-    if state.anomaly or events.listeners:
+    if state.anomaly or events.listener is not None:
         _note_site(ctx)
-        if events.listeners:
-            events.emit("on_op", ctx, args, tuple(wired))
+        if events.listener is not None:
+            events.listener.on_op(ctx, args, tuple(wired))
     return tuple(wired)
 
 
@@ -403,10 +403,10 @@ def _record(cls, args, attrs):
     if to_save:
         ctx._saved = _save(ctx, to_save, outputs)
         ctx._to_save = ()
-    if state.anomaly or events.listeners:
+    if state.anomaly or events.listener is not None:
         _note_site(ctx)
-        if events.listeners:
-            events.emit("on_op", ctx, args, tuple(outputs))
+        if events.listener is not None:
+            events.listener.on_op(ctx, args, tuple(outputs))
     return tuple(outputs) if data.__class__ is tuple else output
 
 

@@ -58,7 +58,7 @@ class Module:
             f'Module [{type(self).__name__}] is missing the required "forward" function')
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if state.anomaly or events.listeners:
+        if state.anomaly or events.listener is not None:
             module_scope.push(self._scope_name or type(self).__name__)
             try:
                 return self.forward(*args, **kwargs)

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..autograd import events
 from ..autograd.gradcheck import GradcheckError
 
 __all__ = ["NodeGradcheckError", "WrongNode", "gradcheck"]
@@ -101,7 +102,7 @@ class _CallRecorder:
         return apply
 
 
-class _SiteListener:
+class _SiteListener(events.Listener):
     wants_sites = True
 
 

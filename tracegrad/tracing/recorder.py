@@ -42,7 +42,7 @@ def record(values: bool = True, budget_bytes: int | None = None,
     return Recorder(values=values, budget_bytes=budget_bytes, keep_passes=keep_passes)
 
 
-class Recorder:
+class Recorder(events.Listener):
     """An events listener that fills ``self.trace``; a context manager around that."""
 
     wants_sites = True  # nodes get the source line of their forward call
