@@ -145,6 +145,15 @@ def unbind(input, dim=0):
 def narrow(input, dim, start, length):
     return input.narrow(dim, start, length)
 
+def select(input, dim, index):
+    return input.select(dim, index)
+
+def diagonal(input, offset=0, dim1=0, dim2=1):
+    return input.diagonal(offset, dim1, dim2)
+
+def as_strided(input, size, stride, storage_offset=None):
+    return input.as_strided(size, stride, storage_offset)
+
 def clone(input, *, memory_format=None):
     return input.clone()
 
@@ -272,6 +281,7 @@ __all__ = [
     "any",
     "argmax",
     "argmin",
+    "as_strided",
     "cat",
     "chunk",
     "clamp",
@@ -283,6 +293,7 @@ __all__ = [
     "concatenate",
     "cos",
     "detach",
+    "diagonal",
     "div",
     "dot",
     "eq",
@@ -322,6 +333,7 @@ __all__ = [
     "reshape",
     "scatter",
     "scatter_add",
+    "select",
     "sigmoid",
     "sign",
     "sin",

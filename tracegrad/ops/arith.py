@@ -163,15 +163,22 @@ class Pow(Op):
 
     @staticmethod
     def backward(ctx, grad):
+        # PyTorch's formulas at 0, not NaN: d/da is 0 where b == 0 (a ** 0 is constant),
+        # and d/db is 0 where a == 0 and b >= 0 (0 ** b is constant there).
+        from .indexing import Where
+
         a, b, result = ctx.saved_tensors
         needs = ctx.needs_input_grad
-        grad_a = sum_to(grad * b * a ** (b - 1), _shape(a)) if needs[0] else None
-        grad_b = None
+        grad_a = grad_b = None
+        if needs[0]:
+            power = grad * b * a ** (b - 1)
+            grad_a = sum_to(Where.apply(b == 0, 0.0, power), _shape(a))
         if needs[1]:
             from .unary import log
 
             base = a if hasattr(a, "_array") else _like(result, a)
-            grad_b = sum_to(grad * result * log(base), b.shape)
+            grad_b = Where.apply((base == 0) & (b >= 0), 0.0, grad * result * log(base))
+            grad_b = sum_to(grad_b, b.shape)
         return grad_a, grad_b
 
 
@@ -182,9 +189,10 @@ def _like(tensor, value):
 
 
 class Fill(Op):
-    """``full_like(input, value)``: what ``fill_`` records (the old value gets no grad)."""
+    """``full_like(input, value)``: what ``fill_(number)`` records (the old value gets no
+    grad)."""
 
-    node_name = "FillBackward0"
+    node_name = "FillBackward2"
 
     @staticmethod
     def forward(ctx, a, value):
@@ -193,6 +201,21 @@ class Fill(Op):
     @staticmethod
     def backward(ctx, grad):
         return (grad * 0, None)
+
+
+class FillTensor(Op):
+    """``fill_(tensor)`` with a 0-dim tensor: the value's gradient is the sum."""
+
+    node_name = "FillBackward3"
+
+    @staticmethod
+    def forward(ctx, a, value):
+        return a._xp.full_like(a._array, value._array.reshape(()).astype(a._array.dtype))
+
+    @staticmethod
+    def backward(ctx, grad):
+        needs = ctx.needs_input_grad
+        return (grad * 0 if needs[0] else None, grad.sum() if needs[1] else None)
 
 
 class Zero(Fill):
