@@ -145,6 +145,18 @@ def unbind(input, dim=0):
 def narrow(input, dim, start, length):
     return input.narrow(dim, start, length)
 
+def split_with_sizes(input, split_sizes, dim=0):
+    return input.split_with_sizes(split_sizes, dim)
+
+def unsafe_split(input, split_size, dim=0):
+    return input.unsafe_split(split_size, dim)
+
+def unsafe_split_with_sizes(input, split_sizes, dim=0):
+    return input.unsafe_split_with_sizes(split_sizes, dim)
+
+def unsafe_chunk(input, chunks, dim=0):
+    return input.unsafe_chunk(chunks, dim)
+
 def select(input, dim, index):
     return input.select(dim, index)
 
@@ -339,6 +351,7 @@ __all__ = [
     "sin",
     "softmax",
     "split",
+    "split_with_sizes",
     "sqrt",
     "square",
     "squeeze",
@@ -351,6 +364,9 @@ __all__ = [
     "trace",
     "transpose",
     "unbind",
+    "unsafe_chunk",
+    "unsafe_split",
+    "unsafe_split_with_sizes",
     "unsqueeze",
     "var",
     "where",

@@ -56,7 +56,7 @@ class Tensor(ArithmeticMethods, ComparisonMethods, InplaceMethods, MathMethods, 
     _output_nr = 0
     _base: Tensor | None = None  # the root base of a view (autograd/views.py)
     _creation = 0  # how a view was made: views.DEFAULT, NO_GRAD_MODE, MULTI_OUTPUT_NODE, ...
-    _nograd_view = False  # a view made under no_grad of a base that requires grad
+    _grad_from_base = False  # a view requiring grad only because its base does (no edge)
     _accumulator: AccumulateGrad | None = None
     _retains_grad = False
     _counter: VersionCounter | None = None  # made on first use: see _version_counter
@@ -185,6 +185,11 @@ class Tensor(ArithmeticMethods, ComparisonMethods, InplaceMethods, MathMethods, 
         return 0 if counter is None else counter.value
 
     @property
+    def output_nr(self) -> int:
+        """Which output of its grad_fn this tensor is (0 for a leaf)."""
+        return self._output_nr
+
+    @property
     def retains_grad(self) -> bool:
         return self._retains_grad
 
@@ -241,7 +246,10 @@ class Tensor(ArithmeticMethods, ComparisonMethods, InplaceMethods, MathMethods, 
                     f"{self._describe()}, which already requires grad)")
             return
         self._requires_grad = requires_grad
-        self._nograd_view = False
+        self._grad_from_base = False
+        counter = self._counter
+        if self._base is None and counter is not None and counter.views:
+            views.base_requires_grad_changed(self)
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         """Accumulate the gradient of this tensor into the leaves' ``.grad``.
@@ -265,7 +273,7 @@ class Tensor(ArithmeticMethods, ComparisonMethods, InplaceMethods, MathMethods, 
     def _grad_accumulator(self) -> AccumulateGrad | None:
         accumulator = self._accumulator
         if accumulator is None:
-            if self._nograd_view:
+            if self._grad_from_base:
                 return None  # requires grad through its base, but leads nowhere (as torch)
             accumulator = self._accumulator = AccumulateGrad(self)
         return accumulator

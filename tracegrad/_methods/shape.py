@@ -89,6 +89,18 @@ class ShapeMethods:
     def chunk(self, chunks, dim=0):
         return shape.chunk(self, chunks, dim)
 
+    def split_with_sizes(self, split_sizes, dim=0):
+        return shape.split_with_sizes(self, split_sizes, dim)
+
+    def unsafe_split(self, split_size, dim=0):
+        return shape.split(self, split_size, dim, unsafe=True)
+
+    def unsafe_split_with_sizes(self, split_sizes, dim=0):
+        return shape.split_with_sizes(self, split_sizes, dim, unsafe=True)
+
+    def unsafe_chunk(self, chunks, dim=0):
+        return shape.chunk(self, chunks, dim, unsafe=True)
+
     def unbind(self, dim=0):
         return shape.unbind(self, dim)
 

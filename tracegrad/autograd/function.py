@@ -108,6 +108,7 @@ class BackwardCFunction(Node, FunctionCtx):
     _input_meta: tuple = ()  # (shape, numpy dtype) per next_functions edge
     _num_args = 0
     _checks_non_tensor_grads = True  # custom Functions; built-in ops return None there
+    _saved_cleared = False
     needs_input_grad: tuple = ()
 
     @property
@@ -119,7 +120,19 @@ class BackwardCFunction(Node, FunctionCtx):
         unpacked = []
         for saved in self._saved:
             unpacked.append(saved.unpack(self) if type(saved) is SavedTensor else saved)
+        if self._function.clear_saved_tensors_on_access:
+            self._clear_saved()
         return tuple(unpacked)
+
+    def _clear_saved(self) -> None:
+        """``clear_saved_tensors_on_access``: the first read hands the tensors over."""
+        if self._saved_cleared:
+            raise AutogradError(
+                "saved_tensors can only be accessed once when "
+                "clear_saved_tensors_on_access=True is set on the autograd.Function. Either "
+                "access saved_tensors only once, or set clear_saved_tensors_on_access=False.")
+        self._saved_cleared = True
+        self._saved = ()
 
     @property
     def saved_variables(self) -> tuple:
@@ -246,6 +259,10 @@ class Function:
     _node_base: type = BackwardCFunction
     _node_kind = "function"
     _signature = None  # forward's inspect.Signature, made when apply gets keywords
+    # PyTorch's class-level switches of a Function:
+    clear_saved_tensors_on_access = False  # saved_tensors can be read once, then released
+    boxed_grads_call = False  # backward(ctx, grads) gets one mutable list of gradients
+    generate_vmap_rule = False
 
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
@@ -292,6 +309,12 @@ class Function:
             "You must implement the jvp function for custom autograd.Function to use it "
             "with forward mode AD.")
 
+    @staticmethod
+    def vmap(info, in_dims, *args):
+        raise NotImplementedError(
+            "To use autograd.Function with vmap, you must either override the vmap "
+            "staticmethod or set generate_vmap_rule=True.")
+
     @classmethod
     def _uses_setup_context(cls) -> bool:
         return cls.setup_context is not Function.setup_context
@@ -334,7 +357,13 @@ def _user_backward(cls):
                 "You should only implement one of them.")
 
         return both
-    return vjp if vjp is not default and vjp is not backward else backward
+    chosen = vjp if vjp is not default and vjp is not backward else backward
+    if getattr(cls, "boxed_grads_call", False):
+        def boxed(ctx, *grads):
+            return chosen(ctx, list(grads))
+
+        return boxed
+    return chosen
 
 
 def _bind_arguments(cls, args: tuple, kwargs: dict, apply_defaults: bool):
@@ -359,34 +388,29 @@ def _bind_arguments(cls, args: tuple, kwargs: dict, apply_defaults: bool):
 
 def _wrap_outputs(ctx, args: tuple, outputs: tuple, executable: bool) -> tuple:
     """Make ctx the grad_fn of a custom Function's outputs (when an input requires grad),
-    handle the inputs it modified in place (mark_dirty) and views of its inputs."""
+    handle the inputs it modified in place (mark_dirty) and outputs that are views: an
+    input returned as-is becomes a fresh view of it, and any view output is marked as made
+    by a custom Function (an in-place change through it is then refused, as in PyTorch)."""
     dirty = ctx._dirty
-    if dirty:
-        for tensor in dirty:
-            if not any(output is tensor for output in outputs):
-                raise AutogradError(
-                    "Some elements marked as dirty during the forward method were not "
-                    "returned as output. The inputs that are modified inplace must all be "
-                    "outputs of the Function.")
-    if not executable:
-        for tensor in dirty:
-            if state.grad_enabled and tensor._requires_grad:
-                views.check_inplace(tensor, ctx.name(), tense="has been")
-            views.after_inplace(tensor, ctx.name())
-        for output in ctx._non_differentiable:
-            output._requires_grad = False
-        ctx._to_save = ()
-        return outputs
-    slots, edges, meta = [], [], []
-    for position, arg in enumerate(args):
-        if isinstance(arg, Tensor):
-            slots.append(position)
-            edges.append(views.edge_of(arg) if arg._requires_grad else _NO_EDGE)
-            meta.append((arg._array.shape, arg._array.dtype))
-    ctx._arg_slots, ctx._input_meta, ctx._num_args = tuple(slots), tuple(meta), len(args)
-    ctx.next_functions = tuple(edges)
     for tensor in dirty:
-        views.check_inplace(tensor, ctx.name(), tense="has been")
+        if not any(output is tensor for output in outputs):
+            raise AutogradError(
+                "Some elements marked as dirty during the forward method were not returned "
+                "as output. The inputs that are modified inplace must all be outputs of the "
+                "Function.")
+    if executable:
+        slots, edges, meta = [], [], []
+        for position, arg in enumerate(args):
+            if isinstance(arg, Tensor):
+                slots.append(position)
+                edges.append(views.edge_of(arg) if arg._requires_grad else _NO_EDGE)
+                meta.append((arg._array.shape, arg._array.dtype))
+        ctx._arg_slots, ctx._input_meta, ctx._num_args = tuple(slots), tuple(meta), len(args)
+        ctx.next_functions = tuple(edges)
+    for tensor in dirty:
+        if executable or (state.grad_enabled and tensor._requires_grad):
+            views.check_inplace(tensor, ctx.name(), tense="has been")
+    non_differentiable = ctx._non_differentiable
     wired, output_meta, dirty_outputs = [], [], []
     for index, output in enumerate(outputs):
         if not isinstance(output, Tensor):
@@ -396,20 +420,28 @@ def _wrap_outputs(ctx, args: tuple, outputs: tuple, executable: bool) -> tuple:
         is_dirty = any(output is tensor for tensor in dirty)
         if not is_dirty and any(output is arg for arg in args):
             output = _alias(output)  # an input returned as-is: a fresh view of it
+        if output._base is not None and not is_dirty:
+            output._creation = views.IN_CUSTOM_FUNCTION
         output_meta.append((output._array.shape, output._array.dtype, output.device))
-        if any(output is tensor for tensor in ctx._non_differentiable) or \
+        if not executable:
+            wired.append(output)
+            continue
+        if any(output is tensor for tensor in non_differentiable) or \
                 output._array.dtype.kind != "f":
             output._requires_grad = False
         elif is_dirty:
             dirty_outputs.append((output, index))
         else:
-            if output._base is not None:
-                output._creation = views.IN_CUSTOM_FUNCTION
-                output.__dict__.pop("_nograd_view", None)
             output._requires_grad = True
+            output._grad_from_base = False
             output.grad_fn = ctx
             output._output_nr = index
         wired.append(output)
+    if not executable:
+        for tensor in dirty:
+            views.after_inplace(tensor, ctx.name())
+        ctx._to_save = ()
+        return tuple(wired)
     ctx._output_meta = tuple(output_meta)
     listener = events.listener
     if state.anomaly or listener is not None:
@@ -430,9 +462,15 @@ def _wrap_outputs(ctx, args: tuple, outputs: tuple, executable: bool) -> tuple:
 
 
 def _alias(tensor):
-    view = Tensor._wrap(tensor._array.view(), False)
-    _share_storage(tensor, view)
-    return view
+    """A new tensor over ``tensor``'s storage: a view of it in grad mode; under no_grad an
+    alias sharing the version counter but not tracked as a view (as PyTorch's
+    ``_view_as_self_with_no_grad``)."""
+    alias = Tensor._wrap(tensor._array.view(), False)
+    if state.grad_enabled:
+        _share_storage(tensor, alias)
+    else:
+        alias._counter = tensor._version_counter
+    return alias
 
 
 def _save(node: Node, to_save: tuple, outputs) -> tuple:

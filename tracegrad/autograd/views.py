@@ -93,7 +93,7 @@ def share_storage(base, view, multi_output: bool = False) -> None:
             # PyTorch: such a view reports requires_grad=True (its base requires grad) but
             # has no edge to the graph -- gradients flowing into it go nowhere.
             view._requires_grad = True
-            view._nograd_view = True
+            view._grad_from_base = True
     elif multi_output:
         view._creation = MULTI_OUTPUT_NODE
     elif base._creation:  # a view of a view inherits how the first one was made
@@ -106,6 +106,17 @@ def share_storage(base, view, multi_output: bool = False) -> None:
             if len(views) >= 16 and len(views) & (len(views) - 1) == 0:
                 views[:] = [ref for ref in views if ref() is not None]  # drop the dead
             views.append(weakref.ref(view))
+
+
+def base_requires_grad_changed(base) -> None:
+    """``base.requires_grad_()`` on a root with views: as in PyTorch, a view that has no
+    grad_fn of its own now requires grad because its base does (with no edge to it)."""
+    wanted = base._requires_grad
+    for view in live_views(base._version_counter):
+        if view.__dict__.get("grad_fn") is None and view._array.dtype.kind == "f" and (
+                view._grad_from_base or not view._requires_grad):
+            view._requires_grad = wanted
+            view._grad_from_base = wanted
 
 
 def live_views(counter) -> list:
@@ -189,35 +200,37 @@ def _node_label(node) -> str:
 
 
 def view_error(view, indirect: bool) -> str:
-    """PyTorch's message for an in-place change its view's creation forbids."""
+    """PyTorch's message for an in-place change its view's creation forbids: the head says
+    which view (by its grad_fn, when it has one), the tail why it is forbidden."""
     modified = "its base or another view of its base has been" if indirect else "is being"
     creation = view._creation
     node = view.__dict__.get("grad_fn")
-    if creation == MULTI_OUTPUT_NODE:
-        message = (
-            f"Output {view._output_nr} of {_node_label(node) if node else 'a view op'} is a "
-            f"view and {modified} modified inplace. This view is the output of a function "
-            "that returns multiple views. Such functions do not allow the output views to "
-            "be modified inplace. You should replace the inplace operation by an "
-            "out-of-place one.")
-    elif creation == IN_CUSTOM_FUNCTION:
-        message = (
-            f"Output {view._output_nr} of {_node_label(node) if node else 'a Function'} is "
-            f"a view and {modified} modified inplace. This view was created inside a custom "
-            "Function (or because an input was returned as-is) and the autograd logic to "
-            "handle view+inplace would override the custom backward associated with the "
-            "custom Function, leading to incorrect gradients. This behavior is forbidden. "
-            "You can fix this by cloning the output of the custom Function.")
-    else:
+    if node is None:
+        head = (f"A view was created in no_grad mode and {modified} modified inplace with "
+                "grad mode enabled.")
+    elif creation == NO_GRAD_MODE:
         head = (f"Output {view._output_nr} of {_node_label(node)} is a view of a view which "
-                "was created in" if node is not None else "A view was created in")
-        message = (
-            f"{head} no_grad mode and {modified} modified inplace with grad mode enabled. "
-            "Given that this use case is ambiguous and error-prone, it is forbidden. You "
-            "can clarify your code by moving both the view and the inplace either both "
-            "inside the no_grad block (if you don't want the inplace to be tracked) or both "
-            "outside (if you want the inplace to be tracked).")
-    return message + f" (the view: {describe_tensor(view)}, of {_describe_base(view)})"
+                f"was created in no_grad mode and {modified} modified inplace with grad mode "
+                "enabled.")
+    else:
+        head = (f"Output {view._output_nr} of {_node_label(node)} is a view and {modified} "
+                "modified inplace.")
+    if creation == MULTI_OUTPUT_NODE:
+        tail = (" This view is the output of a function that returns multiple views. Such "
+                "functions do not allow the output views to be modified inplace. You should "
+                "replace the inplace operation by an out-of-place one.")
+    elif creation == IN_CUSTOM_FUNCTION:
+        tail = (" This view was created inside a custom Function (or because an input was "
+                "returned as-is) and the autograd logic to handle view+inplace would override "
+                "the custom backward associated with the custom Function, leading to "
+                "incorrect gradients. This behavior is forbidden. You can fix this by cloning "
+                "the output of the custom Function.")
+    else:
+        tail = (" Given that this use case is ambiguous and error-prone, it is forbidden. You "
+                "can clarify your code by moving both the view and the inplace either both "
+                "inside the no_grad block (if you don't want the inplace to be tracked) or both "
+                "outside (if you want the inplace to be tracked).")
+    return head + tail + f" (the view: {describe_tensor(view)}, of {_describe_base(view)})"
 
 
 def _describe_base(view) -> str:
@@ -416,13 +429,29 @@ def poison(view, message: str) -> None:
         def set_grad_fn(self, value):
             self.__dict__["grad_fn"] = value
 
+        def representation(self):
+            stand_in = Tensor._wrap(self._array, False)
+            stand_in.grad_fn = _INVALID
+            return repr(stand_in)
+
         poisoned = type(cls.__name__, (cls,), {
-            "grad_fn": property(grad_fn, set_grad_fn), "__module__": cls.__module__,
-            "__qualname__": cls.__qualname__})
+            "grad_fn": property(grad_fn, set_grad_fn), "__repr__": representation,
+            "__module__": cls.__module__, "__qualname__": cls.__qualname__})
         _poisoned_for[cls] = poisoned
         _POISONED_CLASSES[poisoned] = cls
     view._poison_message = message
     view.__class__ = poisoned
+
+
+class _Invalid:
+    """What a view whose grad_fn may not be used prints as (``grad_fn=<Invalid>``)."""
+
+    @staticmethod
+    def name() -> str:
+        return "Invalid"
+
+
+_INVALID = _Invalid()
 
 
 class CopySlices(Node):

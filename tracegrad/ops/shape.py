@@ -424,6 +424,19 @@ class SplitWithSizes(_Pieces, Op):
     node_name = "SplitWithSizesBackward0"
 
 
+class UnsafeSplit(_Pieces, Op):
+    """``unsafe_split``: the same pieces, sharing storage, but not tracked as views (an
+    in-place change through one is allowed and autograd does not see the others change)."""
+
+    node_name = "UnsafeSplitBackward0"
+    is_view = False
+
+
+class UnsafeSplitWithSizes(_Pieces, Op):
+    node_name = "UnsafeSplitWithSizesBackward0"
+    is_view = False
+
+
 class Unbind(Op):
     """``x.unbind(dim)``: every slice along ``dim``, each a view with that dim removed."""
 
@@ -442,7 +455,7 @@ class Unbind(Op):
         return (Stack.apply(*grads, dim=ctx.axis), None)
 
 
-def split(tensor, split_size_or_sections, dim: int = 0) -> tuple:
+def split(tensor, split_size_or_sections, dim: int = 0, unsafe: bool = False) -> tuple:
     """``torch.split``: pieces of ``split_size`` along ``dim`` (the last may be smaller), or
     pieces of the listed sizes. Each piece is a view (SplitBackward0 or
     SplitWithSizesBackward0, one node for all the pieces).
@@ -460,21 +473,28 @@ def split(tensor, split_size_or_sections, dim: int = 0) -> tuple:
                              if step < 0 else "split_size can only be 0 if dimension size is 0, "
                              f"but got dimension size of {length}")
         sizes = [min(step, length - start) for start in range(0, length, step)] if step else []
-        return Split.apply(tensor, sizes or [0], axis)
-    sizes = [int(size) for size in split_size_or_sections]
+        return (UnsafeSplit if unsafe else Split).apply(tensor, sizes or [0], axis)
+    return split_with_sizes(tensor, split_size_or_sections, axis, unsafe)
+
+
+def split_with_sizes(tensor, split_sizes, dim: int = 0, unsafe: bool = False) -> tuple:
+    """Pieces of the listed sizes along ``dim`` (SplitWithSizesBackward0)."""
+    axis = wrap_dim(dim, tensor._array.ndim)
+    length = tensor._array.shape[axis]
+    sizes = [int(size) for size in split_sizes]
     if sum(sizes) != length or any(size < 0 for size in sizes):
         raise ShapeError(
             f"split_with_sizes expects split_sizes to sum exactly to {length} (input "
             f"tensor's size at dimension {axis}), but got split_sizes={sizes}")
-    return SplitWithSizes.apply(tensor, sizes, axis)
+    return (UnsafeSplitWithSizes if unsafe else SplitWithSizes).apply(tensor, sizes, axis)
 
 
-def chunk(tensor, chunks: int, dim: int = 0) -> tuple:
+def chunk(tensor, chunks: int, dim: int = 0, unsafe: bool = False) -> tuple:
     """``torch.chunk``: at most ``chunks`` pieces of equal size (the last may be smaller)."""
     if chunks <= 0:
         raise ValueError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     length = tensor._array.shape[wrap_dim(dim, tensor._array.ndim)]
-    return split(tensor, max(1, -(-length // chunks)), dim)
+    return split(tensor, max(1, -(-length // chunks)), dim, unsafe)
 
 
 def unbind(tensor, dim: int = 0) -> tuple:
