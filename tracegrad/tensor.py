@@ -134,6 +134,10 @@ class Tensor(ArithmeticMethods, ComparisonMethods, InplaceMethods, MathMethods, 
         if accumulator is not None:  # the leaf's shape or dtype may have changed
             accumulator._output_meta = ((self._array.shape, self._array.dtype, self.device),)
 
+    @data.deleter
+    def data(self) -> None:
+        raise AutogradError("Deleting tensor data is not allowed. Delete tensor instead!")
+
     # -- basic attributes --------------------------------------------------------------
     @property
     def shape(self) -> Size:
@@ -216,6 +220,10 @@ class Tensor(ArithmeticMethods, ComparisonMethods, InplaceMethods, MathMethods, 
     @requires_grad.setter
     def requires_grad(self, requires_grad: bool) -> None:
         self._set_requires_grad(bool(requires_grad), setter=True)
+
+    @requires_grad.deleter
+    def requires_grad(self) -> None:
+        raise AutogradError("requires_grad must be a bool")
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
         """Set ``requires_grad`` of a leaf in place; returns the tensor.

@@ -392,12 +392,8 @@ def _wrap_outputs(ctx, args: tuple, outputs: tuple, executable: bool) -> tuple:
     input returned as-is becomes a fresh view of it, and any view output is marked as made
     by a custom Function (an in-place change through it is then refused, as in PyTorch)."""
     dirty = ctx._dirty
-    for tensor in dirty:
-        if not any(output is tensor for output in outputs):
-            raise AutogradError(
-                "Some elements marked as dirty during the forward method were not returned "
-                "as output. The inputs that are modified inplace must all be outputs of the "
-                "Function.")
+    if dirty:
+        dirty = ctx._dirty = _checked_dirty(ctx, args, outputs)
     if executable:
         slots, edges, meta = [], [], []
         for position, arg in enumerate(args):
@@ -459,6 +455,39 @@ def _wrap_outputs(ctx, args: tuple, outputs: tuple, executable: bool) -> tuple:
             views.notify_inplace(tensor, ctx.name(), ctx, args, previous, site, None,
                                  regenerated)
     return tuple(wired)
+
+
+def _checked_dirty(ctx, args: tuple, outputs: tuple) -> tuple:
+    """The tensors mark_dirty named, checked as PyTorch checks them: each must be returned;
+    one that is not an input is ignored with a warning (an error if it is a view); an input
+    that is a view can only be modified by a Function with one tensor output."""
+    kept = []
+    for tensor in ctx._dirty:
+        if not any(output is tensor for output in outputs):
+            raise AutogradError(
+                "Some elements marked as dirty during the forward method were not returned "
+                "as output. The inputs that are modified inplace must all be outputs of the "
+                "Function.")
+        if any(arg is tensor for arg in args):
+            kept.append(tensor)
+            continue
+        message = ("ctx.mark_dirty() received a tensor that was not an input. Only input "
+                   "Tensors that have been mutated should be passed to ctx.mark_dirty().")
+        if tensor._base is not None:
+            raise AutogradError(message)
+        warnings.warn(message, UserWarning, stacklevel=4)
+    if any(tensor._base is not None for tensor in kept) and \
+            sum(isinstance(output, Tensor) for output in outputs) > 1:
+        raise AutogradError(
+            "If your Function modifies inplace an input that is a view of another Tensor, "
+            "your Function cannot return more than one Tensor. This is not supported by the "
+            "current autograd engine. You should either make sure the input is not a view "
+            "(using .clone() for example) or make your Function only return one Tensor "
+            "(potentially splitting it into two Functions: one doing the inplace that "
+            "returns a single Tensor and a second one that does the other operations). You "
+            "can ask on the forum https://discuss.pytorch.org/ if you need help to do this "
+            "change.")
+    return tuple(kept)
 
 
 def _alias(tensor):

@@ -60,11 +60,24 @@ class Index(Op):
     @staticmethod
     def forward(ctx, a, index):
         ctx.input_shape, ctx.index = a._array.shape, index
+        _save_positions(ctx, index)
         return a._array[index]
 
     @staticmethod
     def backward(ctx, grad):
+        ctx.saved_tensors  # noqa: B018 - raises, as torch does, once backward freed them
         return (IndexAccumulate.apply(grad, shape=ctx.input_shape, index=ctx.index), None)
+
+
+def _save_positions(ctx, index) -> None:
+    """Advanced indexing saves its index tensors, as PyTorch's nodes do: a second backward
+    through a freed graph then fails the same way."""
+    if ctx.needs_input_grad:
+        from ..tensor import Tensor
+
+        parts = index if isinstance(index, tuple) else (index,)
+        ctx.save_for_backward(*(Tensor._wrap(part, False) for part in parts
+                                if getattr(part, "dtype", None) is not None))
 
 
 def slice_view(tensor, dim: int, start: int, end: int, step: int):
@@ -291,11 +304,7 @@ def setitem(tensor, index, value) -> None:
         if plan.advanced:
             target._inplace("__setitem__", IndexPut, value, index=_advanced_index(plan))
         else:
-            from .arith import Copy
-            from .shape import check_expandable
-
-            check_expandable(target._array.shape, value._array.shape, value)
-            target._inplace("__setitem__", Copy, value)
+            _copy_to(target, value)
         return
     array = tensor._array
     for step in plan.steps:
@@ -321,9 +330,38 @@ def setitem(tensor, index, value) -> None:
     else:
         from .shape import check_expandable
 
+        source = source.reshape(_without_leading_ones(source.shape))
         check_expandable(array.shape, source.shape, value)
         array[...] = source
     views.after_inplace(tensor, "__setitem__")
+
+
+def _without_leading_ones(shape: tuple) -> tuple:
+    """A value assigned into a slice loses its leading size-1 dims first (as in torch)."""
+    lead = 0
+    while lead < len(shape) and shape[lead] == 1:
+        lead += 1
+    return shape[lead:]
+
+
+def _copy_to(target, value) -> None:
+    """What ``t[basic index] = value`` records on the selected part, as PyTorch's copy_to:
+    ``copy_`` of a value of the same shape, ``fill_`` of a 0-dim one, else ``copy_`` of
+    the value without its leading size-1 dims, expanded."""
+    from .arith import Copy, FillTensor
+    from .shape import check_expandable
+
+    shape = value._array.shape
+    if shape == target._array.shape:
+        target._inplace("__setitem__", Copy, value)
+    elif not shape:
+        target._inplace("__setitem__", FillTensor, value)
+    else:
+        trimmed = _without_leading_ones(shape)
+        check_expandable(target._array.shape, trimmed, value)
+        if trimmed != shape:
+            value = value.reshape(trimmed)
+        target._inplace("__setitem__", Copy, value)
 
 
 def _value_tensor(value, like):
@@ -384,6 +422,7 @@ class IndexPut(Op):
         out = base._array.copy()
         ctx.index = index
         ctx.value_shape = value._array.shape
+        _save_positions(ctx, index)
         try:
             out[index] = value._array
         except ValueError:
@@ -392,6 +431,7 @@ class IndexPut(Op):
 
     @staticmethod
     def backward(ctx, grad):
+        ctx.saved_tensors  # noqa: B018 - raises once backward freed them, as in torch
         needs = ctx.needs_input_grad
         grad_base = grad_value = None
         if needs[0]:
