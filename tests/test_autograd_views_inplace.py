@@ -81,7 +81,7 @@ def test_inplace_on_view_then_no_grad(lib):
     c = (a * 2).view_as(a * 2)
     c[0][0] = 3
     with lib.no_grad():
-        c.grad_fn  # reading the grad_fn under no_grad changes nothing
+        c.grad_fn  # noqa: B018 - reading the grad_fn under no_grad changes nothing
     c.sum().backward()
     assert values(a.grad) == [[0.0], [2.0], [2.0]]
 

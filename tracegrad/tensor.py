@@ -19,6 +19,7 @@ from ._methods import (
     ShapeMethods,
 )
 from .autograd import views
+from .autograd.grad_mode import state
 from .autograd.node import AccumulateGrad, RemovableHandle, VersionCounter
 from .errors import AutogradError, DTypeError, describe_tensor
 
@@ -346,7 +347,9 @@ class Tensor(ArithmeticMethods, ComparisonMethods, InplaceMethods, MathMethods, 
         return backends.to_host(self._array).tolist()
 
     def numpy(self, force: bool = False) -> np.ndarray:
-        if self.requires_grad and not force:
+        """The NumPy array (shared, on the CPU). Refused while the tensor requires grad and
+        grad mode is on (inside a Function's forward, or under no_grad, it works)."""
+        if self._requires_grad and not force and state.grad_enabled:
             raise AutogradError(
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
                 "instead.")

@@ -147,9 +147,10 @@ class BackwardCFunction(Node, FunctionCtx):
     # -- running backward --------------------------------------------------------------
     def _backward(self, grads: list) -> tuple:
         if self._materialize_grads and len(grads) > 1:
+            metas = self._output_meta
             for index, grad in enumerate(grads):
-                if grad is None:
-                    grads[index] = _zeros_for(self._output_meta[index])
+                if grad is None and metas[index] is not None:  # None stays for non-tensors
+                    grads[index] = _zeros_for(metas[index])
         results = self._function._backward_impl(self, *grads)
         if results.__class__ is not tuple:
             results = (results,)
@@ -373,10 +374,18 @@ def _bind_arguments(cls, args: tuple, kwargs: dict, apply_defaults: bool):
     if signature is None:
         signature = cls._signature = inspect.signature(cls.forward)
     leading = () if apply_defaults else (None,)  # the ctx parameter of old-style forward
+    parameters = signature.parameters
+    if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        for name in kwargs:  # checked first, as Python's own call checks them
+            if name not in parameters:
+                raise TypeError(f"forward() got an unexpected keyword argument '{name}'")
     try:
         bound = signature.bind(*leading, *args, **kwargs)
-    except TypeError as error:
-        raise TypeError(f"forward() {error}") from None
+    except TypeError as error:  # inspect says "multiple values...", Python "got multiple..."
+        text = str(error)
+        if text.startswith("multiple values"):
+            text = "got " + text
+        raise TypeError(f"forward() {text}") from None
     for name in bound.kwargs:
         parameter = signature.parameters.get(name)
         if parameter is not None and parameter.kind is inspect.Parameter.KEYWORD_ONLY:
@@ -407,6 +416,13 @@ def _wrap_outputs(ctx, args: tuple, outputs: tuple, executable: bool) -> tuple:
         if executable or (state.grad_enabled and tensor._requires_grad):
             views.check_inplace(tensor, ctx.name(), tense="has been")
     non_differentiable = ctx._non_differentiable
+    # A view among several differentiable outputs counts as one of a multi-output op's.
+    view_creation = views.IN_CUSTOM_FUNCTION
+    if executable and sum(
+            isinstance(output, Tensor) and output._array.dtype.kind == "f"
+            and not any(output is tensor for tensor in non_differentiable)
+            for output in outputs) > 1:
+        view_creation = views.MULTI_OUTPUT_NODE
     wired, output_meta, dirty_outputs = [], [], []
     for index, output in enumerate(outputs):
         if not isinstance(output, Tensor):
@@ -417,7 +433,7 @@ def _wrap_outputs(ctx, args: tuple, outputs: tuple, executable: bool) -> tuple:
         if not is_dirty and any(output is arg for arg in args):
             output = _alias(output)  # an input returned as-is: a fresh view of it
         if output._base is not None and not is_dirty:
-            output._creation = views.IN_CUSTOM_FUNCTION
+            output._creation = view_creation
         output_meta.append((output._array.shape, output._array.dtype, output.device))
         if not executable:
             wired.append(output)
