@@ -91,7 +91,7 @@ class SavedTensor:
         self.counter = tensor._version_counter
         self.version = self.counter.value
         self.output_nr = tensor._output_nr
-        self.requires_grad = tensor.requires_grad
+        self.requires_grad = tensor._requires_grad
         self.producer = None if is_output else tensor.grad_fn
         if is_output:
             self.tensor = None

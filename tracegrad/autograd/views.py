@@ -39,7 +39,7 @@ from ..errors import AutogradError, DTypeError, InplaceError, ShapeError, descri
 from . import events
 from . import node as _node_module
 from .grad_mode import state
-from .node import Node, SavedTensor, _sequence
+from .node import Node, SavedTensor, VersionCounter, _sequence
 
 # How a view was made (PyTorch's CreationMeta): what an in-place op through it may do.
 DEFAULT = 0
@@ -51,6 +51,7 @@ Tensor = None  # tracegrad.tensor.Tensor, bound by bind_tensor_class (import ord
 _ops = None  # tracegrad.ops.shape, bound on first use (the ops import this module's users)
 _ndarray = np.ndarray
 _NO_EDGE = (None, 0)
+_weakref = weakref.ref
 
 
 def bind_tensor_class(cls) -> None:
@@ -81,7 +82,9 @@ def share_storage(base, view, multi_output: bool = False) -> None:
     registered with the counter (a weak reference) so that an in-place change can refresh
     its grad_fn later; other dtypes never have one.
     """
-    counter = base._version_counter
+    counter = base._counter
+    if counter is None:
+        counter = base._counter = VersionCounter()
     view._counter = counter
     root = base._base
     if root is None:
@@ -101,11 +104,11 @@ def share_storage(base, view, multi_output: bool = False) -> None:
     if view._array.dtype.kind == "f":
         views = counter.views
         if views is None:
-            counter.views = [weakref.ref(view)]
+            counter.views = [_weakref(view)]
         else:
-            if len(views) >= 16 and len(views) & (len(views) - 1) == 0:
-                views[:] = [ref for ref in views if ref() is not None]  # drop the dead
-            views.append(weakref.ref(view))
+            views.append(_weakref(view))
+            if not len(views) & 63:  # every 64 views, drop the dead ones (amortized)
+                views[:] = [ref for ref in views if ref() is not None]
 
 
 def base_requires_grad_changed(base) -> None:
@@ -276,6 +279,9 @@ def check_result(tensor, array, op_name: str) -> None:
     """The op's result must fit the tensor it is written into: same shape (no broadcasting
     to a bigger one), a dtype the tensor can hold, and storage written once per element."""
     target = tensor._array
+    if array.shape == target.shape and array.dtype is target.dtype and \
+            0 not in target.strides:
+        return  # the common case, in three comparisons
     if array.shape != target.shape:
         raise ShapeError(
             f"output with shape {list(target.shape)} doesn't match the broadcast shape "
@@ -615,6 +621,12 @@ def after_inplace(tensor, op_name: str, node=None, inputs=(), previous=_NO_EDGE,
                   original=None, saves_output: bool = False) -> None:
     """Bump the version (refreshing the views), save the op's output if it saves one, and
     tell the listener."""
+    if node is None and events.listener is None and not state.anomaly:
+        counter = tensor._counter  # the common unrecorded case (an optimizer step): one bump
+        if counter is None:
+            counter = tensor._counter = VersionCounter()
+        counter.bump(op_name)
+        return
     site, regenerated = bump_version(tensor, op_name)
     if saves_output and node is not None:
         node._saved = node._saved + (SavedTensor(tensor, node, True),)

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import backends
+from ..autograd import views
 from ..autograd.function import Op
+from ..autograd.grad_mode import state
 from ..errors import DTypeError, ShapeError
+from ..tensor import Tensor  # ops load after Tensor is defined (tensor.py imports them)
 from ._operands import operands
+from .arith import Copy, FillTensor
 from .reduce import sum_to
-from .shape import wrap_dim
+from .shape import Alias, Unsqueeze, check_expandable, wrap_dim
 
 
 class Select(Op):
@@ -73,7 +78,6 @@ def _save_positions(ctx, index) -> None:
     """Advanced indexing saves its index tensors, as PyTorch's nodes do: a second backward
     through a freed graph then fails the same way."""
     if ctx.needs_input_grad:
-        from ..tensor import Tensor
 
         parts = index if isinstance(index, tuple) else (index,)
         ctx.save_for_backward(*(Tensor._wrap(part, False) for part in parts
@@ -102,8 +106,6 @@ class _Plan:
 
 def _index_array(part, tensor):
     """An index given as a tensor, array or (nested) list, as the backend's array."""
-    from ..tensor import Tensor
-
     if isinstance(part, Tensor):
         array = part._array
     else:
@@ -111,7 +113,6 @@ def _index_array(part, tensor):
         if array.size == 0 and array.dtype.kind == "f":
             array = array.astype(np.int64)  # ``x[[]]``: an empty list of positions
         if tensor._array.__class__ is not np.ndarray:
-            from .. import backends
 
             array = backends.to_device(array, tensor.device)
     kind = array.dtype.kind
@@ -132,8 +133,6 @@ def _is_sequence_index(part) -> bool:
 
 def plan_index(tensor, index, skip_full_slices: bool) -> _Plan:
     """How to apply ``index`` to ``tensor``, checked as PyTorch checks it."""
-    from ..tensor import Tensor
-
     parts = index if type(index) is tuple else (index,)
     shape = list(tensor._array.shape)
     ndim = len(shape)
@@ -244,8 +243,6 @@ def _advanced_index(plan: _Plan) -> tuple:
 
 
 def _apply_steps(tensor, steps):
-    from .shape import Unsqueeze
-
     result = tensor
     for step in steps:
         kind = step[0]
@@ -261,18 +258,22 @@ def _apply_steps(tensor, steps):
 def getitem(tensor, index):
     """``tensor[index]``: views for ints, slices, None and ``...``; a copy (IndexBackward0)
     when the index holds tensors, lists or masks -- with PyTorch's node for each part."""
-    if type(index) is int:  # the common ``x[i]``: one select
+    kind = type(index)
+    if kind is int:  # the common ``x[i]``: one select
         ndim = tensor._array.ndim
         if ndim:
             size = tensor._array.shape[0]
             if -size <= index < size:
                 return Select.apply(tensor, 0, index + size if index < 0 else index)
-    plan = plan_index(tensor, index, skip_full_slices=type(index) is tuple)
+    elif kind is slice and tensor._array.ndim and (index.step is None or (
+            type(index.step) is int and index.step > 0)):  # the common ``x[a:b]``
+        start, end, step = index.indices(tensor._array.shape[0])
+        return Slice.apply(tensor, 0, start, max(start, end), step)
+    plan = plan_index(tensor, index, skip_full_slices=kind is tuple)
     result = _apply_steps(tensor, plan.steps)
     if plan.advanced:
         return Index.apply(result, _advanced_index(plan))
     if result is tensor:
-        from .shape import Alias
 
         return Alias.apply(tensor)
     return result
@@ -292,10 +293,10 @@ def setitem(tensor, index, value) -> None:
     """``tensor[index] = value``, as PyTorch does it: the basic parts make a view, then
     ``copy_`` writes into it (CopySlices on the tensor), or ``index_put_`` does when the
     index holds tensors; without anything to record, the write goes straight to storage."""
-    from ..autograd import views
-    from ..autograd.grad_mode import state
-    from ..tensor import Tensor
-
+    if not state.grad_enabled or not (tensor._requires_grad or (
+            value.__class__ is Tensor and value._requires_grad)):
+        if _assign_basic(tensor, index, value):
+            return
     plan = plan_index(tensor, index, skip_full_slices=True)
     if not isinstance(value, Tensor):
         value = _value_tensor(value, tensor)
@@ -317,7 +318,6 @@ def setitem(tensor, index, value) -> None:
             array = tensor._xp.expand_dims(array, step[1])
     source = value._array
     if source.__class__ is not array.__class__:
-        from .. import backends
 
         source = backends.to_device(source, tensor.device)
     views.check_no_overlap(tensor)
@@ -328,12 +328,44 @@ def setitem(tensor, index, value) -> None:
         except ValueError:
             raise _value_shape_error(value, array[where].shape, tensor) from None
     else:
-        from .shape import check_expandable
 
         source = source.reshape(_without_leading_ones(source.shape))
         check_expandable(array.shape, source.shape, value)
         array[...] = source
     views.after_inplace(tensor, "__setitem__")
+
+
+def _is_basic_part(part) -> bool:
+    kind = type(part)
+    return kind is int or (kind is slice and (part.step is None or (
+        type(part.step) is int and part.step > 0)))
+
+
+def _assign_basic(tensor, index, value) -> bool:
+    """The common ``x[i] = v`` / ``x[a:b] = v`` with nothing to record: straight into the
+    storage (ints and positive-step slices index alike in NumPy and PyTorch). Returns False
+    to leave anything else, or any error, to the full path and its PyTorch messages."""
+    if not (_is_basic_part(index) or (type(index) is tuple and all(
+            _is_basic_part(part) for part in index))):
+        return False
+    array = tensor._array
+    if value.__class__ is Tensor:
+        source = value._array
+        if source.__class__ is not array.__class__:
+            return False
+    elif type(value) in (int, float, bool) and not (type(value) is float and
+                                                    array.dtype.kind not in "fc"):
+        source = value
+    else:
+        return False
+    if 0 in array.strides:
+        return False  # maybe an expanded tensor: the full path says why not
+    try:
+        array[index] = source
+    except (IndexError, ValueError, TypeError):
+        return False
+    views.after_inplace(tensor, "__setitem__")
+    return True
 
 
 def _without_leading_ones(shape: tuple) -> tuple:
@@ -348,9 +380,6 @@ def _copy_to(target, value) -> None:
     """What ``t[basic index] = value`` records on the selected part, as PyTorch's copy_to:
     ``copy_`` of a value of the same shape, ``fill_`` of a 0-dim one, else ``copy_`` of
     the value without its leading size-1 dims, expanded."""
-    from .arith import Copy, FillTensor
-    from .shape import check_expandable
-
     shape = value._array.shape
     if shape == target._array.shape:
         target._inplace("__setitem__", Copy, value)
@@ -366,8 +395,6 @@ def _copy_to(target, value) -> None:
 
 def _value_tensor(value, like):
     """A Python number (or nested list) assigned into ``like``: a tensor of like's dtype."""
-    from ..tensor import Tensor
-
     try:
         array = like._xp.asarray(value, dtype=like._array.dtype)
     except (TypeError, ValueError):
@@ -442,8 +469,6 @@ class IndexPut(Op):
 
 
 def _zero_like(tensor):
-    from ..tensor import Tensor
-
     return Tensor._wrap(tensor._xp.zeros((), dtype=tensor._array.dtype), False)
 
 
@@ -523,8 +548,6 @@ class Scatter(Op):
 
     @staticmethod
     def forward(ctx, a, dim, index, src, reduce=None):
-        from ..tensor import Tensor
-
         axis = wrap_dim(dim, a._array.ndim)
         _check_index("scatter", a, axis, index)
         xp = a._xp
@@ -596,8 +619,6 @@ class MaskedFill(Op):
 
     @staticmethod
     def forward(ctx, a, mask, value):
-        from ..tensor import Tensor
-
         if mask._array.dtype.kind != "b":
             raise DTypeError(f"masked_fill_ only supports boolean masks, but got mask with "
                              f"dtype {mask.dtype.name}")
@@ -611,8 +632,6 @@ class MaskedFill(Op):
 
 
 def _wrap_bool(array):
-    from ..tensor import Tensor
-
     return Tensor._wrap(array, False)
 
 
@@ -621,8 +640,6 @@ class Where(Op):
 
     @staticmethod
     def forward(ctx, condition, a, b):
-        from ..tensor import Tensor
-
         x, y = operands(a, b) if isinstance(a, Tensor) or isinstance(b, Tensor) else (a, b)
         cond = condition._array
         if cond.dtype.kind != "b":
