@@ -293,10 +293,10 @@ def setitem(tensor, index, value) -> None:
     """``tensor[index] = value``, as PyTorch does it: the basic parts make a view, then
     ``copy_`` writes into it (CopySlices on the tensor), or ``index_put_`` does when the
     index holds tensors; without anything to record, the write goes straight to storage."""
-    if not state.grad_enabled or not (tensor._requires_grad or (
-            value.__class__ is Tensor and value._requires_grad)):
-        if _assign_basic(tensor, index, value):
-            return
+    recording = state.grad_enabled and (tensor._requires_grad or (
+        value.__class__ is Tensor and value._requires_grad))
+    if not recording and _assign_basic(tensor, index, value):
+        return
     plan = plan_index(tensor, index, skip_full_slices=True)
     if not isinstance(value, Tensor):
         value = _value_tensor(value, tensor)
