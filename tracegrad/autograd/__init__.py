@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import events  # noqa: F401
+from . import events, functional  # noqa: F401
 from .anomaly import detect_anomaly, is_anomaly_enabled, set_detect_anomaly
 from .engine import backward, grad
 from .function import Function, once_differentiable
