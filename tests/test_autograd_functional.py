@@ -381,6 +381,7 @@ def test_jacobian_scalar(lib):
                  lib.zeros(4))
 
 
+@pytest.mark.slow  # gradgradcheck of a 16x16 Jacobian: a few seconds
 def test_jacobian_create_graph(lib):
     F, check, check2 = (lib.autograd.functional, lib.autograd.gradcheck,
                         lib.autograd.gradgradcheck)
@@ -508,6 +509,7 @@ def test_hessian_scalar(lib):
     _interleaved(lib, F.hessian(lambda x: x.sum().view(1, 1, 1), inputs), inputs, inputs)
 
 
+@pytest.mark.slow  # gradgradcheck of a Hessian: a few seconds
 def test_hessian_create_graph(lib):
     F, check, check2 = (lib.autograd.functional, lib.autograd.gradcheck,
                         lib.autograd.gradgradcheck)

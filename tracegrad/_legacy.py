@@ -23,9 +23,9 @@ from __future__ import annotations
 import numpy as np
 
 from . import _dtype, backends
+from .autograd import events
 from .autograd.function import Op
 from .errors import DTypeError
-from .factories import _announce
 from .tensor import Size, Tensor
 
 # C++ type names, as torch's "expected TensorOptions(dtype=...)" message prints them.
@@ -189,17 +189,20 @@ def parse_size(who: str, args: tuple) -> tuple:
     elif len(args) == 1 and not _is_int(args[0]):
         raise TypeError(f"{who}(): argument 'size' (position 1) must be tuple of ints, not "
                         f"{_type_label(args[0])}")
+    size = []
     for position, value in enumerate(args):
-        if not _is_int(value):
-            raise TypeError(
-                f"{who}(): argument 'size' failed to unpack the object at pos {position + 1} "
-                f"with error \"type must be tuple of ints,but got {_type_label(value)}\"")
-    size = tuple(int(value) for value in args)
-    for value in size:
+        if value.__class__ is not int:  # the common case is plain ints: one check each
+            if not _is_int(value):
+                raise TypeError(
+                    f"{who}(): argument 'size' failed to unpack the object at pos "
+                    f"{position + 1} with error \"type must be tuple of ints,but got "
+                    f"{_type_label(value)}\"")
+            value = int(value)
         if value < 0:
             raise RuntimeError(f"Trying to create tensor with negative dimension {value}: "
-                               f"{list(size)}")
-    return size
+                               f"{[int(item) for item in args]}")
+        size.append(value)
+    return tuple(size)
 
 
 def _data_array(who: str, data, numpy_dtype: np.dtype) -> np.ndarray:
@@ -243,7 +246,9 @@ def _finish(array: np.ndarray, device) -> Tensor:
     if device is not None and device.type != "cpu":
         array = backends.to_device(array, device)
     tensor = Tensor._wrap(array, False)
-    _announce(tensor)
+    listener = events.listener
+    if listener is not None:  # the recorder names tensors the program makes
+        listener.on_tensor(tensor, "factory")
     return tensor
 
 

@@ -38,9 +38,10 @@ def _scalar(value, array):
     elif not isinstance(value, (int, float, bool)):
         raise TypeError(f"unsupported operand: expected a Tensor or a Python number, got "
                         f"{type(value).__name__}")
-    if value.__class__ is int and array.dtype.kind in "iu":
+    if value.__class__ is int and not 0 <= value <= 127 and array.dtype.kind in "iu":
         # torch wraps a Python int into an integer tensor's dtype (int8 + 1000 adds -24,
         # uint8 - 1 wraps); NumPy 2 raises OverflowError for an out-of-range int instead.
+        # 0..127 fits every integer dtype: the common case costs two comparisons.
         return _dtype.wrap_int_scalar(value, array.dtype)
     return value
 
