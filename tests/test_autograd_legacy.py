@@ -238,6 +238,29 @@ def test_type_strings_and_conversion_by_name(lib):
             t.type(bad)
 
 
+def test_conversions_named_by_legacy_type(lib):
+    x = lib.tensor([1.5, -2.0, 300.0])
+    assert x.byte().dtype == lib.uint8 and x.char().dtype == lib.int8
+    assert x.short().dtype == lib.int16 and x.short().tolist() == [1, -2, 300]
+    assert isinstance(x.byte(), lib.ByteTensor) and isinstance(x.char(), lib.CharTensor)
+
+
+def test_byte_tensor_index_is_a_deprecated_mask(lib):
+    x = lib.arange(3.0)
+    mask = lib.ByteTensor([1, 0, 1])
+    message = ("indexing with dtype torch.uint8 is now deprecated, please use a dtype "
+               "torch.bool instead.")
+    def warned(caught):  # torch adds where in its C++ source it was raised
+        return any(category is UserWarning and text.startswith(message)
+                   for category, text in caught)
+
+    picked, caught = _caught(lambda: x[mask])
+    assert picked.tolist() == [0.0, 2.0] and warned(caught)
+    y = lib.zeros(3)
+    _, caught = _caught(lambda: y.__setitem__(mask, lib.tensor([5.0, 6.0])))
+    assert y.tolist() == [5.0, 0.0, 6.0] and warned(caught)
+
+
 # -- new and new_* -------------------------------------------------------------------------
 def test_new_uses_this_tensors_dtype(lib):
     t = lib.ones(1, dtype=lib.float64)

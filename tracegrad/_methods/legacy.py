@@ -1,6 +1,6 @@
 """The legacy Tensor methods torch still runs: ``type``, ``new``, ``resize_``,
-``resize_as_``, the ``volatile`` flag, and the storage-level ``data_ptr`` and ``is_signed``
-that legacy code pairs with them.
+``resize_as_``, the ``volatile`` flag, the conversions to the dtypes legacy code names by
+type (``byte``, ``char``, ``short``, ``bfloat16``), and ``data_ptr`` and ``is_signed``.
 
 A mixin of Tensor (``class Tensor(..., LegacyMethods)``); the constructors they share with
 ``torch.Tensor(...)`` and ``torch.FloatTensor(...)`` live in ``tracegrad/_legacy.py``,
@@ -91,6 +91,22 @@ class LegacyMethods:
             raise TypeError(f"resize_as_(): argument 'the_template' (position 1) must be "
                             f"Tensor, not {type(the_template).__name__}")
         return self.resize_(tuple(the_template.shape))
+
+    def byte(self):
+        """``self.to(torch.uint8)``."""
+        return self.to(_dtype.uint8)
+
+    def char(self):
+        """``self.to(torch.int8)``."""
+        return self.to(_dtype.int8)
+
+    def short(self):
+        """``self.to(torch.int16)``."""
+        return self.to(_dtype.int16)
+
+    def bfloat16(self):
+        """``self.to(torch.bfloat16)``: a clear error, NumPy has no bfloat16."""
+        return self.to(_dtype.bfloat16)
 
     def data_ptr(self) -> int:
         """The address of the first element (tensors sharing storage from the same
