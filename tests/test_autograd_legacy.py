@@ -104,6 +104,26 @@ def test_variable_name_and_use_in_a_graph(lib):
     assert x.grad.tolist() == [2.0, 4.0]
 
 
+def test_saved_variables_deprecated(lib):
+    class MyFunction(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, tensor1, tensor2):
+            ctx.save_for_backward(tensor1, tensor2)
+            return tensor1 + tensor2
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            var1, var2 = ctx.saved_variables
+            assert var1.shape == var2.shape == grad_output.shape
+            return grad_output, grad_output
+
+    x = lib.randn((3, 3), requires_grad=True)
+    y = lib.randn((3, 3), requires_grad=True)
+    _, caught = _caught(lambda: MyFunction.apply(x, y).sum().backward())
+    assert (DeprecationWarning, "'saved_variables' is deprecated; use 'saved_tensors'") in caught
+    assert x.grad.tolist() == lib.ones(3, 3).tolist()
+
+
 # -- typed constructors and .type() --------------------------------------------------------
 TYPED = [("FloatTensor", "float32"), ("DoubleTensor", "float64"), ("HalfTensor", "float16"),
          ("ByteTensor", "uint8"), ("CharTensor", "int8"), ("ShortTensor", "int16"),
