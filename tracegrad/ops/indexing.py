@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from .. import backends
@@ -121,7 +123,11 @@ def _index_array(part, tensor):
             f"tensors used as indices must be long, int, byte or bool tensors (got "
             f"{array.dtype.name} for indexing {tensor._describe()})")
     if kind == "u" and array.dtype.itemsize == 1:
-        array = array.astype(bool)  # a byte tensor is a mask, as in torch
+        # A ByteTensor index is a mask in torch (deprecated, warned); NumPy would read its
+        # 0s and 1s as positions.
+        warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype "
+                      "torch.bool instead.", UserWarning, stacklevel=5)
+        array = array.astype(bool)
     return array
 
 
