@@ -916,6 +916,16 @@ GETITEM_CHAINS = [
 ]
 
 
+def test_iterating_gives_unbind_views(lib):
+    rows = list(lib.ones(2, 2, requires_grad=True).clone())
+    assert [node_name(row.grad_fn) for row in rows] == ["UnbindBackward0"] * 2
+    assert rows[0].grad_fn is rows[1].grad_fn
+    with pytest.raises(RuntimeError, match="returns multiple views"):
+        rows[0].mul_(2)
+    with pytest.raises(TypeError, match="iteration over a 0-d tensor"):
+        list(lib.tensor(1.0))
+
+
 @pytest.mark.parametrize("index,names", GETITEM_CHAINS, ids=lambda value: repr(value)[:30])
 def test_getitem_nodes_match_torch(lib, index, names):
     a = lib.ones(2, 3, requires_grad=True)

@@ -398,9 +398,10 @@ class Tensor(ArithmeticMethods, ComparisonMethods, InplaceMethods, MathMethods, 
         return int(self.item())
 
     def __iter__(self):
+        """The rows, as torch gives them: ``unbind(0)``'s views (one UnbindBackward0)."""
         if self._array.ndim == 0:
             raise TypeError("iteration over a 0-d tensor")
-        return (self[index] for index in range(self._array.shape[0]))
+        return iter(self.unbind(0))
 
     def __repr__(self) -> str:
         from ._format import format_tensor
