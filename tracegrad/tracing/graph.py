@@ -184,6 +184,23 @@ class GraphBuilder:
             if known_id == tensor_id:
                 del self._tensor_ids[key]
 
+    def live_ids(self) -> tuple[set[int], set[int]]:
+        """(node ids, tensor ids) of the recorded objects still alive; entries of objects
+        that died are dropped on the way (they can never match again)."""
+        live: list[set[int]] = []
+        for table in (self._node_ids, self._tensor_ids):
+            dead = [key for key, (_, reference) in table.items() if reference() is None]
+            for key in dead:
+                del table[key]
+            live.append({record_id for record_id, _ in table.values()})
+        return live[0], live[1]
+
+    def forget_outputs(self, output_keys) -> None:
+        """Forget the ``(node id, output_nr)`` entries of nodes dropped from the trace (a
+        pass summarized to stay within the structure budget; their objects are dead)."""
+        for key in output_keys:
+            self._output_tensors.pop(key, None)
+
     def rewind_tensor_ids(self) -> None:
         """Give back ids of forgotten records at the end of the sequence, so that ids stay
         dense (t0, t1, t2 ...) after an in-place op's temporaries are dropped."""
