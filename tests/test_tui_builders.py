@@ -29,6 +29,7 @@ SOURCE = "examples/hand_built_net.py"  # does not exist: panels fall back to Sit
 
 
 def value_of(array: np.ndarray, summarized: bool = False) -> Value:
+    """A Value as the recorder makes it; ``summarized``: statistics only, over budget."""
     array = np.asarray(array, dtype=np.float32)
     finite = array[np.isfinite(array)]
     stats = Stats(
@@ -37,7 +38,8 @@ def value_of(array: np.ndarray, summarized: bool = False) -> Value:
         mean=float(finite.mean()) if finite.size else None,
         norm=float(np.linalg.norm(finite)) if finite.size else None,
         nan_count=int(np.isnan(array).sum()), inf_count=int(np.isinf(array).sum()))
-    return Value(tuple(array.shape), "float32", stats, None if summarized else array)
+    return Value(tuple(array.shape), "float32", stats, None if summarized else array,
+                 dropped="budget" if summarized else None)
 
 
 def site(line: int, code: str, file: str = SOURCE, function: str = "<module>") -> Site:
@@ -95,25 +97,29 @@ def two_layer_trace(*, violation: bool = False, nan: bool = False, hook: bool = 
     grad_w1 = x.T @ grad_h
     grad_w2 = r.T @ grad_y
 
-    def steps() -> list[Step]:
+    def steps(pass_index: int) -> list[Step]:
         v = lambda array: value_of(array, summarized)
+        # .grad after each pass: the gradients accumulate, pass after pass.
         return [
             Step(0, 5, [v(np.float32(1.0))], [v(grad_y)], duration_ns=1200),
             Step(1, 4, [v(grad_y)], [v(grad_r), v(grad_w2)],
                  hooks=[HookRecord("post", "print_grad", changed=False)] if hook else []),
-            Step(2, 3, [v(grad_w2)], [], accumulated=4),
+            Step(2, 3, [v(grad_w2)], [], accumulated=4,
+                 grad_after=v(grad_w2 * (pass_index + 1))),
             Step(3, 2, [v(grad_r)], [v(grad_h)]),
             Step(4, 1, [v(grad_h)], [None, v(grad_w1)]),
-            Step(5, 0, [v(grad_w1)], [], accumulated=1),
+            Step(5, 0, [v(grad_w1)], [], accumulated=1,
+                 grad_after=v(grad_w1 * (pass_index + 1))),
         ]
 
     backward_site = site(12, "loss.backward()", source)
     trace = Trace(tensors=tensors, nodes=nodes,
                   passes=[BackwardPass(index, roots=[6], site=backward_site,
-                                       values_captured=True, steps=steps())
+                                       values_captured=True, steps=steps(index),
+                                       label="backward(loss)")
                           for index in range(passes)])
-    tensors[1].grad = value_of(grad_w1 * passes, summarized)
-    tensors[4].grad = value_of(grad_w2 * passes, summarized)
+    tensors[1].grad = trace.passes[-1].steps[5].grad_after
+    tensors[4].grad = trace.passes[-1].steps[2].grad_after
     if violation:
         tensors[3].versions = [VersionChange(1, "add_", inplace_site)]
         trace.violations.append(Violation(

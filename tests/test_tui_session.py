@@ -36,9 +36,9 @@ def test_violation_without_step_is_located_by_its_node():
 
 def test_next_stop_honours_breakpoints_and_marks():
     session = DebugSession(two_layer_trace(violation=True))
-    assert session.next_stop(0, 0, frozenset()) == 3
-    assert session.next_stop(0, 0, frozenset({"MmBackward0"})) == 1
-    assert session.next_stop(0, 3, frozenset()) is None
+    assert session.next_stop((0, 0), frozenset()) == (0, 3)
+    assert session.next_stop((0, 0), frozenset({"MmBackward0"})) == (0, 1)
+    assert session.next_stop((0, 3), frozenset()) is None
 
 
 def test_search_wraps_then_looks_in_other_passes():
@@ -51,7 +51,7 @@ def test_search_wraps_then_looks_in_other_passes():
 
 def test_neighbourhood_is_bounded_and_breadth_first():
     session = DebugSession(chain_trace(1000))
-    assert session.neighbourhood(500, radius=2, limit=100) == [500, 501, 499, 502, 498]
+    assert list(session.neighbourhood(500, radius=2, limit=100)) == [500, 501, 499, 502, 498]
     assert len(session.neighbourhood(500, radius=50, limit=7)) == 7
 
 

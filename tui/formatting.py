@@ -12,9 +12,9 @@ import linecache
 
 from rich.text import Text
 
-from tracegrad.tracing.model import Site, TensorRecord, Trace, Value, Violation
+from tracegrad.tracing.model import BackwardPass, Site, TensorRecord, Trace, Value, Violation
 
-SUMMARIZED_NOTE = "statistics only (over budget)"
+SUMMARIZED_NOTE = "statistics only"
 
 
 def number(value: float | None) -> str:
@@ -32,8 +32,27 @@ def describe_value(value: Value | None) -> str:
     if stats.nan_count or stats.inf_count:
         text += f"  NaN {stats.nan_count} Inf {stats.inf_count}"
     if value.summarized:
-        text += f"  ({SUMMARIZED_NOTE})"
+        text += f"  ({statistics_note(value)})"
     return text
+
+
+def statistics_note(value: Value) -> str:
+    """``statistics only: not kept for this pass`` / ``...: over the memory budget``."""
+    reason = value.dropped_reason
+    return SUMMARIZED_NOTE if reason in ("", SUMMARIZED_NOTE) else f"{SUMMARIZED_NOTE}: {reason}"
+
+
+def missing_values_reason(backward_pass: BackwardPass, trace: Trace) -> str:
+    """Why a pass kept no arrays, in words, with the setting that decides it."""
+    keep = trace.metadata.get("keep_passes")
+    if isinstance(keep, list) and len(keep) == 2:
+        setting = (f"keep_passes=({keep[0]}, {keep[1]}) keeps the first {keep[0]} and last "
+                   f"{keep[1]} passes and those with a finding")
+    else:
+        setting = "the capture policy kept no arrays for it"
+    if not backward_pass.is_user:
+        setting = "gradcheck probes keep statistics only unless they have a finding"
+    return f"not kept for this pass ({setting})"
 
 
 def describe_tensor(trace: Trace, tensor_id: int | None) -> str:
