@@ -57,7 +57,7 @@ async def test_opens_with_every_panel_visible(size):
         assert "step 3  ReluBackward0" in text
         assert "[ReluBackward0]" in app.query_one(GraphView).visible_text()
         assert " n Next" in text and "? Help" in text and "q Quit" in text  # the footer
-        assert "pass 0 (1 of 1) · backward(loss)" in app.query_one(PassBar).render().plain
+        assert "pass 0 (1 of 1): backward(loss)" in app.query_one(PassBar).render().plain
 
 
 @run_async

@@ -97,6 +97,7 @@ class DebuggerApp(App[None]):
         self.last_export: Path | None = None
         self.sub_title = source
         self.pass_changes = 0  # how many times the shown pass changed (tests watch it)
+        self._status = ""
 
     # -- layout -----------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -206,12 +207,16 @@ class DebuggerApp(App[None]):
 
     def set_status(self, message: str, error: bool = False) -> None:
         status = self.query_one("#status", Static)
-        status.update(message)
-        status.set_class(error, "error")
+        if message != self._status or error != status.has_class("error"):
+            # Only on a change: an update of an auto-height line makes Textual lay out the
+            # whole screen again, and every move clears the line.
+            self._status = message
+            status.update(message)
+            status.set_class(error, "error")
 
     @property
     def status_text(self) -> str:
-        return str(self.query_one("#status", Static).content)
+        return self._status
 
     # -- messages from widgets ----------------------------------------------------------------
     def on_step_list_step_clicked(self, message: StepList.StepClicked) -> None:

@@ -29,5 +29,5 @@ class PassBar(Static):
         label = session.pass_label(pass_index).partition(": ")[2]
         hidden = "" if session.show_probes or not session.probe_count else (
             f" · {session.probe_count:,} gradcheck probe passes hidden (a shows)")
-        return (f"pass {pass_index} ({position + 1:,} of {len(session.visible):,}) · "
+        return (f"pass {pass_index} ({position + 1:,} of {len(session.visible):,}): "
                 f"{label}{hidden}")

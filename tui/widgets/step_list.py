@@ -7,6 +7,8 @@ posts ``StepList.StepClicked``; the app owns the current step and sets ``cursor`
 
 from __future__ import annotations
 
+import textwrap
+
 from rich.segment import Segment
 from rich.style import Style
 from textual.geometry import Size
@@ -86,8 +88,7 @@ class StepList(ScrollView, can_focus=True):
         row = self.session.row(self.pass_index, step_index)
         marks = row.marks + (MARK_BREAKPOINT if row.node_name in self.breakpoints else "")
         index_width, name_width = self._columns()
-        name = row.label if len(row.label) <= name_width else (
-            row.label[:name_width - 1] + "…")
+        name = fit_label(row.label, row.node_name, name_width)
         return f"{row.index:>{index_width}} {marks:<3} {name:<{name_width}} {row.shape}"
 
     def empty_text(self) -> str:
@@ -106,9 +107,10 @@ class StepList(ScrollView, can_focus=True):
             return Strip([Segment(self.header_text().ljust(width)[:width], _HEADER)], width)
         step_index = self.scroll_offset.y + y - 1
         if step_index >= self.session.step_count(self.pass_index):
-            if step_index == 0:
-                return Strip([Segment(self.empty_text().ljust(width)[:width], _PENDING)], width)
-            return Strip([Segment(" " * width)], width)
+            lines = textwrap.wrap(self.empty_text(), max(width, 8)) \
+                if not self.session.step_count(self.pass_index) else []
+            text = lines[y - 1] if y - 1 < len(lines) else ""
+            return Strip([Segment(text.ljust(width)[:width], _PENDING)], width)
         text = self.line_text(step_index).ljust(width)[:width]
         if step_index == self.cursor:
             style = _CURSOR
@@ -125,3 +127,21 @@ class StepList(ScrollView, can_focus=True):
         step_index = self.scroll_offset.y + offset.y - 1
         if 0 <= step_index < self.session.step_count(self.pass_index):
             self.post_message(self.StepClicked(step_index))
+
+
+def fit_label(label: str, op_name: str, width: int) -> str:
+    """``label`` in ``width`` cells, shortening the op before the tensor it names, so a
+    narrow table still says which parameter an AccumulateGrad fills.
+
+    >>> fit_label("AccumulateGrad 0.weight", "AccumulateGrad", 16)
+    'Accumu… 0.weight'
+    >>> fit_label("MulBackward0", "MulBackward0", 8)
+    'MulBack…'
+    """
+    if len(label) <= width:
+        return label
+    rest = label[len(op_name):]
+    room = width - len(rest) - 1
+    if rest and room >= 4:
+        return op_name[:room] + "…" + rest
+    return label[:width - 1] + "…"
