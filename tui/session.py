@@ -58,6 +58,7 @@ class DebugSession:
         self._reverse: dict[int, list[int]] | None = None
         self._steps_by_node: dict[int, dict[int, int]] = {}
         self._probe_numbers: dict[int, tuple[int, int]] | None = None
+        self._grads_after: dict[int, bool] = {}
         self.probe_count = sum(1 for backward_pass in trace.passes if not backward_pass.is_user)
         self.show_probes = False
         self.visible: list[int] = []
@@ -168,6 +169,15 @@ class DebugSession:
                           self.output_shape(node, step), self._marks(pass_index, step))
             self._rows[key] = row
         return row
+
+    def has_grads_after(self, pass_index: int) -> bool:
+        """Whether the pass recorded ``.grad`` per step (traces before schema 3 did not);
+        looked up once per pass."""
+        known = self._grads_after.get(pass_index)
+        if known is None:
+            known = self._grads_after[pass_index] = any(
+                step.grad_after is not None for step in self.trace.passes[pass_index].steps)
+        return known
 
     def node_label(self, node: NodeRecord) -> str:
         """The op, and for AccumulateGrad the tensor it fills (``AccumulateGrad 0.weight``)."""
@@ -339,15 +349,27 @@ class DebugSession:
     def neighbours(self, node_id: int) -> Iterator[int]:
         """Nodes one edge away, either direction, in a deterministic order."""
         if self._reverse is None:
-            reverse: dict[int, list[int]] = {}
-            for source, target, _ in self.trace.edges():
-                reverse.setdefault(target, []).append(source)
-            self._reverse = reverse
+            self._reverse = self._reverse_edges()
         node = self.trace.nodes[node_id]
         for next_id, _ in node.next:
             if next_id is not None:
                 yield next_id
         yield from self._reverse.get(node_id, ())
+
+    def _reverse_edges(self) -> dict[int, list[int]]:
+        """node id -> the nodes whose edges lead to it, in id order (one sweep over every
+        edge, written as a plain loop: it runs once, on 100,000s of edges)."""
+        reverse: dict[int, list[int]] = {}
+        nodes = self.trace.nodes
+        for source in sorted(nodes):
+            for target, _ in nodes[source].next:
+                if target is not None:
+                    sources = reverse.get(target)
+                    if sources is None:
+                        reverse[target] = [source]
+                    else:
+                        sources.append(source)
+        return reverse
 
     def neighbourhood(self, node_id: int, radius: int, limit: int,
                       members: dict[int, int] | None = None) -> dict[int, int]:

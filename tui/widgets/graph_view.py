@@ -73,11 +73,40 @@ class GraphView(Widget):
         if node_id is not None and (changed_pass or self._distances.get(
                 node_id, radius + 1) > radius - 1 or self._key is None
                 or self._key[2:] != self._extent()):
-            self._relayout(node_id)
+            self._relayout(self._center_for(node_id))
         elif node_id is None:
             self.layout_data, self._distances, self._key = None, {}, None
             self.border_subtitle = ""
         self.refresh()
+
+    def _center_for(self, node_id: int) -> int:
+        """Where to centre a new layout: on a node a few steps ahead that keeps the
+        current one well inside the picture, and never on an AccumulateGrad (a leaf of
+        the graph: a picture centred on it is all on one side). Stepping on then reuses
+        the layout for several steps (backward is stepped forward far more than back)."""
+        radius, limit = self._extent()
+        session = self.session
+        count = session.step_count(self.pass_index)
+        members = session.steps_by_node(self.pass_index)
+        for ahead in range(radius - 1, -1, -1):
+            candidate = session.step(self.pass_index, min(self.step_index + ahead,
+                                                          count - 1)).node
+            if session.trace.nodes[candidate].kind == "accumulate":
+                continue
+            if candidate == node_id:
+                return candidate
+            distances = session.neighbourhood(candidate, radius, limit, members)
+            if distances.get(node_id, radius) <= radius - 1:
+                return candidate
+        if session.trace.nodes[node_id].kind == "accumulate":  # the node that fed it
+            source = next((source for source in session.neighbours(node_id)
+                           if source in members), None)
+            # A hub (a stack of 100,000 inputs) fills its neighbourhood before reaching
+            # this one: then the picture centres on the current node after all.
+            if source is not None and node_id in session.neighbourhood(source, radius, limit,
+                                                                        members):
+                return source
+        return node_id
 
     def on_resize(self) -> None:
         if self.current_node is not None and self._key is not None \

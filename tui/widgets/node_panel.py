@@ -65,7 +65,7 @@ def build_sections(session: DebugSession, pass_index: int, step: Step,
     sections += _gradients(session, pass_index, step, node)
     sections += _saved(trace, node)
     sections += _hooks(step)
-    sections += _leaf_grad(trace, session.backward_pass(pass_index), node, step)
+    sections += _leaf_grad(session, pass_index, node, step)
     return sections
 
 
@@ -211,18 +211,19 @@ def _hooks(step: Step) -> list[RenderableType]:
     return [_heading("hooks"), text]
 
 
-def _leaf_grad(trace: Trace, backward_pass: BackwardPass, node: NodeRecord,
+def _leaf_grad(session: DebugSession, pass_index: int, node: NodeRecord,
                step: Step) -> list[RenderableType]:
     """``.grad`` as it was right after this step, in this pass (what the program would
     have printed then); traces recorded before per-pass gradients show the last one."""
+    trace = session.trace
     tensor_id = step.accumulated if step.accumulated is not None else node.leaf
     tensor = trace.tensors.get(tensor_id) if tensor_id is not None else None
     if tensor is None:
         return []
-    heading = _heading(f"{tensor.label}.grad after accumulation (pass {backward_pass.index})")
+    heading = _heading(f"{tensor.label}.grad after accumulation (pass {pass_index})")
     if step.grad_after is not None:
         return [heading, Text(f"  {describe_value(step.grad_after)}")]
-    if any(other.grad_after is not None for other in backward_pass.steps):
+    if session.has_grads_after(pass_index):
         return [heading, Text("  None (no gradient reached it in this pass)")]
     return [_heading(f"{tensor.label}.grad after the last pass"),
             Text(f"  {describe_value(tensor.grad)}  (this trace has no per-pass .grad)")]
