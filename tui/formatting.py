@@ -1,9 +1,13 @@
 """Text for values, tensors and sites, shared by the panels and ``--dump``.
 
 Example:
+    >>> import numpy as np
     >>> from tracegrad.tracing.model import Value, Stats
-    >>> describe_value(Value((2,), "float32", Stats(0.0, 1.0, 0.5, 1.0)))
+    >>> stats = Stats(0.0, 1.0, 0.5, 1.0)
+    >>> describe_value(Value((2,), "float32", stats, np.array([0.0, 1.0], np.float32)))
     'float32 [2]  min 0 max 1 mean 0.5 norm 1'
+    >>> describe_value(Value((2,), "float32", stats, dropped="pass"))
+    'float32 [2]  min 0 max 1 mean 0.5 norm 1  (statistics only: not kept for this pass)'
 """
 
 from __future__ import annotations
