@@ -129,8 +129,9 @@ def main() -> None:
         for step, records, estimate in loop["sizes"]:
             print(f"  after {step:>7,} steps: {records:>8,} records, structure estimate "
                   f"{estimate:5.1f} MiB")
-        print(f"  {loop['full_passes']:,} of {loop['passes']:,} passes kept in full "
-              "(the first and last 2; the rest summarized as they left the window)")
+        print(f"  {loop['full_passes']:,} of {loop['passes']:,} passes kept in full (the "
+              "first and last 2 always, others while the budget had room; the rest are "
+              "summarized: ~0.6 KB each)")
 
 
 if __name__ == "__main__":
