@@ -231,7 +231,7 @@ def test_structure_estimate_tracks_real_memory():
         recorder = tg.record(values=False)
         with recorder as trace:
             y = x
-            for _ in range(3000):
+            for _ in range(1500):
                 y = y * 1.0
             y.sum().backward()
             del y
