@@ -20,6 +20,7 @@ Example:
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -115,6 +116,10 @@ class DebuggerApp(App[None]):
         yield KeyBar(id="keys")
 
     def on_mount(self) -> None:
+        # The trace is a few million long-lived objects: a full collection scanning them
+        # all would freeze a move for a second. Frozen, the collector skips them until the
+        # app ends (on_unmount gives them back).
+        gc.freeze()
         self.query_one("#graph").border_title = "graph"
         self.query_one("#violations").border_title = (
             f"violations ({len(self.trace.violations)})")
@@ -124,6 +129,9 @@ class DebuggerApp(App[None]):
         self.go_to(*start, force=True)
         self.set_status(self._opening_message(start), error=self.trace.exception is not None
                         or not self.trace.passes)
+
+    def on_unmount(self) -> None:
+        gc.unfreeze()
 
     def _opening_message(self, start: Location) -> str:
         if not self.trace.passes:
