@@ -22,7 +22,12 @@ from ._dtype import dtype, float16, float32, float64, int32, int64, uint8
 from ._functions import *  # noqa: F403 - the torch.* function forms, listed in its __all__
 from ._functions import max, min, trace
 from .autograd import enable_grad, inference_mode, no_grad, set_grad_enabled
-from .autograd.grad_mode import is_grad_enabled
+from .autograd.anomaly import (  # torch.* names of anomaly mode (graph-api)
+    is_anomaly_check_nan_enabled,
+    is_anomaly_enabled,
+    set_anomaly_enabled,
+)
+from .autograd.grad_mode import is_grad_enabled, is_inference_mode_enabled
 from .backends import device
 from .errors import (
     AutogradError,

@@ -287,6 +287,10 @@ def _note_site(node: Node) -> None:
     from .module_scope import current_scope
 
     node._module = current_scope()
+    if state.anomaly:  # the forward traceback PyTorch's anomaly mode shows (graph-api)
+        from .anomaly import note_forward
+
+        note_forward(node)
 
 
 class Op(Function):
