@@ -225,7 +225,7 @@ class Tensor(ArithmeticMethods, ComparisonMethods, InplaceMethods, MathMethods, 
         """
         from .autograd import engine
 
-        engine.backward(self, gradient, retain_graph, create_graph, inputs)
+        engine.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
     # -- .grad ---------------------------------------------------------------------------
     @property

@@ -8,6 +8,7 @@ thread's backward is running (``running``), and the stack of default saved-tenso
 from __future__ import annotations
 
 import itertools
+import sys
 import threading
 import weakref
 from collections.abc import Callable
@@ -543,6 +544,9 @@ class Node:
 
 
 _accumulate_lock = threading.Lock()
+# References to a gradient that nobody else holds, as AccumulateGrad._backward sees it: the
+# engine's list of gradients, the local `grad`, and getrefcount's own argument.
+_STEALABLE_REFS = 3
 
 
 class AccumulateGrad(Node):
@@ -572,6 +576,12 @@ class AccumulateGrad(Node):
             if current is None:
                 if state.grad_enabled:  # create_graph: a copy that keeps the graph
                     variable._grad = _recorded_copy(grad)
+                elif sys.getrefcount(grad) <= _STEALABLE_REFS and grad.grad_fn is None \
+                        and not grad.requires_grad:
+                    # Nobody else holds this gradient: keep it instead of a copy, as
+                    # PyTorch does (so a post-accumulate hook that changes .grad in place
+                    # changes what the node's post-hooks see, and no copy is made).
+                    variable._grad = grad
                 else:
                     variable._grad = grad._detached_copy()
             elif state.grad_enabled:

@@ -41,6 +41,7 @@ def infer_shape(shape, numel: int, source) -> tuple:
 
 class Reshape(Op):
     node_name = "ViewBackward0"
+    saved_names = ("self_sym_sizes=input_shape",)  # grad_fn._saved_<name>, as PyTorch names them
     is_view = True
 
     @staticmethod
@@ -146,6 +147,7 @@ class Unsqueeze(Op):
 
 class Squeeze(Op):
     node_name = "SqueezeBackward1"
+    saved_names = ("self_sym_sizes=input_shape",)  # grad_fn._saved_<name>, as PyTorch names them
     is_view = True
 
     @staticmethod
@@ -170,6 +172,7 @@ class SqueezeAll(Squeeze):
 
 class Expand(Op):
     node_name = "ExpandBackward0"
+    saved_names = ("self_sym_sizes=input_shape",)  # grad_fn._saved_<name>, as PyTorch names them
     is_view = True
 
     @staticmethod
@@ -284,6 +287,7 @@ class Repeat(Op):
     """``x.repeat(*sizes)``: tile the tensor; the gradient sums the tiles back."""
 
     node_name = "RepeatBackward0"
+    saved_names = ("repeats=repeats", "self_sym_sizes=input_shape")
 
     @staticmethod
     def forward(ctx, a, repeats):

@@ -9,10 +9,16 @@
 ['SumBackward0', 'MulBackward0', 'AccumulateGrad']
 >>> tr.tensor(tr.passes[0].roots[0]).name
 'loss'
+
+Threads: a recording records the thread that started it. What other threads do meanwhile
+(their ops, backward passes, hooks) is ignored -- one thread-id check at each event, so
+they run as fast as without the recorder and can never be disturbed by it. Record in the
+thread whose work you want to see (one recorder per thread works too).
 """
 
 from __future__ import annotations
 
+import threading
 import traceback as traceback_module
 import weakref
 
@@ -27,6 +33,7 @@ from .values import DEFAULT_BUDGET_BYTES, ValueBudget, is_finite
 from .violations import ViolationFinder, refresh_names
 
 _MAX_PENDING_FRAMES = 8
+_get_ident = threading.get_ident
 
 
 def record(values: bool = True, budget_bytes: int | None = None,
@@ -81,6 +88,7 @@ class Recorder(events.Listener):
         self._unnamed: dict = {}
         self._last_op = None  # (node, node id, tensor ids first seen in that op)
         self._subscription = None
+        self._thread = threading.get_ident()  # the thread recorded (set again by start)
 
     # -- the context manager -----------------------------------------------------------
     def __enter__(self) -> Trace:
@@ -92,6 +100,7 @@ class Recorder(events.Listener):
 
     def start(self) -> None:
         if self._subscription is None:
+            self._thread = threading.get_ident()
             self._subscription = events.subscribe(self)
 
     def stop(self, frame=None, exc: BaseException | None = None, scopes=()) -> Trace:
@@ -145,6 +154,8 @@ class Recorder(events.Listener):
 
     # -- forward events ----------------------------------------------------------------
     def on_op(self, node, args, outputs) -> None:
+        if _get_ident() != self._thread:
+            return  # another thread's event: see the module docstring
         builder = self.builder
         inputs = [arg for arg in args if isinstance(arg, Tensor)]
         before = builder._next_tensor_id
@@ -230,12 +241,16 @@ class Recorder(events.Listener):
         self._flush_names()
 
     def on_tensor(self, tensor, kind: str) -> None:
+        if _get_ident() != self._thread:
+            return  # another thread's event: see the module docstring
         if tensor.requires_grad and self.builder.known_tensor(tensor) is None:
             record = self.trace.tensors[self.builder.tensor_id(tensor)]
             record.site = user_site(3)
             record.value = self._capture(tensor._array)
 
     def on_inplace(self, tensor, op_name: str, site) -> None:
+        if _get_ident() != self._thread:
+            return  # another thread's event: see the module docstring
         builder = self.builder
         tensor_id = builder.known_tensor(tensor)
         watched = self.violations.is_watched(tensor)
@@ -282,6 +297,8 @@ class Recorder(events.Listener):
         self._last_op = None
 
     def on_inplace_refused(self, tensor, op_name: str) -> None:
+        if _get_ident() != self._thread:
+            return  # another thread's event: see the module docstring
         self.builder.tensor_id(tensor)
         self._name_now([tensor])
         self.violations.inplace_leaf(tensor, self.builder.tensor_id(tensor), op_name,
@@ -289,6 +306,8 @@ class Recorder(events.Listener):
 
     # -- backward events ---------------------------------------------------------------
     def on_backward_start(self, info) -> None:
+        if _get_ident() != self._thread:
+            return  # another thread's event: see the module docstring
         index = len(self.trace.passes)
         self._engine_passes[info.index] = index
         roots = []
@@ -305,6 +324,8 @@ class Recorder(events.Listener):
         self.trace.passes.append(self._pass)
 
     def on_node_start(self, node, grads_in) -> None:
+        if _get_ident() != self._thread:
+            return  # another thread's event: see the module docstring
         current = self._pass
         if current is None:
             return
@@ -331,6 +352,8 @@ class Recorder(events.Listener):
         return value
 
     def on_hook(self, node, kind: str, hook, changed: bool) -> None:
+        if _get_ident() != self._thread:
+            return  # another thread's event: see the module docstring
         hook_name = getattr(hook, "__qualname__", type(hook).__name__)
         if kind == "retain_grad":
             hook_name = "retain_grad"
@@ -341,6 +364,8 @@ class Recorder(events.Listener):
             self._pending_hooks.setdefault(id(node), []).append(hook_record)
 
     def on_node_end(self, node, grads_out, duration_ns: int) -> None:
+        if _get_ident() != self._thread:
+            return  # another thread's event: see the module docstring
         step = self._step
         if step is None or self._step_node is not node:
             return
@@ -362,6 +387,8 @@ class Recorder(events.Listener):
         self._step, self._step_node, self._step_grads_in = None, None, ()
 
     def on_accumulate(self, tensor, grad) -> None:
+        if _get_ident() != self._thread:
+            return  # another thread's event: see the module docstring
         tensor_id = self.builder.tensor_id(tensor)
         current = self._pass
         if current is not None and current.steps:
@@ -373,11 +400,15 @@ class Recorder(events.Listener):
                                         current.index if current else self._group)
 
     def on_error(self, error, node) -> None:
+        if _get_ident() != self._thread:
+            return  # another thread's event: see the module docstring
         if self._step is not None and self._step_node is node:
             self._step.error = f"{type(error).__name__}: {error}"
         self.violations.backward_failed(error, node, self._pass, self._engine_passes)
 
     def on_backward_end(self, info, error) -> None:
+        if _get_ident() != self._thread:
+            return  # another thread's event: see the module docstring
         current = self._pass
         if current is None:
             return
