@@ -332,6 +332,9 @@ def run(outputs: Sequence, grad_outputs: Sequence, retain_graph: bool, create_gr
         running.task, running.node = previous_task, previous_node
         if listener is not None:
             listener.on_backward_end(info, error)
+        # The error's traceback holds this frame: drop the frame's reference back to it, so
+        # a failed pass's graph is freed at once, not at the next garbage collection.
+        error = None
     return results
 
 
