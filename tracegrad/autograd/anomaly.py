@@ -19,7 +19,7 @@ import sys
 import traceback
 import warnings
 
-from .grad_mode import _State, state
+from .grad_mode import _State, anomaly_flags, state
 from .node import running
 from .site import _is_internal
 
@@ -41,8 +41,8 @@ def set_anomaly_enabled(enabled: bool, check_nan: bool = True) -> None:
     """Turn anomaly mode on or off for every thread (``torch.set_anomaly_enabled``)."""
     # On the class: the flags are process-wide, and an instance attribute would be private
     # to the calling thread.
-    _State.anomaly = bool(enabled)
-    _State.anomaly_check_nan = bool(check_nan)
+    _State.anomaly = anomaly_flags.enabled = bool(enabled)
+    _State.anomaly_check_nan = anomaly_flags.check_nan = bool(check_nan)
 
 
 class detect_anomaly:

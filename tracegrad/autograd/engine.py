@@ -432,7 +432,7 @@ def _execute(roots, dependencies, needed, captures, inputs, retain_graph, pass_i
              if dependencies[node] == 0]
     heapq.heapify(ready)
     heappop, heappush = heapq.heappop, heapq.heappush
-    anomaly_on = state.anomaly  # read once per pass: a thread-local read costs per node
+    anomaly_on = state.anomaly  # read once per pass, not per node
     slow = listener is not None or anomaly_on
     while ready:
         node = heappop(ready)[2]

@@ -18,7 +18,7 @@ from .. import backends
 from ..errors import AutogradError, InplaceError
 from . import events
 from . import node as _node_module
-from .grad_mode import state
+from .grad_mode import anomaly_flags, state
 from .node import Node, SavedTensor, _sequence
 
 # tracegrad.tensor.Tensor. tensor.py imports this module before it defines Tensor, so it
@@ -407,7 +407,7 @@ def _record(cls, args, attrs):
     if to_save:
         ctx._saved = _save(ctx, to_save, outputs)
         ctx._to_save = ()
-    if state.anomaly or events.listener is not None:
+    if anomaly_flags.enabled or events.listener is not None:  # not a thread-local read
         _note_site(ctx)
         if events.listener is not None:
             events.listener.on_op(ctx, args, tuple(outputs))

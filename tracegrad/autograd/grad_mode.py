@@ -5,7 +5,8 @@ the engine reads on every op.
 ``threading.local``, so ``no_grad`` in one thread never changes another, and a new thread
 starts with grad mode on. Anomaly mode is process-wide in PyTorch, so its two flags are
 class attributes of the same object: ``state.anomaly`` reads the same value in every
-thread, and only anomaly.py sets them (on the class).
+thread, and only anomaly.py sets them (on the class, and in ``anomaly_flags``, a plain
+object that per-op checks read).
 
 Ops read ``state.grad_enabled`` once per call: it must stay one attribute lookup (a
 ``threading.local`` read, no function call).
@@ -45,6 +46,21 @@ class _State(threading.local):
 
 
 state = _State()
+
+
+class _AnomalyFlags:
+    """Anomaly mode's flags as a plain object: the same values as ``state.anomaly`` and
+    ``state.anomaly_check_nan`` without the thread-local lookup, for per-op checks (an op
+    then reads one thread-local attribute, ``state.grad_enabled``, and no more)."""
+
+    __slots__ = ("check_nan", "enabled")
+
+    def __init__(self) -> None:
+        self.enabled = False
+        self.check_nan = True
+
+
+anomaly_flags = _AnomalyFlags()
 
 
 def is_grad_enabled() -> bool:
