@@ -555,6 +555,28 @@ def test_retain_grad_follows_the_tensor_through_in_place_ops(lib):
     assert close(a.grad, lib.tensor([1.0]))
 
 
+def test_retain_grad_follows_the_base_through_in_place_on_a_view(lib):
+    # The gradient is wrt the latest version of x: 1, not 4.
+    x = lib.tensor([1.0], requires_grad=True).clone()
+    x.retain_grad()
+    x_view = x[:]
+    x_view *= 2
+    x *= 2
+    x.sum().backward()
+    assert close(x.grad, lib.tensor([1.0]))
+
+    base = lib.tensor([1.0], requires_grad=True).clone()
+    view, view2 = base[:], base[:]
+    view.retain_grad()
+    view2.retain_grad()
+    view.mul_(2)
+    (view + view2).sum().backward()
+    assert close(view.grad, view2.grad) and close(view.grad, lib.tensor([1.0]))
+
+    x = lib.zeros(4)  # a base that did not require grad: nothing to move
+    x.view(2, 2).add_(lib.randn(2, 2, requires_grad=True))
+
+
 def test_retain_grad_on_a_multi_output_function_after_in_place(lib):
     fn = double_mul_function(lib)
     b = lib.rand(3, 3, requires_grad=True)
