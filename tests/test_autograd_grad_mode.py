@@ -649,3 +649,65 @@ def test_a_recording_in_another_thread_does_not_see_this_one():
     assert recorded["trace"].passes == []
     assert len(recorded["trace"].nodes) == 0
     assert close(x.grad, tracegrad.full((3,), 2.0))
+
+
+def test_many_threads_read_grad_at_once(lib):
+    for _ in range(5):
+        tensor = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        (tensor ** 2).sum().backward()
+        results = run_threads(lambda index, t: t.grad, count=4, args=(tensor,))
+        assert all(result is tensor.grad for result in results)
+
+
+def test_one_threads_failing_backward_does_not_disturb_the_others(lib):
+    t2, t3 = lib.rand(2, requires_grad=True), lib.rand(2, requires_grad=True)
+    lock = threading.Lock()
+    backward_calls, errors, hook_calls = [0], [], []
+
+    class FailOnce(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x
+
+        @staticmethod
+        def backward(ctx, grad):
+            with lock:
+                backward_calls[0] += 1
+                first = backward_calls[0] == 1
+            if first:
+                raise RuntimeError("error message")
+            return grad
+
+    handle = lib.autograd.graph.register_multi_grad_hook(
+        (t2, t3), lambda grads: hook_calls.append([g is not None for g in grads]))
+    out = (FailOnce.apply(t2) * t3).sum()
+
+    def backward(index):
+        try:
+            out.backward(inputs=(t2, t3), retain_graph=True)
+        except RuntimeError:
+            with lock:
+                errors.append(index)
+
+    run_threads(backward, count=5)
+    assert len(errors) == 1
+    assert hook_calls == [[True, True]] * 4
+    handle.remove()
+
+
+def test_an_error_in_backward_keeps_its_traceback(lib):
+    import traceback
+
+    class Foo(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, inp):
+            return inp
+
+        @staticmethod
+        def backward(ctx, *grad):
+            raise ValueError("something")
+
+    t = lib.rand(10, requires_grad=True)
+    with pytest.raises(ValueError) as info:
+        Foo.apply(t).sum().backward()
+    assert 'raise ValueError("something")' in "".join(traceback.format_tb(info.tb))

@@ -494,6 +494,22 @@ def test_default_hooks_with_double_backward(lib):
     g.sum().backward()
     assert close(6 * 2 * a, a.grad)  # a was saved once, under the hooks
 
+    a = lib.randn(5, requires_grad=True)
+    s = (a ** 3).sum()
+    with lib.autograd.graph.saved_tensors_hooks(lambda x: 2 * x, lambda x: x):
+        (g,) = lib.autograd.grad(s, (a,), create_graph=True)
+        g.sum().backward()
+        # pow's backward saves two tensors that lead back to a (the incoming gradient
+        # and a itself): each doubled
+        assert close(6 * 4 * a, a.grad)
+
+    with lib.autograd.graph.saved_tensors_hooks(lambda x: 2 * x, lambda x: x):
+        a = lib.randn(5, requires_grad=True)
+        s = (a ** 3).sum()
+        (g,) = lib.autograd.grad(s, (a,), create_graph=True)
+        g.sum().backward()
+        assert close(6 * 8 * a, a.grad)  # both of the above: 2 * 4
+
 
 def test_python_number_operands_never_reach_the_hooks(lib):
     def fail(x):
@@ -537,6 +553,31 @@ def test_an_extra_exit_of_saved_tensor_hooks_does_not_crash():
         inner.__exit__()
     a = lib.tensor(1.0, requires_grad=True)  # no hooks are left on the stack
     a.exp().grad_fn._raw_saved_result.register_hooks(lambda x: x, lambda x: x)
+
+
+def test_an_extra_enter_of_saved_tensor_hooks_does_not_leak(lib):
+    def scope():
+        def unpack(x):
+            weak_hooks().__enter__()
+            return x
+
+        hooks = lib.autograd.graph.saved_tensors_hooks(lambda x: x, unpack)
+        weak_hooks = weakref.ref(hooks)
+        x = lib.randn(3, 3, requires_grad=True)
+        with hooks:
+            x.sin().sum().backward()
+        return weakref.ref(unpack)
+
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        assert scope()() is None
+    finally:
+        if enabled:
+            gc.enable()
+    # backward put the hooks back as it found them: nothing is left on the stack
+    if lib is tracegrad:
+        assert tracegrad_node.saved_hooks.stack == []
 
 
 # -- GradientEdge ----------------------------------------------------------------------------

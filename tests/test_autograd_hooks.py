@@ -291,6 +291,55 @@ def test_removing_node_hooks_before_and_during_backward(lib, custom):
     assert close(a.grad, lib.ones(3, 3) * 2)
 
 
+@pytest.mark.parametrize("custom", [True, False], ids=["function", "builtin"])
+@pytest.mark.parametrize("on_tensor", [True, False], ids=["tensor_hook", "node_hook"])
+def test_a_hook_holding_its_node_is_freed_with_the_graph(lib, custom, on_tensor):
+    class Identity(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad
+
+    class Marker:
+        pass
+
+    count = [0]
+
+    def scope():
+        a = lib.tensor(1.0, requires_grad=True)
+        b = Identity.apply(a) if custom else a.clone()
+        node = b.grad_fn
+        marker = Marker()
+
+        def hook(*args):
+            assert node is not None and marker is not None  # a cycle through the hook
+            count[0] += 1
+
+        if on_tensor:
+            b.register_hook(hook)
+        else:
+            b.grad_fn.register_hook(hook)
+        return b.clone(), weakref.ref(marker)
+
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        out, reference = scope()
+        out.backward(retain_graph=True)
+        gc.collect()
+        out.backward(retain_graph=True)  # the collector did not break the live graph
+        assert count[0] == 2 and reference() is not None
+        del out
+        gc.collect()
+        assert reference() is None
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def test_handle_is_a_context_manager(lib):
     x = lib.ones(2, requires_grad=True)
     with x.register_hook(lambda grad: grad * 10):

@@ -30,7 +30,13 @@ from ..errors import AutogradError, ShapeError
 from . import anomaly, events
 from .grad_mode import state
 from .graph import GradientEdge
-from .node import Node, _hook_name, running
+from .node import (
+    Node,
+    _hook_name,
+    restore_saved_tensors_hooks,
+    running,
+    snapshot_saved_tensors_hooks,
+)
 
 _pass_counter = itertools.count()
 _create_graph_warned = False  # PyTorch gives the create_graph warning once per process
@@ -311,6 +317,7 @@ def run(outputs: Sequence, grad_outputs: Sequence, retain_graph: bool, create_gr
     state.grad_enabled = create_graph
     previous_task, previous_node = running.task, running.node
     running.task = GraphTask(info.index, dependencies, needed)
+    hooks_before = snapshot_saved_tensors_hooks()
     # A pass makes and drops many gradient tensors, none in a reference cycle; a collector
     # scanning the (possibly huge) graph meanwhile would only cost time. Cycles that hooks
     # make are collected after the pass. (gc.disable is process-wide: with threads, the
@@ -330,6 +337,7 @@ def run(outputs: Sequence, grad_outputs: Sequence, retain_graph: bool, create_gr
             gc.enable()
         state.grad_enabled = previous_mode
         running.task, running.node = previous_task, previous_node
+        restore_saved_tensors_hooks(hooks_before)
         if listener is not None:
             listener.on_backward_end(info, error)
         # The error's traceback holds this frame: drop the frame's reference back to it, so

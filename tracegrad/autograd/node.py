@@ -140,6 +140,24 @@ def pop_saved_tensors_hooks() -> None:
         hooks_in_use -= 1
 
 
+def snapshot_saved_tensors_hooks() -> tuple:
+    return tuple(saved_hooks.stack), saved_hooks.disabled_message
+
+
+def restore_saved_tensors_hooks(snapshot: tuple) -> None:
+    """Put this thread's hooks back as a backward pass found them: as in PyTorch, whose
+    engine runs each node under the thread-local state captured when backward started, a
+    hook entered or left inside backward does not outlive it."""
+    global hooks_in_use
+    stack, message = snapshot
+    current = saved_hooks.stack
+    if len(current) != len(stack) or any(a is not b for a, b in zip(current, stack)):
+        with _hooks_in_use_lock:
+            hooks_in_use += len(stack) - len(current)
+        current[:] = stack
+    saved_hooks.disabled_message = message
+
+
 def _pack_hook_error() -> InplaceError:
     return InplaceError(
         "A saved tensor pack hook is modifying its input in place. Tensors provided as "
