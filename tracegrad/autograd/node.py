@@ -183,7 +183,6 @@ class SavedTensor:
     __slots__ = (
         "_array",
         "counter",
-        "is_leaf",
         "node_ref",
         "original",
         "output_nr",
@@ -200,10 +199,10 @@ class SavedTensor:
         self.version = self.counter.value
         self.output_nr = tensor._output_nr
         self.requires_grad = tensor.requires_grad
-        grad_fn = tensor.grad_fn
-        self.is_leaf = grad_fn is None
-        self.producer = None if is_output else grad_fn
-        self.packed = None  # a _Packed once hooks took the value over
+        # A saved input's producer is its grad_fn (None: a leaf). `packed` (what hooks keep
+        # instead of the tensor) stays unset until hooks take the value over: this runs
+        # for nearly every op, and the fast paths never read it.
+        self.producer = None if is_output else tensor.grad_fn
         if is_output:
             self.tensor = None
             self.node_ref = weakref.ref(node)
@@ -219,7 +218,7 @@ class SavedTensor:
     def _pack_with(self, hooks: tuple, tensor, accumulator=None) -> None:
         """Hand ``tensor`` to the pack hook (under no_grad, as PyTorch does) and keep what
         it returns instead of the tensor."""
-        if accumulator is None and self.is_leaf and self.requires_grad:
+        if accumulator is None and self.is_saved_leaf and self.requires_grad:
             accumulator = tensor._grad_accumulator()
         counter = self.counter
         version = counter.value
@@ -241,7 +240,7 @@ class SavedTensor:
             raise TypeError(
                 f"register_hooks(): expected two callables (pack_hook, unpack_hook), got "
                 f"{type(pack_hook).__name__} and {type(unpack_hook).__name__}.")
-        if self.packed is not None:
+        if self._packed() is not None:
             raise AutogradError(
                 "Calling register_hooks on a saved tensor whose hooks have already been set. "
                 "Hint: only one pair of hooks is allowed at a time.")
@@ -256,7 +255,7 @@ class SavedTensor:
         alias = Tensor._wrap(self._array, False)
         alias._version_counter = self.counter
         accumulator = None
-        if self.is_leaf and self.requires_grad:
+        if self.is_saved_leaf and self.requires_grad:
             original = self.source_tensor()
             if original is not None:
                 accumulator = original._grad_accumulator()
@@ -281,10 +280,21 @@ class SavedTensor:
                 tensor._accumulator = packed.accumulator
         return tensor
 
+    def _packed(self) -> _Packed | None:
+        try:
+            return self.packed
+        except AttributeError:  # never packed (the slot is set only by hooks)
+            return None
+
     # -- unpacking -----------------------------------------------------------------------
     @property
     def is_output(self) -> bool:
         return self.node_ref is not None
+
+    @property
+    def is_saved_leaf(self) -> bool:
+        """A leaf saved as an input (its AccumulateGrad is where its gradient goes)."""
+        return self.node_ref is None and self.producer is None
 
     def source_tensor(self):
         """The tensor that was saved (None if a saved output has since been collected, or
@@ -298,7 +308,7 @@ class SavedTensor:
     def unpack(self, node: Node):
         array = self._array  # read once: another thread's backward may release it
         if array is None:
-            packed = self.packed
+            packed = self._packed()
             if packed is not None:
                 return self._unpack_hooked(node, packed)
             raise AutogradError(_freed_message(node))
@@ -306,7 +316,7 @@ class SavedTensor:
             raise InplaceError(self._version_message(node))
         tensor = self.tensor
         if tensor is not None:
-            if not self.is_leaf and tensor.grad_fn is None and tensor.requires_grad is False:
+            if self.producer is not None and tensor.grad_fn is None:
                 raise AutogradError(
                     "Trying to use a saved tensor that has been detached in-place, i.e. with "
                     ".detach_().This is not supported, please use out-of-place `.detach()` "
@@ -396,24 +406,47 @@ def _freed_message(node: Node) -> str:
     return message
 
 
-def _saved_layout(node_class) -> dict:
-    """torch name -> ("slot", index into node._saved) or ("attr", ctx attribute), from the
-    op's ``saved_names`` (``"self"``: the next saved slot; ``"dim=dims"``: the ctx
-    attribute ``dims``, shown as ``_saved_dim``). Built once per node class."""
-    layout = node_class.__dict__.get("_saved_layout_cache")
-    if layout is None:
-        layout = {}
-        function = getattr(node_class, "_function", None)
-        slot = 0
-        for entry in getattr(function, "saved_names", ()):
-            name, _, attribute = entry.partition("=")
-            if attribute:
-                layout[name] = ("attr", attribute)
-            else:
-                layout[name] = ("slot", slot)
-                slot += 1
-        node_class._saved_layout_cache = layout
-    return layout
+def _saved_properties(function) -> dict:
+    """``_saved_<name>`` and ``_raw_saved_<name>`` properties for a node class, from its
+    op's ``saved_names``: ``"self"`` names the next saved slot, ``"dim=dims"`` shows the
+    ctx attribute ``dims`` as ``_saved_dim``."""
+    properties = {}
+    slot = 0
+    for entry in getattr(function, "saved_names", ()):
+        name, _, attribute = entry.partition("=")
+        if attribute:
+            properties[f"_saved_{name}"] = property(_attribute_getter(attribute))
+        else:
+            properties[f"_saved_{name}"] = property(_slot_getter(slot, name, raw=False))
+            properties[f"_raw_saved_{name}"] = property(_slot_getter(slot, name, raw=True))
+            slot += 1
+    return properties
+
+
+def _attribute_getter(attribute: str):
+    def get(node):
+        return getattr(node, attribute)
+
+    return get
+
+
+def _slot_getter(slot: int, name: str, raw: bool):
+    def get(node):
+        saved = node._saved[slot] if slot < len(node._saved) else None
+        if type(saved) is SavedTensor:
+            return saved if raw else saved.unpack(node)
+        if saved is None:
+            return _AbsentSavedTensor() if raw else None
+        # A Python number operand (x * 2): PyTorch saves it as a 0-d tensor.
+        if raw:
+            raise AutogradError(
+                f"{node.name()}._raw_saved_{name} is a Python number operand ({saved!r}), "
+                "which tracegrad keeps as a plain value: it has no saved-tensor hooks.")
+        from ..factories import tensor as make_tensor
+
+        return make_tensor(saved)
+
+    return get
 
 
 class Node:
@@ -526,39 +559,14 @@ class Node:
         outputs = self._backward(list(grads))
         return outputs[0] if len(outputs) == 1 else outputs
 
-    # -- grad_fn._saved_<name> -----------------------------------------------------------
-    def __getattr__(self, name: str):
-        # Only called when normal lookup fails: the hot paths never get here.
-        if name.startswith("_saved_"):
-            return self._saved_value(name[len("_saved_"):], raw=False, attribute=name)
-        if name.startswith("_raw_saved_"):
-            return self._saved_value(name[len("_raw_saved_"):], raw=True, attribute=name)
-        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
-
-    def _saved_value(self, key: str, raw: bool, attribute: str):
-        where = _saved_layout(type(self)).get(key)
-        if where is None:
-            raise AttributeError(
-                f"'{type(self).__name__}' object has no attribute '{attribute}'")
-        kind, place = where
-        if kind == "attr":
-            if raw:
-                raise AttributeError(
-                    f"'{type(self).__name__}' object has no attribute '{attribute}'")
-            return getattr(self, place)
-        saved = self._saved[place] if place < len(self._saved) else None
-        if type(saved) is SavedTensor:
-            return saved if raw else saved.unpack(self)
-        if saved is None:
-            return _AbsentSavedTensor() if raw else None
-        # A Python number operand (x * 2): PyTorch saves it as a 0-d tensor.
-        if raw:
-            raise AutogradError(
-                f"{self.name()}._raw_saved_{key} is a Python number operand ({saved!r}), "
-                "which tracegrad keeps as a plain value: it has no saved-tensor hooks.")
-        from ..factories import tensor as make_tensor
-
-        return make_tensor(saved)
+    def __init_subclass__(cls, **kwargs) -> None:
+        # grad_fn._saved_<name> as properties made once per node class (a __getattr__
+        # would slow every attribute read on every node).
+        super().__init_subclass__(**kwargs)
+        function = cls.__dict__.get("_function")
+        if function is not None:
+            for attribute, value in _saved_properties(function).items():
+                setattr(cls, attribute, value)
 
 
 _accumulate_lock = threading.Lock()
