@@ -711,3 +711,18 @@ def test_an_error_in_backward_keeps_its_traceback(lib):
     with pytest.raises(ValueError) as info:
         Foo.apply(t).sum().backward()
     assert 'raise ValueError("something")' in "".join(traceback.format_tb(info.tb))
+
+
+def test_the_module_scope_stack_is_per_thread():
+    from tracegrad.autograd import module_scope
+
+    seen = {}
+    module_scope.push("encoder")
+    try:
+        thread = threading.Thread(target=lambda: seen.update(scope=module_scope.current_scope()))
+        thread.start()
+        thread.join()
+        assert module_scope.current_scope() == "encoder"
+    finally:
+        module_scope.pop()
+    assert seen == {"scope": None}
