@@ -6,6 +6,7 @@ from __future__ import annotations
 from . import anomaly as anomaly_mode  # torch.autograd.anomaly_mode
 from . import (
     events,  # noqa: F401
+    functional,
     grad_mode,
     graph,
 )
@@ -22,10 +23,12 @@ from .grad_mode import (
 )
 from .gradcheck import gradcheck, gradgradcheck
 from .node import Node
+from .variable import Variable
 
 __all__ = [
-    "Function", "Node", "anomaly_mode", "backward", "detect_anomaly", "enable_grad", "grad",
-    "grad_mode", "gradcheck", "gradgradcheck", "graph", "inference_mode",
-    "is_anomaly_enabled", "is_multithreading_enabled", "no_grad", "once_differentiable",
-    "set_detect_anomaly", "set_grad_enabled", "set_multithreading_enabled",
+    "Function", "Node", "Variable", "anomaly_mode", "backward", "detect_anomaly",
+    "enable_grad", "functional", "grad", "grad_mode", "gradcheck", "gradgradcheck", "graph",
+    "inference_mode", "is_anomaly_enabled", "is_multithreading_enabled", "no_grad",
+    "once_differentiable", "set_detect_anomaly", "set_grad_enabled",
+    "set_multithreading_enabled",
 ]

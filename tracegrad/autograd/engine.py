@@ -86,13 +86,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
     (tensor([ 6., 12.]), None)
     """
     if grad_variables is not None:
-        warnings.warn("`grad_variables` is deprecated. Use `grad_tensors` instead.",
-                      FutureWarning, stacklevel=2)
-        if grad_tensors is not None:
-            raise AutogradError(
-                "`grad_tensors` and `grad_variables` (deprecated) arguments both passed to "
-                "`backward()`. Please only use `grad_tensors`.")
-        grad_tensors = grad_variables
+        grad_tensors = _legacy_grad_variables(grad_tensors, grad_variables)
     input_tuple = _inputs_tuple(inputs, "backward") if inputs is not None else None
     tensors = _as_tuple(tensors)
     grad_tensors = _make_grads(tensors, _grads_tuple(grad_tensors, len(tensors)))
@@ -134,10 +128,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
             "tracegrad does not implement autograd.grad(is_grads_batched=True) (it needs "
             "vmap). Hint: call autograd.grad once per row of the batched grad_outputs.")
     if not only_inputs:
-        warnings.warn(
-            "only_inputs argument is deprecated and is ignored now (defaults to True). To "
-            "accumulate gradient for other parts of the graph, please use "
-            "torch.autograd.backward.", FutureWarning, stacklevel=2)
+        _warn_only_inputs()
     for index, tensor in enumerate(input_tuple):
         if not isinstance(tensor, GradientEdge) and not tensor.requires_grad:
             raise AutogradError(
@@ -172,6 +163,22 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     if type(inputs) is dict:
         return dict(zip(inputs.keys(), final))
     return tuple(final)
+
+
+def _legacy_grad_variables(grad_tensors, grad_variables):
+    """backward()'s pre-0.4 name for grad_tensors, accepted with torch's warning."""
+    warnings.warn("`grad_variables` is deprecated. Use `grad_tensors` instead.",
+                  FutureWarning, stacklevel=3)
+    if grad_tensors is not None:
+        raise AutogradError("`grad_tensors` and `grad_variables` (deprecated) arguments both "
+                            "passed to `backward()`. Please only use `grad_tensors`.")
+    return grad_variables
+
+
+def _warn_only_inputs() -> None:
+    warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to True). "
+                  "To accumulate gradient for other parts of the graph, please use "
+                  "torch.autograd.backward.", FutureWarning, stacklevel=3)
 
 
 def _is_tensor(value) -> bool:
