@@ -11,9 +11,10 @@
 'loss'
 
 Threads: a recording records the thread that started it. What other threads do meanwhile
-(their ops, backward passes, hooks) is ignored -- one thread-id check at each event, so
-they run as fast as without the recorder and can never be disturbed by it. Record in the
-thread whose work you want to see (one recorder per thread works too).
+(their ops, backward passes, hooks) is ignored with one thread-id check at each event, so
+the recorder never touches their tensors or disturbs them (they still pay for the source
+line each op looks up while any recorder listens). Record in the thread whose work you want
+to see; one recorder per thread works too.
 """
 
 from __future__ import annotations
