@@ -603,10 +603,10 @@ class AccumulateGrad(Node):
                 if state.grad_enabled:  # create_graph: a copy that keeps the graph
                     variable._grad = _recorded_copy(grad)
                 elif sys.getrefcount(grad) <= _STEALABLE_REFS and grad.grad_fn is None \
-                        and not grad.requires_grad:
-                    # Nobody else holds this gradient: keep it instead of a copy, as
-                    # PyTorch does (so a post-accumulate hook that changes .grad in place
-                    # changes what the node's post-hooks see, and no copy is made).
+                        and not grad.requires_grad and _owns_unshared_memory(grad._array):
+                    # Nobody else holds this gradient or its memory: keep it instead of a
+                    # copy, as PyTorch does (so a post-accumulate hook that changes .grad
+                    # in place changes what the node's post-hooks see, and no copy is made).
                     variable._grad = grad
                 else:
                     variable._grad = grad._detached_copy()
@@ -633,6 +633,17 @@ class AccumulateGrad(Node):
                         "Hint: update the tensor or its .grad in place instead.")
                 raise TypeError(f"expected Variable, but hook returned "
                                 f"'{type(result).__name__}'")
+
+
+def _owns_unshared_memory(array) -> bool:
+    """The array owns its memory (not a view, whose base another tensor may hold or a
+    later in-place accumulation would write through), is writable and contiguous (as
+    PyTorch's layout contract asks of a gradient it keeps), and only its tensor holds it
+    (the tensor's slot, the caller's argument, getrefcount's own)."""
+    if array.base is not None or sys.getrefcount(array) > 3:
+        return False
+    flags = array.flags
+    return flags.c_contiguous and getattr(flags, "writeable", True)
 
 
 def _recorded_copy(grad):
