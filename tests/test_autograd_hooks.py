@@ -893,6 +893,28 @@ def test_accumulation_in_place_unless_create_graph(lib):
     assert first is not x.grad and close(first, snapshot)
 
 
+def test_leaves_never_share_gradient_memory():
+    # Backward hands both leaves views of one array. PyTorch 2.13 keeps both views as the
+    # leaves' .grad, so the second accumulation writes through both (it gives 3, not 2);
+    # tracegrad copies a gradient that does not own its memory.
+    class TwoViews(tracegrad.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            return a + b
+
+        @staticmethod
+        def backward(ctx, grad):
+            flat = grad.reshape(-1) * 1
+            return flat.view(2, 2), flat.view(2, 2)
+
+    a = tracegrad.ones(2, 2, requires_grad=True)
+    b = tracegrad.ones(2, 2, requires_grad=True)
+    for _ in range(2):
+        TwoViews.apply(a, b).sum().backward()
+    assert close(a.grad, tracegrad.full((2, 2), 2.0))
+    assert close(b.grad, tracegrad.full((2, 2), 2.0))
+
+
 def test_create_graph_makes_grad_a_recorded_copy(lib):
     x = lib.ones(2, requires_grad=True)
     with warnings.catch_warnings():
