@@ -472,6 +472,7 @@ def _execute(roots, dependencies, needed, captures, inputs, retain_graph, pass_i
                 if grad_value is not None:
                     has_grad = True
                     break
+            grad_value = None  # (see the end of the loop: hold no gradient)
             if not has_grad:
                 next_grads = (None,) * len(node.next_functions)
             else:
@@ -502,6 +503,9 @@ def _execute(roots, dependencies, needed, captures, inputs, retain_graph, pass_i
                 if remaining == 0:
                     heappush(ready, (_ACCUMULATE_FIRST if next_node._is_accumulate
                                      else -next_node._seq, next_node._seq, next_node))
+        # Hold no gradient past its hand-off: an AccumulateGrad keeps (rather than copies)
+        # a gradient that nothing else references, as PyTorch does.
+        next_grads = grad_value = None
     return results
 
 
