@@ -112,11 +112,22 @@ def warn_forward_traceback(node) -> None:
     When warnings are errors, the text goes to stderr instead, so the original error (not
     the warning) is what the caller gets.
     """
+    level = _user_stacklevel()
     for message in _traceback_messages(node):
         try:
-            warnings.warn(message, UserWarning, stacklevel=2)
+            warnings.warn(message, UserWarning, stacklevel=level)
         except Warning:
             sys.stderr.write(f"UserWarning: {message}\n")
+
+
+def _user_stacklevel() -> int:
+    """The warnings stacklevel of the user's line that started backward (the first frame
+    outside tracegrad), so the warning points there and not into the engine."""
+    level, frame = 2, sys._getframe(2)  # 1: warn_forward_traceback, 2: its caller
+    while frame is not None and _is_internal(frame.f_code.co_filename):
+        frame = frame.f_back
+        level += 1
+    return level if frame is not None else 2
 
 
 def _traceback_messages(node) -> list[str]:
