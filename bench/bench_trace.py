@@ -1,41 +1,121 @@
-"""What tracing costs: the tutorial's two-layer net (500 steps) with the tracer off, with
-values captured, and structure only. Prints seconds (best of N) and ratios to tracer-off.
-Then the .tgtrace file: save and load of a 50,000-node trace (a chain of 50,000 ops recorded
-with ``tracegrad.record()`` and one backward), structure only and with values.
+"""What tracing costs (issue 14's tracer targets), each figure next to its target:
+
+(a) the tutorial's two-layer net (500 steps) with the tracer off, structure only
+    (``record(values=False)``) and with values (``record()``): targets <= 1.2x and
+    <= 1.6x tracer-off;
+(b) a tiny-op chain (2,000 ops on shape (8,), forward and backward) under ``record()``,
+    per op, against the same chain untraced: target <= 3x;
+(c) the trace's memory after backward, per node, structure only (tracemalloc: what the
+    Trace object holds once the program's own graph is gone): target <= 1.5 KB;
+(d) save and load of a trace of a 50,000-op chain (recorded with ``tracegrad.record()``,
+    one backward), per node: targets <= 10 µs each.
 
     .venv/bin/python bench/bench_trace.py [--steps 500] [--repeat 5] [--chain 50000]
 
-Targets (issue #3): values <= 2x tracer-off, structure-only <= 1.3x, tracer off within noise
-of a process that never imported the tracer (the "untraced" row is measured before
-tracegrad.trace is imported at all). Issue #5: save and load of the 50,000-node trace each
-well under 1 s.
+How: CPU time (``process_time``), one BLAS thread, configurations interleaved round by
+round, medians (bench/_harness.py). Also printed: the two-layer net in a process that never
+imported the tracer, which tracer-off should match.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import os
+import statistics
 import sys
 import tempfile
-import time
+import tracemalloc
 
+from _harness import cpu_seconds, interleaved, one_blas_thread, versus
+
+one_blas_thread()
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
 
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # the machine is shared: no thread contention
-
-import two_layer_net
+import two_layer_net  # after the BLAS thread count is set
 
 import tracegrad
 
+TARGETS = {"structure": 1.2, "values": 1.6, "chain": 3.0, "memory_kb": 1.5, "save_us": 10.0,
+           "load_us": 10.0}
+CHAIN = 2_000
+MEMORY_CHAIN = 10_000
 
-def _train(steps: int) -> float:
-    started = time.perf_counter()
+
+def _train(steps: int) -> None:
     two_layer_net.train(steps=steps)
-    return time.perf_counter() - started
 
 
-def _best(function, repeat: int) -> float:
-    return min(function() for _ in range(repeat))
+def bench_two_layer(steps: int, repeat: int) -> None:
+    _train(20)  # warm up numpy and the op caches
+    untraced = statistics.median(cpu_seconds(lambda: _train(steps)) for _ in range(repeat))
+    assert "tracegrad.tracing.recorder" not in sys.modules
+
+    def traced(**options) -> None:
+        with tracegrad.record(**options) as trace:
+            _train(steps)
+        assert len(trace.passes) == steps
+
+    with tracegrad.record():  # import the tracer and subscribe/unsubscribe once
+        pass
+    times = interleaved({"off": lambda: _train(steps),
+                         "structure": lambda: traced(values=False),
+                         "values": lambda: traced(values=True)}, repeat, warmup=0)
+    off = times["off"]
+    print(f"(a) two-layer net, {steps} steps, median of {repeat} interleaved rounds:")
+    print(f"  untraced (tracer never imported) {untraced:7.3f} s   tracer off {off:7.3f} s   "
+          f"structure {times['structure']:7.3f} s   values {times['values']:7.3f} s")
+    print(versus("tracer on, structure only, vs tracer off", times["structure"] / off,
+                 TARGETS["structure"]))
+    print(versus("tracer on, with values, vs tracer off", times["values"] / off,
+                 TARGETS["values"]))
+
+
+def _chain(length: int):
+    w = tracegrad.full((8,), 0.999)
+    b = tracegrad.full((8,), 0.001)
+    x = tracegrad.ones(8, requires_grad=True)
+
+    def run() -> None:
+        y = x
+        for index in range(length):
+            y = y * w if index % 2 == 0 else y + b
+        y.sum().backward()
+
+    return run
+
+
+def bench_chain(repeat: int) -> None:
+    run = _chain(CHAIN)
+
+    def traced() -> None:
+        with tracegrad.record():
+            run()
+
+    times = interleaved({"off": run, "on": traced}, repeat)
+    off, on = (times[key] / CHAIN * 1e6 for key in ("off", "on"))
+    print(f"(b) tiny-op chain, {CHAIN:,} ops on shape (8,), forward + backward, median of "
+          f"{repeat}:")
+    print(versus("tracer on (record()), per op, vs tracer off", on / off, TARGETS["chain"],
+                 f"{on:.1f} µs vs {off:.1f} µs"))
+
+
+def bench_memory() -> None:
+    run = _chain(MEMORY_CHAIN)
+    run()
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    with tracegrad.record(values=False) as trace:
+        run()  # the chain's own graph is freed when run() returns
+    gc.collect()
+    held = tracemalloc.get_traced_memory()[0] - before
+    tracemalloc.stop()
+    per_node = held / len(trace.nodes) / 1024
+    print(f"(c) trace memory after backward, structure only: {held / 2**20:.1f} MiB for "
+          f"{len(trace.nodes):,} nodes, {len(trace.tensors):,} tensors, "
+          f"{sum(len(p.steps) for p in trace.passes):,} steps")
+    print(versus("per node", per_node, TARGETS["memory_kb"], unit=" KB"))
 
 
 def chain_trace(length: int, values: bool):
@@ -52,23 +132,21 @@ def chain_trace(length: int, values: bool):
 def bench_file(length: int, repeat: int) -> None:
     from tracegrad.tracing import load_trace
 
-    print(f"trace file, a chain of {length:,} ops and one backward, best of {repeat}:")
+    print(f"(d) trace file, a chain of {length:,} ops and one backward, median of {repeat}:")
     for values in (False, True):
         trace = chain_trace(length, values)
+        nodes = len(trace.nodes)
         with tempfile.TemporaryDirectory() as folder:
             path = os.path.join(folder, "chain.tgtrace")
-            save = min(_timed(trace.save, path) for _ in range(repeat))
-            load = min(_timed(load_trace, path) for _ in range(repeat))
+            times = interleaved({"save": lambda t=trace, p=path: t.save(p),
+                                 "load": lambda p=path: load_trace(p)}, repeat)
             size_mb = os.path.getsize(path) / 1e6
         label = "values" if values else "structure only"
-        print(f"  {label:<15} {len(trace.nodes):,} nodes, {size_mb:5.1f} MB   save "
-              f"{save:6.3f} s   load {load:6.3f} s")
-
-
-def _timed(function, *args) -> float:
-    started = time.perf_counter()
-    function(*args)
-    return time.perf_counter() - started
+        save_us, load_us = times["save"] / nodes * 1e6, times["load"] / nodes * 1e6
+        print(f"  {label}: {nodes:,} nodes, {size_mb:5.1f} MB, save {times['save']:.3f} s, "
+              f"load {times['load']:.3f} s")
+        print(versus(f"save per node ({label})", save_us, TARGETS["save_us"], unit=" µs"))
+        print(versus(f"load per node ({label})", load_us, TARGETS["load_us"], unit=" µs"))
 
 
 def main() -> None:
@@ -78,38 +156,12 @@ def main() -> None:
     parser.add_argument("--chain", type=int, default=50_000,
                         help="ops in the chain for the file bench (0: skip it)")
     args = parser.parse_args()
-    steps, repeat = args.steps, args.repeat
-
-    _train(20)  # warm up numpy and the op caches
-    untraced = _best(lambda: _train(steps), repeat)
-    assert "tracegrad.tracing.recorder" not in sys.modules
-
-    def traced(**options) -> float:
-        with tracegrad.record(**options) as trace:
-            elapsed = _train(steps)
-        assert len(trace.passes) == steps
-        return elapsed
-
-    with tracegrad.record():  # import the tracer and subscribe/unsubscribe once
-        pass
-    # Round-robin, best of N each: on a shared machine the load drifts, and interleaving
-    # exposes every configuration to the same drift.
-    configurations = {"off": lambda: _train(steps),
-                      "values": lambda: traced(values=True),
-                      "structure": lambda: traced(values=False)}
-    best = dict.fromkeys(configurations, float("inf"))
-    for _ in range(repeat):
-        for label, function in configurations.items():
-            best[label] = min(best[label], function())
-    off = best["off"]
-    rows = [("untraced (tracer never imported)", untraced), ("tracer off", off),
-            ("tracer on, values (keep 2+2 passes)", best["values"]),
-            ("tracer on, structure only", best["structure"])]
-    print(f"two-layer net, {steps} steps, best of {repeat}:")
-    for label, seconds in rows:
-        print(f"  {label:<38} {seconds:8.3f} s   {seconds / off:5.2f}x tracer-off")
+    print("one BLAS thread, CPU time")
+    bench_two_layer(args.steps, args.repeat)
+    bench_chain(args.repeat * 2)
+    bench_memory()
     if args.chain:
-        bench_file(args.chain, min(repeat, 3))
+        bench_file(args.chain, min(args.repeat, 3))
 
 
 if __name__ == "__main__":
