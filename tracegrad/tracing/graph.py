@@ -89,9 +89,13 @@ _dtype_names: dict = {}
 def _dtype_name(numpy_dtype) -> str:
     name = _dtype_names.get(numpy_dtype)
     if name is None:
-        from .._dtype import from_numpy_dtype
+        if isinstance(numpy_dtype, np.dtype):
+            from .._dtype import from_numpy_dtype
 
-        name = _dtype_names[numpy_dtype] = from_numpy_dtype(numpy_dtype).name
+            name = from_numpy_dtype(numpy_dtype).name
+        else:  # one NumPy has no name for (torch's bfloat16), named by the bridge
+            name = numpy_dtype.name
+        _dtype_names[numpy_dtype] = name
     return name
 
 
@@ -144,13 +148,17 @@ class GraphBuilder:
         tensor_id = self._next_tensor_id
         self._next_tensor_id += 1
         self._tensor_ids[id(tensor)] = (tensor_id, _reference(tensor))
-        data = tensor._array
+        # A torch tensor seen through the bridge says what it is without making an array.
+        fields = tensor.__dict__.get("_trace_fields")
+        if fields is None:
+            data = tensor._array
+            fields = (tuple(map(int, data.shape)), _dtype_name(data.dtype),
+                      _device_name(tensor), type(tensor).__name__ == "Parameter")
+        shape, dtype, device, is_parameter = fields
         record = TensorRecord(
-            id=tensor_id, shape=tuple(map(int, data.shape)), dtype=_dtype_name(data.dtype),
-            device=_device_name(tensor), name=tensor.name,
+            id=tensor_id, shape=shape, dtype=dtype, device=device, name=tensor.name,
             requires_grad=bool(tensor.requires_grad), is_leaf=tensor.grad_fn is None,
-            output_nr=int(tensor._output_nr),
-            is_parameter=type(tensor).__name__ == "Parameter")
+            output_nr=int(tensor._output_nr), is_parameter=is_parameter)
         self.trace.tensors[tensor_id] = record
         if tensor._base is not None:
             record.base = self.tensor_id(tensor._base)
@@ -248,6 +256,7 @@ class GraphBuilder:
         known_outputs = dict(known_outputs or {})
         unseen = self._collect_unseen(roots)
         unseen.sort(key=lambda node: node._seq)
+        _saved_outputs(unseen, known_outputs)
         for node in unseen:
             if self.known_node(node) is not None:
                 continue  # an AccumulateGrad recorded as the edge target of an earlier node
@@ -255,11 +264,6 @@ class GraphBuilder:
                 self._record_accumulate(node)
                 continue
             node_id = self._reserve_node(node)
-            for saved in node._saved:
-                if type(saved) is SavedTensor and saved.is_output:
-                    source = saved.source_tensor()
-                    if source is not None:
-                        known_outputs.setdefault((node, saved.output_nr), source)
             input_ids = [self._edge_tensor(next_node, input_nr) if next_node is not None
                          else None for next_node, input_nr in node.next_functions]
             output_ids = []
@@ -314,7 +318,7 @@ class GraphBuilder:
     def saved_records(self, node, node_id: int) -> list[SavedRecord]:
         records = []
         for slot, saved in enumerate(node._saved):
-            if type(saved) is not SavedTensor:
+            if not isinstance(saved, SavedTensor):
                 continue
             source = saved.source_tensor()
             if source is not None:
@@ -326,11 +330,30 @@ class GraphBuilder:
             else:
                 continue  # freed by backward before we saw it: nothing left to describe
             nbytes = int(saved._array.nbytes) if saved._array is not None else 0
+            slot_name = "result" if saved.is_output else str(slot)
+            if type(saved) is not SavedTensor:  # torch's own slot names: self, mat2, result
+                slot_name = saved.slot
             records.append(SavedRecord(
-                tensor=tensor_id, version=int(saved.version), nbytes=nbytes,
-                slot="result" if saved.is_output else str(slot),
+                tensor=tensor_id, version=int(saved.version), nbytes=nbytes, slot=slot_name,
                 is_output=saved.is_output))
         return records
+
+
+def _saved_outputs(nodes, known_outputs: dict) -> None:
+    """Add to ``known_outputs`` the live tensors that ``nodes`` saved, keyed by the node
+    that produced each (itself, for a saved output), so that a graph walked after the fact
+    records them as those tensors -- with their names -- rather than from metadata."""
+    for node in nodes:
+        for saved in node._saved:
+            if not isinstance(saved, SavedTensor):
+                continue
+            source = saved.source_tensor()
+            if source is None:
+                continue
+            producer = node if saved.is_output else saved.producer
+            # Only while the tensor is still that output (an in-place op moves it on).
+            if producer is not None and (saved.is_output or source.grad_fn is producer):
+                known_outputs.setdefault((producer, saved.output_nr), source)
 
 
 def from_tensor(tensor, name_from_caller: bool = True) -> Trace:
@@ -345,6 +368,9 @@ def from_tensor(tensor, name_from_caller: bool = True) -> Trace:
     >>> sorted(t.name for t in trace.tensors.values() if t.name)
     ['loss', 'w']
     """
+    from ..bridge import as_tracegrad_tensor
+
+    tensor = as_tracegrad_tensor(tensor)  # a torch tensor: read through the bridge
     trace = Trace(metadata={"source": "from_tensor", "values": False})
     builder = GraphBuilder(trace)
     if tensor.grad_fn is not None:
@@ -356,6 +382,14 @@ def from_tensor(tensor, name_from_caller: bool = True) -> Trace:
 
         name_unnamed(trace, builder, user_frame(2))
     return trace
+
+
+def variable_key(tensor) -> int | None:
+    """What a variable holding ``tensor`` is found by in the user's frames: the tensor
+    itself, or the torch tensor a bridge adapter stands for (None once it is gone)."""
+    if "_trace_fields" in tensor.__dict__:
+        return tensor._variable_key
+    return id(tensor)
 
 
 def name_unnamed(trace: Trace, builder: GraphBuilder, frame=None, scopes=()) -> None:
@@ -372,7 +406,9 @@ def name_unnamed(trace: Trace, builder: GraphBuilder, frame=None, scopes=()) -> 
         if tensor.name:
             record.name = tensor.name
         if record.name is None:
-            pending[id(tensor)] = record
+            key = variable_key(tensor)
+            if key is not None:
+                pending[key] = record
     if not pending:
         return
     found = names_in_frame(frame, pending) if frame is not None else {}

@@ -16,11 +16,11 @@ from __future__ import annotations
 import traceback as traceback_module
 import weakref
 
-from .. import __version__
+from .. import __version__, bridge
 from ..autograd import events
 from ..autograd.site import user_site
 from ..tensor import Tensor
-from .graph import GraphBuilder, name_unnamed
+from .graph import GraphBuilder, name_unnamed, variable_key
 from .model import BackwardPass, ExceptionRecord, HookRecord, Step, Trace, Value, VersionChange
 from .names import names_in_frame, user_frame
 from .values import DEFAULT_BUDGET_BYTES, ValueBudget, is_finite
@@ -81,6 +81,7 @@ class Recorder(events.Listener):
         self._unnamed: dict = {}
         self._last_op = None  # (node, node id, tensor ids first seen in that op)
         self._subscription = None
+        self._torch = None  # the PyTorch bridge, armed while recording
 
     # -- the context manager -----------------------------------------------------------
     def __enter__(self) -> Trace:
@@ -93,13 +94,22 @@ class Recorder(events.Listener):
     def start(self) -> None:
         if self._subscription is None:
             self._subscription = events.subscribe(self)
+            # A program on real torch is observed too: now, or when it imports torch.
+            self._torch = bridge.attach()
 
     def stop(self, frame=None, exc: BaseException | None = None, scopes=()) -> Trace:
         """Unsubscribe, name what can be named (after the variables of ``frame`` or of
         ``scopes``), and record ``exc``, the exception that ended the program, if any."""
+        if self._torch is not None:
+            self._torch.detach()
+            if self._torch.used:
+                self.trace.metadata["engine"] = "torch"
+            self._torch = None
         if self._subscription is not None:
             self._subscription.remove()
             self._subscription = None
+        if "engine" not in self.trace.metadata and (self.trace.nodes or self.trace.passes):
+            self.trace.metadata["engine"] = "tracegrad"
         if exc is not None and self.trace.exception is None:
             self.trace.exception = exception_record(exc)
         self._flush_names()
@@ -220,7 +230,9 @@ class Recorder(events.Listener):
         for reference, record in pending:
             tensor = reference()
             if tensor is not None and record.name is None:
-                wanted[id(tensor)] = record
+                key = variable_key(tensor)
+                if key is not None:
+                    wanted[key] = record
         if wanted:
             for key, variable in names_in_frame(frame, wanted).items():
                 wanted[key].name = variable
