@@ -121,10 +121,11 @@ class TorchTensor(Tensor):
     def __init__(self, tensor, registry: Registry) -> None:
         fields = self.__dict__
         fields["_registry"] = registry
+        on_cpu = tensor.is_cpu
         fields["_trace_fields"] = (tuple(tensor.shape), dtype_name(tensor.dtype),
-                                   _device_text(tensor.device),
-                                   isinstance(tensor, torch.nn.Parameter))
-        fields["_on_cpu"] = tensor.device.type == "cpu"
+                                   "cpu" if on_cpu else str(tensor.device),
+                                   _is_parameter(type(tensor)))
+        fields["_on_cpu"] = on_cpu
         fields["_cached"] = None
         fields["_held"] = None  # a strong reference, for tensors only a walk knows of
 
@@ -226,7 +227,22 @@ class TorchTensor(Tensor):
 
 
 def _device_text(device) -> str:
-    return "cpu" if device.type == "cpu" else str(device)
+    text = _device_texts.get(device)
+    if text is None:
+        text = _device_texts[device] = "cpu" if device.type == "cpu" else str(device)
+    return text
+
+
+_device_texts: dict = {}
+_parameter_types: dict = {}
+
+
+def _is_parameter(kind: type) -> bool:
+    # Per type: isinstance(t, Parameter) goes through a Python __instancecheck__ each time.
+    found = _parameter_types.get(kind)
+    if found is None:
+        found = _parameter_types[kind] = issubclass(kind, torch.nn.Parameter)
+    return found
 
 
 class VersionGroup:
@@ -323,6 +339,17 @@ class _CustomFunction:
     """What marks a node as a user ``autograd.Function`` for the graph builder."""
 
     _node_kind = "function"
+
+
+_custom_types: dict = {}
+
+
+def _is_custom(kind: type) -> bool:
+    """Whether a node type is a user autograd.Function's (``MyReLUBackward``)."""
+    found = _custom_types.get(kind)
+    if found is None:
+        found = _custom_types[kind] = issubclass(kind, torch.autograd.function.BackwardCFunction)
+    return found
 
 
 class TorchNode:
@@ -465,7 +492,7 @@ class Registry:
             state["_site"] = state["_module"] = None
             state["_is_accumulate"] = True
             state["variable"] = self.tensor(fn.variable)
-        elif isinstance(fn, torch.autograd.function.BackwardCFunction):
+        elif _is_custom(type(fn)):
             state["_function"] = _CustomFunction
         self._nodes[key] = adapter
         if self.session is not None:

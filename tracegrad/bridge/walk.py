@@ -8,6 +8,7 @@ are named after the nn.Modules in the caller's variables (``"0.weight"``).
 
 from __future__ import annotations
 
+from ..tracing.graph import gc_paused
 from ..tracing.names import user_frame
 from .adapters import Registry, TorchTensor
 from .modules import names_from_frame
@@ -18,8 +19,10 @@ def adapters_for_walk(tensors: tuple) -> tuple[TorchTensor, ...]:
     registry = Registry()
     names_from_frame(user_frame(1), registry.names)
     adapters = []
-    for tensor in tensors:
-        adapter = registry.tensor(tensor)
-        adapter.__dict__["_held"] = tensor  # the walk describes it: keep it for that long
-        adapters.append(adapter)
+    with gc_paused():
+        for tensor in tensors:
+            adapter = registry.tensor(tensor)
+            adapter.__dict__["_held"] = tensor  # the walk describes it: keep it that long
+            adapter.grad_fn  # noqa: B018 - makes the adapters of its graph, in one go
+            adapters.append(adapter)
     return tuple(adapters)

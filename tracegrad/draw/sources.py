@@ -38,17 +38,20 @@ def structure_trace(tensors: list) -> tuple[Trace, list[int]]:
     Like ``tracegrad.tracing.from_tensor`` (same builder, same naming after the caller's
     variables), for several tensors at once, so shared parts of their graphs are one.
     """
-    from ..tracing.graph import GraphBuilder, name_unnamed
+    from ..tracing.graph import GraphBuilder, gc_paused, name_unnamed
     from ..tracing.names import user_frame
 
-    trace = Trace(metadata={"source": "from_tensor", "values": False})
-    builder = GraphBuilder(trace)
-    known = {(tensor.grad_fn, tensor._output_nr): tensor
-             for tensor in tensors if tensor.grad_fn is not None}
-    builder.adopt([tensor.grad_fn for tensor in tensors if tensor.grad_fn is not None], known)
-    roots = [builder.tensor_id(tensor) for tensor in tensors]
-    trace.metadata["roots"] = roots
-    name_unnamed(trace, builder, user_frame(1))
+    frame = user_frame(1)
+    with gc_paused():
+        trace = Trace(metadata={"source": "from_tensor", "values": False})
+        builder = GraphBuilder(trace)
+        known = {(tensor.grad_fn, tensor._output_nr): tensor
+                 for tensor in tensors if tensor.grad_fn is not None}
+        builder.adopt([tensor.grad_fn for tensor in tensors if tensor.grad_fn is not None],
+                      known)
+        roots = [builder.tensor_id(tensor) for tensor in tensors]
+        trace.metadata["roots"] = roots
+        name_unnamed(trace, builder, frame)
     return trace, roots
 
 
