@@ -195,7 +195,11 @@ class TorchTensor(Tensor):
         if isinstance(own, str) and own:
             return own
         entry = self._registry.names.get(id(tensor))  # a parameter's or buffer's name
-        return entry[1] if entry is not None and entry[0]() is tensor else None
+        if entry is not None and entry[0]() is tensor:
+            return entry[1]
+        # The variable it was passed as to a custom Function's apply(), where tracegrad's
+        # engine names it too (see custom.py).
+        return self.__dict__.get("_apply_name")
 
     @property
     def grad(self):
@@ -300,9 +304,15 @@ class _SavedCounter:
 class TorchSaved(SavedTensor):
     """A tensor a torch node saved for backward (``grad_fn._saved_self``,
     ``ctx.save_for_backward``), read through torch's own handle to it: whether backward freed
-    it, and the version it is at now (without the version check that unpacking does)."""
+    it, and the version it is at now (without the version check that unpacking does).
 
-    __slots__ = ("_group", "_held", "_is_output", "_node", "_raw", "_source", "nbytes", "slot")
+    torch's handle points into the node (or, for a custom Function, into its ctx) without
+    keeping it alive, so it is touched only while that is known to be alive and the handle
+    valid: see _live_data.
+    """
+
+    __slots__ = ("_ctx", "_group", "_held", "_index", "_is_output", "_node", "_raw",
+                 "_source", "nbytes", "slot")
 
     def __init__(self, node: TorchNode, slot: str, raw, version: int, nbytes: int,
                  source, producer, output_nr: int, is_output: bool, group, held=None) -> None:
@@ -310,12 +320,29 @@ class TorchSaved(SavedTensor):
         self.version, self.nbytes = int(version), int(nbytes)
         self._source, self.producer, self.output_nr = source, producer, int(output_nr)
         self._is_output, self._group, self._held = is_output, group, held
+        self._ctx, self._index = None, 0
         self.requires_grad = False
         self.tensor = self.node_ref = self.original = None
 
     def _live_data(self):
-        if not self._node._alive:
+        """The saved tensor's data as torch holds it now, or None once freed or gone."""
+        node = self._node
+        if not node._alive:
             return None  # the node is gone: torch's handle would point at freed memory
+        if self._ctx is not None:
+            # A custom Function's ctx empties its list of saved tensors when backward frees
+            # them (every handle into it would dangle): ask the ctx afresh.
+            ctx = self._ctx()
+            if ctx is None:
+                return None
+            try:
+                raws = ctx._raw_saved_tensors
+            except RuntimeError:
+                return None  # freed by backward
+            raw = raws[self._index] if self._index < len(raws) else None
+            return raw.data if raw is not None else None
+        if "." in self.slot and (node._freed_by is not None or node._unsure):
+            return None  # a saved list (x[indices]) is emptied by backward: handles dangle
         return self._raw.data
 
     @property
@@ -362,6 +389,7 @@ class TorchNode:
     _function = None
     _is_accumulate = False
     _freed_by = None
+    _unsure = False  # ran in a backward the session did not see: maybe freed
 
     def name(self) -> str:
         return self._name
@@ -531,7 +559,10 @@ class Registry:
                     state[param] = value
             saved = []
             for slot in tensor_names:
-                raw = getattr(fn, "_raw_saved_" + slot)
+                try:
+                    raw = getattr(fn, "_raw_saved_" + slot)
+                except RuntimeError:
+                    continue  # a saved list that backward already freed
                 if isinstance(raw, (list, tuple)):
                     saved.extend((f"{slot}.{index}", item, None)
                                  for index, item in enumerate(raw))
@@ -539,14 +570,22 @@ class Registry:
                     saved.append((slot, raw, "_saved_" + slot))
             saved.sort(key=lambda item: _SLOT_ORDER.get(item[0].split(".")[0], len(_SLOT_ORDER)))
         records = []
+        custom = adapter._function is _CustomFunction
         for slot, raw, attribute in saved:
             record = self._saved_record(fn, adapter, slot, raw, attribute)
-            if record is not None:
+            if isinstance(record, TorchSaved):
+                if custom:  # read through the ctx (see TorchSaved._live_data)
+                    record._ctx, record._index, record._raw = weakref.ref(fn), int(slot), None
                 records.append(record)
+            elif record is not None and "." not in slot:  # a Python number torch wrapped
+                adapter.__dict__[slot] = record.value
         adapter.__dict__["_saved"] = tuple(records)
 
     def _custom_saved(self, fn) -> list:
-        raws = fn._raw_saved_tensors
+        try:
+            raws = fn._raw_saved_tensors
+        except RuntimeError:
+            return []  # freed by a backward that ran before we looked
         return [(str(index), raw, None) for index, raw in enumerate(raws)]
 
     def _saved_record(self, fn, adapter: TorchNode, slot: str, raw, attribute):
@@ -570,12 +609,26 @@ class Registry:
             is_output = True
         else:
             known = self.known_tensor(tensor)
+            if known is None and grad_fn is None and tensor.dim() == 0 \
+                    and not tensor.requires_grad:
+                # ``y * 3`` saves the 3 as a 0-dim "wrapped number" tensor: the program's
+                # number, kept (like tracegrad's engine does) as the node's parameter.
+                return _Number(tensor.item())
             source = known if known is not None else self.tensor(tensor)
             if grad_fn is not None:
                 producer = self.node(grad_fn)
         held = tensor if self.session is None else None  # a walk keeps what it describes
         return TorchSaved(adapter, slot, raw, version, data.nbytes, source, producer,
                           output_nr, is_output, self.group(data), held)
+
+
+class _Number:
+    """A saved Python number (see _saved_record)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value) -> None:
+        self.value = value
 
 
 class _Forget:

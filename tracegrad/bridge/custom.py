@@ -18,7 +18,8 @@ import weakref
 import torch
 
 from ..autograd import events
-from ..autograd.site import user_site
+from ..autograd.site import _is_internal, user_site
+from ..tracing.names import names_in_frame
 
 _APPLY_CODE = torch.autograd.function.Function.apply.__func__.__code__
 _SEARCH_DEPTH = 8  # frames between a torch call and the Function.apply it runs under
@@ -27,10 +28,11 @@ _SEARCH_DEPTH = 8  # frames between a torch call and the Function.apply it runs 
 class _Call:
     """One apply() call, until its node is reported."""
 
-    __slots__ = ("args", "ctx", "module", "site")
+    __slots__ = ("args", "ctx", "module", "names", "site")
 
-    def __init__(self, ctx, site, module, args) -> None:
+    def __init__(self, ctx, site, module, args, names: dict) -> None:
         self.ctx, self.site, self.module, self.args = weakref.ref(ctx), site, module, args
+        self.names = names  # id(arg) -> the variable it was passed as, in apply()'s caller
 
 
 class CustomFunctions:
@@ -78,9 +80,13 @@ class CustomFunctions:
         if code.co_flags & inspect.CO_VARARGS:
             args.extend(local.get(code.co_varnames[code.co_argcount], ()))
         # depth + 2: this frame, then the frames counted up to Function.apply; the site is
-        # the first user frame above it.
+        # the first user frame above it, where the arguments have their names.
+        caller = back.f_back
+        while caller is not None and _is_internal(caller.f_code.co_filename):
+            caller = caller.f_back
+        wanted = {id(arg) for arg in args if isinstance(arg, torch.Tensor)}
         self._calls[key] = _Call(ctx, user_site(depth + 2), self.session.scopes.current(),
-                                 args)
+                                 args, names_in_frame(caller, wanted))
 
     def introduce(self, tensors: list) -> None:
         """Before a call uses ``tensors``: report the custom Function nodes behind them
@@ -130,7 +136,18 @@ class CustomFunctions:
             for output_nr, tensor in outputs.get(key, {}).items():
                 if output_nr < len(wired):
                     wired[output_nr] = registry.tensor(tensor)
-            args = tuple(registry.tensor(arg) if isinstance(arg, torch.Tensor) else arg
-                         for arg in call.args)
+            args = tuple(self._argument(arg, call.names) if isinstance(arg, torch.Tensor)
+                         else arg for arg in call.args)
             self.session.emitted += 1
             listener.on_op(node, args, tuple(wired))
+            self.session.used_in_op(args, wired)
+
+    def _argument(self, tensor, names: dict):
+        """The adapter of an apply() argument. One that no reported op used yet is named
+        after the variable it was passed as, where tracegrad's engine finds its name too
+        (the recorder names a tensor after the frame of the first op it appears in)."""
+        adapter = self.registry.tensor(tensor)
+        name = names.get(id(tensor))
+        if name is not None and not adapter.__dict__.get("_in_op"):
+            adapter.__dict__["_apply_name"] = name
+        return adapter

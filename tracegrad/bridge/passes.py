@@ -259,6 +259,7 @@ class Passes:
 
     def node_finished(self, node: TorchNode, grads_out, grads_in) -> None:
         if self._pass is None:
+            node.__dict__["_unsure"] = True  # a backward not seen: it may have freed them
             return
         duration = time.perf_counter_ns() - self._started if self._open is node else 0
         self._open = None

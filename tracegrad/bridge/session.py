@@ -27,7 +27,7 @@ from torch.overrides import TorchFunctionMode
 
 from ..autograd import events
 from ..autograd.site import add_internal_directory, user_site
-from .adapters import Registry
+from .adapters import Registry, TorchTensor
 from .custom import CustomFunctions
 from .modules import ModuleScopes
 from .passes import Passes
@@ -236,8 +236,17 @@ class Session:
                         wired[tensor.output_nr] = adapter
                 self.emitted += 1
                 listener.on_op(node, call_args, tuple(wired))
+                self.used_in_op(call_args, wired)
         finally:
             self._op_site = None
+
+    @staticmethod
+    def used_in_op(*groups) -> None:
+        """Mark adapters that appeared in a reported op (see CustomFunctions._argument)."""
+        for group in groups:
+            for item in group:
+                if isinstance(item, TorchTensor):
+                    item.__dict__["_in_op"] = True
 
     def _adapt_args(self, args: tuple, kwargs: dict) -> tuple:
         """The call's arguments in order, torch tensors as adapters (lists flattened)."""
