@@ -440,6 +440,7 @@ class Registry:
         self._groups: dict[int, VersionGroup] = {}
         # id(tensor) -> (weakref, parameter or buffer name); see modules.py
         self.names: dict[int, tuple] = {}
+        self.holding = False  # saved tensors keep their torch tensor (see _saved_record)
 
     # -- tensors -----------------------------------------------------------------------
     def tensor(self, tensor) -> TorchTensor:
@@ -472,9 +473,10 @@ class Registry:
     def known_node(self, fn) -> TorchNode | None:
         return self._nodes.get(id(fn.metadata))
 
-    def node(self, fn) -> TorchNode:
+    def node(self, fn, made: list | None = None) -> TorchNode:
         """The adapter of ``fn``, making adapters for it and for every node behind it not
-        seen yet (iteratively: a graph 100,000 nodes deep has no recursion limit here)."""
+        seen yet (iteratively: a graph 100,000 nodes deep has no recursion limit here);
+        the adapters made are appended to ``made``."""
         adapter = self._nodes.get(id(fn.metadata))
         if adapter is not None:
             return adapter
@@ -499,6 +501,8 @@ class Registry:
         # them never recurses into the graph.
         for adapter, current in created:
             self._read_saved(current, adapter)
+        if made is not None:
+            made.extend(adapter for adapter, _ in created)
         return first
 
     def _new_node(self, fn) -> TorchNode:
@@ -617,7 +621,9 @@ class Registry:
             source = known if known is not None else self.tensor(tensor)
             if grad_fn is not None:
                 producer = self.node(grad_fn)
-        held = tensor if self.session is None else None  # a walk keeps what it describes
+        # A walk keeps what it describes; a recording only while it reports the op (then
+        # the program's memory is the program's again).
+        held = tensor if self.session is None or self.holding else None
         return TorchSaved(adapter, slot, raw, version, data.nbytes, source, producer,
                           output_nr, is_output, self.group(data), held)
 

@@ -71,6 +71,11 @@ def _classify(func) -> int:
     return _OP
 
 
+def _next_sequence_nr() -> int:
+    """The number torch gives the next node it makes (in this thread)."""
+    return torch._C._autograd._get_sequence_nr()
+
+
 def _tensors_in(values, found: list) -> list:
     """The torch tensors among ``values``, looking one level into lists and tuples."""
     for value in values:
@@ -194,28 +199,35 @@ class Session:
         inputs = _tensors_in(kwargs.values(), _tensors_in(args, [])) if args or kwargs else ()
         if inputs:
             self.guarded(self.custom.introduce, inputs)
+        first = _next_sequence_nr()
         result = func(*args, **kwargs)
         if isinstance(result, torch.Tensor):
-            self.guarded(self._record, args, kwargs, [result])
+            self.guarded(self._record, args, kwargs, [result], first)
         elif isinstance(result, (tuple, list)):
             outputs = [item for item in result if isinstance(item, torch.Tensor)]
             if outputs:
-                self.guarded(self._record, args, kwargs, outputs)
+                self.guarded(self._record, args, kwargs, outputs, first)
         return result
 
-    def _record(self, args: tuple, kwargs: dict, outputs: list, site=None) -> None:
-        """Report the nodes that this call made (the grad_fns its outputs got)."""
+    def _record(self, args: tuple, kwargs: dict, outputs: list, first: int, site=None) -> None:
+        """Report the nodes this call made, oldest first: a composite op (``F.linear``) makes
+        inner nodes (``TBackward0``) before the one its output points to.
+
+        The nodes a call made are those numbered from ``first`` (torch's sequence number
+        before the call) on; older ones reached through them (a graph built before the
+        recording) are adopted by the recorder as they are, without this call's line.
+        """
         registry = self.registry
-        new = []
+        tops = []
         for tensor in outputs:
             fn = tensor.grad_fn
             if fn is None:
                 continue
-            if id(fn.metadata) not in registry._nodes and all(fn is not seen for seen in new):
+            if id(fn.metadata) not in registry._nodes and all(fn is not seen for seen in tops):
                 if tensor.is_meta or tensor.layout != torch.strided:
                     return  # no values to read: left unrecorded
-                new.append(fn)
-        if not new:
+                tops.append(fn)
+        if not tops:
             if len(outputs) == 1 and outputs[0].requires_grad and outputs[0].grad_fn is None:
                 self._made_leaf(outputs[0], args)
             return
@@ -226,19 +238,55 @@ class Session:
             site = user_site(1)
         adapters = [registry.tensor(tensor) for tensor in outputs]
         call_args = self._adapt_args(args, kwargs)
-        self._op_site = (site, self.scopes.current())
+        self._op_site = (site, self.scopes.current(), first, _next_sequence_nr())
+        made: list = []
+        registry.holding = True
         try:
-            for fn in new:
-                node = registry.node(fn)
-                wired = [None] * max(1, len(node._output_meta))
+            for fn in tops:
+                registry.node(fn, made)
+        finally:
+            self._op_site = None
+            registry.holding = False
+        try:
+            self._report(listener, made, tops, outputs, adapters, call_args)
+        finally:
+            for node in made:  # the saved tensors were held for the report only
+                for saved in node._saved:
+                    saved._held = None
+
+    def _report(self, listener, made: list, tops: list, outputs: list, adapters: list,
+                call_args: tuple) -> None:
+        """on_op for each node a call made, oldest first. A node inside a composite op has
+        no output the program sees; where a node saved that output, it is that tensor."""
+        registry = self.registry
+        inner_outputs: dict[tuple, object] = {}  # (node key, output_nr) -> torch tensor
+        for node in made:
+            for saved in node._saved:
+                producer = node if saved.is_output else saved.producer
+                if producer is not None and saved._held is not None:
+                    inner_outputs.setdefault((producer._key, saved.output_nr), saved._held)
+        top_keys = {id(fn.metadata): fn for fn in tops}
+        made.sort(key=lambda node: node._seq)
+        for node in made:
+            fn = top_keys.get(node._key)
+            wired = [None] * max(1, len(node._output_meta))
+            if fn is not None:
                 for tensor, adapter in zip(outputs, adapters):
                     if tensor.grad_fn is fn and tensor.output_nr < len(wired):
                         wired[tensor.output_nr] = adapter
-                self.emitted += 1
-                listener.on_op(node, call_args, tuple(wired))
-                self.used_in_op(call_args, wired)
-        finally:
-            self._op_site = None
+                args = call_args
+            elif node._site is not None:  # made inside this call (not an older node)
+                for output_nr in range(len(wired)):
+                    tensor = inner_outputs.get((node._key, output_nr))
+                    if tensor is not None:
+                        wired[output_nr] = registry.tensor(tensor)
+                args = tuple(child.variable for child, _ in node.next_functions
+                             if child is not None and child._is_accumulate)
+            else:
+                continue
+            self.emitted += 1
+            listener.on_op(node, args, tuple(wired))
+            self.used_in_op(args, wired)
 
     @staticmethod
     def used_in_op(*groups) -> None:
@@ -273,10 +321,13 @@ class Session:
             listener.on_tensor(self.registry.tensor(tensor), "factory")
 
     def site_for(self, fn):
-        """(site, module scope) for a node being adapted now: the call being recorded, or
-        the apply() call of a custom Function's node."""
-        if self._op_site is not None:
-            return self._op_site
+        """(site, module scope) for a node being adapted now: the call being recorded (if
+        that call made it), or the apply() call of a custom Function's node."""
+        current = self._op_site
+        if current is not None:
+            site, module, first, last = current
+            if first <= fn._sequence_nr() < last:
+                return site, module
         return self.custom.site_for(fn) or (None, None)
 
     def watch_node(self, fn, node) -> None:
@@ -306,11 +357,11 @@ class Session:
             if inputs:
                 self.custom.introduce(inputs)
         targets = self._targets(args, kwargs)
-        return targets, [tensor._version for tensor in targets]
+        return targets, [tensor._version for tensor in targets], _next_sequence_nr()
 
     def _after_inplace(self, name: str, args: tuple, kwargs: dict, prepared: tuple,
                        grad_mode: bool) -> None:
-        targets, versions = prepared
+        targets, versions, first = prepared
         changed = [tensor for tensor, version in zip(targets, versions)
                    if tensor._version != version]
         if not changed:
@@ -328,7 +379,7 @@ class Session:
         if listener is None:
             return
         if grad_mode:
-            self._record(args, kwargs, changed, site)
+            self._record(args, kwargs, changed, first, site)
         for tensor in changed:
             self.emitted += 1
             listener.on_inplace(registry.tensor(tensor), name, site)
