@@ -65,18 +65,18 @@ NOT_COMPARED = {"two_layer_net_numpy": "NumPy only: it builds no autograd graph 
 # indentation and with unnamed tensors' labels (t1, t2, ...) blanked to "t", so that one
 # extra saved tensor does not renumber the rest. Each is an engine difference for the lead.
 _MM_SAVES = ("MmBackward0  saves: x f32[4,6], w1 f32[6,3]", "MmBackward0  saves: x f32[4,6]",
-             "torch saves only the operand a needed gradient uses (x needs none, so not w1); "
-             "tracegrad's engine saves both")
+             ("torch saves only the operand a needed gradient uses (x needs none, so not w1); "
+             "tracegrad's engine saves both"))
 _CLAMP = ("ClampMinBackward0  saves: t f32[4,3]", "ClampBackward1  saves: t f32[4,3]",
-          "torch's grad_fn for clamp(min=0) is ClampBackward1; tracegrad's engine names it "
-          "ClampMinBackward0")
+          ("torch's grad_fn for clamp(min=0) is ClampBackward1; tracegrad's engine names it "
+          "ClampMinBackward0"))
 _ADDMM_SAVES = ("AddmmBackward0  saves: points f32[300,2], t f32[2,32]",
                 "AddmmBackward0  saves: points f32[300,2]",
-                "as for mm: torch keeps the weight's transpose only when the input needs a "
-                "gradient")
+                ("as for mm: torch keeps the weight's transpose only when the input needs a "
+                "gradient"))
 _NLL_SAVES = ("NllLossBackward0", "NllLossBackward0  saves: t f32[300,3], labels i64[300]",
-              "torch's NllLossBackward0 saves its input and target; tracegrad's engine's "
-              "saves nothing")
+              ("torch's NllLossBackward0 saves its input and target; tracegrad's engine's "
+              "saves nothing"))
 DIFFERENCES = {
     "two_layer_net": [_MM_SAVES] * 2,
     "two_layer_net_clamp": [_MM_SAVES, _CLAMP] * 2,

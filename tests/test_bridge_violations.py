@@ -12,7 +12,7 @@ torch = pytest.importorskip("torch")
 
 
 def _error_of(program) -> tuple[str, str]:
-    with pytest.raises(Exception) as caught:  # noqa: PT011 - any exception, compared below
+    with pytest.raises(Exception) as caught:
         program()
     return type(caught.value).__name__, str(caught.value)
 
