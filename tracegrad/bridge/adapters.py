@@ -436,6 +436,7 @@ class Registry:
     def __init__(self, session=None) -> None:
         self.session = session
         self._tensors: dict[int, TorchTensor] = {}
+        self._sweep_at = 4096
         self._nodes: dict[int, TorchNode] = {}
         self._groups: dict[int, VersionGroup] = {}
         # id(tensor) -> (weakref, parameter or buffer name); see modules.py
@@ -449,13 +450,25 @@ class Registry:
         if adapter is not None and adapter._ref() is tensor:
             return adapter
         adapter = TorchTensor(tensor, self)
-        adapter.__dict__["_ref"] = weakref.ref(tensor, _Forget(self._tensors, key, adapter))
-        self._tensors[key] = adapter
+        # A plain weak reference (a callback per tensor costs more than it saves): entries
+        # of tensors gone are dropped in sweeps, and a lookup checks the reference.
+        adapter.__dict__["_ref"] = weakref.ref(tensor)
+        tensors = self._tensors
+        tensors[key] = adapter
+        if len(tensors) > self._sweep_at:
+            for stale in [key for key, known in tensors.items() if known._ref() is None]:
+                del tensors[stale]
+            self._sweep_at = max(4096, 2 * len(tensors))
         return adapter
 
     def known_tensor(self, tensor) -> TorchTensor | None:
         adapter = self._tensors.get(id(tensor))
         return adapter if adapter is not None and adapter._ref() is tensor else None
+
+    def existing_group(self, tensor) -> VersionGroup | None:
+        """The group of ``tensor``'s memory if a saved tensor ever made one, else None."""
+        key = storage_key(tensor)
+        return self._groups.get(key) if key is not None else None
 
     def group(self, tensor) -> VersionGroup | None:
         key = storage_key(tensor)
@@ -635,17 +648,3 @@ class _Number:
 
     def __init__(self, value) -> None:
         self.value = value
-
-
-class _Forget:
-    """Weak-reference callback: drop a tensor's adapter when the tensor goes."""
-
-    __slots__ = ("adapter", "key", "table")
-
-    def __init__(self, table: dict, key: int, adapter) -> None:
-        self.table, self.key, self.adapter = table, key, weakref.ref(adapter)
-
-    def __call__(self, _reference) -> None:
-        current = self.table.get(self.key)
-        if current is not None and current is self.adapter():
-            del self.table[self.key]

@@ -22,7 +22,9 @@ from ..autograd.site import _is_internal, user_site
 from ..tracing.names import names_in_frame
 
 _APPLY_CODE = torch.autograd.function.Function.apply.__func__.__code__
-_SEARCH_DEPTH = 8  # frames between a torch call and the Function.apply it runs under
+# Frames between a torch call and the Function.apply it runs under: a forward calling the op
+# itself, or through a helper or two (every op made without grad pays for this search).
+_SEARCH_DEPTH = 4
 
 
 class _Call:
@@ -40,6 +42,11 @@ class CustomFunctions:
         self.session = session
         self.registry = session.registry
         self._calls: dict[int, _Call] = {}  # node key -> its apply() call
+
+    @property
+    def pending(self) -> bool:
+        """Whether a custom Function's node waits to be reported."""
+        return bool(self._calls)
 
     def clear(self) -> None:
         self._calls.clear()

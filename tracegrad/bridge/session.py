@@ -49,6 +49,12 @@ _READ_ONLY = frozenset({
     "requires_grad_", "__deepcopy__"})
 
 
+# In-place ops that give a tensor another shape or other memory: its adapter reads them again.
+_RESHAPING = frozenset({"resize_", "resize_as_", "set_", "squeeze_", "unsqueeze_",
+                        "transpose_", "t_", "as_strided_", "swapdims_", "swapaxes_",
+                        "__set__"})
+
+
 def _classify(func) -> int:
     name = getattr(func, "__name__", "")
     if func is torch.Tensor.backward or func is torch.autograd.backward:
@@ -71,9 +77,10 @@ def _classify(func) -> int:
     return _OP
 
 
-def _next_sequence_nr() -> int:
-    """The number torch gives the next node it makes (in this thread)."""
-    return torch._C._autograd._get_sequence_nr()
+# The number torch gives the next node it makes (in this thread): a call that leaves it
+# unchanged made no node, and the nodes a call made are numbered from its value before.
+_next_sequence_nr = torch._C._autograd._get_sequence_nr
+_grad_enabled = torch.is_grad_enabled
 
 
 def _tensors_in(values, found: list) -> list:
@@ -189,24 +196,34 @@ class Session:
             adapter.refresh()
 
     def _op(self, func, args: tuple, kwargs: dict):
-        if not torch.is_grad_enabled():
+        # The common path, per torch call of the program: kept to a few checks, the
+        # bridge's work guarded inline (a failure of ours is never the program's).
+        if not _grad_enabled():
             # No node can be made; inside a custom Function's forward, note its call.
             self.guarded(self.custom.note_forward, 4)
             result = func(*args, **kwargs)
             if type(result) is torch.Tensor and result.requires_grad and result.grad_fn is None:
                 self.guarded(self._made_leaf, result, args)
             return result
-        inputs = _tensors_in(kwargs.values(), _tensors_in(args, [])) if args or kwargs else ()
-        if inputs:
-            self.guarded(self.custom.introduce, inputs)
+        if self.custom.pending:
+            inputs = _tensors_in(kwargs.values(), _tensors_in(args, []))
+            if inputs:
+                self.guarded(self.custom.introduce, inputs)
         first = _next_sequence_nr()
         result = func(*args, **kwargs)
-        if isinstance(result, torch.Tensor):
-            self.guarded(self._record, args, kwargs, [result], first)
-        elif isinstance(result, (tuple, list)):
-            outputs = [item for item in result if isinstance(item, torch.Tensor)]
-            if outputs:
-                self.guarded(self._record, args, kwargs, outputs, first)
+        if _next_sequence_nr() == first:  # no node was made: at most a new leaf to report
+            if type(result) is torch.Tensor and result.requires_grad and result.grad_fn is None:
+                self.guarded(self._made_leaf, result, args)
+            return result
+        try:
+            if isinstance(result, torch.Tensor):
+                self._record(args, kwargs, [result], first)
+            elif isinstance(result, (tuple, list)):
+                outputs = [item for item in result if isinstance(item, torch.Tensor)]
+                if outputs:
+                    self._record(args, kwargs, outputs, first)
+        except Exception as error:  # noqa: BLE001 - reported at the end, see failed()
+            self.failed(error)
         return result
 
     def _record(self, args: tuple, kwargs: dict, outputs: list, first: int, site=None) -> None:
@@ -338,8 +355,19 @@ class Session:
 
     # -- in-place ----------------------------------------------------------------------
     def _inplace(self, func, args: tuple, kwargs: dict):
-        grad_mode = torch.is_grad_enabled()
-        prepared = self.guarded(self._before_inplace, args, kwargs, grad_mode)
+        # Per in-place call (an optimizer step makes dozens): the versions before, then
+        # the call, then what moved -- the bridge's part guarded inline.
+        grad_mode = _grad_enabled()
+        try:
+            if grad_mode and self.custom.pending:
+                inputs = _tensors_in(kwargs.values(), _tensors_in(args, []))
+                if inputs:
+                    self.custom.introduce(inputs)
+            targets = self._targets(args, kwargs) if kwargs else _tensors_in(args[:1], [])
+            prepared = (targets, [tensor._version for tensor in targets], _next_sequence_nr())
+        except Exception as error:  # noqa: BLE001 - reported at the end, see failed()
+            self.failed(error)
+            prepared = None
         try:
             result = func(*args, **kwargs)
         except RuntimeError:
@@ -351,36 +379,39 @@ class Session:
                          grad_mode)
         return result
 
-    def _before_inplace(self, args: tuple, kwargs: dict, grad_mode: bool) -> tuple:
-        if grad_mode:
-            inputs = _tensors_in(kwargs.values(), _tensors_in(args, []))
-            if inputs:
-                self.custom.introduce(inputs)
-        targets = self._targets(args, kwargs)
-        return targets, [tensor._version for tensor in targets], _next_sequence_nr()
-
     def _after_inplace(self, name: str, args: tuple, kwargs: dict, prepared: tuple,
                        grad_mode: bool) -> None:
         targets, versions, first = prepared
-        changed = [tensor for tensor, version in zip(targets, versions)
-                   if tensor._version != version]
+        registry = self.registry
+        changed = []
+        for tensor, version in zip(targets, versions):
+            if tensor._version == version:
+                continue
+            # A change that cannot matter to the trace -- a tensor the trace never saw, not
+            # made by a recorded op, in memory no node saved (an optimizer's state) -- is
+            # skipped: an optimizer step changes dozens of them.
+            group = registry.existing_group(tensor)
+            if grad_mode or group is not None or tensor.grad_fn is not None \
+                    or registry.known_tensor(tensor) is not None:
+                changed.append((tensor, group))
         if not changed:
             return
-        registry = self.registry
         site = user_site(1)
-        for tensor in changed:
-            group = registry.group(tensor)
+        moves_memory = name in _RESHAPING
+        for tensor, group in changed:
             if group is not None:
                 group.note(int(tensor._version), name, site)
-            adapter = registry.known_tensor(tensor)
-            if adapter is not None:
-                adapter.refresh()
+            if moves_memory:
+                adapter = registry.known_tensor(tensor)
+                if adapter is not None:
+                    adapter.refresh()
         listener = events.listener
         if listener is None:
             return
+        tensors = [tensor for tensor, _ in changed]
         if grad_mode:
-            self._record(args, kwargs, changed, first, site)
-        for tensor in changed:
+            self._record(args, kwargs, tensors, first, site)
+        for tensor in tensors:
             self.emitted += 1
             listener.on_inplace(registry.tensor(tensor), name, site)
 
