@@ -27,6 +27,7 @@ from torch.overrides import TorchFunctionMode
 
 from ..autograd import events
 from ..autograd.site import add_internal_directory, user_site
+from ..autograd.views import InplaceInfo
 from .adapters import Registry, TorchTensor
 from .custom import CustomFunctions
 from .modules import ModuleScopes
@@ -364,7 +365,14 @@ class Session:
                 if inputs:
                     self.custom.introduce(inputs)
             targets = self._targets(args, kwargs) if kwargs else _tensors_in(args[:1], [])
-            prepared = (targets, [tensor._version for tensor in targets], _next_sequence_nr())
+            # Each target's version, and the history its base had (the edge a recorded
+            # in-place node replaces), before the call.
+            before = []
+            for tensor in targets:
+                base = tensor._base if grad_mode else None
+                base = tensor if base is None else base
+                before.append((tensor._version, base, base.grad_fn, base.output_nr))
+            prepared = (targets, before, _next_sequence_nr())
         except Exception as error:  # noqa: BLE001 - reported at the end, see failed()
             self.failed(error)
             prepared = None
@@ -381,10 +389,10 @@ class Session:
 
     def _after_inplace(self, name: str, args: tuple, kwargs: dict, prepared: tuple,
                        grad_mode: bool) -> None:
-        targets, versions, first = prepared
+        targets, before, first = prepared
         registry = self.registry
         changed = []
-        for tensor, version in zip(targets, versions):
+        for tensor, (version, base, previous, previous_nr) in zip(targets, before):
             if tensor._version == version:
                 continue
             # A change that cannot matter to the trace -- a tensor the trace never saw, not
@@ -393,12 +401,12 @@ class Session:
             group = registry.existing_group(tensor)
             if grad_mode or group is not None or tensor.grad_fn is not None \
                     or registry.known_tensor(tensor) is not None:
-                changed.append((tensor, group))
+                changed.append((tensor, group, base, previous, previous_nr))
         if not changed:
             return
         site = user_site(1)
         moves_memory = name in _RESHAPING
-        for tensor, group in changed:
+        for tensor, group, *_ in changed:
             if group is not None:
                 group.note(int(tensor._version), name, site)
             if moves_memory:
@@ -408,12 +416,37 @@ class Session:
         listener = events.listener
         if listener is None:
             return
-        tensors = [tensor for tensor, _ in changed]
-        if grad_mode:
-            self._record(args, kwargs, tensors, first, site)
-        for tensor in tensors:
+        several = len(targets) > 1  # a _foreach_ op: each target is its own change
+        rest = () if several else self._adapt_args(args[1:], kwargs)
+        last = _next_sequence_nr()
+        for tensor, _, base, previous, previous_nr in changed:
             self.emitted += 1
-            listener.on_inplace(registry.tensor(tensor), name, site)
+            listener.on_inplace(self._inplace_info(
+                tensor, name, base, previous, previous_nr, rest, site, first, last,
+                grad_mode))
+
+    def _inplace_info(self, tensor, name: str, base, previous, previous_nr: int, rest: tuple,
+                      site, first: int, last: int, grad_mode: bool) -> InplaceInfo:
+        """What tracegrad's engine reports for an in-place change (autograd.views), from
+        torch: the node the change added to ``base`` (a view's base gets a CopySlices), the
+        history it replaced, and the view whose grad_fn torch made anew."""
+        registry = self.registry
+        node = None
+        fn = base.grad_fn if grad_mode else None
+        if fn is not None and first <= fn._sequence_nr() < last:  # made by this call
+            self._op_site = (site, self.scopes.current(), first, last)
+            try:
+                node = registry.node(fn)
+            finally:
+                self._op_site = None
+        adapter = registry.tensor(tensor)
+        views = ()
+        if base is not tensor and node is not None and tensor.grad_fn is not None:
+            views = (adapter,)  # torch regenerates the view's grad_fn over the CopySlices
+        return InplaceInfo(
+            adapter, name, node, (adapter, *rest), registry.tensor(base),
+            (registry.node(previous) if previous is not None else None, int(previous_nr)),
+            int(tensor._version), site, None, views)
 
     @staticmethod
     def _targets(args: tuple, kwargs: dict) -> list:
