@@ -285,3 +285,33 @@ def test_a_recording_without_torch_imports_none_and_leaves_no_hook():
                             timeout=120, check=False)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["False", "3", "tracegrad", "False"]
+
+
+def test_a_mode_the_program_entered_meanwhile_stays_and_ours_goes_quiet():
+    from torch.overrides import TorchFunctionMode
+
+    seen = []
+
+    class ProgramMode(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            seen.append(getattr(func, "__name__", "?"))
+            return func(*args, **(kwargs or {}))
+
+    program_mode = ProgramMode()
+    depth = torch._C._len_torch_function_stack()
+    with tg.record() as tr:
+        program_mode.__enter__()  # entered inside the recording, left after it
+        (torch.ones(2, requires_grad=True) * 2).sum()
+    assert _names(tr) == ["MulBackward0", "AccumulateGrad", "SumBackward0"]
+    assert torch._C._get_function_stack_at(torch._C._len_torch_function_stack() - 1) \
+        is program_mode
+    y = torch.ones(2) + 1  # the program's mode still sees its calls
+    program_mode.__exit__(None, None, None)
+    assert "add" in seen or "__add__" in seen
+    assert y.tolist() == [2.0, 2.0]
+    # the bridge's mode stayed under the program's, passing calls on; leave this process
+    # as it was
+    assert torch._C._len_torch_function_stack() == depth + 1
+    (torch.ones(2, requires_grad=True) * 2).sum()
+    torch._C._pop_torch_function_stack()
+    assert torch._C._len_torch_function_stack() == depth

@@ -100,6 +100,9 @@ class CustomFunctions:
         that are not reported yet, oldest first, with the arguments apply() got."""
         if not self._calls:
             return
+        if events.listener is None:
+            self._calls.clear()  # nobody to tell: nothing waits any more
+            return
         registry = self.registry
         stack = []
         for tensor in tensors:

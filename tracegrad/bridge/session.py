@@ -96,6 +96,17 @@ def _tensors_in(values, found: list) -> list:
     return found
 
 
+class _PassThrough:
+    """What a mode left on torch's stack after its recording ended does: nothing."""
+
+    @staticmethod
+    def call(func, args: tuple, kwargs: dict):
+        return func(*args, **kwargs)
+
+
+_PASS_THROUGH = _PassThrough()
+
+
 class _Mode(TorchFunctionMode):
     def __init__(self, session: Session) -> None:
         super().__init__()
@@ -137,7 +148,13 @@ class Session:
             return
         self._active = False
         try:
-            self._mode.__exit__(None, None, None)
+            depth = torch._C._len_torch_function_stack()
+            if depth and torch._C._get_function_stack_at(depth - 1) is self._mode:
+                self._mode.__exit__(None, None, None)
+            else:
+                # The program entered a mode of its own after ours and is still inside it:
+                # popping would remove the program's. Ours stays, passing every call on.
+                self._mode.session = _PASS_THROUGH
         finally:
             self.scopes.stop()
             self.passes.stop()
