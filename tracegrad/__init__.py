@@ -85,9 +85,6 @@ def __getattr__(name: str):
         return importlib.import_module(_LAZY_MODULES[name], __name__)
     if name in _LAZY_NAMES:
         return getattr(importlib.import_module(_LAZY_NAMES[name], __name__), name)
-    if name.startswith("__"):
-        raise AttributeError(f"module 'tracegrad' has no attribute '{name}'")
-    raise AttributeError(
-        f"tracegrad does not implement torch.{name} (module 'tracegrad' has no attribute "
-        f"'{name}'). A script that uses it can still be observed on real PyTorch: keep "
-        "`import torch` and run it with `tracegrad run`.")
+    from ._unsupported import missing_attribute
+
+    raise missing_attribute("torch", name, "module 'tracegrad'")
