@@ -59,6 +59,8 @@ from .factories import (
 )
 from .tensor import Size, Tensor
 
+from . import linalg  # noqa: E402 - torch.linalg; needs Tensor and the ops loaded
+
 half, float, double = float16, float32, float64
 long, int = int64, int32
 

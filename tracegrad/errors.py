@@ -16,6 +16,11 @@ class DTypeError(TracegradError, RuntimeError):
     """A dtype an op cannot take."""
 
 
+class UnsupportedDTypeError(DTypeError, NotImplementedError):
+    """An op that has no kernel for a dtype ("... not implemented for 'Float'"): PyTorch
+    raises NotImplementedError, itself a RuntimeError."""
+
+
 class DeviceError(TracegradError, RuntimeError):
     """Tensors on different devices, or a device that is not available."""
 
@@ -26,6 +31,28 @@ class AutogradError(TracegradError, RuntimeError):
 
 class InplaceError(AutogradError):
     """A tensor needed for backward was modified in place, or a leaf was."""
+
+
+class ArgumentTypeError(TracegradError, TypeError):
+    """An argument of a type the function does not take (PyTorch raises TypeError)."""
+
+
+class ArgumentValueError(TracegradError, ValueError):
+    """An argument value PyTorch rejects with ValueError."""
+
+
+class OutOfRangeError(TracegradError, IndexError):
+    """An index or dimension outside a tensor (PyTorch raises IndexError)."""
+
+
+class InvalidValueError(TracegradError, RuntimeError):
+    """A value an op cannot take: a zero step, an integer division by zero, a size that
+    does not fit (PyTorch raises RuntimeError)."""
+
+
+class LinAlgError(TracegradError, RuntimeError):
+    """A matrix a decomposition cannot take: singular, not positive-definite (torch's
+    ``torch.linalg.LinAlgError``, a RuntimeError)."""
 
 
 class TraceFileError(TracegradError, ValueError):

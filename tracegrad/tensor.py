@@ -15,8 +15,13 @@ from ._methods import (
     IndexingMethods,
     InplaceMethods,
     MathMethods,
+    OrderingMethods,
+    PointwiseMethods,
+    RearrangeMethods,
     ReductionMethods,
+    SelectionMethods,
     ShapeMethods,
+    UnsupportedMethods,
 )
 from .autograd import events
 from .autograd.grad_mode import state
@@ -41,7 +46,14 @@ class Size(tuple):
 
 
 class Tensor(ArithmeticMethods, ComparisonMethods, InplaceMethods, MathMethods, ReductionMethods,
-             ShapeMethods, IndexingMethods, ConstructionMethods):
+             ShapeMethods, IndexingMethods, ConstructionMethods,
+             # ops-curriculum's families (one line per mixin, so merges stay additive):
+             PointwiseMethods,
+             OrderingMethods,
+             SelectionMethods,
+             RearrangeMethods,
+             UnsupportedMethods,  # last: __getattr__, reached only when lookup fails
+             ):
     """A multi-dimensional array that can record the operations made on it.
 
     ``data`` is a numpy (CPU) or cupy (CUDA) array. Everything else is autograd metadata:

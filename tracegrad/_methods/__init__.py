@@ -7,17 +7,37 @@ them once ``Tensor`` exists (tensor.py calls it at its end).
 
 from __future__ import annotations
 
-from . import arithmetic, comparison, construction, indexing, inplace, math, reduction, shape
+from . import (
+    arithmetic,
+    comparison,
+    construction,
+    indexing,
+    inplace,
+    math,
+    ordering,
+    pointwise,
+    rearrange,
+    reduction,
+    selection,
+    shape,
+    unsupported,
+)
 from .arithmetic import ArithmeticMethods
 from .comparison import ComparisonMethods
 from .construction import ConstructionMethods
 from .indexing import IndexingMethods
 from .inplace import InplaceMethods
 from .math import MathMethods
+from .ordering import OrderingMethods
+from .pointwise import PointwiseMethods
+from .rearrange import RearrangeMethods
 from .reduction import ReductionMethods, ValuesIndices
+from .selection import SelectionMethods
 from .shape import ShapeMethods
+from .unsupported import UnsupportedMethods
 
-_MODULES = (arithmetic, comparison, construction, indexing, inplace, math, reduction, shape)
+_MODULES = (arithmetic, comparison, construction, indexing, inplace, math, ordering, pointwise,
+            rearrange, reduction, selection, shape, unsupported)
 
 
 def bind_ops() -> None:
@@ -28,5 +48,6 @@ def bind_ops() -> None:
 
 
 __all__ = ["ArithmeticMethods", "ComparisonMethods", "ConstructionMethods", "IndexingMethods",
-           "InplaceMethods", "MathMethods", "ReductionMethods", "ShapeMethods", "ValuesIndices",
-           "bind_ops"]
+           "InplaceMethods", "MathMethods", "OrderingMethods", "PointwiseMethods",
+           "RearrangeMethods", "ReductionMethods", "SelectionMethods", "ShapeMethods",
+           "UnsupportedMethods", "ValuesIndices", "bind_ops"]

@@ -6,11 +6,15 @@ reader looks for them.
 
 from __future__ import annotations
 
+from collections import namedtuple
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..tensor import Tensor
-    from ..ops import linalg, unary
+    from ..ops import decompositions, indexing, linalg, pointwise, unary
+
+
+SvdResult = namedtuple("svd", ["U", "S", "V"])
 
 
 class MathMethods:
@@ -65,10 +69,11 @@ class MathMethods:
         return unary.log_softmax(self, dim, dtype)
 
     def sign(self):
-        return unary.sign(self)
+        return pointwise.Sign.apply(self)
 
-    def mm(self, other):
-        return linalg.Mm.apply(self, other)
+    # -- matrix products ----------------------------------------------------------------
+    def mm(self, mat2):
+        return linalg.Mm.apply(self, mat2)
 
     def matmul(self, other):
         return linalg.matmul(self, other)
@@ -76,10 +81,119 @@ class MathMethods:
     def dot(self, other):
         return linalg.Dot.apply(self, other)
 
+    def vdot(self, other):
+        return linalg.Vdot.apply(self, other)
+
+    def mv(self, vec):
+        return linalg.Mv.apply(self, vec)
+
+    def bmm(self, mat2):
+        return linalg.Bmm.apply(self, mat2)
+
+    def addmm(self, mat1, mat2, *, beta=1, alpha=1):
+        return linalg.Addmm.apply(self, mat1, mat2, beta, alpha)
+
+    def addmv(self, mat, vec, *, beta=1, alpha=1):
+        return linalg.Addmv.apply(self, mat, vec, beta, alpha)
+
+    def baddbmm(self, batch1, batch2, *, beta=1, alpha=1):
+        return linalg.Baddbmm.apply(self, batch1, batch2, beta, alpha)
+
+    def addbmm(self, batch1, batch2, *, beta=1, alpha=1):
+        return linalg.Addbmm.apply(self, batch1, batch2, beta, alpha)
+
+    def addmm_(self, mat1, mat2, *, beta=1, alpha=1):
+        return self._inplace("addmm_", linalg.Addmm, mat1, mat2, beta, alpha)
+
+    def addmv_(self, mat, vec, *, beta=1, alpha=1):
+        return self._inplace("addmv_", linalg.Addmv, mat, vec, beta, alpha)
+
+    def baddbmm_(self, batch1, batch2, *, beta=1, alpha=1):
+        return self._inplace("baddbmm_", linalg.Baddbmm, batch1, batch2, beta, alpha)
+
+    def addbmm_(self, batch1, batch2, *, beta=1, alpha=1):
+        return self._inplace("addbmm_", linalg.Addbmm, batch1, batch2, beta, alpha)
+
+    def outer(self, vec2):
+        """The outer product, as torch records it: a broadcast multiplication."""
+        for position, vector in enumerate((self, vec2)):
+            if vector._array.ndim != 1:
+                from ..errors import ShapeError
+
+                name = "self" if position == 0 else "vec2"
+                raise ShapeError(
+                    f"outer: Expected 1-D argument {name}, but got {vector._array.ndim}-D "
+                    f"({vector._describe()}). Hint: flatten it first, or use matmul.")
+        return self.reshape(-1, 1) * vec2
+
+    ger = outer
+
+    def inner(self, other):
+        """The sum over the last dims (a dot product for vectors)."""
+        if self._array.ndim == 0 or other._array.ndim == 0:
+            return self * other
+        if self._array.ndim == 1 and other._array.ndim == 1:
+            return linalg.Dot.apply(self, other)
+        from .._functions import tensordot
+
+        return tensordot(self, other, dims=([-1], [-1]))
+
+    def cross(self, other, dim=None):
+        from .._functions import cross
+
+        return cross(self, other, dim)
+
+    def kron(self, other):
+        from .._functions import kron
+
+        return kron(self, other)
+
+    def matrix_power(self, n):
+        from .. import linalg as linalg_module
+
+        return linalg_module.matrix_power(self, n)
+
+    def det(self):
+        return decompositions.Det.apply(self)
+
+    def logdet(self):
+        """log(det): NaN for a negative determinant, as in torch."""
+        sign, logabsdet = decompositions.Slogdet.apply(self)
+        return indexing.Where.apply(sign < 0, float("nan"), logabsdet)
+
+    def slogdet(self):
+        from .. import linalg as linalg_module
+
+        return linalg_module.slogdet(self)
+
+    def inverse(self):
+        return decompositions.Inv.apply(self)
+
+    def pinverse(self, rcond=1e-15):
+        return decompositions.Pinv.apply(self, rcond, False)
+
+    def cholesky(self, upper=False):
+        return decompositions.Cholesky.apply(self, upper)
+
+    def qr(self, some=True):
+        from .. import linalg as linalg_module
+
+        return linalg_module.qr(self, "reduced" if some else "complete")
+
+    def svd(self, some=True, compute_uv=True):
+        """The old ``Tensor.svd``: (U, S, V) with V, not Vh (``linalg.svd`` gives Vh)."""
+        from .. import linalg as linalg_module
+
+        u, s, vh = linalg_module.svd(self, full_matrices=not some)
+        return SvdResult(u, s, vh.transpose(-2, -1))
+
+    def dist(self, other, p=2):
+        return (self - other).norm(p)
+
 
 def _bind() -> None:
     """The op modules import Tensor, so they are bound here once Tensor exists
     (``tracegrad._methods.bind_ops``), not imported at load time."""
-    global Tensor, linalg, unary
-    from ..ops import linalg, unary
+    global Tensor, decompositions, indexing, linalg, pointwise, unary
+    from ..ops import decompositions, indexing, linalg, pointwise, unary
     from ..tensor import Tensor

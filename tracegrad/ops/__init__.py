@@ -23,13 +23,32 @@ def registry() -> dict[str, type]:
     >>> ops.registry()["Mul"]._node_class._name
     'MulBackward0'
     """
-    from . import arith, conversion, indexing, linalg, reduce, shape, unary  # noqa: F401
+    from . import (  # noqa: F401
+        arith,
+        binary,
+        conversion,
+        decompositions,
+        distance,
+        indexing,
+        linalg,
+        norms,
+        pointwise,
+        rearrange,
+        reduce,
+        scan,
+        selection,
+        shape,
+        sorting,
+        statistics,
+        unary,
+    )
 
     found: dict[str, type] = {}
     pending = list(Op.__subclasses__())
     while pending:
         op = pending.pop()
         pending.extend(op.__subclasses__())
-        if op.__module__.startswith(__name__ + "."):
+        # a name with a leading underscore is a shared base, never applied itself
+        if op.__module__.startswith(__name__ + ".") and not op.__name__.startswith("_"):
             found[op.__name__] = op
     return dict(sorted(found.items()))

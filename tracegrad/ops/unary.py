@@ -204,6 +204,8 @@ def _fused(name: str, grad, saved):
 
 
 class ClampMin(Op):
+    """``clamp_min(x, number)``; ``clamp(x, min=number)`` is Clamp (ClampBackward1)."""
+
     node_name = "ClampMinBackward0"
 
     @staticmethod
@@ -234,18 +236,73 @@ class ClampMax(Op):
 
 
 class Clamp(Op):
+    """``clamp(x, min, max)`` with numbers (either may be None)."""
+
     node_name = "ClampBackward1"
 
     @staticmethod
     def forward(ctx, a, min, max):
         ctx.save_for_backward(a)
         ctx.min, ctx.max = min, max
-        return a._xp.clip(a._array, _bound(a, min), _bound(a, max))
+        x = a._array
+        xp = a._xp
+        if min is not None:
+            x = xp.maximum(x, _bound(a, min))
+        if max is not None:
+            x = xp.minimum(x, _bound(a, max))
+        return x if x is not a._array else x.copy()
 
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
-        return (grad * ((a >= ctx.min) & (a <= ctx.max)), None, None)
+        low, high = ctx.min, ctx.max
+        if low is None:
+            inside = a <= high
+        elif high is None:
+            inside = a >= low
+        else:
+            inside = (a >= low) & (a <= high)
+        return (grad * inside, None, None)
+
+
+class ClampTensor(Op):
+    """``clamp(x, min, max)`` with tensor bounds: the gradient goes to whichever of x,
+    min and max was picked."""
+
+    node_name = "ClampBackward0"
+
+    @staticmethod
+    def forward(ctx, a, min, max):
+        ctx.save_for_backward(a, min, max)
+        xp = a._xp
+        x = a._array
+        if min is not None:
+            x = xp.maximum(x, min._array if hasattr(min, "_array") else min)
+        if max is not None:
+            x = xp.minimum(x, max._array if hasattr(max, "_array") else max)
+        return x if x is not a._array else x.copy()
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, low, high = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        above_low = a >= low if low is not None else None
+        below_high = a <= high if high is not None else None
+        if above_low is None:
+            inside = below_high
+        elif below_high is None:
+            inside = above_low
+        else:
+            inside = above_low & below_high
+        grad_low = grad_high = None
+        if low is not None and needs[1]:
+            picked_low = ~above_low if below_high is None else (~above_low) & (
+                low <= high)
+            grad_low = sum_to(grad * picked_low, low.shape)
+        if high is not None and len(needs) > 2 and needs[2]:
+            picked_high = ~below_high if low is None else (~below_high) | (low > high)
+            grad_high = sum_to(grad * picked_high, high.shape)
+        return (sum_to(grad * inside, a.shape) if needs[0] else None), grad_low, grad_high
 
 
 def _bound(a, value):
@@ -256,11 +313,13 @@ def _bound(a, value):
 
 def clamp(a, min=None, max=None):
     if min is None and max is None:
-        raise ValueError("clamp: At least one of 'min' or 'max' must not be None")
-    if max is None:
-        return ClampMin.apply(a, min)
-    if min is None:
-        return ClampMax.apply(a, max)
+        from ..errors import InvalidValueError
+
+        raise InvalidValueError(
+            f"torch.clamp: At least one of 'min' or 'max' must not be None "
+            f"({a._describe()}). Hint: pass min=, max= or both.")
+    if hasattr(min, "_array") or hasattr(max, "_array"):
+        return ClampTensor.apply(a, min, max)
     return Clamp.apply(a, min, max)
 
 
