@@ -36,30 +36,42 @@ from .errors import (
 from .factories import (
     arange,
     as_tensor,
+    bernoulli,
     empty,
     empty_like,
     eye,
     from_numpy,
     full,
     full_like,
+    get_default_device,
+    initial_seed,
     linspace,
+    logspace,
     manual_seed,
+    multinomial,
+    normal,
     ones,
     ones_like,
+    poisson,
     rand,
     rand_like,
     randint,
+    randint_like,
     randn,
     randn_like,
     randperm,
+    range,
+    scalar_tensor,
     seed,
+    set_default_device,
     tensor,
     zeros,
     zeros_like,
 )
 from .tensor import Size, Tensor
 
-from . import linalg  # noqa: E402 - torch.linalg; needs Tensor and the ops loaded
+from . import linalg, random  # noqa: E402 - torch.linalg needs Tensor and the ops loaded
+from .random import Generator, default_generator, get_rng_state, set_rng_state  # noqa: E402
 
 half, float, double = float16, float32, float64
 long, int = int64, int32
@@ -69,8 +81,17 @@ def get_default_dtype() -> dtype:
     return _dtype.default_float
 
 
-def set_default_dtype(value) -> None:
-    _dtype.default_float = _dtype.from_numpy_dtype(_dtype.to_numpy_dtype(value))
+def set_default_dtype(d) -> None:
+    """The dtype of new floating tensors (``tensor([1.0])``, ``zeros``, ``rand``): only a
+    floating dtype, as torch requires."""
+    if not isinstance(d, dtype):
+        raise TypeError(f"set_default_dtype(): argument 'd' (position 1) must be torch.dtype, "
+                        f"not {type(d).__name__}")
+    if not d.is_floating_point:
+        raise TypeError(f"only floating-point types are supported as the default type (got "
+                        f"{d!r}). Hint: integer tensors come from integer data or "
+                        f"dtype=torch.int64.")
+    _dtype.default_float = d
 
 
 # Submodules and tracer functions load on first use, keeping ``import tracegrad`` light.

@@ -29,58 +29,58 @@ EighResult = namedtuple("linalg_eigh", ["eigenvalues", "eigenvectors"])
 LstsqResult = namedtuple("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
 
 
-def inv(A: Tensor) -> Tensor:  # noqa: N803 - torch's argument names
+def inv(A: Tensor) -> Tensor:
     return _decompositions.Inv.apply(A)
 
 
-def det(A: Tensor) -> Tensor:  # noqa: N803
+def det(A: Tensor) -> Tensor:
     return _decompositions.Det.apply(A)
 
 
-def slogdet(A: Tensor) -> SlogdetResult:  # noqa: N803
+def slogdet(A: Tensor) -> SlogdetResult:
     return SlogdetResult(*_decompositions.Slogdet.apply(A))
 
 
-def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:  # noqa: N803
+def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
     return _decompositions.Solve.apply(A, B, left)
 
 
-def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:  # noqa: N803
+def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
     return _decompositions.Cholesky.apply(A, upper)
 
 
-def qr(A: Tensor, mode: str = "reduced") -> QrResult:  # noqa: N803
+def qr(A: Tensor, mode: str = "reduced") -> QrResult:
     return QrResult(*_decompositions.Qr.apply(A, mode))
 
 
-def svd(A: Tensor, full_matrices: bool = True, *, driver=None) -> SvdResult:  # noqa: N803
+def svd(A: Tensor, full_matrices: bool = True, *, driver=None) -> SvdResult:
     return SvdResult(*_decompositions.Svd.apply(A, full_matrices, True))
 
 
-def svdvals(A: Tensor, *, driver=None) -> Tensor:  # noqa: N803
+def svdvals(A: Tensor, *, driver=None) -> Tensor:
     return _decompositions.Svd.apply(A, False, False)
 
 
-def eigh(A: Tensor, UPLO: str = "L") -> EighResult:  # noqa: N803
+def eigh(A: Tensor, UPLO: str = "L") -> EighResult:
     return EighResult(*_decompositions.Eigh.apply(A, UPLO, True))
 
 
-def eigvalsh(A: Tensor, UPLO: str = "L") -> Tensor:  # noqa: N803
+def eigvalsh(A: Tensor, UPLO: str = "L") -> Tensor:
     return _decompositions.Eigh.apply(A, UPLO, False)
 
 
-def pinv(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False) -> Tensor:  # noqa: N803
+def pinv(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False) -> Tensor:
     if atol is not None:
         raise InvalidValueError("linalg.pinv: atol= is not supported by tracegrad yet. Hint: "
                                 "use rtol= (relative to the largest singular value).")
     return _decompositions.Pinv.apply(A, rtol, hermitian)
 
 
-def lstsq(A: Tensor, B: Tensor, rcond=None, *, driver=None) -> LstsqResult:  # noqa: N803
+def lstsq(A: Tensor, B: Tensor, rcond=None, *, driver=None) -> LstsqResult:
     return LstsqResult(*_decompositions.Lstsq.apply(A, B, rcond, driver))
 
 
-def matrix_rank(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False) -> Tensor:  # noqa: N803
+def matrix_rank(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False) -> Tensor:
     """The number of singular values above the tolerance (an int64 tensor, no gradient)."""
     _decompositions._matrices("linalg.matrix_rank", A, square=False)
     xp = A._xp
@@ -94,11 +94,11 @@ def matrix_rank(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False) -> 
     return Tensor._wrap(xp.asarray((singular > tolerance).sum(axis=-1), dtype="int64"), False)
 
 
-def cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor:  # noqa: A002
+def cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor:
     return _decompositions.Cross.apply(input, other, dim)
 
 
-def matmul(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
+def matmul(input: Tensor, other: Tensor) -> Tensor:
     return _products.matmul(input, other)
 
 
@@ -161,7 +161,7 @@ def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=None
     return _norms.VectorNorm.apply(x, ord, dim, keepdim, dtype)
 
 
-def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *,  # noqa: N803
+def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *,
                 dtype=None) -> Tensor:
     if dtype is not None:
         A = A.to(dtype)
@@ -196,7 +196,7 @@ def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *,  #
     raise InvalidValueError(f"linalg.matrix_norm: Order {ord} not supported.")
 
 
-def _to_last_two(A, dims):  # noqa: N803
+def _to_last_two(A, dims):
     from .ops.shape import wrap_dim
 
     row, column = (wrap_dim(d, A._array.ndim) for d in dims)
@@ -204,7 +204,7 @@ def _to_last_two(A, dims):  # noqa: N803
     return A.permute(*order) if order != list(range(A._array.ndim)) else A
 
 
-def _restore_dims(result, A, dims, keepdim):  # noqa: N803
+def _restore_dims(result, A, dims, keepdim):
     if not keepdim:
         return result
     from .ops.shape import wrap_dim
@@ -213,7 +213,7 @@ def _restore_dims(result, A, dims, keepdim):  # noqa: N803
     return result.unsqueeze(row).unsqueeze(column)
 
 
-def norm(A: Tensor, ord=None, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:  # noqa: N803
+def norm(A: Tensor, ord=None, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     """``linalg.norm``: a vector norm, or a matrix norm when ``ord`` is given for a 2-D
     input (or ``dim`` is a 2-tuple)."""
     if dim is not None and not isinstance(dim, int):
@@ -235,7 +235,7 @@ def norm(A: Tensor, ord=None, dim=None, keepdim: bool = False, *, dtype=None) ->
     return vector_norm(A, ord, dim, keepdim, dtype=dtype)
 
 
-def matrix_power(A: Tensor, n: int) -> Tensor:  # noqa: N803
+def matrix_power(A: Tensor, n: int) -> Tensor:
     if not isinstance(n, int):
         raise ArgumentTypeError(f"matrix_power(): argument 'n' must be int, not "
                                 f"{type(n).__name__}")

@@ -19,6 +19,7 @@ from ._methods import (
     PointwiseMethods,
     RearrangeMethods,
     ReductionMethods,
+    SamplingMethods,
     SelectionMethods,
     ShapeMethods,
     UnsupportedMethods,
@@ -52,6 +53,7 @@ class Tensor(ArithmeticMethods, ComparisonMethods, InplaceMethods, MathMethods, 
              OrderingMethods,
              SelectionMethods,
              RearrangeMethods,
+             SamplingMethods,
              UnsupportedMethods,  # last: __getattr__, reached only when lookup fails
              ):
     """A multi-dimensional array that can record the operations made on it.

@@ -18,6 +18,7 @@ from . import (
     pointwise,
     rearrange,
     reduction,
+    sampling,
     selection,
     shape,
     unsupported,
@@ -32,12 +33,13 @@ from .ordering import OrderingMethods
 from .pointwise import PointwiseMethods
 from .rearrange import RearrangeMethods
 from .reduction import ReductionMethods, ValuesIndices
+from .sampling import SamplingMethods
 from .selection import SelectionMethods
 from .shape import ShapeMethods
 from .unsupported import UnsupportedMethods
 
 _MODULES = (arithmetic, comparison, construction, indexing, inplace, math, ordering, pointwise,
-            rearrange, reduction, selection, shape, unsupported)
+            rearrange, reduction, sampling, selection, shape, unsupported)
 
 
 def bind_ops() -> None:
@@ -49,5 +51,6 @@ def bind_ops() -> None:
 
 __all__ = ["ArithmeticMethods", "ComparisonMethods", "ConstructionMethods", "IndexingMethods",
            "InplaceMethods", "MathMethods", "OrderingMethods", "PointwiseMethods",
-           "RearrangeMethods", "ReductionMethods", "SelectionMethods", "ShapeMethods",
+           "RearrangeMethods", "ReductionMethods", "SamplingMethods", "SelectionMethods",
+           "ShapeMethods",
            "UnsupportedMethods", "ValuesIndices", "bind_ops"]

@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..tensor import Tensor
-    from ..ops import arith, binary, bitwise, linalg, pointwise, unary
+    from ..ops import arith, binary, bitwise, linalg, pointwise, unary  # noqa: TC004 - bound at runtime by _bind()
+    from ..tensor import Tensor  # noqa: TC004 - bound at runtime by _bind()
 
 
 class ArithmeticMethods:

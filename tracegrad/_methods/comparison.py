@@ -10,8 +10,8 @@ import operator as _ops
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..ops import _operands, bitwise
-    from ..tensor import Tensor
+    from ..ops import _operands, bitwise  # noqa: TC004 - bound at runtime by _bind()
+    from ..tensor import Tensor  # noqa: TC004 - bound at runtime by _bind()
 
 
 def _compare(self, other, compare):

@@ -83,12 +83,12 @@ class InplaceMethods:
     def normal_(self, mean=0.0, std=1.0, generator=None):
         from ..factories import _random_like
 
-        return _fill_random(self, "normal_", _random_like(self, "normal", mean, std))
+        return _fill_random(self, "normal_", _random_like(self, "normal", mean, std, generator))
 
     def uniform_(self, a=0.0, b=1.0, generator=None):
         from ..factories import _random_like
 
-        return _fill_random(self, "uniform_", _random_like(self, "uniform", a, b))
+        return _fill_random(self, "uniform_", _random_like(self, "uniform", a, b, generator))
 
     __iadd__ = add_
     __isub__ = sub_

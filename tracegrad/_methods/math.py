@@ -10,8 +10,7 @@ from collections import namedtuple
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..tensor import Tensor
-    from ..ops import decompositions, indexing, linalg, pointwise, unary
+    from ..ops import decompositions, indexing, linalg, pointwise, unary  # noqa: TC004 - bound at runtime by _bind()
 
 
 SvdResult = namedtuple("svd", ["U", "S", "V"])

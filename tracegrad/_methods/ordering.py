@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING
 from .reduction import ValuesIndices
 
 if TYPE_CHECKING:
-    from ..ops import sorting
-    from ..ops.shape import wrap_dim
-    from ..tensor import Tensor
+    from ..ops import sorting  # noqa: TC004 - bound at runtime by _bind()
+    from ..ops.shape import wrap_dim  # noqa: TC004 - bound at runtime by _bind()
+    from ..tensor import Tensor  # noqa: TC004 - bound at runtime by _bind()
 
 class OrderingMethods:
     __slots__ = ()

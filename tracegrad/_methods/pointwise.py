@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..ops import arith, binary, pointwise, unary
-    from ..tensor import Tensor
+    from ..ops import arith, binary, pointwise, unary  # noqa: TC004 - bound at runtime by _bind()
+    from ..tensor import Tensor  # noqa: TC004 - bound at runtime by _bind()
 
 
 class PointwiseMethods:

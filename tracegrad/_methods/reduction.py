@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 from .comparison import numpy_aliases
 
 if TYPE_CHECKING:
-    from ..ops import norms, reduce, scan, statistics, unary
-    from ..tensor import Tensor
+    from ..ops import norms, reduce, scan, statistics, unary  # noqa: TC004 - bound at runtime by _bind()
+    from ..tensor import Tensor  # noqa: TC004 - bound at runtime by _bind()
 
 
 ValuesIndices = namedtuple("return_types", ["values", "indices"])

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 # Tensor first: every op module imports it, and tensor.py binds the op modules into its
 # methods as it finishes loading (tracegrad._methods.bind_ops).
-from .. import tensor as _tensor  # noqa: F401, I001
+from .. import tensor as _tensor  # noqa: F401
 from ..autograd.function import Op
 
 
@@ -35,6 +35,7 @@ def registry() -> dict[str, type]:
         pointwise,
         rearrange,
         reduce,
+        sampling,
         scan,
         selection,
         shape,

@@ -14,7 +14,6 @@ from ..tensor import Tensor
 from ._operands import broadcast_error, operands, true_divide_dtype
 from .reduce import sum_to
 
-
 _BOOL = np.dtype(bool)
 
 

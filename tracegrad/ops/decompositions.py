@@ -18,7 +18,7 @@ from ..tensor import Tensor
 from .linalg import matmul
 
 
-def _mT(tensor):  # noqa: N802 - the matrix transpose, named as torch's .mT
+def _mT(tensor):
     return tensor.transpose(-2, -1)
 
 
@@ -287,7 +287,7 @@ def _qr_grad(q, r, grad_q, grad_r):
     return matmul(grad_q + matmul(q, copied), _mT(Inv.apply(r)))
 
 
-def Diag(tensor):  # noqa: N802 - a matrix with only the diagonal of tensor kept
+def Diag(tensor):
     from .rearrange import DiagEmbed, DiagonalCopy
 
     return DiagEmbed.apply(DiagonalCopy.apply(tensor, 0, -2, -1), 0, -2, -1)
@@ -374,7 +374,7 @@ class Eigh(Op):
     node_name = "LinalgEighBackward0"
 
     @staticmethod
-    def forward(ctx, a, UPLO="L", eigenvectors=True):  # noqa: N803 - torch's name
+    def forward(ctx, a, UPLO="L", eigenvectors=True):
         _matrices("linalg.eigh", a)
         if UPLO not in ("L", "U"):
             raise ShapeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")

@@ -20,7 +20,7 @@ def parse(equation: str, operands) -> tuple[list[str], str]:
     terms = inputs.split(",")
     if len(terms) != len(operands):
         raise InvalidValueError(
-            f"einsum(): more operands were provided than specified in the equation"
+            "einsum(): more operands were provided than specified in the equation"
             if len(operands) > len(terms) else
             "einsum(): fewer operands were provided than specified in the equation")
     used = set(equation) - set(".,->")

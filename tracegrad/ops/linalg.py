@@ -279,7 +279,7 @@ def _folded(big, small):
     return UnsafeView.apply(product, shape=big._array.shape[:-1] + (small._array.shape[-1],))
 
 
-def _batched(a, b, Expand, Reshape, Unsqueeze):  # noqa: N803 - op classes
+def _batched(a, b, Expand, Reshape, Unsqueeze):
     """Two batches: broadcast the batch dims, fold them into one, bmm, view back."""
     xa, xb = a._array, b._array
     n = xa.shape[-2] if xa.ndim > 1 else 1

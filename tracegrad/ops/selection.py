@@ -64,7 +64,7 @@ class IndexSelect(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        shape, dtype = ctx._input_meta[0]
+        shape = ctx._input_meta[0][0]
         zeros = _wrap(grad._xp.zeros(shape, dtype=grad._array.dtype))
         if not len(shape):
             return (grad, None, None)
