@@ -9,6 +9,7 @@ from __future__ import annotations
 import builtins
 
 from ._methods import ValuesIndices
+from ._dtype import from_numpy_dtype as _from_numpy_dtype
 from ._methods.comparison import numpy_aliases as _numpy_aliases
 from .ops import arith as _arith
 from .ops import binary as _binary
@@ -392,6 +393,14 @@ def where(condition, input=None, other=None):
     if input is None and other is None:
         return tuple(Tensor._wrap(index, False)
                      for index in condition._xp.nonzero(condition._array))
+    if not isinstance(input, Tensor) and not isinstance(other, Tensor):
+        # two numbers: the result has the dtype torch infers for them (float32 for floats)
+        from .factories import scalar_tensor
+        from ._dtype import array_dtype_for
+
+        kinds = [array_dtype_for(value) for value in (input, other)]
+        wider = kinds[0] if kinds[0].kind == "f" or kinds[1].kind != "f" else kinds[1]
+        input = scalar_tensor(input, dtype=_from_numpy_dtype(wider))
     return indexing.Where.apply(condition, input, other)
 
 

@@ -383,6 +383,8 @@ def arange(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=
     else:
         numpy_dtype = _dtype.to_numpy_dtype(dtype)
     start, end, step = _number(start), _number(end), _number(step)
+    if numpy_dtype.kind in "iub":  # torch casts the bounds and step to the dtype first
+        start, end, step = int(start), int(end), int(step)
     if step == 0:
         raise InvalidValueError(
             f"step must be nonzero (arange({start}, {end}, {step})). Hint: the step is the "
