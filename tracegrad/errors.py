@@ -25,6 +25,12 @@ class DeviceError(TracegradError, RuntimeError):
     """Tensors on different devices, or a device that is not available."""
 
 
+class CudaUnavailableError(DeviceError, AssertionError):
+    """A CUDA query without a usable GPU. torch raises AssertionError ("Torch not compiled
+    with CUDA enabled") on a CPU build and RuntimeError on a CUDA build without a GPU; this
+    is both, so either ``except`` clause catches it."""
+
+
 class AutogradError(TracegradError, RuntimeError):
     """Misuse of autograd: backward twice, non-scalar backward, bad Function backward."""
 

@@ -12,6 +12,23 @@ from .. import tensor as _tensor  # noqa: F401
 from ..autograd.function import Op
 
 
+def __getattr__(name: str):
+    """``tracegrad.ops`` is tracegrad's op classes; torch.ops (``torch.ops.aten.add``, custom
+    operator namespaces) is something else, which tracegrad does not have."""
+    import importlib
+    import importlib.util
+
+    if importlib.util.find_spec(f"{__name__}.{name}") is not None:  # an op module not
+        return importlib.import_module(f".{name}", __name__)        # imported yet
+    if name.startswith("_"):
+        raise AttributeError(f"module 'tracegrad.ops' has no attribute '{name}'")
+    raise AttributeError(
+        f"tracegrad does not implement torch.ops (torch.ops.{name} is PyTorch's operator "
+        f"registry; tracegrad.ops holds tracegrad's own op classes, listed by "
+        "tracegrad.ops.registry()). A script that uses torch.ops can still be observed on "
+        "real PyTorch: keep `import torch` and run it with `tracegrad run`.")
+
+
 def registry() -> dict[str, type]:
     """op class name -> op class, for every built-in op, sorted by name.
 
