@@ -84,11 +84,13 @@ def get_default_dtype() -> dtype:
 def set_default_dtype(d) -> None:
     """The dtype of new floating tensors (``tensor([1.0])``, ``zeros``, ``rand``): only a
     floating dtype, as torch requires."""
+    from .errors import ArgumentTypeError
+
     if not isinstance(d, dtype):
-        raise TypeError(f"set_default_dtype(): argument 'd' (position 1) must be torch.dtype, "
+        raise ArgumentTypeError(f"set_default_dtype(): argument 'd' (position 1) must be torch.dtype, "
                         f"not {type(d).__name__}")
     if not d.is_floating_point:
-        raise TypeError(f"only floating-point types are supported as the default type (got "
+        raise ArgumentTypeError(f"only floating-point types are supported as the default type (got "
                         f"{d!r}). Hint: integer tensors come from integer data or "
                         f"dtype=torch.int64.")
     _dtype.default_float = d

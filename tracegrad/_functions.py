@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import builtins
 
-from ._methods import ValuesIndices
 from ._dtype import from_numpy_dtype as _from_numpy_dtype
+from ._methods import ValuesIndices
 from ._methods.comparison import numpy_aliases as _numpy_aliases
 from .ops import arith as _arith
 from .ops import binary as _binary
@@ -395,8 +395,8 @@ def where(condition, input=None, other=None):
                      for index in condition._xp.nonzero(condition._array))
     if not isinstance(input, Tensor) and not isinstance(other, Tensor):
         # two numbers: the result has the dtype torch infers for them (float32 for floats)
-        from .factories import scalar_tensor
         from ._dtype import array_dtype_for
+        from .factories import scalar_tensor
 
         kinds = [array_dtype_for(value) for value in (input, other)]
         wider = kinds[0] if kinds[0].kind == "f" or kinds[1].kind != "f" else kinds[1]
@@ -934,7 +934,8 @@ def tensordot(a, b, dims=2):
                 f"contracted dimensions need to match, but first has size "
                 f"{a._array.shape[left]} in dim {left} and second has size "
                 f"{b._array.shape[right]} in dim {right} ({a._describe()} and "
-                f"{b._describe()})")
+                f"{b._describe()}). Hint: dims=n contracts the last n dims of a with the "
+                "first n of b; pass dims=([...], [...]) to pick them.")
     free_a = [d for d in range(a._array.ndim) if d not in dims_a]
     free_b = [d for d in range(b._array.ndim) if d not in dims_b]
     size_free_a = _product(a._array.shape[d] for d in free_a)

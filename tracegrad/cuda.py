@@ -71,7 +71,7 @@ def set_device(device) -> None:
     _cupy_or_raise().cuda.Device(_index(device)).use()
 
 
-class device:  # noqa: N801 - named as torch.cuda.device
+class device:
     """``with torch.cuda.device(i):`` makes device i current inside the block."""
 
     def __init__(self, device) -> None:

@@ -86,7 +86,8 @@ def _size(size, op_name: str = "zeros") -> tuple:
     for value in size:
         if value < 0:
             raise InvalidValueError(
-                f"Trying to create tensor with negative dimension {value}: {list(size)}")
+                f"Trying to create tensor with negative dimension {value}: {list(size)}. "
+                "Hint: sizes count elements, so they are 0 or more.")
     return size
 
 
@@ -174,7 +175,8 @@ def _as_array(data, dtype, copy: bool) -> np.ndarray:
     elif isinstance(data, np.ndarray):
         array = data
     elif isinstance(data, str):
-        raise ArgumentTypeError(f"new(): invalid data type '{type(data).__name__}'")
+        raise ArgumentTypeError(f"new(): invalid data type '{type(data).__name__}'. Hint: "
+                                "tensors hold numbers and bools.")
     else:
         array = np.asarray(data)
     if dtype is not None:
@@ -276,7 +278,9 @@ def _flatten(data, out: list) -> str:
             raise DTypeError("tracegrad has no complex dtypes (torch.tensor made a "
                              "complex64 tensor here)")
         else:
-            raise ArgumentTypeError(f"new(): invalid data type '{type(item).__name__}'")
+            raise ArgumentTypeError(f"new(): invalid data type '{type(item).__name__}' (an "
+                                    f"element {item!r}). Hint: tensors hold numbers and "
+                                    "bools.")
         kind = max(kind, item_kind, key=" bif".index)
     out.extend(order)
     return kind
@@ -383,8 +387,15 @@ def arange(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=
     else:
         numpy_dtype = _dtype.to_numpy_dtype(dtype)
     start, end, step = _number(start), _number(end), _number(step)
+    original_step, cast_to_zero = step, False
     if numpy_dtype.kind in "iub":  # torch casts the bounds and step to the dtype first
         start, end, step = int(start), int(end), int(step)
+        cast_to_zero = original_step != 0 and step == 0
+    if step == 0 and cast_to_zero:
+        raise ArgumentValueError(
+            f"step must be nonzero (arange with dtype={numpy_dtype.name}: the step "
+            f"{original_step} became 0 as an integer). Hint: use a float dtype, or a whole-"
+            "number step.")
     if step == 0:
         raise InvalidValueError(
             f"step must be nonzero (arange({start}, {end}, {step})). Hint: the step is the "
@@ -429,7 +440,8 @@ def _check_steps(steps) -> int:
         raise ArgumentTypeError(f"linspace(): argument 'steps' must be int, not "
                                 f"{type(steps).__name__}")
     if steps < 0:
-        raise InvalidValueError("number of steps must be non-negative")
+        raise InvalidValueError(f"number of steps must be non-negative (got {steps}). Hint: "
+                                "steps is how many points, including both ends.")
     return int(steps)
 
 
@@ -516,7 +528,8 @@ def randint(*args, size=None, generator=None, dtype=None, device=None,
     high = _number(high)
     if low >= high:
         raise InvalidValueError(
-            f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+            f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}. "
+            "Hint: randint(low, high, size) draws from [low, high).")
     numpy_dtype = np.dtype(np.int64) if dtype is None else _dtype.to_numpy_dtype(dtype)
     draws = _random.numpy_generator(generator).integers(int(low), int(high),
                                                         _size((size,), "randint"))
@@ -597,7 +610,8 @@ def multinomial(input, num_samples, replacement=False, *, generator=None) -> Ten
     if not replacement and num_samples > rows.shape[1]:
         raise InvalidValueError(
             f"cannot sample n_sample > prob_dist.size(-1) samples without replacement "
-            f"({num_samples} > {rows.shape[1]}). Hint: pass replacement=True.")
+            f"({num_samples} > {rows.shape[1]}; {input._describe()}). Hint: pass "
+            "replacement=True.")
     if (rows < 0).any() or not np.isfinite(rows).all():
         raise InvalidValueError("probability tensor contains either `inf`, `nan` or "
                                 "element < 0")
@@ -606,8 +620,9 @@ def multinomial(input, num_samples, replacement=False, *, generator=None) -> Ten
     for row in rows:
         total = row.sum()
         if total <= 0:
-            raise InvalidValueError("invalid multinomial distribution (sum of probabilities "
-                                    "<= 0)")
+            raise InvalidValueError(f"invalid multinomial distribution (sum of probabilities "
+                                    f"<= 0) ({input._describe()}). Hint: every row needs a "
+                                    "positive weight.")
         if not replacement and np.count_nonzero(row) < num_samples:
             raise InvalidValueError("invalid multinomial distribution (with replacement=False,"
                                     " not enough non-negative category to sample)")

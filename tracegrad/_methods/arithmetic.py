@@ -77,11 +77,12 @@ class ArithmeticMethods:
         if rounding_mode is None:
             return arith.Div.apply(self, other)
         if rounding_mode not in ("trunc", "floor"):
-            from ..errors import ArgumentValueError
+            from ..errors import InvalidValueError
 
-            raise ArgumentValueError(
+            raise InvalidValueError(
                 f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but "
-                f"found '{rounding_mode}'")
+                f"found '{rounding_mode}' ({self._describe()}). Hint: rounding_mode=None is "
+                "true division.")
         return binary.DivRounding.apply(self, other, rounding_mode)
 
     def neg(self):
@@ -132,7 +133,7 @@ class ArithmeticMethods:
 
             raise ArgumentTypeError(
                 f"unsupported format string passed to Tensor.__format__ (format spec "
-                f"{format_spec!r} for a tensor of shape {list(self.shape)}). Hint: only a "
+                f"{format_spec!r} for {self._describe()}). Hint: only a "
                 "0-d tensor formats as a number; use t.item() or t.squeeze() first.")
         return repr(self)
 

@@ -56,11 +56,11 @@ class PointwiseMethods:
         return binary.XlogyScalarOther.apply(self, other)
 
     def logaddexp(self, other):
-        binary.check_tensor_argument("logaddexp", "other", 2, other)
+        binary.check_tensor_argument("logaddexp", "other", 2, other, self)
         return binary.Logaddexp.apply(self, other)
 
     def logaddexp2(self, other):
-        binary.check_tensor_argument("logaddexp2", "other", 2, other)
+        binary.check_tensor_argument("logaddexp2", "other", 2, other, self)
         return binary.Logaddexp2.apply(self, other)
 
     # -- trigonometric and hyperbolic --------------------------------------------------
@@ -95,13 +95,13 @@ class PointwiseMethods:
     arcsinh, arccosh, arctanh = asinh, acosh, atanh
 
     def atan2(self, other):
-        binary.check_tensor_argument("atan2", "other", 2, other)
+        binary.check_tensor_argument("atan2", "other", 2, other, self)
         return binary.Atan2.apply(self, other)
 
     arctan2 = atan2
 
     def hypot(self, other):
-        binary.check_tensor_argument("hypot", "other", 2, other)
+        binary.check_tensor_argument("hypot", "other", 2, other, self)
         return binary.Hypot.apply(self, other)
 
     def sinc(self):
@@ -142,7 +142,7 @@ class PointwiseMethods:
         return binary.CopysignScalar.apply(self, other)
 
     def heaviside(self, values):
-        binary.check_tensor_argument("heaviside", "values", 2, values)
+        binary.check_tensor_argument("heaviside", "values", 2, values, self)
         return binary.Heaviside.apply(self, values)
 
     def nan_to_num(self, nan=0.0, posinf=None, neginf=None):
@@ -249,13 +249,13 @@ class PointwiseMethods:
     arcsinh_, arccosh_, arctanh_ = asinh_, acosh_, atanh_
 
     def atan2_(self, other):
-        binary.check_tensor_argument("atan2_", "other", 2, other)
+        binary.check_tensor_argument("atan2_", "other", 2, other, self)
         return self._inplace("atan2_", binary.Atan2, other)
 
     arctan2_ = atan2_
 
     def hypot_(self, other):
-        binary.check_tensor_argument("hypot_", "other", 2, other)
+        binary.check_tensor_argument("hypot_", "other", 2, other, self)
         return self._inplace("hypot_", binary.Hypot, other)
 
     def log_(self):
@@ -356,7 +356,7 @@ class PointwiseMethods:
         return self._inplace("copysign_", binary.CopysignScalar, other)
 
     def heaviside_(self, values):
-        binary.check_tensor_argument("heaviside_", "values", 2, values)
+        binary.check_tensor_argument("heaviside_", "values", 2, values, self)
         return self._inplace("heaviside_", binary.Heaviside, values)
 
     def fmod_(self, other):
@@ -425,11 +425,11 @@ class PointwiseMethods:
 
 def _check_rounding_mode(rounding_mode) -> None:
     if rounding_mode not in ("trunc", "floor"):
-        from ..errors import ArgumentValueError
+        from ..errors import InvalidValueError
 
-        raise ArgumentValueError(
+        raise InvalidValueError(
             f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
-            f"'{rounding_mode}'")
+            f"'{rounding_mode}'. Hint: rounding_mode=None is true division.")
 
 
 def _bool_error(op_name: str):

@@ -105,7 +105,8 @@ class RearrangeMethods:
 
             raise ShapeError(
                 f"unflatten: Provided sizes {list(sizes)} don't multiply up to the size of "
-                f"dim {dim} ({current[axis]}) in the input tensor ({self._describe()})")
+                f"dim {dim} ({current[axis]}) in the input tensor ({self._describe()}). Hint: "
+                "one size may be -1, to be inferred.")
         return shape.View.apply(self, shape=current[:axis] + sizes + current[axis + 1:])
 
     def ravel(self):
@@ -129,7 +130,8 @@ class RearrangeMethods:
                 raise InvalidValueError(
                     f"repeats must have the same size as input along dim, but got "
                     f"repeats.size(0) = {counts.size} and input.size({axis}) = "
-                    f"{source._array.shape[axis]}")
+                    f"{source._array.shape[axis]} ({self._describe()}). Hint: give one "
+                    "count per element, or a single count for all.")
             positions = self._xp.repeat(self._xp.arange(source._array.shape[axis]),
                                         counts.reshape(-1))
             from ..ops import selection

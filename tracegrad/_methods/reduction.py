@@ -65,7 +65,7 @@ class ReductionMethods:
             dim, keepdim = numpy_aliases("prod", aliases, dim, keepdim)
         if dim is None:
             return reduce.ProdAll.apply(self, _np_dtype(dtype))
-        _require_int_dim("prod", dim)
+        _require_int_dim("prod", dim, self)
         return reduce.Prod.apply(self, dim, keepdim, _np_dtype(dtype))
 
     def max(self, dim=None, keepdim=False, **aliases):
@@ -192,13 +192,14 @@ class ReductionMethods:
         return self._inplace("cumprod_", scan.Cumprod, dim, _np_dtype(dtype))
 
 
-def _require_int_dim(op_name: str, dim) -> None:
+def _require_int_dim(op_name: str, dim, tensor) -> None:
     if not isinstance(dim, int):
         from ..errors import ArgumentTypeError
 
         raise ArgumentTypeError(
             f"{op_name}() received an invalid combination of arguments - got dim="
-            f"{dim!r}, but expected one of: (*, dtype), (int dim, bool keepdim, *, dtype). "
+            f"{dim!r}, but expected one of: (*, dtype), (int dim, bool keepdim, *, dtype) "
+            f"({tensor._describe()}). "
             "Hint: prod reduces one dim at a time; call it once per dim.")
 
 

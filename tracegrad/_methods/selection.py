@@ -29,7 +29,8 @@ class SelectionMethods:
 
             raise OutOfRangeError(
                 f"select(): index {index} out of range for tensor of size "
-                f"{list(self.shape)} at dimension {dim} ({self._describe()})")
+                f"{list(self.shape)} at dimension {dim} ({self._describe()}). Hint: valid "
+                f"indices are {-size} to {size - 1}.")
         return indexing.select_index(self, axis, index)
 
     def index_select(self, dim, index):

@@ -28,11 +28,12 @@ def _bool_subtraction_error(a, b) -> DTypeError:
             b._array if isinstance(b, Tensor) else b):
         return DTypeError(
             f"Subtraction, the `-` operator, with two bool tensors is not supported. Use the "
-            f"`^` or `logical_xor()` operator instead. ({described})")
+            f"`^` or `logical_xor()` operator instead. ({described}) Hint: convert with "
+            ".long() or .float() to subtract them as numbers.")
     return DTypeError(
         f"Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
         f"trying to invert a mask, use the `~` or `logical_not()` operator instead. "
-        f"({described})")
+        f"({described}) Hint: convert with .long() or .float() to subtract it as numbers.")
 
 
 def _shape(value) -> tuple:
@@ -146,7 +147,8 @@ class Neg(Op):
             raise DTypeError(
                 f"Negation, the `-` operator, on a bool tensor is not supported. If you are "
                 f"trying to invert a mask, use the `~` or `logical_not()` operator instead. "
-                f"(negating {a._describe()})")
+                f"(negating {a._describe()}) Hint: ~mask inverts it; -mask.long() negates "
+                "it as integers.")
         return -x
 
     @staticmethod

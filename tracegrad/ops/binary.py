@@ -274,7 +274,8 @@ class Hypot(Op):
             from .pointwise import _torch_type_name
 
             raise UnsupportedDTypeError(f"\"hypot_cpu\" not implemented for "
-                             f"'{_torch_type_name(x.dtype)}' ({a._describe()})")
+                                        f"'{_torch_type_name(x.dtype)}' ({a._describe()}). "
+                                        "Hint: convert it with .float() first.")
         ctx.save_for_backward(a, b)
         return a._xp.hypot(x, y)
 
@@ -559,10 +560,11 @@ class Fmin(Fmax):
     _pick = "fmin"
 
 
-def check_tensor_argument(op_name: str, name: str, position: int, value) -> None:
+def check_tensor_argument(op_name: str, name: str, position: int, value, tensor=None) -> None:
     """torch's TypeError for a number where its signature takes only a Tensor."""
     if not isinstance(value, Tensor):
+        beside = f" (beside {tensor._describe()})" if tensor is not None else ""
         raise ArgumentTypeError(
             f"{op_name}(): argument '{name}' (position {position}) must be Tensor, not "
-            f"{type(value).__name__}. Hint: wrap it with tracegrad.tensor(...).")
+            f"{type(value).__name__}{beside}. Hint: wrap it with tracegrad.tensor(...).")
 

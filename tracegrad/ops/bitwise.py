@@ -30,28 +30,29 @@ def _pair(op_name: str, a, b):
     return x, y
 
 
-def _require_tensor(op_name: str, name: str, position: int, value) -> None:
+def _require_tensor(op_name: str, name: str, position: int, value, tensor) -> None:
     if not isinstance(value, Tensor):
         raise ArgumentTypeError(
             f"{op_name}(): argument '{name}' (position {position}) must be Tensor, not "
-            f"{type(value).__name__}. Hint: wrap it with tracegrad.tensor(...).")
+            f"{type(value).__name__} (beside {tensor._describe()}). Hint: wrap it with "
+            "tracegrad.tensor(...).")
 
 
 # -- logical: any dtype, bool result -----------------------------------------------------
 def logical_and(a, b) -> Tensor:
-    _require_tensor("logical_and", "other", 2, b)
+    _require_tensor("logical_and", "other", 2, b, a)
     x, y = _pair("logical_and", a, b)
     return _wrap(a._xp.logical_and(x, y))
 
 
 def logical_or(a, b) -> Tensor:
-    _require_tensor("logical_or", "other", 2, b)
+    _require_tensor("logical_or", "other", 2, b, a)
     x, y = _pair("logical_or", a, b)
     return _wrap(a._xp.logical_or(x, y))
 
 
 def logical_xor(a, b) -> Tensor:
-    _require_tensor("logical_xor", "other", 2, b)
+    _require_tensor("logical_xor", "other", 2, b, a)
     x, y = _pair("logical_xor", a, b)
     return _wrap(a._xp.logical_xor(x, y))
 

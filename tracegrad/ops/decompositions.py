@@ -36,7 +36,8 @@ def _matrices(op_name: str, a, square: bool = True) -> None:
     x = a._array
     if x.ndim < 2:
         raise ShapeError(f"{op_name}: The input tensor A must have at least 2 dimensions. "
-                         f"({a._describe()})")
+                         f"({a._describe()}) Hint: a matrix, or a batch of them, is needed; "
+                         "unsqueeze a vector.")
     _float_only(op_name, a)
     if square and x.shape[-1] != x.shape[-2]:
         raise ShapeError(
@@ -500,18 +501,20 @@ class Cross(Op):
 
     @staticmethod
     def forward(ctx, a, b, dim=-1):
-        from .shape import wrap_dim
+        from ._checks import wrap_dim
 
         x, y = a._array, b._array
         if x.ndim != y.ndim:
             raise ShapeError(
                 f"linalg.cross: inputs must have the same number of dimensions. "
                 f"({a._describe()} and {b._describe()})")
-        axis = wrap_dim(dim, x.ndim)
+        axis = wrap_dim(dim, x.ndim, a)
         if x.shape[axis] != 3 or y.shape[axis] != 3:
             raise ShapeError(
                 f"linalg.cross: inputs dimension {dim} must have length 3. Got "
-                f"{x.shape[axis]} and {y.shape[axis]} ({a._describe()} and {b._describe()})")
+                f"{x.shape[axis]} and {y.shape[axis]} ({a._describe()} and {b._describe()}). "
+                "Hint: the cross product is defined for 3-vectors; pass dim= for the axis "
+                "that has them.")
         ctx.save_for_backward(a, b)
         ctx.axis = axis
         xp = a._xp

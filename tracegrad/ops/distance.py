@@ -46,7 +46,8 @@ class Cdist(Op):
         if a.shape[-1] != b.shape[-1]:
             raise ShapeError(
                 f"X1 and X2 must have the same number of columns. X1: {a.shape[-1]} X2: "
-                f"{b.shape[-1]} ({x1._describe()} and {x2._describe()})")
+                f"{b.shape[-1]} ({x1._describe()} and {x2._describe()}). Hint: the rows of "
+                "both are points in one space, so their lengths must agree.")
         if a.dtype.kind != "f" or b.dtype.kind != "f":
             raise DTypeError(f"cdist only supports floating-point dtypes, X1 got: "
                              f"{x1.dtype.name} ({x1._describe()})")

@@ -137,7 +137,8 @@ class Dot(Op):
             raise ShapeError(
                 f"inconsistent tensor size, expected tensor [{x.shape[0]}] and src "
                 f"[{y.shape[0]}] to have the same number of elements, but got {x.shape[0]} "
-                f"and {y.shape[0]} elements respectively{_described(a, b)}")
+                f"and {y.shape[0]} elements respectively{_described(a, b)}\nHint: dot "
+                "multiplies two vectors of equal length elementwise and sums.")
         if x.dtype is not y.dtype:
             raise DTypeError(
                 f"dot : expected both vectors to have same dtype, but found "

@@ -9,16 +9,17 @@ from __future__ import annotations
 from ..autograd.function import Op
 from ..errors import ArgumentTypeError, InvalidValueError, ShapeError
 from ..tensor import Tensor
-from .shape import wrap_dim
+from ._checks import wrap_dim
 
 
-def _dims(dims, ndim: int) -> tuple:
+def _dims(dims, tensor) -> tuple:
     if isinstance(dims, int):
         dims = (dims,)
-    axes = tuple(wrap_dim(d, ndim) for d in dims)
+    axes = tuple(wrap_dim(d, tensor._array.ndim, tensor) for d in dims)
     if len(set(axes)) != len(axes):
         raise InvalidValueError(f"dims has duplicates, original flip dims size={len(axes)}, "
-                                f"but unique flip dims size={len(set(axes))}")
+                                f"but unique flip dims size={len(set(axes))} ({tensor._describe()})."
+                                " Hint: name each dimension once.")
     return axes
 
 
@@ -27,7 +28,7 @@ class Flip(Op):
 
     @staticmethod
     def forward(ctx, a, dims):
-        axes = _dims(dims, a._array.ndim)
+        axes = _dims(dims, a)
         ctx.axes = axes
         if not axes:
             return a._array.copy()
@@ -49,15 +50,15 @@ class Roll(Op):
             if len(shifts) != 1:
                 raise InvalidValueError(
                     f"roll: shifts and dims must align. shifts: {len(shifts)}, dims: 0 "
-                    f"({a._describe()})")
+                    f"({a._describe()}). Hint: give one dim per shift.")
             ctx.shifts, ctx.axes = shifts, None
             return a._xp.roll(x, shifts[0])
         axes = (dims,) if isinstance(dims, int) else tuple(dims)
         if len(axes) != len(shifts):
             raise InvalidValueError(
                 f"shifts and dimensions must align. shifts: {len(shifts)}, dims:{len(axes)} "
-                f"({a._describe()})")
-        axes = tuple(wrap_dim(d, x.ndim) for d in axes)
+                f"({a._describe()}). Hint: give one dim per shift.")
+        axes = tuple(wrap_dim(d, x.ndim, a) for d in axes)
         ctx.shifts, ctx.axes = shifts, axes
         return a._xp.roll(x, shifts, axis=axes)
 
@@ -79,8 +80,9 @@ class Rot90(Op):
                                     f"{len(dims)} ({a._describe()})")
         if x.ndim < 2:
             raise InvalidValueError(f"expected total dims >= 2, but got total dims = "
-                                    f"{x.ndim} ({a._describe()})")
-        axes = (wrap_dim(dims[0], x.ndim), wrap_dim(dims[1], x.ndim))
+                                    f"{x.ndim} ({a._describe()}). Hint: rot90 turns a plane "
+                                    "of two dimensions.")
+        axes = (wrap_dim(dims[0], x.ndim, a), wrap_dim(dims[1], x.ndim, a))
         if axes[0] == axes[1]:
             raise InvalidValueError(
                 f"expected rotation dims to be different, but got dim0 = {dims[0]} and dim1 "
@@ -96,7 +98,8 @@ class Rot90(Op):
 def _check_matrix(op_name: str, a) -> None:
     if a._array.ndim < 2:
         raise ShapeError(f"{op_name}: input tensor must have at least 2 dimensions "
-                         f"({a._describe()})")
+                         f"({a._describe()}). Hint: {op_name} keeps a triangle of a matrix; "
+                         "use unsqueeze(0) or diag() for a vector.")
 
 
 class Tril(Op):
@@ -155,7 +158,7 @@ def diagonal_view(xp, x, offset: int, axis1: int, axis2: int):
 
 def _diagonal_axes(a, dim1: int, dim2: int) -> tuple:
     ndim = a._array.ndim
-    axis1, axis2 = wrap_dim(dim1, ndim), wrap_dim(dim2, ndim)
+    axis1, axis2 = wrap_dim(dim1, ndim, a), wrap_dim(dim2, ndim, a)
     if axis1 == axis2:
         raise InvalidValueError(f"diagonal dimensions cannot be identical {dim1}, {dim2} "
                                 f"({a._describe()})")
@@ -237,7 +240,7 @@ class DiagEmbed(Op):
     def forward(ctx, a, offset=0, dim1=-2, dim2=-1):
         x = a._array
         ndim = x.ndim + 1
-        axis1, axis2 = wrap_dim(dim1, ndim), wrap_dim(dim2, ndim)
+        axis1, axis2 = wrap_dim(dim1, ndim, a), wrap_dim(dim2, ndim, a)
         if axis1 == axis2:
             raise InvalidValueError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
         size = x.shape[-1] + abs(offset) if x.ndim else 1 + abs(offset)
@@ -266,7 +269,8 @@ def diag(a, diagonal: int = 0):
     if ndim == 2:
         return DiagonalCopy.apply(a, diagonal, 0, 1)
     raise InvalidValueError(f"diag(): Supports 1D or 2D tensors. Got {ndim}D "
-                            f"({a._describe()})")
+                            f"({a._describe()}). Hint: diagonal(offset, dim1, dim2) takes "
+                            "the diagonal of batches.")
 
 
 # -- splitting ---------------------------------------------------------------------------
@@ -278,13 +282,14 @@ class SplitWithSizes(Op):
     @staticmethod
     def forward(ctx, a, split_sizes, dim=0):
         x = a._array
-        axis = wrap_dim(dim, x.ndim)
+        axis = wrap_dim(dim, x.ndim, a)
         sizes = [int(size) for size in split_sizes]
         if sum(sizes) != x.shape[axis] or any(size < 0 for size in sizes):
             raise ShapeError(
                 f"split_with_sizes expects split_sizes to sum exactly to {x.shape[axis]} "
                 f"(input tensor's size at dimension {axis}), but got split_sizes={sizes} "
-                f"({a._describe()})")
+                f"({a._describe()}). Hint: tensor_split cuts at indices without covering "
+                "every element.")
         pieces, start = [], 0
         for size in sizes:
             index = (slice(None),) * axis + (slice(start, start + size),)

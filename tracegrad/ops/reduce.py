@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from ..autograd.function import Op
 from ..errors import ShapeError
+from ._checks import wrap_dim
 
 
 def normalize_dims(dim, ndim: int) -> tuple | None:
     """dim as a sorted tuple of non-negative axes (None means all)."""
-    from .shape import wrap_dim
-
     if dim is None:
         return None
     if isinstance(dim, int):
@@ -96,7 +95,8 @@ class Mean(Op):
 
             raise DTypeError(
                 f"mean(): could not infer output dtype. Input dtype must be either a floating "
-                f"point or complex dtype. Got: {a.dtype.name}. Hint: call .float() first.")
+                f"point or complex dtype. Got: {_torch_name(a)} ({a._describe()}). Hint: call "
+                ".float() first, or pass dtype=torch.float32.")
         dims = normalize_dims(dim, x.ndim)
         ctx.input_shape, ctx.dims, ctx.keepdim = x.shape, dims, keepdim
         count = x.size if dims is None else _product(x.shape[d] for d in dims)
@@ -110,6 +110,11 @@ class Mean(Op):
 
 class MeanAll(Mean):
     node_name = "MeanBackward0"
+
+
+def _torch_name(tensor) -> str:
+    return {"int64": "Long", "int32": "Int", "uint8": "Byte", "bool": "Bool"}.get(
+        tensor.dtype.name, tensor.dtype.name)
 
 
 def _product(values) -> int:
@@ -156,11 +161,9 @@ class MaxDim(Op):
 
     @staticmethod
     def forward(ctx, a, dim, keepdim=False):
-        from .shape import wrap_dim
-
         x = a._array
         xp = a._xp
-        axis = wrap_dim(dim, x.ndim)
+        axis = wrap_dim(dim, x.ndim, a)
         if x.ndim and x.shape[axis] == 0:
             raise ShapeError(f"{ctx._function._reduce}(): cannot reduce over an empty dimension {dim} "
                              f"of shape {list(x.shape)}")
@@ -202,8 +205,6 @@ def argmin(a, dim=None, keepdim=False):
 
 def _arg_reduce(a, dim, keepdim, which):
     from ..tensor import Tensor
-    from .shape import wrap_dim
-
     xp = a._xp
     x = a._array
     if dim is None:
@@ -211,7 +212,7 @@ def _arg_reduce(a, dim, keepdim, which):
         if keepdim:
             result = xp.reshape(result, (1,) * x.ndim)
     else:
-        axis = wrap_dim(dim, x.ndim)
+        axis = wrap_dim(dim, x.ndim, a)
         result = getattr(xp, which)(x, axis=axis)
         if keepdim:
             result = xp.expand_dims(result, axis)
@@ -250,13 +251,11 @@ class Prod(Op):
 
     @staticmethod
     def forward(ctx, a, dim, keepdim=False, dtype=None):
-        from .shape import wrap_dim
-
         x = a._array
         if dtype is None and x.dtype.kind in "biu":
             dtype = "int64"
         ctx.save_for_backward(a)
-        axis = wrap_dim(dim, x.ndim)
+        axis = wrap_dim(dim, x.ndim, a)
         ctx.dims, ctx.keepdim = ((axis,) if x.ndim else None), keepdim
         return x.prod(axis=axis if x.ndim else None, keepdims=keepdim, dtype=dtype)
 
@@ -331,10 +330,12 @@ class Amax(Op):
         if x.size == 0 and dims is None:
             raise ShapeError(
                 f"{name}(): Expected reduction dim to be specified for input.numel() == 0. "
-                f"Specify the reduction dim with the 'dim' argument. ({a._describe()})")
+                f"Specify the reduction dim with the 'dim' argument. ({a._describe()}) Hint: "
+                "an empty tensor has no largest or smallest element.")
         if dims is not None and any(x.shape[d] == 0 for d in dims):
             raise ShapeError(f"{name}(): Expected reduction dim {dims[0]} to have non-zero "
-                             f"size ({a._describe()})")
+                             f"size ({a._describe()}). Hint: an empty dimension has no "
+                             "extreme value.")
         ctx.save_for_backward(a)
         ctx.dims, ctx.keepdim = dims, keepdim
         reduce = x.max if ctx._function._reduce == "max" else x.min
@@ -379,9 +380,7 @@ class Aminmax(Op):
             raise ShapeError(
                 f"aminmax(): cannot compute aminmax over an empty dimension as the operation "
                 f"has no identity. ({a._describe()})")
-        from .shape import wrap_dim
-
-        dims = None if dim is None or not x.ndim else (wrap_dim(dim, x.ndim),)
+        dims = None if dim is None or not x.ndim else (wrap_dim(dim, x.ndim, a),)
         ctx.save_for_backward(a)
         ctx.dims, ctx.keepdim = dims, keepdim
         low = x.min(axis=dims, keepdims=keepdim)

@@ -11,11 +11,11 @@ import numpy as np
 from .. import _dtype
 from ..autograd.function import Op
 from ..tensor import Tensor
-from .shape import wrap_dim
+from ._checks import wrap_dim
 
 
 def _axis(a, dim) -> int:
-    return wrap_dim(dim, a._array.ndim)
+    return wrap_dim(dim, a._array.ndim, a)
 
 
 def reverse_cumsum(tensor, axis: int):

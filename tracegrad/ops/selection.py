@@ -12,8 +12,8 @@ import numpy as np
 from ..autograd.function import Op
 from ..errors import DTypeError, OutOfRangeError, ShapeError
 from ..tensor import Tensor
+from ._checks import wrap_dim
 from .reduce import sum_to
-from .shape import wrap_dim
 
 
 def _wrap(array) -> Tensor:
@@ -34,7 +34,7 @@ def _index_vector(op_name: str, a, axis: int, index, dtype_message: str | None =
             f" ({index._describe()}). Hint: convert it with .long().")
     if array.ndim > 1:
         raise OutOfRangeError(f"{op_name}(): Index is supposed to be a vector "
-                              f"({index._describe()})")
+                              f"({index._describe()}). Hint: flatten it with .reshape(-1).")
     array = array.reshape(-1)
     size = a._array.shape[axis] if a._array.ndim else 1
     if array.size and (int(array.max()) >= size or int(array.min()) < -size):
@@ -54,7 +54,7 @@ class IndexSelect(Op):
 
     @staticmethod
     def forward(ctx, a, dim, index):
-        axis = wrap_dim(dim, a._array.ndim)
+        axis = wrap_dim(dim, a._array.ndim, a)
         positions = _index_vector("index_select", a, axis, index,
                                   "index_select(): Expected dtype int32 or int64 for index")
         ctx.axis, ctx.positions = axis, positions
@@ -96,7 +96,7 @@ class IndexAdd(Op):
 
     @staticmethod
     def forward(ctx, a, dim, index, source, alpha=1):
-        axis = wrap_dim(dim, a._array.ndim)
+        axis = wrap_dim(dim, a._array.ndim, a)
         positions = _index_vector("index_add", a, axis, index)
         _check_source("index_add_", a, axis, positions, source)
         out = a._array.copy()
@@ -126,14 +126,15 @@ class IndexCopy(Op):
 
     @staticmethod
     def forward(ctx, a, dim, index, source):
-        axis = wrap_dim(dim, a._array.ndim)
+        axis = wrap_dim(dim, a._array.ndim, a)
         positions = _index_vector("index_copy", a, axis, index)
         if a._array.ndim and (source._array.ndim != a._array.ndim
                               or source._array.shape[axis] != positions.size):
+            size = source._array.shape[axis] if source._array.ndim > axis else 0
             raise OutOfRangeError(
                 f"index_copy_(): Number of indices ({positions.size}) should be equal to "
-                f"source.size(dim) ({source._array.shape[axis] if source._array.ndim > axis else 0}) "
-                f"({source._describe()} into {a._describe()})")
+                f"source.size(dim) ({size}) ({source._describe()} into {a._describe()}). "
+                "Hint: source needs one slice per index.")
         _check_source("index_copy_", a, axis, positions, source)
         out = a._array.copy()
         out[_along(axis, positions)] = source._array
@@ -157,7 +158,7 @@ class IndexFill(Op):
 
     @staticmethod
     def forward(ctx, a, dim, index, value):
-        axis = wrap_dim(dim, a._array.ndim)
+        axis = wrap_dim(dim, a._array.ndim, a)
         positions = _index_vector("index_fill", a, axis, index)
         fill = value
         if isinstance(value, Tensor):
@@ -314,7 +315,8 @@ class Take(Op):
                 bad = high if high >= x.size else low
                 raise OutOfRangeError(
                     f"out of range: tried to access index {bad} on a tensor of {x.size} "
-                    f"elements. ({a._describe()})")
+                    f"elements. ({a._describe()}) Hint: take indexes the flattened tensor, "
+                    f"0 to {x.size - 1}.")
         ctx.positions = positions
         return x.reshape(-1)[positions]
 
@@ -343,8 +345,9 @@ class ScatterReduce(Op):
 
         if reduce not in _REDUCTIONS:
             raise ShapeError(f"reduce argument must be either sum, prod, mean, amax or amin, "
-                             f"got {reduce}")
-        axis = wrap_dim(dim, a._array.ndim)
+                             f"got {reduce} ({a._describe()}). Hint: 'amax'/'amin' are the "
+                             "maximum and minimum.")
+        axis = wrap_dim(dim, a._array.ndim, a)
         _check_index("scatter_reduce", a, axis, index)
         xp = a._xp
         where = _grid_index(xp, index._array, axis)

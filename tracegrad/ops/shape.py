@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..autograd.function import Op
 from ..errors import ShapeError
+from ._checks import expand_shape, narrow_start  # torch's input checks (issue 16)
 
 
 def wrap_dim(dim: int, ndim: int) -> int:
@@ -175,21 +176,9 @@ class Expand(Op):
     @staticmethod
     def forward(ctx, a, shape):
         x = a._array
-        lead = len(shape) - x.ndim
-        if lead < 0:
-            raise ShapeError(
-                f"expand: the number of sizes provided ({len(shape)}) must be greater or equal "
-                f"to the number of dimensions in the tensor ({x.ndim})")
-        resolved = tuple(x.shape[axis - lead] if size == -1 else size
-                         for axis, size in enumerate(shape))
+        resolved = expand_shape(a, shape)
         ctx.input_shape = x.shape
-        try:
-            return a._xp.broadcast_to(x, resolved)
-        except ValueError:
-            raise ShapeError(
-                f"The expanded size of the tensor must match the existing size at every "
-                f"non-singleton dimension: cannot expand {a._describe()} to "
-                f"{list(resolved)}") from None
+        return a._xp.broadcast_to(x, resolved)
 
     @staticmethod
     def backward(ctx, grad):
@@ -360,6 +349,5 @@ def narrow(tensor, dim: int, start: int, length: int):
     from .indexing import select_range
 
     axis = wrap_dim(dim, tensor._array.ndim)
-    if start < 0:
-        start += tensor._array.shape[axis]
+    start = narrow_start(tensor, axis, start, length)
     return select_range(tensor, axis, start, start + length)

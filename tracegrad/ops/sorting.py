@@ -13,7 +13,7 @@ import numpy as np
 from ..autograd.function import Op
 from ..errors import InvalidValueError
 from ..tensor import Tensor
-from .shape import wrap_dim
+from ._checks import wrap_dim
 
 
 def sort_indices(xp, x, axis: int, descending: bool):
@@ -45,7 +45,7 @@ class Sort(Op):
         if x.ndim == 0:
             ctx.axis, ctx.index = None, None
             return x.copy(), xp.zeros((), np.int64)
-        axis = wrap_dim(dim, x.ndim)
+        axis = wrap_dim(dim, x.ndim, a)
         index = sort_indices(xp, x, axis, descending)
         ctx.axis, ctx.index = axis, index
         return xp.take_along_axis(x, index, axis=axis), index.astype(np.int64)
@@ -72,7 +72,7 @@ class Topk(Op):
     def forward(ctx, a, k, dim=-1, largest=True, sorted=True):
         x = a._array
         xp = a._xp
-        axis = wrap_dim(dim, x.ndim) if x.ndim else 0
+        axis = wrap_dim(dim, x.ndim, a) if x.ndim else 0
         length = x.shape[axis] if x.ndim else 1
         if not 0 <= k <= length:
             raise InvalidValueError(
@@ -104,7 +104,7 @@ class Kthvalue(Op):
     def forward(ctx, a, k, dim=-1, keepdim=False):
         x = a._array
         xp = a._xp
-        axis = wrap_dim(dim, x.ndim) if x.ndim else 0
+        axis = wrap_dim(dim, x.ndim, a) if x.ndim else 0
         length = x.shape[axis] if x.ndim else 1
         if not 1 <= k <= length:
             raise InvalidValueError(
@@ -145,7 +145,7 @@ class Unique(Op):
             values, inverse, counts = xp.unique(x, return_inverse=True, return_counts=True)
             inverse = inverse.reshape(x.shape)
         else:
-            axis = wrap_dim(dim, x.ndim)
+            axis = wrap_dim(dim, x.ndim, a)
             values, inverse, counts = xp.unique(x, return_inverse=True, return_counts=True,
                                                 axis=axis)
             inverse = inverse.reshape(-1)
@@ -186,7 +186,7 @@ def unique_consecutive(a, return_inverse=False, return_counts=False, dim=None):
         group = xp.cumsum(keep) - 1
         inverse = group.reshape(x.shape)
     else:
-        axis = wrap_dim(dim, x.ndim)
+        axis = wrap_dim(dim, x.ndim, a)
         moved = xp.moveaxis(x, axis, 0)
         rows = moved.reshape(moved.shape[0], -1)
         keep = xp.concatenate([xp.ones(1, dtype=bool),

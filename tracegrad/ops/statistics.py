@@ -16,8 +16,8 @@ from .. import _dtype
 from ..autograd.function import Op
 from ..errors import ArgumentTypeError, DTypeError, ShapeError
 from ..tensor import Tensor
+from ._checks import wrap_dim
 from .reduce import _product, expand_reduced, normalize_dims
-from .shape import wrap_dim
 
 
 def kept_shape(input_shape, dims, keepdim: bool) -> tuple:
@@ -237,7 +237,7 @@ class MedianDim(Op):
         xp = a._xp
         if x.ndim == 0:
             return x.copy(), xp.zeros((), np.int64)
-        axis = wrap_dim(dim, x.ndim)
+        axis = wrap_dim(dim, x.ndim, a)
         if x.shape[axis] == 0:
             raise ShapeError(
                 f"{ctx._function._label}(): Expected reduction dim {axis} to have non-zero "
@@ -324,7 +324,7 @@ class Mode(Op):
         xp = a._xp
         if x.ndim == 0:
             return x.copy(), xp.zeros((), np.int64)
-        axis = wrap_dim(dim, x.ndim)
+        axis = wrap_dim(dim, x.ndim, a)
         moved = xp.moveaxis(x, axis, -1)
         rows = moved.reshape(-1, moved.shape[-1])
         values, indices = _row_modes(backends_host(rows))

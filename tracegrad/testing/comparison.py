@@ -102,7 +102,7 @@ def _fail_with_path(check, actual, expected, path, options) -> None:
         return
     custom = options.get("msg")
     if callable(custom):
-        raise AssertionError(custom(message + _where(path)))
+        raise AssertionError(custom(message + _where(path)))  # noqa: TRY004 - as torch
     if custom is not None:
         raise AssertionError(custom)
     raise AssertionError(message + _where(path))
