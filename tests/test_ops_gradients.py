@@ -415,6 +415,18 @@ CASES.update({
     "Pinv": [Case(((4, 3),), lambda L, x: L.linalg.pinv(x)),
              Case(((3, 4),), lambda L, x: x.pinverse())],
     "Lstsq": [Case(((4, 3), (4, 2)), lambda L, a, b: L.linalg.lstsq(a, b).solution)],
+    "Addr": [Case(((3, 2), (3,), (2,)), lambda L, a, u, v: L.addr(a, u, v, beta=0.5, alpha=2))],
+    "BlockDiag": [Case(((2, 2), (3,), ()), lambda L, a, b, c: L.block_diag(a, b, c))],
+    "CholeskySolve": [Case(((3, 2), (3, 3)), lambda L, b, x: L.cholesky_solve(
+        b, L.linalg.cholesky(_sym(L, x)))),
+        Case(((3, 2), (3, 3)), lambda L, b, x: L.cholesky_solve(
+            b, L.linalg.cholesky(_sym(L, x)).mT, upper=True))],
+    "CholeskyInverse": [Case(((3, 3),), lambda L, x: L.cholesky_inverse(
+        L.linalg.cholesky(_sym(L, x))))],
+    "Renorm": [Case(((3, 4),), lambda L, x: x.renorm(2, 0, 1.0)),
+               Case(((3, 4),), lambda L, x: L.renorm(x, 3, 1, 0.8))],
+    # (torch 2.13's ldexp backward computes 2**other in integers: 0 for negative exponents)
+    "Ldexp": [Case(((3, 4),), lambda L, x: L.ldexp(x, L.tensor([1, 0, 3, 2])))],
     # random draws: torch's gradient through a sample is zero
     "Normal": [Case(((3, 4), (4,)), lambda L, m, s: L.normal(m, s.abs()), random_draw=True)],
     "NormalTensorFloat": [Case(((3, 4),), lambda L, m: L.normal(m, 0.5), random_draw=True)],
@@ -490,6 +502,15 @@ COMPOSITES: dict[str, list[Case]] = {
                     Case(((3, 4),), lambda L, x: L.linalg.matrix_norm(x, 1)),
                     Case(((3, 4),), lambda L, x: L.linalg.norm(x, float("inf")))],
     "norm": [Case(((3, 4),), lambda L, x: x.norm())],
+    "quantile": [Case(((3, 5),), lambda L, x: L.quantile(x, 0.3)),
+                 Case(((3, 5),), lambda L, x: x.quantile(L.tensor([0.2, 0.9], dtype=L.float64),
+                                                          dim=1, keepdim=True))],
+    "cov": [Case(((3, 5),), lambda L, x: L.cov(x)), Case(((3, 5),), lambda L, x: x.corrcoef())],
+    "diff": [Case(((3, 5),), lambda L, x: L.diff(x, n=2, dim=1))],
+    "trapezoid": [Case(((3, 5),), lambda L, x: L.trapezoid(x)),
+                  Case(((3, 5),), lambda L, x: L.cumulative_trapezoid(x, dx=0.5, dim=0))],
+    # torch 2.13's own vander backward fails ("modified by an inplace operation")
+    "vander": [Case(((4,),), lambda L, x: L.vander(x, 3), in_torch=False)],
     "float_power": [Case(((3, 4),), lambda L, x: L.float_power(x, 2)),
                     Case(((3, 4), (3, 4)), lambda L, a, b: a.float_power(b), positive=(0,))],
 }
@@ -512,6 +533,9 @@ KNOWN_NAME_DIFFERENCES = {
     ("einsum", 1): "the permutes torch's einsum puts around bmm",
     ("inner", 0): "torch ends inner with a reshape of mm's result (UnsafeView)",
     ("Cholesky", 1): "torch's upper Cholesky is a transposed view (TransposeBackward0)",
+    ("quantile", 0): "torch's quantile ends in an in-place squeeze_ (SqueezeBackward4)",
+    ("quantile", 1): "torch's quantile ends in an in-place squeeze_ (SqueezeBackward4)",
+    ("trapezoid", 0): "torch multiplies by dx/2 with mul.Scalar (MulBackward1)",
 }
 NO_DERIVATIVE = {(name, index) for name, cases in CASES.items()
                  for index, case in enumerate(cases) if case.no_derivative}

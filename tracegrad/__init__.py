@@ -21,6 +21,7 @@ from ._dtype import bool_ as bool
 from ._dtype import dtype, float16, float32, float64, int32, int64, uint8
 from ._functions import *  # noqa: F403 - the torch.* function forms, listed in its __all__
 from ._functions import max, min, trace
+from ._numerics import *  # noqa: F403 - more torch.* functions, listed in its __all__
 from .autograd import enable_grad, inference_mode, no_grad, set_grad_enabled
 from .autograd.grad_mode import is_grad_enabled
 from .backends import device

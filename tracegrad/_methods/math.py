@@ -189,6 +189,170 @@ class MathMethods:
     def dist(self, other, p=2):
         return (self - other).norm(p)
 
+    def trace(self):
+        return linalg.Trace.apply(self)
+
+    @property
+    def mH(self):
+        """The conjugate transpose of the last two dims (the transpose, for real tensors)."""
+        return self.transpose(-2, -1)
+
+    @property
+    def H(self):
+        if self._array.ndim > 2:
+            from ..errors import ShapeError
+
+            raise ShapeError(
+                f"tensor.H is only supported on matrices (2-D tensors). Got {self._array.ndim}"
+                f"-D tensor ({self._describe()}). Hint: use .mH for batches of matrices.")
+        return self.transpose(0, 1) if self._array.ndim == 2 else self
+
+    def adjoint(self):
+        return self.transpose(-2, -1)
+
+    def addr(self, vec1, vec2, *, beta=1, alpha=1):
+        from .._numerics import addr
+
+        return addr(self, vec1, vec2, beta=beta, alpha=alpha)
+
+    def renorm(self, p, dim, maxnorm):
+        from .._numerics import renorm
+
+        return renorm(self, p, dim, maxnorm)
+
+    def ldexp(self, other):
+        from .._numerics import ldexp
+
+        return ldexp(self, other)
+
+    def diff(self, n=1, dim=-1, prepend=None, append=None):
+        from .._numerics import diff
+
+        return diff(self, n, dim, prepend, append)
+
+    def quantile(self, q, dim=None, keepdim=False, *, interpolation="linear"):
+        from .._numerics import quantile
+
+        return quantile(self, q, dim, keepdim, interpolation=interpolation)
+
+    def nanquantile(self, q, dim=None, keepdim=False, *, interpolation="linear"):
+        from .._numerics import nanquantile
+
+        return nanquantile(self, q, dim, keepdim, interpolation=interpolation)
+
+    def cov(self, *, correction=1, fweights=None, aweights=None):
+        from .._numerics import cov
+
+        return cov(self, correction=correction, fweights=fweights, aweights=aweights)
+
+    def corrcoef(self):
+        from .._numerics import corrcoef
+
+        return corrcoef(self)
+
+    def histc(self, bins=100, min=0, max=0):
+        from .._numerics import histc
+
+        return histc(self, bins, min, max)
+
+    def bincount(self, weights=None, minlength=0):
+        from .._numerics import bincount
+
+        return bincount(self, weights, minlength)
+
+    def gcd(self, other):
+        from .._numerics import gcd
+
+        return gcd(self, other)
+
+    def lcm(self, other):
+        from .._numerics import lcm
+
+        return lcm(self, other)
+
+    def diagflat(self, offset=0):
+        from .._numerics import diagflat
+
+        return diagflat(self, offset)
+
+    def cholesky_solve(self, input2, upper=False):
+        from .._numerics import cholesky_solve
+
+        return cholesky_solve(self, input2, upper)
+
+    def cholesky_inverse(self, upper=False):
+        from .._numerics import cholesky_inverse
+
+        return cholesky_inverse(self, upper)
+
+    # -- properties of real tensors --------------------------------------------------
+    def is_complex(self) -> bool:
+        return False  # tracegrad has no complex dtypes
+
+    def is_signed(self) -> bool:
+        return self._array.dtype.kind in "fi"
+
+    def is_conj(self) -> bool:
+        return False
+
+    def is_neg(self) -> bool:
+        return False
+
+    def is_nonzero(self) -> bool:
+        if self._array.size != 1:
+            from ..errors import InvalidValueError
+
+            raise InvalidValueError(
+                f"Boolean value of Tensor with {'no values' if self._array.size == 0 else 'more than one value'} "
+                f"is ambiguous ({self._describe()}). Hint: use .any() or .all().")
+        return bool(self._array.reshape(()))
+
+    def is_same_size(self, other) -> bool:
+        return tuple(self.shape) == tuple(other.shape)
+
+    @property
+    def real(self):
+        return self
+
+    def conj(self):
+        return self
+
+    def resolve_conj(self):
+        return self
+
+    def resolve_neg(self):
+        return self
+
+    def ndimension(self) -> int:
+        return self._array.ndim
+
+    @property
+    def nbytes(self) -> int:
+        return int(self._array.nbytes)
+
+    @property
+    def itemsize(self) -> int:
+        return int(self._array.itemsize)
+
+    @property
+    def is_cpu(self) -> bool:
+        return self.device.type == "cpu"
+
+    def sum_to_size(self, *size):
+        from ..ops.reduce import sum_to
+
+        sizes = tuple(size[0]) if len(size) == 1 and isinstance(size[0], (tuple, list)) \
+            else tuple(size)
+        from ..ops.reduce import is_expandable_to
+
+        if not is_expandable_to(sizes, tuple(self.shape)):
+            from ..errors import ShapeError
+
+            raise ShapeError(f"size {{{list(sizes)}}} is not expandable to size "
+                             f"{{{list(self.shape)}}}. ({self._describe()}) Hint: the target "
+                             "must broadcast to this tensor's shape.")
+        return sum_to(self, sizes)
+
 
 def _bind() -> None:
     """The op modules import Tensor, so they are bound here once Tensor exists

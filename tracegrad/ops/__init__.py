@@ -48,6 +48,7 @@ def registry() -> dict[str, type]:
         distance,
         indexing,
         linalg,
+        matrices,
         norms,
         pointwise,
         rearrange,

@@ -560,6 +560,29 @@ class Fmin(Fmax):
     _pick = "fmin"
 
 
+class Ldexp(Op):
+    """``input * 2 ** other``."""
+
+    node_name = "LdexpBackward0"
+
+    @staticmethod
+    def forward(ctx, a, other):
+        x, y = _float_pair("ldexp", a, other)
+        ctx.save_for_backward(a, other)
+        return x * a._xp.exp2(y)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, other = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        power = other.exp2() if isinstance(other, Tensor) else 2.0 ** other
+        grad_a = sum_to(grad * power, a.shape) if needs[0] else None
+        grad_other = None
+        if len(needs) > 1 and needs[1]:
+            grad_other = sum_to(grad * a * power * _LN2, other.shape)
+        return grad_a, grad_other
+
+
 def check_tensor_argument(op_name: str, name: str, position: int, value, tensor=None) -> None:
     """torch's TypeError for a number where its signature takes only a Tensor."""
     if not isinstance(value, Tensor):
