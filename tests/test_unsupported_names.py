@@ -38,7 +38,17 @@ def test_tensor_miss_names_torch_tensor_and_costs_nothing_on_hits():
         x.to_sparse  # noqa: B018
     assert not hasattr(x, "_private_probe")
     assert getattr(x, "sparse_dim", None) is None
-    assert "__getattr__" not in type(x).__dict__  # a mixin's, found only after a miss
+    # no __getattr__ anywhere on Tensor: CPython would charge every attribute hit for it
+    assert not any("__getattr__" in cls.__dict__ for cls in type(x).__mro__)
+    assert str(_miss(x, "frobnicate")) == "'Tensor' object has no attribute 'frobnicate'"
+
+
+def _miss(obj, name):
+    try:
+        getattr(obj, name)
+    except AttributeError as error:
+        return error
+    raise AssertionError(f"{name} exists")
 
 
 def test_linalg_testing_backends_and_cuda_misses():

@@ -18,8 +18,7 @@ _BOOL = np.dtype(bool)
 
 
 def _is_bool(value) -> bool:
-    # a dtype comparison, not kind: this runs on every subtraction
-    return value.__class__ is bool or getattr(value, "dtype", None) == _BOOL
+    return value.__class__ is bool or getattr(value, "dtype", None) is _BOOL
 
 
 def _bool_subtraction_error(a, b) -> DTypeError:
@@ -67,7 +66,9 @@ class Sub(Op):
     @staticmethod
     def forward(ctx, a, b):
         x, y = operands(a, b)
-        if _is_bool(x) or _is_bool(y):
+        # identity, not ==: builtin dtypes are singletons, and this runs on every subtraction
+        if getattr(x, "dtype", None) is _BOOL or getattr(y, "dtype", None) is _BOOL or \
+                x.__class__ is bool or y.__class__ is bool:
             raise _bool_subtraction_error(a, b)
         ctx.shapes = (_shape(a), _shape(b))
         try:
@@ -143,7 +144,7 @@ class Neg(Op):
     @staticmethod
     def forward(ctx, a):
         x = a._array
-        if x.dtype == _BOOL:
+        if x.dtype is _BOOL:
             raise DTypeError(
                 f"Negation, the `-` operator, on a bool tensor is not supported. If you are "
                 f"trying to invert a mask, use the `~` or `logical_not()` operator instead. "
