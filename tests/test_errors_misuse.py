@@ -141,6 +141,8 @@ CASES = {
                                        tensor=False),
     "normal_negative_std": Misuse(lambda L: L.normal(L.zeros(2), -L.ones(2))),
     "bernoulli_probability": Misuse(lambda L: L.bernoulli(L.full((2,), 2.0))),
+    "allclose_dtypes": Misuse(lambda L: L.allclose(L.ones(2), L.ones(2, dtype=L.int64))),
+    "isclose_shapes": Misuse(lambda L: L.isclose(L.ones(2), L.ones(3))),
     "format_vector": Misuse(lambda L: format(L.ones(2), ".2f")),
     "default_dtype_integer": Misuse(lambda L: L.set_default_dtype(L.int64), tensor=False),
 }

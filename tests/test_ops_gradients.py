@@ -426,6 +426,8 @@ CASES.update({
     "Renorm": [Case(((3, 4),), lambda L, x: x.renorm(2, 0, 1.0)),
                Case(((3, 4),), lambda L, x: L.renorm(x, 3, 1, 0.8))],
     # (torch 2.13's ldexp backward computes 2**other in integers: 0 for negative exponents)
+    "Dist": [Case(((3, 4), (4,)), lambda L, a, b: L.dist(a, b)),
+             Case(((3, 4), (3, 4)), lambda L, a, b: a.dist(b, 3))],
     "Ldexp": [Case(((3, 4),), lambda L, x: L.ldexp(x, L.tensor([1, 0, 3, 2])))],
     # random draws: torch's gradient through a sample is zero
     "Normal": [Case(((3, 4), (4,)), lambda L, m, s: L.normal(m, s.abs()), random_draw=True)],

@@ -411,13 +411,28 @@ def trace(input):
 
 
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> builtins.bool:
-    return builtins.bool(input._xp.allclose(input._array, other._array, rtol=rtol, atol=atol,
-                                            equal_nan=equal_nan))
+    """Whether every element is close: |input - other| <= atol + rtol * |other|."""
+    return builtins.bool(isclose(input, other, rtol, atol, equal_nan).all())
 
 
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
-    return Tensor._wrap(input._xp.isclose(input._array, other._array, rtol=rtol, atol=atol,
-                                          equal_nan=equal_nan), False)
+    from .ops._operands import broadcast_error
+    from .ops.pointwise import _torch_type_name
+
+    if input._array.dtype != other._array.dtype:
+        from .errors import DTypeError
+
+        raise DTypeError(
+            f"{_torch_type_name(input._array.dtype)} did not match "
+            f"{_torch_type_name(other._array.dtype)} ({input._describe()} and "
+            f"{other._describe()}). Hint: convert one with .to() so both have one dtype.")
+    xp = input._xp
+    try:
+        xp.broadcast_shapes(input._array.shape, other._array.shape)
+    except ValueError:
+        raise broadcast_error("isclose", input, other) from None
+    return Tensor._wrap(xp.asarray(xp.isclose(input._array, other._array, rtol=rtol,
+                                              atol=atol, equal_nan=equal_nan)), False)
 
 
 def equal(input, other) -> builtins.bool:

@@ -187,7 +187,9 @@ class MathMethods:
         return SvdResult(u, s, vh.transpose(-2, -1))
 
     def dist(self, other, p=2):
-        return (self - other).norm(p)
+        from ..ops.norms import Dist
+
+        return Dist.apply(self, other, p)
 
     def trace(self):
         return linalg.Trace.apply(self)

@@ -65,38 +65,75 @@ class VectorNorm(Op):
     @staticmethod
     def backward(ctx, grad):
         a, result = ctx.saved_tensors
-        p, dims, keepdim = ctx.ord, ctx.dims, ctx.keepdim
-        shape = a._array.shape
-        if p == 0:
-            return (None, None, None, None, None)
-        grad = as_kept(grad, shape, dims, keepdim)
-        norm = as_kept(result, shape, dims, keepdim)
-        if grad._array.dtype != a._array.dtype:
-            grad = grad.to(a.dtype)
-        from .indexing import Where
+        return (norm_grad(grad, a, result, ctx.ord, ctx.dims, ctx.keepdim),
+                None, None, None, None)
 
-        if p == 1:
-            return (grad * a.sgn(), None, None, None, None)
-        if p in (math.inf, -math.inf):
-            ties = (a.abs() == norm).to(grad.dtype)
-            count = ties.sum() if dims is None else ties.sum(dim=dims, keepdim=True)
-            return (grad * a.sgn() * ties / count, None, None, None, None)
-        zero_norm = norm == 0
-        safe_norm = Where.apply(zero_norm, 1.0, norm)
-        if p == 2:
-            scale = a / safe_norm
-        else:
-            magnitude = a.abs()
-            safe_magnitude = Where.apply(magnitude == 0, 1.0, magnitude)
-            scale = a * safe_magnitude ** (p - 2) / safe_norm ** (p - 1)
-            scale = Where.apply(magnitude == 0, 0.0, scale) if p < 2 else scale
-        return (Where.apply(zero_norm, 0.0, grad * scale), None, None, None, None)
+
+def norm_grad(grad, a, result, p: float, dims, keepdim: bool):
+    """The gradient of ``vector_norm(a, p, dims, keepdim) == result`` (None for p=0)."""
+    shape = a._array.shape
+    if p == 0:
+        return None
+    grad = as_kept(grad, shape, dims, keepdim)
+    norm = as_kept(result, shape, dims, keepdim)
+    if grad._array.dtype != a._array.dtype:
+        grad = grad.to(a.dtype)
+    from .indexing import Where
+
+    if p == 1:
+        return grad * a.sgn()
+    if p in (math.inf, -math.inf):
+        ties = (a.abs() == norm).to(grad.dtype)
+        count = ties.sum() if dims is None else ties.sum(dim=dims, keepdim=True)
+        return grad * a.sgn() * ties / count
+    zero_norm = norm == 0
+    safe_norm = Where.apply(zero_norm, 1.0, norm)
+    if p == 2:
+        scale = a / safe_norm
+    else:
+        magnitude = a.abs()
+        safe_magnitude = Where.apply(magnitude == 0, 1.0, magnitude)
+        scale = a * safe_magnitude ** (p - 2) / safe_norm ** (p - 1)
+        scale = Where.apply(magnitude == 0, 0.0, scale) if p < 2 else scale
+    return Where.apply(zero_norm, 0.0, grad * scale)
 
 
 def _torch_type(numpy_dtype) -> str:
     from .pointwise import _torch_type_name
 
     return _torch_type_name(numpy_dtype)
+
+
+class Dist(Op):
+    """``dist(a, b, p)``: the p-norm of a - b (broadcast)."""
+
+    node_name = "DistBackward0"
+    saves_output = True
+
+    @staticmethod
+    def forward(ctx, a, b, p=2):
+        from ._operands import broadcast_error
+
+        try:
+            difference = a._array - b._array
+        except ValueError:
+            raise broadcast_error("dist", a, b) from None
+        ctx.save_for_backward(a, b)
+        ctx.p = float(p)
+        wrapped = Tensor._wrap(difference, False)
+        return VectorNorm.forward(VectorNorm._scratch, wrapped, p, None, False, None)
+
+    @staticmethod
+    def backward(ctx, grad):
+        from .reduce import sum_to
+
+        a, b, result = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        spread = norm_grad(grad, a - b, result, ctx.p, None, False)
+        if spread is None:
+            return None, None, None
+        return (sum_to(spread, a.shape) if needs[0] else None,
+                sum_to(-spread, b.shape) if needs[1] else None, None)
 
 
 def vector_norm(a, ord=2, dim=None, keepdim=False, dtype=None) -> Tensor:
