@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import sys
 import types
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -63,7 +64,9 @@ def _has(target, name: str) -> bool:
     """Whether ``target.name`` exists: a property that raises something other than
     AttributeError for this particular tensor (``.H`` of a batch) still exists."""
     try:
-        getattr(target, name)
+        with warnings.catch_warnings():  # deprecated attributes warn when read
+            warnings.simplefilter("ignore")
+            getattr(target, name)
     except AttributeError:
         return False
     except Exception:  # noqa: BLE001 - it exists; this tensor just can't give it

@@ -1,7 +1,7 @@
 """More ``torch.*`` functions: statistics (quantile, cov, corrcoef, histc, bincount),
 differences and integrals (diff, trapezoid, cumulative_trapezoid), integer math (gcd,
 lcm), building matrices (block_diag, diagflat, vander, tril/triu_indices), signal windows,
-the in-place function forms (``torch.relu_(x)``), constants, and the runtime switches
+the in-place function forms (``torch.relu_(x)``), and the runtime switches
 programs set (threads, determinism, matmul precision) -- kept, with no effect on NumPy.
 
 Plain definitions with torch's signatures, exported through ``__all__``; the ones with
@@ -21,13 +21,6 @@ from .errors import InvalidValueError, ShapeError
 from .ops import binary as _binary
 from .ops import matrices as _matrices
 from .tensor import Tensor
-
-pi = math.pi
-e = math.e
-inf = math.inf
-nan = math.nan
-newaxis = None
-
 
 def _wrap(array) -> Tensor:
     return Tensor._wrap(array, False)
@@ -618,7 +611,6 @@ __all__ = [  # every public name defined above
     "detach_",
     "diagflat",
     "diff",
-    "e",
     "erf_",
     "erfc_",
     "exp2_",
@@ -635,7 +627,6 @@ __all__ = [  # every public name defined above
     "hamming_window",
     "hann_window",
     "histc",
-    "inf",
     "is_complex",
     "is_conj",
     "is_deterministic_algorithms_warn_only_enabled",
@@ -652,13 +643,10 @@ __all__ = [  # every public name defined above
     "log10_",
     "log_",
     "logit_",
-    "nan",
     "nan_to_num_",
     "nanquantile",
     "neg_",
     "negative_",
-    "newaxis",
-    "pi",
     "quantile",
     "rad2deg_",
     "real",

@@ -13,6 +13,7 @@ from . import (
     construction,
     indexing,
     inplace,
+    legacy,
     math,
     ordering,
     pointwise,
@@ -28,6 +29,7 @@ from .comparison import ComparisonMethods
 from .construction import ConstructionMethods
 from .indexing import IndexingMethods
 from .inplace import InplaceMethods
+from .legacy import LegacyMethods
 from .math import MathMethods
 from .ordering import OrderingMethods
 from .pointwise import PointwiseMethods
@@ -38,8 +40,8 @@ from .selection import SelectionMethods
 from .shape import ShapeMethods
 from .unsupported import UnsupportedMethods
 
-_MODULES = (arithmetic, comparison, construction, indexing, inplace, math, ordering, pointwise,
-            rearrange, reduction, sampling, selection, shape, unsupported)
+_MODULES = (arithmetic, comparison, construction, indexing, inplace, legacy, math, ordering,
+            pointwise, rearrange, reduction, sampling, selection, shape, unsupported)
 
 
 def bind_ops() -> None:
@@ -50,7 +52,7 @@ def bind_ops() -> None:
 
 
 __all__ = ["ArithmeticMethods", "ComparisonMethods", "ConstructionMethods", "IndexingMethods",
-           "InplaceMethods", "MathMethods", "OrderingMethods", "PointwiseMethods",
-           "RearrangeMethods", "ReductionMethods", "SamplingMethods", "SelectionMethods",
-           "ShapeMethods",
-           "UnsupportedMethods", "ValuesIndices", "bind_ops"]
+           "InplaceMethods", "LegacyMethods", "MathMethods", "OrderingMethods",
+           "PointwiseMethods", "RearrangeMethods", "ReductionMethods", "SamplingMethods",
+           "SelectionMethods", "ShapeMethods", "UnsupportedMethods", "ValuesIndices",
+           "bind_ops"]
