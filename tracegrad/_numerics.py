@@ -151,7 +151,12 @@ def typename(obj) -> str:
 # -- statistics ----------------------------------------------------------------------------
 def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
     """The q-th quantiles along ``dim`` (of everything with dim=None), interpolated as
-    torch: "linear", "lower", "higher", "midpoint" or "nearest" (half to even)."""
+    torch: "linear", "lower", "higher", "midpoint" or "nearest" (half to even).
+
+    >>> import tracegrad as torch
+    >>> torch.quantile(torch.tensor([1.0, 2.0, 4.0, 8.0]), 0.5)
+    tensor(3.)
+    """
     return _quantile(input, q, dim, keepdim, interpolation, ignore_nan=False)
 
 
@@ -311,7 +316,12 @@ def bincount(input, weights=None, minlength=0):
 
 # -- differences and integrals --------------------------------------------------------------
 def diff(input, n=1, dim=-1, prepend=None, append=None):
-    """``n``-th forward differences along ``dim`` (x[i+1] - x[i], a SubBackward0)."""
+    """``n``-th forward differences along ``dim`` (x[i+1] - x[i], a SubBackward0).
+
+    >>> import tracegrad as torch
+    >>> torch.diff(torch.tensor([1, 4, 9, 16]))
+    tensor([3, 5, 7])
+    """
     from ._functions import cat
 
     result = input

@@ -378,7 +378,12 @@ def _is_float(value) -> bool:
 def arange(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=False,
            **_unused) -> Tensor:
     """``arange(end)``, ``arange(start, end, step)``: int64 for whole numbers, the default
-    float when any bound or the step is a float (torch's inference)."""
+    float when any bound or the step is a float (torch's inference).
+
+    >>> import tracegrad as torch
+    >>> torch.arange(3), torch.arange(0, 1, 0.25)
+    (tensor([0, 1, 2]), tensor([0.0000, 0.2500, 0.5000, 0.7500]))
+    """
     if end is None:
         start, end = 0, start
     if dtype is None:

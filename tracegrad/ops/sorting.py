@@ -4,6 +4,15 @@ bucketize, searchsorted.
 Sorts are stable (ties keep their order, as torch's ``stable=True``; torch's default sort
 gives the same order for ties on the CPU), and NaN counts as larger than every number.
 The values' gradient goes back to the index each value came from.
+
+>>> import tracegrad as torch
+>>> x = torch.tensor([3.0, 1.0, 2.0], requires_grad=True)
+>>> values, indices = x.sort(descending=True)
+>>> values, indices
+(tensor([3., 2., 1.], grad_fn=<SortBackward0>), tensor([0, 2, 1]))
+>>> values[0].backward()
+>>> x.grad
+tensor([1., 0., 0.])
 """
 
 from __future__ import annotations

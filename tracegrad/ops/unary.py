@@ -8,9 +8,9 @@ import numpy as np
 from ..autograd.function import Op
 from ..autograd.grad_mode import state
 from ..backends import kernels
-from ._operands import operands
+from ._operands import broadcast_error, operands
 from .reduce import sum_to
-from .shape import wrap_dim
+from ._checks import wrap_dim
 
 
 def _float(a):
@@ -276,10 +276,14 @@ class ClampTensor(Op):
         ctx.save_for_backward(a, min, max)
         xp = a._xp
         x = a._array
-        if min is not None:
-            x = xp.maximum(x, min._array if hasattr(min, "_array") else min)
-        if max is not None:
-            x = xp.minimum(x, max._array if hasattr(max, "_array") else max)
+        try:
+            if min is not None:
+                x = xp.maximum(x, min._array if hasattr(min, "_array") else min)
+            if max is not None:
+                x = xp.minimum(x, max._array if hasattr(max, "_array") else max)
+        except ValueError:
+            bound = min if min is not None and hasattr(min, "_array") else max
+            raise broadcast_error("clamp", a, bound) from None
         return x if x is not a._array else x.copy()
 
     @staticmethod
@@ -331,7 +335,10 @@ class Maximum(Op):
     def forward(ctx, a, b):
         x, y = operands(a, b)
         ctx.save_for_backward(a, b)
-        return getattr(a._xp, ctx._function._pick)(x, y)
+        try:
+            return getattr(a._xp, ctx._function._pick)(x, y)
+        except ValueError:
+            raise broadcast_error(ctx._function._pick, a, b) from None
 
     @staticmethod
     def backward(ctx, grad):
@@ -357,7 +364,7 @@ class Softmax(Op):
     @staticmethod
     def forward(ctx, a, dim):
         x = _float(a)
-        axis = wrap_dim(dim, x.ndim)
+        axis = wrap_dim(dim, x.ndim, a)
         ctx.axis = axis
         xp = a._xp
         if x.size == 0:  # nothing to normalize (and max of nothing has no identity)
@@ -380,7 +387,7 @@ class LogSoftmax(Op):
     @staticmethod
     def forward(ctx, a, dim):
         x = _float(a)
-        axis = wrap_dim(dim, x.ndim)
+        axis = wrap_dim(dim, x.ndim, a)
         ctx.axis = axis
         xp = a._xp
         if x.size == 0:
