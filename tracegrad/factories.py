@@ -91,6 +91,26 @@ def _size(size, op_name: str = "zeros") -> tuple:
     return size
 
 
+_LAYOUT_OPTIONS = ("layout", "pin_memory", "memory_format")
+
+
+def _options(op_name: str, options: dict, size=None):
+    """torch's keyword options that change nothing here (layout=torch.strided,
+    pin_memory, memory_format), ``size=`` given by keyword, and clear errors for ``out=``
+    and for names torch does not take either."""
+    for name, value in options.items():
+        if name == "size":
+            size = (value,)
+        elif name == "out":
+            if value is not None:
+                raise ArgumentTypeError(
+                    f"{op_name}(): out= is not supported by tracegrad. Hint: assign the "
+                    "result instead (y = ...), or copy it in with y.copy_(...).")
+        elif name not in _LAYOUT_OPTIONS:
+            raise TypeError(f"{op_name}() got an unexpected keyword argument '{name}'")
+    return size
+
+
 def _float_dtype(dtype, op_name: str | None = None) -> np.dtype:
     """The numpy dtype for a random float factory: the default float unless given; an
     integer dtype is torch's NotImplementedError."""
@@ -296,17 +316,23 @@ def _first_tensor_dtype(data):
 
 
 # -- filled ------------------------------------------------------------------------------
-def zeros(*size, dtype=None, device=None, requires_grad=False, **_unused) -> Tensor:
+def zeros(*size, dtype=None, device=None, requires_grad=False, **options) -> Tensor:
+    if options:
+        size = _options("zeros", options, size)
     return _finish(np.zeros(_size(size, "zeros"), _dtype_or_default(dtype)), device,
                    requires_grad)
 
 
-def ones(*size, dtype=None, device=None, requires_grad=False, **_unused) -> Tensor:
+def ones(*size, dtype=None, device=None, requires_grad=False, **options) -> Tensor:
+    if options:
+        size = _options("ones", options, size)
     return _finish(np.ones(_size(size, "ones"), _dtype_or_default(dtype)), device,
                    requires_grad)
 
 
-def empty(*size, dtype=None, device=None, requires_grad=False, **_unused) -> Tensor:
+def empty(*size, dtype=None, device=None, requires_grad=False, **options) -> Tensor:
+    if options:
+        size = _options("empty", options, size)
     """Zeros: an ``empty`` tensor's values are unspecified in torch; zeros keep traces
     reproducible."""
     return _finish(np.zeros(_size(size, "empty"), _dtype_or_default(dtype)), device,
@@ -314,7 +340,9 @@ def empty(*size, dtype=None, device=None, requires_grad=False, **_unused) -> Ten
 
 
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False,
-         **_unused) -> Tensor:
+         **options) -> Tensor:
+    if options:
+        _options("full", options)
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
     if dtype is None:
@@ -327,7 +355,9 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False,
     return _finish(np.full(shape, fill_value, numpy_dtype), device, requires_grad)
 
 
-def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, **_unused) -> Tensor:
+def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, **options) -> Tensor:
+    if options:
+        _options("eye", options)
     if m is None:
         m = n
     for name, value in (("n", n), ("m", m)):
@@ -342,23 +372,31 @@ def _like(other: Tensor, dtype, device):
 
 
 def zeros_like(input, *, dtype=None, device=None, requires_grad=False,
-               **_unused) -> Tensor:
+               **options) -> Tensor:
+    if options:
+        _options("zeros_like", options)
     dtype, device = _like(input, dtype, device)
     return zeros(input.shape, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
-def ones_like(input, *, dtype=None, device=None, requires_grad=False, **_unused) -> Tensor:
+def ones_like(input, *, dtype=None, device=None, requires_grad=False, **options) -> Tensor:
+    if options:
+        _options("ones_like", options)
     dtype, device = _like(input, dtype, device)
     return ones(input.shape, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 def empty_like(input, *, dtype=None, device=None, requires_grad=False,
-               **_unused) -> Tensor:
+               **options) -> Tensor:
+    if options:
+        _options("empty_like", options)
     return zeros_like(input, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False,
-              **_unused) -> Tensor:
+              **options) -> Tensor:
+    if options:
+        _options("full_like", options)
     dtype, device = _like(input, dtype, device)
     return full(tuple(input.shape), fill_value, dtype=dtype, device=device,
                 requires_grad=requires_grad)
@@ -376,7 +414,7 @@ def _is_float(value) -> bool:
 
 
 def arange(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=False,
-           **_unused) -> Tensor:
+           **options) -> Tensor:
     """``arange(end)``, ``arange(start, end, step)``: int64 for whole numbers, the default
     float when any bound or the step is a float (torch's inference).
 
@@ -384,6 +422,8 @@ def arange(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=
     >>> torch.arange(3), torch.arange(0, 1, 0.25)
     (tensor([0, 1, 2]), tensor([0.0000, 0.2500, 0.5000, 0.7500]))
     """
+    if options:
+        _options("arange", options)
     if end is None:
         start, end = 0, start
     if dtype is None:
@@ -468,7 +508,9 @@ def _linspace_values(start, end, steps: int, numpy_dtype) -> np.ndarray:
 
 
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False,
-             **_unused) -> Tensor:
+             **options) -> Tensor:
+    if options:
+        _options("linspace", options)
     steps = _check_steps(steps)
     numpy_dtype = _dtype_or_default(dtype)
     values = _linspace_values(_number(start), _number(end), steps, numpy_dtype)
@@ -476,7 +518,9 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False,
 
 
 def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False,
-             **_unused) -> Tensor:
+             **options) -> Tensor:
+    if options:
+        _options("logspace", options)
     steps = _check_steps(steps)
     numpy_dtype = _dtype_or_default(dtype)
     exponents = _linspace_values(_number(start), _number(end), steps, np.dtype(np.float64))
@@ -485,33 +529,43 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_
 
 # -- random ------------------------------------------------------------------------------
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False,
-          **_unused) -> Tensor:
+          **options) -> Tensor:
+    if options:
+        size = _options("randn", options, size)
     numpy_dtype = _float_dtype(dtype, "normal_kernel_cpu")
     draws = _random.numpy_generator(generator).standard_normal(_size(size, "randn"))
     return _finish(draws.astype(numpy_dtype), device, requires_grad)
 
 
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False,
-         **_unused) -> Tensor:
+         **options) -> Tensor:
+    if options:
+        size = _options("rand", options, size)
     numpy_dtype = _float_dtype(dtype, "check_uniform_bounds")
     draws = _random.numpy_generator(generator).random(_size(size, "rand"))
     return _finish(draws.astype(numpy_dtype), device, requires_grad)
 
 
-def randn_like(input, *, dtype=None, device=None, requires_grad=False, **_unused) -> Tensor:
+def randn_like(input, *, dtype=None, device=None, requires_grad=False, **options) -> Tensor:
+    if options:
+        _options("randn_like", options)
     dtype, device = _like(input, dtype, device)
     return randn(input.shape, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
-def rand_like(input, *, dtype=None, device=None, requires_grad=False, **_unused) -> Tensor:
+def rand_like(input, *, dtype=None, device=None, requires_grad=False, **options) -> Tensor:
+    if options:
+        _options("rand_like", options)
     dtype, device = _like(input, dtype, device)
     return rand(input.shape, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 def randint(*args, size=None, generator=None, dtype=None, device=None,
-            requires_grad=False, low=None, high=None, **_unused) -> Tensor:
+            requires_grad=False, low=None, high=None, **options) -> Tensor:
     """``randint(high, size)`` or ``randint(low, high, size)``: whole numbers in
     [low, high), int64 unless ``dtype`` says otherwise."""
+    if options:
+        _options("randint", options)
     positional = list(args)
     if size is None and positional and isinstance(positional[-1], (tuple, list)):
         size = positional.pop()
@@ -542,7 +596,9 @@ def randint(*args, size=None, generator=None, dtype=None, device=None,
 
 
 def randint_like(input, low=0, high=None, *, dtype=None, device=None,
-                 requires_grad=False, **_unused) -> Tensor:
+                 requires_grad=False, **options) -> Tensor:
+    if options:
+        _options("randint_like", options)
     if high is None:
         low, high = 0, low
     dtype, device = _like(input, dtype, device)
@@ -551,7 +607,9 @@ def randint_like(input, low=0, high=None, *, dtype=None, device=None,
 
 
 def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False,
-             **_unused) -> Tensor:
+             **options) -> Tensor:
+    if options:
+        _options("randperm", options)
     if n < 0:
         raise InvalidValueError(f"n must be non-negative, got{n}")
     numpy_dtype = np.dtype(np.int64) if dtype is None else _dtype.to_numpy_dtype(dtype)
@@ -560,9 +618,11 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False,
 
 
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None,
-           requires_grad=False, **_unused) -> Tensor:
+           requires_grad=False, **options) -> Tensor:
     """torch.normal's overloads: (Tensor, Tensor), (Tensor, float), (float, Tensor) give
     samples shaped like the broadcast parameters; (float, float, size) a new tensor."""
+    if options:
+        _options("normal", options)
     from .ops import sampling
 
     mean_is_tensor, std_is_tensor = isinstance(mean, Tensor), isinstance(std, Tensor)
