@@ -50,6 +50,7 @@ CASES = {
     "matmul_folded": Misuse(lambda L: L.ones(2, 3, 4) @ L.ones(5, 6)),
     "matmul_vector_batch": Misuse(lambda L: L.ones(3) @ L.ones(2, 4, 5)),
     "matmul_scalar": Misuse(lambda L: L.matmul(L.tensor(2.0), L.ones(3))),
+    "plus_bool": Misuse(lambda L: +L.tensor([True])),
     "negate_bool": Misuse(lambda L: -L.tensor([True, False])),
     "subtract_bools": Misuse(lambda L: L.tensor([True]) - L.tensor([False])),
     "subtract_from_bool": Misuse(lambda L: L.tensor([True]) - 1),

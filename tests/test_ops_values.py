@@ -242,6 +242,16 @@ def test_format_spec_on_a_vector_raises_type_error_as_torch():
         format(tg.tensor([2.5]), ".1f")
 
 
+def test_augmented_floor_division_and_modulo_work_in_place():
+    x = tg.tensor([7, 8, 9])
+    before = x
+    x //= 2
+    assert x is before and x.tolist() == [3, 4, 4] and x._version == 1
+    x %= 3
+    assert x is before and x.tolist() == [0, 1, 1]
+    assert (+x) is x
+
+
 def test_round_builtin_is_not_defined_as_in_torch():
     # torch 2.13's Tensor has no __round__: round(t) is a TypeError there too
     with pytest.raises(TypeError):

@@ -45,7 +45,7 @@ class ArithmeticMethods:
         return arith.Neg.apply(self)
 
     def __pos__(self):
-        return self
+        return self.positive()  # the tensor itself, as torch (bool tensors refused)
 
     def __pow__(self, exponent):
         if isinstance(exponent, Tensor):

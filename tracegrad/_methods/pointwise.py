@@ -150,7 +150,7 @@ class PointwiseMethods:
 
     def positive(self):
         if self._array.dtype.kind == "b":
-            raise _bool_error("positive")
+            raise _bool_error(self)
         return self
 
     # -- division family ---------------------------------------------------------------
@@ -416,6 +416,9 @@ class PointwiseMethods:
     def clamp_max_(self, max):
         return self._inplace("clamp_max_", unary.ClampMax, max)
 
+    __ifloordiv__ = floor_divide_
+    __imod__ = remainder_
+
     def clip_(self, min=None, max=None):
         return self.clamp_(min, max)
 
@@ -432,11 +435,12 @@ def _check_rounding_mode(rounding_mode) -> None:
             f"'{rounding_mode}'. Hint: rounding_mode=None is true division.")
 
 
-def _bool_error(op_name: str):
+def _bool_error(tensor):
     from ..errors import DTypeError
 
     return DTypeError(
-        f"The `+` operator, on a bool tensor is not supported ({op_name}).")
+        f"The `+` operator, on a bool tensor is not supported. ({tensor._describe()}) Hint: "
+        "convert it with .long() or .float() first.")
 
 
 def _bind() -> None:
