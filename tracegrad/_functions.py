@@ -218,9 +218,6 @@ def bucketize(input, boundaries, *, out_int32=False, right=False):
     return buckets(input, boundaries, out_int32=out_int32, right=right)
 
 # -- selection ---------------------------------------------------------------------------
-def select(input, dim, index):
-    return input.select(dim, index)
-
 def index_select(input, dim, index):
     return input.index_select(dim, index)
 
@@ -297,6 +294,27 @@ def unbind(input, dim=0):
 
 def narrow(input, dim, start, length):
     return input.narrow(dim, start, length)
+
+def split_with_sizes(input, split_sizes, dim=0):
+    return input.split_with_sizes(split_sizes, dim)
+
+def unsafe_split(input, split_size, dim=0):
+    return input.unsafe_split(split_size, dim)
+
+def unsafe_split_with_sizes(input, split_sizes, dim=0):
+    return input.unsafe_split_with_sizes(split_sizes, dim)
+
+def unsafe_chunk(input, chunks, dim=0):
+    return input.unsafe_chunk(chunks, dim)
+
+def select(input, dim, index):
+    return input.select(dim, index)
+
+def diagonal(input, offset=0, dim1=0, dim2=1):
+    return input.diagonal(offset, dim1, dim2)
+
+def as_strided(input, size, stride, storage_offset=None):
+    return input.as_strided(size, stride, storage_offset)
 
 def clone(input, *, memory_format=None):
     return input.clone()
@@ -693,9 +711,6 @@ def tril(input, diagonal=0):
 def triu(input, diagonal=0):
     return input.triu(diagonal)
 
-def diagonal(input, offset=0, dim1=0, dim2=1):
-    return input.diagonal(offset, dim1, dim2)
-
 def diag(input, diagonal=0):
     return input.diag(diagonal)
 
@@ -797,9 +812,6 @@ def dstack(tensors):
 def column_stack(tensors):
     columns = [t.reshape(-1, 1) if t._array.ndim <= 1 else t for t in tensors]
     return cat(columns, 1)
-
-def split_with_sizes(input, split_sizes, dim=0):
-    return input.split_with_sizes(split_sizes, dim)
 
 def tensor_split(input, indices_or_sections, dim=0):
     return input.tensor_split(indices_or_sections, dim)
@@ -969,7 +981,7 @@ def _product(values):
 
 def kron(input, other):
     """The Kronecker product (an UnsafeViewBackward0 node at the end, as in torch)."""
-    from .ops.linalg import UnsafeView
+    from .ops.shape import UnsafeView
 
     ndim = builtins.max(input._array.ndim, other._array.ndim)
     a = input.reshape((1,) * (ndim - input._array.ndim) + tuple(input.shape))
@@ -1047,6 +1059,7 @@ __all__ = [  # every public name defined above
     "argmin",
     "argsort",
     "argwhere",
+    "as_strided",
     "asin",
     "asinh",
     "atan",
@@ -1272,6 +1285,9 @@ __all__ = [  # every public name defined above
     "unflatten",
     "unique",
     "unique_consecutive",
+    "unsafe_chunk",
+    "unsafe_split",
+    "unsafe_split_with_sizes",
     "unsqueeze",
     "var",
     "var_mean",

@@ -1,10 +1,9 @@
-"""Moving elements around: flip, roll, rot90, tril/triu, diagonal, diag, diag_embed,
-movedim, swapaxes, unflatten, tile, repeat_interleave, broadcast_to, split_with_sizes,
-tensor_split.
+"""Moving elements around: flip, roll, rot90, tril/triu, diag, diag_embed, movedim,
+swapaxes, unflatten, tile, repeat_interleave, broadcast_to, tensor_split.
 
 A mixin of Tensor (``class Tensor(..., RearrangeMethods)``): the methods are defined here,
-where a reader looks for them. ``diagonal``, ``movedim`` and ``swapaxes`` are views;
-they use the view ops of ops/shape.py (views-inplace's) and ops/rearrange.py.
+where a reader looks for them. ``movedim`` and ``swapaxes`` are views; they use the view
+ops of ops/shape.py (views-inplace's), which also has ``diagonal`` and ``split_with_sizes``.
 """
 
 from __future__ import annotations
@@ -49,9 +48,6 @@ class RearrangeMethods:
 
     def triu_(self, diagonal=0):
         return self._inplace("triu_", rearrange.Triu, diagonal)
-
-    def diagonal(self, offset=0, dim1=0, dim2=1):
-        return rearrange.Diagonal.apply(self, offset, dim1, dim2)
 
     def diag(self, diagonal=0):
         return rearrange.diag(self, diagonal)
@@ -147,14 +143,6 @@ class RearrangeMethods:
 
     def broadcast_to(self, size):
         return shape.Expand.apply(self, shape=tuple(size))
-
-    def split_with_sizes(self, split_sizes, dim=0):
-        from ..autograd.function import _share_storage
-
-        pieces = rearrange.SplitWithSizes.apply(self, tuple(split_sizes), dim)
-        for piece in pieces:  # the pieces are views of self, as in torch
-            _share_storage(self, piece)
-        return pieces
 
     def tensor_split(self, indices_or_sections, dim=0):
         """Pieces along ``dim``: n nearly equal sections, or cut at the given indices."""

@@ -1,10 +1,9 @@
-"""Selecting and placing by index, mask or flat position: select, index_select,
-index_add/copy/fill/put, masked_select/scatter, take, take_along_dim, scatter_reduce,
-nonzero, argwhere.
+"""Selecting and placing by index, mask or flat position: index_select, index_add/copy/
+fill, masked_select/scatter, take, take_along_dim, scatter_reduce, nonzero, argwhere.
 
 A mixin of Tensor (``class Tensor(..., SelectionMethods)``): the methods are defined here,
-where a reader looks for them. ``select`` is a view (views-inplace owns the view machinery
-in ops/indexing.py; this method only calls it).
+where a reader looks for them. (``select`` and ``index_put`` are views-inplace's, in
+indexing.py and inplace.py; ``index_put(accumulate=True)`` runs ops/selection.py's op.)
 """
 
 from __future__ import annotations
@@ -18,20 +17,6 @@ if TYPE_CHECKING:
 
 class SelectionMethods:
     __slots__ = ()
-
-    def select(self, dim, index):
-        from ..ops.shape import wrap_dim
-
-        axis = wrap_dim(dim, self._array.ndim)
-        size = self._array.shape[axis] if self._array.ndim else 0
-        if not -size <= index < size:
-            from ..errors import OutOfRangeError
-
-            raise OutOfRangeError(
-                f"select(): index {index} out of range for tensor of size "
-                f"{list(self.shape)} at dimension {dim} ({self._describe()}). Hint: valid "
-                f"indices are {-size} to {size - 1}.")
-        return indexing.select_index(self, axis, index)
 
     def index_select(self, dim, index):
         return selection.IndexSelect.apply(self, dim, index)
@@ -55,23 +40,6 @@ class SelectionMethods:
     def index_fill_(self, dim, index, value):
         op = selection.IndexFillTensor if isinstance(value, Tensor) else selection.IndexFill
         return self._inplace("index_fill_", op, dim, index, value)
-
-    def index_put(self, indices, values, accumulate=False):
-        index = _index_tuple(indices)
-        if not isinstance(values, Tensor):
-            values = Tensor._wrap(self._xp.asarray(values, dtype=self._array.dtype), False)
-        if accumulate:
-            return selection.IndexPutAccumulate.apply(self, values, index=index)
-        return indexing.IndexPut.apply(self, values, index=index)
-
-    def index_put_(self, indices, values, accumulate=False):
-        index = _index_tuple(indices)
-        if not isinstance(values, Tensor):
-            values = Tensor._wrap(self._xp.asarray(values, dtype=self._array.dtype), False)
-        if accumulate:
-            return self._inplace("index_put_", selection.IndexPutAccumulate, values,
-                                 index=index)
-        return self._inplace("index_put_", indexing.IndexPut, values, index=index)
 
     def masked_select(self, mask):
         return selection.MaskedSelect.apply(self, mask)
@@ -106,21 +74,6 @@ class SelectionMethods:
 
     def argwhere(self):
         return selection.nonzero(self)
-
-
-def _index_tuple(indices) -> tuple:
-    """index_put's indices: a tuple of index tensors (or None), as arrays."""
-    if isinstance(indices, Tensor):
-        indices = (indices,)
-    parts = []
-    for part in indices:
-        if part is None:
-            parts.append(slice(None))
-        elif isinstance(part, Tensor):
-            parts.append(part._array)
-        else:
-            parts.append(part)
-    return tuple(parts)
 
 
 def _broadcast_except(source, index, axis: int):

@@ -268,13 +268,13 @@ class Qr(Op):
         if m >= n:
             return (_qr_grad(q, r, grad_q, grad_r), None)
         # wide A = [X | Y] with X square: Q R_X = X, R = [R_X | Q^T Y]
-        from .indexing import select_range
+        from .indexing import slice_view
         from .shape import Cat
 
-        y = select_range(a, a._array.ndim - 1, m, n)
-        r_x = select_range(r, r._array.ndim - 1, 0, m)
-        grad_r_x = select_range(grad_r, grad_r._array.ndim - 1, 0, m)
-        grad_r_y = select_range(grad_r, grad_r._array.ndim - 1, m, n)
+        y = slice_view(a, a._array.ndim - 1, m, n, 1)
+        r_x = slice_view(r, r._array.ndim - 1, 0, m, 1)
+        grad_r_x = slice_view(grad_r, grad_r._array.ndim - 1, 0, m, 1)
+        grad_r_y = slice_view(grad_r, grad_r._array.ndim - 1, m, n, 1)
         grad_y = matmul(q, grad_r_y)
         grad_x = _qr_grad(q, r_x, grad_q + matmul(y, _mT(grad_r_y)), grad_r_x)
         return (Cat.apply(grad_x, grad_y, dim=-1), None)
@@ -325,13 +325,13 @@ class Svd(Op):
             vh = Tensor._wrap(ctx.vh[..., :k, :], False)
             s = Tensor._wrap(ctx.s, False)
         if grad_u is not None and grad_u._array.shape[-1] != k:
-            from .indexing import select_range
+            from .indexing import slice_view
 
-            grad_u = select_range(grad_u, grad_u._array.ndim - 1, 0, k)
+            grad_u = slice_view(grad_u, grad_u._array.ndim - 1, 0, k, 1)
         if grad_vh is not None and grad_vh._array.shape[-2] != k:
-            from .indexing import select_range
+            from .indexing import slice_view
 
-            grad_vh = select_range(grad_vh, grad_vh._array.ndim - 2, 0, k)
+            grad_vh = slice_view(grad_vh, grad_vh._array.ndim - 2, 0, k, 1)
         return (_svd_grad(u, s, vh, grad_u, grad_s, grad_vh), None, None)
 
 

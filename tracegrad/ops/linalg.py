@@ -191,23 +191,6 @@ class Bmm(Op):
                 Bmm.apply(a.transpose(1, 2), grad) if needs[1] else None)
 
 
-class UnsafeView(Op):
-    """The reshape at the end of a folded matmul (torch's ``_unsafe_view``)."""
-
-    node_name = "UnsafeViewBackward0"
-
-    @staticmethod
-    def forward(ctx, a, shape):
-        ctx.input_shape = a._array.shape
-        return a._array.reshape(shape)
-
-    @staticmethod
-    def backward(ctx, grad):
-        from .shape import Reshape
-
-        return (Reshape.apply(grad, shape=ctx.input_shape), None)
-
-
 class SqueezeRow(Op):
     """Drops the row that ``vector @ matrix`` adds (torch's in-place ``squeeze_(0)``)."""
 
@@ -258,7 +241,7 @@ def matmul(a, b):
 
 def _folded(big, small):
     """``big`` (3+ dims) times a matrix or vector: one mm (or mv) on big viewed as rows."""
-    from .shape import Reshape, Unsqueeze
+    from .shape import Reshape, UnsafeView, Unsqueeze
 
     inner = big._array.shape[-1]
     rows = Reshape.apply(big, shape=(-1 if big._array.size else 0, inner)) \
@@ -282,6 +265,8 @@ def _folded(big, small):
 
 def _batched(a, b, Expand, Reshape, Unsqueeze):
     """Two batches: broadcast the batch dims, fold them into one, bmm, view back."""
+    from .shape import UnsafeView
+
     xa, xb = a._array, b._array
     n = xa.shape[-2] if xa.ndim > 1 else 1
     m1 = xa.shape[-1]

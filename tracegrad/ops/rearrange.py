@@ -1,7 +1,8 @@
 """Ops that move elements without computing new values: flip, roll, rot90, tril/triu,
-diagonal (a view), diag_embed, diagonal_scatter, split_with_sizes.
+diag (a copy of the diagonal), diag_embed, diagonal_scatter.
 
-(view/reshape/transpose/permute/expand/cat/stack live in shape.py.)
+(view/reshape/transpose/permute/expand/cat/stack/split and the ``diagonal`` view live in
+shape.py.)
 """
 
 from __future__ import annotations
@@ -165,37 +166,26 @@ def _diagonal_axes(a, dim1: int, dim2: int) -> tuple:
     return axis1, axis2
 
 
-class Diagonal(Op):
-    """``diagonal(offset, dim1, dim2)``: a view sharing storage with the input."""
+class DiagonalCopy(Op):
+    """``torch.diag(matrix)``: the diagonal as a new tensor (torch names it so). The view
+    form, ``diagonal``, is shape.Diagonal."""
 
-    node_name = "DiagonalBackward0"
-    is_view = True
+    node_name = "DiagonalBackward0_copy"
 
     @staticmethod
     def forward(ctx, a, offset=0, dim1=0, dim2=1):
         if a._array.ndim < 2:
             raise InvalidValueError(
                 f"diagonal(): expected a tensor with at least 2 dimensions, got "
-                f"{a._describe()}")
+                f"{a._describe()}. Hint: diag() of a vector builds a matrix instead.")
         axis1, axis2 = _diagonal_axes(a, dim1, dim2)
         ctx.offset, ctx.axes, ctx.input_shape = offset, (axis1, axis2), a._array.shape
-        return diagonal_view(a._xp, a._array, offset, axis1, axis2)
+        return diagonal_view(a._xp, a._array, offset, axis1, axis2).copy()
 
     @staticmethod
     def backward(ctx, grad):
         zeros = Tensor._wrap(grad._xp.zeros(ctx.input_shape, dtype=grad._array.dtype), False)
         return (DiagonalScatter.apply(zeros, grad, ctx.offset, *ctx.axes), None, None, None)
-
-
-class DiagonalCopy(Diagonal):
-    """``torch.diag(matrix)``: the diagonal as a new tensor (torch names it so)."""
-
-    node_name = "DiagonalBackward0_copy"
-    is_view = False
-
-    @staticmethod
-    def forward(ctx, a, offset=0, dim1=0, dim2=1):
-        return Diagonal.forward(ctx, a, offset, dim1, dim2).copy()
 
 
 class DiagonalScatter(Op):
@@ -271,47 +261,6 @@ def diag(a, diagonal: int = 0):
     raise InvalidValueError(f"diag(): Supports 1D or 2D tensors. Got {ndim}D "
                             f"({a._describe()}). Hint: diagonal(offset, dim1, dim2) takes "
                             "the diagonal of batches.")
-
-
-# -- splitting ---------------------------------------------------------------------------
-class SplitWithSizes(Op):
-    """``split_with_sizes``: pieces along ``dim``, all outputs of one node (as in torch)."""
-
-    node_name = "SplitWithSizesBackward0"
-
-    @staticmethod
-    def forward(ctx, a, split_sizes, dim=0):
-        x = a._array
-        axis = wrap_dim(dim, x.ndim, a)
-        sizes = [int(size) for size in split_sizes]
-        if sum(sizes) != x.shape[axis] or any(size < 0 for size in sizes):
-            raise ShapeError(
-                f"split_with_sizes expects split_sizes to sum exactly to {x.shape[axis]} "
-                f"(input tensor's size at dimension {axis}), but got split_sizes={sizes} "
-                f"({a._describe()}). Hint: tensor_split cuts at indices without covering "
-                "every element.")
-        pieces, start = [], 0
-        for size in sizes:
-            index = (slice(None),) * axis + (slice(start, start + size),)
-            pieces.append(x[index])
-            start += size
-        ctx.axis, ctx.sizes = axis, sizes
-        return tuple(pieces)
-
-    @staticmethod
-    def backward(ctx, *grads):
-        from .shape import Cat
-
-        xp_source = next(g for g in grads if g is not None)
-        filled = []
-        for grad, size in zip(grads, ctx.sizes):
-            if grad is None:
-                shape = list(xp_source._array.shape)
-                shape[ctx.axis] = size
-                grad = Tensor._wrap(xp_source._xp.zeros(shape, dtype=xp_source._array.dtype),
-                                    False)
-            filled.append(grad)
-        return (Cat.apply(*filled, dim=ctx.axis), None, None)
 
 
 def check_int_sequence(op_name: str, name: str, value) -> tuple:

@@ -308,10 +308,10 @@ def _product_of_others(a, axis: int):
     after = Flip.apply(Cumprod.apply(Flip.apply(a, dims=(axis,)), axis), dims=(axis,))
     if length == 1:
         return one.expand(a.shape)
-    from .indexing import select_range
+    from .indexing import slice_view
 
-    left = Cat.apply(one, select_range(before, axis, 0, length - 1), dim=axis)
-    right = Cat.apply(select_range(after, axis, 1, length), one, dim=axis)
+    left = Cat.apply(one, slice_view(before, axis, 0, length - 1, 1), dim=axis)
+    right = Cat.apply(slice_view(after, axis, 1, length, 1), one, dim=axis)
     return left * right
 
 

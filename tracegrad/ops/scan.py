@@ -108,9 +108,9 @@ def _with_one_at(a, axis: int, position: int):
 
 
 def _suffix(tensor, axis: int, start: int):
-    from .indexing import select_range
+    from .indexing import slice_view
 
-    return select_range(tensor, axis, start, tensor._array.shape[axis])
+    return slice_view(tensor, axis, start, tensor._array.shape[axis], 1)
 
 
 class Cummax(Op):

@@ -79,7 +79,6 @@ class Recorder(events.Listener):
         self._looked_up: set[int] = set()  # tensor ids whose variable name was searched
         # user frame -> [(weakref to tensor, record)] waiting for a search of its variables
         self._unnamed: dict = {}
-        self._last_op = None  # (node, node id, tensor ids first seen in that op)
         self._subscription = None
 
     # -- the context manager -----------------------------------------------------------
@@ -149,7 +148,6 @@ class Recorder(events.Listener):
         inputs = [arg for arg in args if isinstance(arg, Tensor)]
         before = builder._next_tensor_id
         record = builder.record_op(node, inputs, outputs)
-        self._last_op = (node, record.id, range(before, builder._next_tensor_id))
         tensors = self.trace.tensors
         if self.values:
             for tensor, tensor_id in zip(inputs, record.inputs):
@@ -235,51 +233,49 @@ class Recorder(events.Listener):
             record.site = user_site(3)
             record.value = self._capture(tensor._array)
 
-    def on_inplace(self, tensor, op_name: str, site) -> None:
+    def on_inplace(self, info) -> None:
+        """One record per in-place change, right the first time: the node it added (the
+        tensor in at its old version and out at the new one), the views' new grad_fns, and
+        the version in the tensor's history (autograd.views.InplaceInfo has it all)."""
         builder = self.builder
+        tensor = info.tensor
         tensor_id = builder.known_tensor(tensor)
         watched = self.violations.is_watched(tensor)
-        if tensor_id is None and not watched and tensor.grad_fn is None:
-            return  # a tensor the graph never saw: nothing to record
+        if tensor_id is None and not watched and info.node is None and not info.views:
+            return  # a tensor the graph never saw, changed outside it: nothing to record
+        node_record = builder.record_inplace(info)
         if tensor_id is None:
             tensor_id = builder.tensor_id(tensor)
-        record = self.trace.tensors[tensor_id]
-        record.versions.append(VersionChange(tensor._version, op_name, site))
-        if tensor.grad_fn is not None and self._last_op is not None \
-                and self._last_op[0] is tensor.grad_fn:
-            self._rebase_record(tensor, tensor_id)
+        change = VersionChange(info.version, info.op_name, info.site)
+        self.trace.tensors[tensor_id].versions.append(change)
+        if info.base is not tensor:
+            base_id = builder.known_tensor(info.base)
+            if base_id is not None:
+                self.trace.tensors[base_id].versions.append(change)
+        if node_record is not None:
+            self._after_inplace_record(info, node_record)
         if watched:
-            self.violations.inplace_on_saved(tensor, tensor_id, op_name, site)
+            self.violations.inplace_on_saved(tensor, tensor_id, info.op_name, info.site)
 
-    def _rebase_record(self, tensor, tensor_id: int) -> None:
-        """An in-place op recorded its node on a snapshot of ``tensor`` and a temporary
-        output; show it as the tensor itself going in (old version) and coming out."""
-        _, node_id, fresh = self._last_op
-        node_record = self.trace.nodes[node_id]
-        builder = self.builder
-        snapshot_id = node_record.inputs[0] if node_record.inputs else None
-        if snapshot_id in fresh and snapshot_id != tensor_id:
-            node_record.inputs[0] = tensor_id
-            for saved in node_record.saved:
-                if saved.tensor == snapshot_id:
-                    saved.tensor, saved.version = tensor_id, tensor._version - 1
-            builder.forget_tensor(snapshot_id)
-        output_nr = tensor._output_nr
-        output_id = builder.output_tensor(node_id, output_nr)
-        if output_id in fresh and output_id != tensor_id:
-            node_record.outputs = [tensor_id if item == output_id else item
-                                   for item in node_record.outputs]
-            for saved in node_record.saved:
-                if saved.tensor == output_id:
-                    saved.tensor = tensor_id
-            value = self.trace.tensors[output_id].value
-            builder.forget_tensor(output_id)
-            self.trace.tensors[tensor_id].value = value
-        builder.set_output(node_id, output_nr, tensor_id)
-        record = self.trace.tensors[tensor_id]
-        record.requires_grad = bool(tensor.requires_grad)
-        builder.rewind_tensor_ids()
-        self._last_op = None
+    def _after_inplace_record(self, info, node_record) -> None:
+        """Values, non-finite checks, saved-tensor watches and names for a recorded change."""
+        tensors = self.trace.tensors
+        changed = info.base
+        changed_id = node_record.outputs[0]
+        record = tensors[changed_id]
+        if record.site is None:
+            record.site = info.node._site
+        before = record.value  # the old value's statistics, when it was captured
+        value = record.value = self._capture(changed._array)
+        finite = not value.stats.has_nonfinite if value is not None \
+            else is_finite(changed._array)
+        inputs = [arg for arg in info.inputs if isinstance(arg, Tensor)]
+        if not finite and (before is None or not before.stats.has_nonfinite) and all(
+                is_finite(arg._array) for arg in inputs[1:]):
+            self.violations.nonfinite_forward(node_record, changed, record)
+        if info.node._saved:
+            self.violations.watch_saved(info.node, node_record.id)
+        self._note_names(inputs, [self.builder.known_tensor(arg) for arg in inputs])
 
     def on_inplace_refused(self, tensor, op_name: str) -> None:
         self.builder.tensor_id(tensor)
