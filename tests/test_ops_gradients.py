@@ -373,6 +373,13 @@ CASES["Log"].append(Case(((3, 4),), _inplace("log_"), positive=(0,)))
 CASES["Abs"].append(Case(((3, 4),), _inplace("abs_")))
 CASES["Sqrt"].append(Case(((3, 4),), _inplace("sqrt_"), positive=(0,)))
 
+def _scatter_reduce_case(kind: str, include_self: bool = True) -> Case:
+    def call(L, x, s):
+        index = L.tensor([[0, 1, 0, 2], [0, 0, 1, 2]])
+        return x.scatter_reduce(0, index, s, reduce=kind, include_self=include_self)
+    return Case(((3, 4), (2, 4)), call)
+
+
 def _sym(L, x):
     """A symmetric positive-definite matrix built from x (so gradients stay symmetric)."""
     return x @ x.mT + L.eye(x.shape[-1], dtype=L.float64) * 3
@@ -449,12 +456,9 @@ CASES.update({
                          x, L.tensor([True, False, True, True])))],
     "MaskedScatter": [Case(((3, 4), (2, 5)), lambda L, x, s: x.masked_scatter(x > 0, s))],
     "Take": [Case(((3, 4),), lambda L, x: x.take(L.tensor([[0, 11], [5, 5]])))],
-    "ScatterReduce": [Case(((3, 4), (2, 4)), lambda L, x, s: x.scatter_reduce(
-        0, L.tensor([[0, 1, 0, 2], [0, 0, 1, 2]]), s, reduce=r))
-        for r in ("sum", "prod", "mean", "amax", "amin")] + [
-        Case(((3, 4), (2, 4)), lambda L, x, s: x.scatter_reduce(
-            0, L.tensor([[0, 1, 0, 2], [0, 0, 1, 2]]), s, reduce=r, include_self=False))
-        for r in ("sum", "mean", "amax")],
+    "ScatterReduce": [_scatter_reduce_case(kind) for kind in ("sum", "prod", "mean", "amax",
+                                                              "amin")]
+                     + [_scatter_reduce_case(kind, False) for kind in ("sum", "mean", "amax")],
     # rearranging
     "Flip": [Case(((3, 4),), lambda L, x: x.flip(0)), Case(((2, 3, 4),), lambda L, x: L.flip(
         x, (0, 2))), Case(((3, 4),), lambda L, x: x.fliplr())],

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd.function import Op
+from ..autograd.grad_mode import state
 from ..errors import DTypeError, OutOfRangeError, ShapeError
 from ..tensor import Tensor
 from ._checks import wrap_dim
@@ -379,7 +380,7 @@ class ScatterReduce(Op):
         ctx.save_for_backward(a, src)
         ctx.axis, ctx.where, ctx.reduce = axis, where, reduce
         ctx.include_self, ctx.counts = include_self, counts
-        ctx.result = out
+        ctx.result, ctx.index = out, index
         return out
 
     @staticmethod
@@ -391,7 +392,10 @@ class ScatterReduce(Op):
         where, reduce = ctx.where, ctx.reduce
         index_shape = where[0].shape if where else ()
         touched = _wrap(ctx.counts > 0)
-        result = _wrap(ctx.result)
+        if state.grad_enabled:  # create_graph: the result must carry the inputs' graph
+            result = ScatterReduce.apply(a, ctx.axis, ctx.index, src, reduce, ctx.include_self)
+        else:
+            result = _wrap(ctx.result)
         grad_self = grad_src = None
         if reduce == "sum":
             grad_self = grad if ctx.include_self else grad.masked_fill(touched, 0.0)

@@ -14,6 +14,7 @@ import numpy as np
 
 from .. import _dtype
 from ..autograd.function import Op
+from ..autograd.grad_mode import state
 from ..errors import ArgumentTypeError, DTypeError, ShapeError
 from ..tensor import Tensor
 from ._checks import wrap_dim
@@ -148,7 +149,10 @@ class VarMean(Op):
         shape = a._array.shape
         dims, keepdim = ctx.dims, ctx.keepdim
         if ctx._function._std:
-            spread = Tensor._wrap(ctx.spread, False)
+            if state.grad_enabled:  # create_graph: the std must carry a's graph
+                spread = Std.apply(a, dims, ctx.correction, keepdim)
+            else:
+                spread = Tensor._wrap(ctx.spread, False)
             grad_spread = grad_spread / (spread * 2)
         grad = _var_grad(grad_spread, a, dims, keepdim, ctx.correction)
         grad = grad + expand_reduced(grad_mean / _count(shape, dims), shape, dims, keepdim)
