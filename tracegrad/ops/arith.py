@@ -93,6 +93,7 @@ class RSub(Sub):
 
 class Mul(Op):
     node_name = "MulBackward0"
+    saved_names = ("self", "other")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a, b):
@@ -118,6 +119,7 @@ class Mul(Op):
 
 class Div(Op):
     node_name = "DivBackward0"
+    saved_names = ("self", "other")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a, b):
@@ -162,6 +164,7 @@ class PowScalar(Op):
     """``tensor ** number``."""
 
     node_name = "PowBackward0"
+    saved_names = ("self", "exponent=exponent")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a, exponent):
@@ -189,6 +192,7 @@ class Pow(Op):
     """``tensor ** tensor`` and ``number ** tensor``."""
 
     node_name = "PowBackward1"
+    saved_names = ("self", "exponent", "result")  # grad_fn._saved_<name>, as PyTorch names them
     saves_output = True
 
     @staticmethod

@@ -53,6 +53,7 @@ def _check_pair(op_name: str, a, b) -> None:
 
 class Mm(Op):
     node_name = "MmBackward0"
+    saved_names = ("self", "mat2")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a, b):
@@ -77,6 +78,7 @@ class Mm(Op):
 
 class Mv(Op):
     node_name = "MvBackward0"
+    saved_names = ("self", "vec")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a, v):
@@ -124,6 +126,7 @@ class Outer(Op):
 
 class Dot(Op):
     node_name = "DotBackward0"
+    saved_names = ("self", "tensor")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a, b):

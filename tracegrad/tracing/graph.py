@@ -178,6 +178,23 @@ class GraphBuilder:
         record = self.trace.tensors[tensor_id]
         record.grad_fn, record.output_nr, record.is_leaf = node_id, output_nr, False
 
+    def live_ids(self) -> tuple[set[int], set[int]]:
+        """(node ids, tensor ids) of the recorded objects still alive; entries of objects
+        that died are dropped on the way (they can never match again)."""
+        live: list[set[int]] = []
+        for table in (self._node_ids, self._tensor_ids):
+            dead = [key for key, (_, reference) in table.items() if reference() is None]
+            for key in dead:
+                del table[key]
+            live.append({record_id for record_id, _ in table.values()})
+        return live[0], live[1]
+
+    def forget_outputs(self, output_keys) -> None:
+        """Forget the ``(node id, output_nr)`` entries of nodes dropped from the trace (a
+        pass summarized to stay within the structure budget; their objects are dead)."""
+        for key in output_keys:
+            self._output_tensors.pop(key, None)
+
     # -- nodes -------------------------------------------------------------------------
     def known_node(self, node) -> int | None:
         entry = self._node_ids.get(id(node))
