@@ -135,7 +135,6 @@ class UnsupportedMethods:
     q_zero_point = _NotImplemented()
     qscheme = _NotImplemented()
     record_stream = _NotImplemented()
-    register_post_accumulate_grad_hook = _NotImplemented()
     reinforce = _NotImplemented()
     renorm_ = _NotImplemented()
     resize = _NotImplemented()
