@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
+from op_cases_nn import NN_CASES
 
 import tracegrad as tg
 from tracegrad import ops
@@ -169,6 +170,8 @@ CASES: dict[str, list[Case]] = {
               Case(((3, 4),), lambda L, a: L.where(a > 0, a, 0.0))],
     "Zero": [Case(((3, 4),), _zero)],
 }
+
+CASES.update(NN_CASES)  # nn's ops (convolution, pooling, losses, ...): tests/op_cases_nn.py
 
 # Composite functions, built from the ops above: they get the same checks.
 COMPOSITES: dict[str, list[Case]] = {

@@ -10,15 +10,104 @@ tracegrad.Size([8, 4])
 
 from __future__ import annotations
 
-from . import functional, init
-from .container import ModuleList, Sequential
-from .layers import Flatten, Identity, Linear, LogSoftmax, ReLU, Sigmoid, SiLU, Softmax, Tanh
-from .loss import CrossEntropyLoss, MSELoss, NLLLoss
+from . import functional, init, modules, utils
+from .activation import (
+    CELU,
+    ELU,
+    GELU,
+    GLU,
+    SELU,
+    Hardshrink,
+    Hardsigmoid,
+    Hardswish,
+    Hardtanh,
+    LeakyReLU,
+    LogSigmoid,
+    LogSoftmax,
+    Mish,
+    PReLU,
+    ReLU,
+    ReLU6,
+    Sigmoid,
+    SiLU,
+    Softmax,
+    Softmin,
+    Softplus,
+    Softshrink,
+    Softsign,
+    Tanh,
+    Tanhshrink,
+    Threshold,
+)
+from .attention import MultiheadAttention
+from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
+from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
+from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
+from .layers import Bilinear, Flatten, Identity, Linear, Unflatten
+from .loss import (
+    BCELoss,
+    BCEWithLogitsLoss,
+    CosineEmbeddingLoss,
+    CrossEntropyLoss,
+    GaussianNLLLoss,
+    HuberLoss,
+    KLDivLoss,
+    L1Loss,
+    MarginRankingLoss,
+    MSELoss,
+    NLLLoss,
+    PoissonNLLLoss,
+    SmoothL1Loss,
+    TripletMarginLoss,
+)
 from .module import Module
+from .normalization import (
+    BatchNorm1d,
+    BatchNorm2d,
+    BatchNorm3d,
+    GroupNorm,
+    InstanceNorm1d,
+    InstanceNorm2d,
+    InstanceNorm3d,
+    LayerNorm,
+)
 from .parameter import Parameter
+from .pooling import (
+    AdaptiveAvgPool1d,
+    AdaptiveAvgPool2d,
+    AdaptiveMaxPool1d,
+    AdaptiveMaxPool2d,
+    AvgPool1d,
+    AvgPool2d,
+    MaxPool1d,
+    MaxPool2d,
+)
+from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
+from .sparse import Embedding
 
 __all__ = [
-    "CrossEntropyLoss", "Flatten", "Identity", "Linear", "LogSoftmax", "MSELoss", "Module",
-    "ModuleList", "NLLLoss", "Parameter", "ReLU", "Sequential", "SiLU", "Sigmoid", "Softmax",
-    "Tanh", "functional", "init",
+    "CELU", "ELU", "GELU", "GLU", "GRU", "LSTM", "RNN", "SELU", "AdaptiveAvgPool1d",
+    "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AvgPool1d", "AvgPool2d",
+    "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "Bilinear",
+    "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
+    "CosineEmbeddingLoss", "CrossEntropyLoss", "Dropout", "Dropout1d", "Dropout2d",
+    "Dropout3d", "Embedding", "Flatten", "GRUCell", "GaussianNLLLoss", "GroupNorm",
+    "Hardshrink", "Hardsigmoid", "Hardswish", "Hardtanh", "HuberLoss", "Identity",
+    "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "KLDivLoss", "L1Loss", "LSTMCell",
+    "LayerNorm", "LeakyReLU", "Linear", "LogSigmoid", "LogSoftmax", "MSELoss",
+    "MarginRankingLoss", "MaxPool1d", "MaxPool2d", "Mish", "Module", "ModuleDict",
+    "ModuleList", "MultiheadAttention", "NLLLoss", "PReLU", "Parameter", "ParameterDict",
+    "ParameterList", "PoissonNLLLoss", "RNNBase", "RNNCell", "RNNCellBase", "ReLU", "ReLU6",
+    "Sequential", "SiLU", "Sigmoid", "SmoothL1Loss", "Softmax", "Softmin", "Softplus",
+    "Softshrink", "Softsign", "Tanh", "Tanhshrink", "Threshold", "TripletMarginLoss",
+    "Unflatten", "functional", "init", "modules", "utils",
 ]
+
+
+def __getattr__(name: str):
+    if name.startswith("_"):
+        raise AttributeError(f"module 'tracegrad.nn' has no attribute '{name}'")
+    raise AttributeError(
+        f"tracegrad does not implement torch.nn.{name} (module 'tracegrad.nn' has no "
+        f"attribute '{name}'). A script that uses it can still be observed on real PyTorch: "
+        "keep `import torch` and run it with `tracegrad run`.")

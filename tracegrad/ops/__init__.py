@@ -24,6 +24,9 @@ def registry() -> dict[str, type]:
     'MulBackward0'
     """
     from . import arith, conversion, indexing, linalg, reduce, shape, unary  # noqa: F401
+    from . import (  # noqa: F401 - nn's ops
+        activation, convolution, embedding, loss, normalization, padding, pooling, recurrent,
+        resample)
 
     found: dict[str, type] = {}
     pending = list(Op.__subclasses__())

@@ -1,0 +1,23 @@
+"""``tracegrad.nn.modules``: where torch keeps its module classes (the same ones as
+``tracegrad.nn``), and ``nn.modules.module`` with the global module hooks."""
+
+from __future__ import annotations
+
+from .. import (
+    activation,
+    attention,
+    container,
+    conv,
+    dropout,
+    layers,
+    loss,
+    normalization,
+    pooling,
+    rnn,
+    sparse,
+)
+from . import module
+from .module import Module
+
+__all__ = ["Module", "activation", "attention", "container", "conv", "dropout", "layers",
+           "loss", "module", "normalization", "pooling", "rnn", "sparse"]
