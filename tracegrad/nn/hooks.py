@@ -32,7 +32,10 @@ class RemovableHandle:
 
     def remove(self) -> None:
         for hooks in self._dicts:
-            hooks.pop(self.id, None)
+            if isinstance(hooks, set):
+                hooks.discard(self.id)
+            else:
+                hooks.pop(self.id, None)
 
     def __enter__(self) -> RemovableHandle:
         return self

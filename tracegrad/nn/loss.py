@@ -13,10 +13,16 @@ from .module import Module
 
 
 class _Loss(Module):
+    _reductions: tuple = ("none", "mean", "sum")
+
     def __init__(self, size_average=None, reduce=None, reduction: str = "mean") -> None:
         super().__init__()
         if size_average is not None or reduce is not None:
             reduction = F._legacy(size_average, reduce)
+        if reduction not in self._reductions:
+            # torch would fail at the first call; the same error, where the typo is
+            raise ValueError(f"'{reduction}' is not a valid value for reduction; expected one "
+                             f"of {', '.join(repr(r) for r in self._reductions)}")
         self.reduction = reduction
 
 
@@ -110,6 +116,8 @@ class HuberLoss(_Loss):
 
 
 class KLDivLoss(_Loss):
+    _reductions = ("none", "mean", "sum", "batchmean")
+
     def __init__(self, size_average=None, reduce=None, reduction: str = "mean",
                  log_target: bool = False) -> None:
         super().__init__(size_average, reduce, reduction)
