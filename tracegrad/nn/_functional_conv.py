@@ -379,7 +379,7 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
             raise ValueError(f"Input and scale_factor must have the same number of spatial "
                              f"dimensions, but got input with spatial dimensions of "
                              f"{list(in_sizes)} and scale_factor of shape {list(scales)}.")
-        out_sizes = tuple(int(math.floor(n * s)) for n, s in zip(in_sizes, scales))
+        out_sizes = tuple(math.floor(n * s) for n, s in zip(in_sizes, scales))
         if recompute_scale_factor:
             scales = (None,) * dims
     if mode == "area":

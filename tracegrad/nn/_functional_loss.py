@@ -31,8 +31,7 @@ def _reduction(reduction: str, size_average=None, reduce=None) -> str:
     """torch's legacy ``size_average``/``reduce`` pair, or ``reduction``, checked."""
     if size_average is not None or reduce is not None:
         warnings.warn("size_average and reduce args will be deprecated, please use "
-                      "reduction='{}' instead.".format(
-                          _legacy(size_average, reduce)), UserWarning, stacklevel=3)
+                      f"reduction='{_legacy(size_average, reduce)}' instead.", UserWarning, stacklevel=3)
         reduction = _legacy(size_average, reduce)
     if reduction not in REDUCTIONS:
         raise ValueError(f"{reduction} is not a valid value for reduction")

@@ -5,7 +5,10 @@ from __future__ import annotations
 import operator
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 from ..tensor import Tensor
 from .module import Module, add_indent
@@ -99,11 +102,12 @@ class Sequential(Module):
 
     def __add__(self, other: Sequential) -> Sequential:
         if not isinstance(other, Sequential):
-            raise ValueError("add operator supports only objects of Sequential class, but "
+            raise ValueError(  # noqa: TRY004 - torch's class
+                "add operator supports only objects of Sequential class, but "
                              f"{type(other)} is given.")
         return Sequential(*self, *other)
 
-    def __iadd__(self, other: Sequential) -> Sequential:
+    def __iadd__(self, other: Sequential) -> Self:
         return self.extend(other)
 
 
@@ -166,7 +170,7 @@ class ModuleList(Module):
         for position, item in enumerate(modules):
             self.add_module(str(position), item)
 
-    def __iadd__(self, modules: Iterable[Module]) -> ModuleList:
+    def __iadd__(self, modules: Iterable[Module]) -> Self:
         return self.extend(modules)
 
     def __add__(self, other: Iterable[Module]) -> ModuleList:
@@ -291,7 +295,7 @@ class ParameterList(Module):
     def __iter__(self):
         return (self[i] for i in range(self._size))
 
-    def __iadd__(self, values: Iterable) -> ParameterList:
+    def __iadd__(self, values: Iterable) -> Self:
         return self.extend(values)
 
     def append(self, value) -> ParameterList:
@@ -353,7 +357,7 @@ class ParameterDict(Module):
         return [self[key] for key in self._keys]
 
     def get(self, key: str, default=None):
-        return self[key] if key in self else default
+        return self[key] if key in self._keys else default
 
     def pop(self, key: str):
         value = self[key]

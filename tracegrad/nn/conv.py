@@ -152,7 +152,7 @@ class _ConvTranspose(_ConvNd):
             raise ValueError(f'Only "zeros" padding mode is supported for '
                              f"{type(self).__name__}")
         if isinstance(padding, str):
-            raise ValueError(f"{type(self).__name__} does not support string padding")
+            raise ValueError(f"{type(self).__name__} does not support string padding")  # noqa: TRY004 - torch's class
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
                          groups, bias, padding_mode, device, dtype, output_padding)
 
@@ -168,7 +168,8 @@ class _ConvTranspose(_ConvNd):
         dims = self._dims
         sizes = list(output_size)[-dims:]
         if len(sizes) != dims:
-            raise ValueError(f"ConvTranspose{dims}D: for {input.ndim}D input, output_size "
+            raise ValueError(
+                f"ConvTranspose{dims}D: for {input.ndim}D input, output_size "
                              f"must have {dims} or {dims + 2} elements (got {len(output_size)})")
         extra = []
         for axis in range(dims):

@@ -13,7 +13,10 @@ from __future__ import annotations
 import itertools
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 from ..autograd.function import Function
 from ..autograd.grad_mode import state
@@ -37,7 +40,7 @@ class RemovableHandle:
             else:
                 hooks.pop(self.id, None)
 
-    def __enter__(self) -> RemovableHandle:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc_info) -> None:

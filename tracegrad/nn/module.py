@@ -334,7 +334,7 @@ class Module:
                 raise AttributeError(f"{module._get_name()} has no attribute `{item}`")
             module = getattr(module, item)
             if not isinstance(module, Module):
-                raise AttributeError(f"`{item}` is not an nn.Module")
+                raise AttributeError(f"`{item}` is not an nn.Module")  # noqa: TRY004 - torch's class
         return module
 
     def get_parameter(self, target: str) -> Parameter:
@@ -344,7 +344,7 @@ class Module:
             raise AttributeError(f"{module._get_name()} has no attribute `{name}`")
         param = getattr(module, name)
         if not isinstance(param, Parameter):
-            raise AttributeError(f"`{name}` is not an nn.Parameter")
+            raise AttributeError(f"`{name}` is not an nn.Parameter")  # noqa: TRY004 - torch's class
         return param
 
     def get_buffer(self, target: str) -> Tensor:

@@ -21,9 +21,8 @@ from .. import factories
 from ..ops.recurrent import MkldnnRnnLayer
 from ..ops.shape import Cat, Stack
 from ..tensor import Tensor
-from . import _cells
+from . import _cells, init
 from . import _functional_norm as F
-from . import init
 from ._ops import linear
 from .module import Module
 from .parameter import Parameter

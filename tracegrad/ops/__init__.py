@@ -23,10 +23,24 @@ def registry() -> dict[str, type]:
     >>> ops.registry()["Mul"]._node_class._name
     'MulBackward0'
     """
-    from . import arith, conversion, indexing, linalg, reduce, shape, unary  # noqa: F401
-    from . import (  # noqa: F401 - nn's ops
-        activation, convolution, embedding, loss, normalization, padding, pooling, recurrent,
-        resample)
+    from . import (  # noqa: F401 - imported to register their ops
+        activation,
+        arith,
+        conversion,
+        convolution,
+        embedding,
+        indexing,
+        linalg,
+        loss,
+        normalization,
+        padding,
+        pooling,
+        recurrent,
+        reduce,
+        resample,
+        shape,
+        unary,
+    )
 
     found: dict[str, type] = {}
     pending = list(Op.__subclasses__())

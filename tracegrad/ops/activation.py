@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from ..autograd.function import Op
-from ..errors import DTypeError, ShapeError
+from ..errors import ShapeError
 from ..tensor import Tensor
 from . import unary
 from .reduce import sum_to

@@ -170,7 +170,7 @@ def transposed_sizes(sizes, kernel, stride, pads, dilation, output_padding):
 
 
 def _backward_arrays(ctx, input, weight, grad) -> tuple:
-    stride, pads, dilation, transposed, output_padding, groups = ctx.params
+    stride, pads, dilation, transposed, _, groups = ctx.params
     needs = ctx.needs_input_grad
     xp = grad._xp
     g, x, w = grad._array, input._array, weight._array
@@ -200,7 +200,7 @@ def _backward_arrays(ctx, input, weight, grad) -> tuple:
 
 def _backward_tensors(ctx, input, weight, grad) -> tuple:
     """The same gradients as convolutions of tensors: differentiable again."""
-    stride, pads, dilation, transposed, output_padding, groups = ctx.params
+    stride, pads, dilation, transposed, _, groups = ctx.params
     needs = ctx.needs_input_grad
     spatial = input.ndim - 2
     grad_input = grad_weight = grad_bias = None

@@ -76,7 +76,7 @@ class MkldnnRnnLayer(Op):
 
 
 def _backward_arrays(ctx, saved, grad_output, grad_hy, grad_cy) -> tuple:
-    input, weight_ih, weight_hh, bias_ih, bias_hh, hx, cx = saved
+    input, weight_ih, weight_hh, bias_ih, _, hx, cx = saved
     activations, cells, tanh_cells, outputs = ctx.saved_arrays
     needs = ctx.needs_input_grad
     xp = input._xp
