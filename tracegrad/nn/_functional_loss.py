@@ -239,12 +239,11 @@ def _soft_cross_entropy(log_probs, target, weight, reduction, label_smoothing, c
     terms = log_probs * target
     if weight is not None:
         terms = terms * _class_shape(weight, log_probs)
-    losses = -terms.sum(class_axis)
     if reduction == "none":
-        return losses
+        return -terms.sum(class_axis)
     if reduction == "sum":
-        return losses.sum()
-    return losses.sum() / (log_probs.shape[0] if log_probs.ndim > 1 else 1)
+        return -terms.sum()
+    return -terms.sum() / (log_probs.numel() / count)
 
 
 def _class_shape(weight: Tensor, like: Tensor) -> Tensor:

@@ -270,7 +270,6 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor,
     right = input2.reshape(-1, in2)
     mixed = left.matmul(weight.permute(1, 0, 2).reshape(in1, out_features * in2))
     out = (mixed.reshape(-1, out_features, in2) * right.unsqueeze(1)).sum(-1)
-    if bias is not None:
-        out = out + bias
-    return out.view(batch + (out_features,))
+    out = out.view(batch + (out_features,))
+    return out if bias is None else out + bias
 

@@ -53,9 +53,10 @@ class AvgPool1d(_AvgPoolNd):
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
                  count_include_pad: bool = True) -> None:
         super().__init__()
-        self.kernel_size = kernel_size
-        self.stride = stride if stride is not None else kernel_size
-        self.padding, self.ceil_mode = padding, ceil_mode
+        single = F._tuple  # torch keeps 1-d pools' sizes as 1-tuples
+        self.kernel_size = single(kernel_size, 1)
+        self.stride = single(stride if stride is not None else kernel_size, 1)
+        self.padding, self.ceil_mode = single(padding, 1), ceil_mode
         self.count_include_pad = count_include_pad
 
     def forward(self, input: Tensor) -> Tensor:

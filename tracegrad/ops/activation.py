@@ -217,12 +217,16 @@ class Hardsigmoid(Op):
     def forward(ctx, a):
         x = floating_array("hardsigmoid_cpu", a)
         ctx.save_for_backward(a)
-        return a._xp.clip(x / 6 + 0.5, 0, 1).astype(x.dtype, copy=False)
+        return (a._xp.clip(x + 3, 0, 6) / 6).astype(x.dtype, copy=False)
 
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
-        return (grad * ((a > -3) & (a < 3)) * (1 / 6),)
+        return (grad * ((a > -3) & (a < 3)) * _ONE_SIXTH,)
+
+
+# torch's hardsigmoid backward multiplies by 1/6 rounded to float32, in every dtype
+_ONE_SIXTH = float(np.float32(1.0) / np.float32(6.0))
 
 
 class Hardswish(Op):
@@ -232,7 +236,7 @@ class Hardswish(Op):
     def forward(ctx, a):
         x = floating_array("hardswish_cpu", a)
         ctx.save_for_backward(a)
-        return x * a._xp.clip(x / 6 + 0.5, 0, 1).astype(x.dtype, copy=False)
+        return (x * a._xp.clip(x + 3, 0, 6) / 6).astype(x.dtype, copy=False)
 
     @staticmethod
     def backward(ctx, grad):
