@@ -23,14 +23,12 @@ def _batched(array):
     return array if array.ndim == 4 else array[None]
 
 
-def _picked(xp, blocks, rows, cols, width):
-    """Max over the last axis of ``blocks`` (N, C, oh, ow, K) and its index in the input
-    plane, where ``rows``/``cols`` give each window element's input row and column."""
-    position = blocks.argmax(axis=-1)[..., None]
-    values = xp.take_along_axis(blocks, position, axis=-1)[..., 0]
-    row = xp.take_along_axis(rows, position, axis=-1)[..., 0]
-    col = xp.take_along_axis(cols, position, axis=-1)[..., 0]
-    return values, row * width + col
+def _picked(xp, blocks):
+    """Max over the last axis of ``blocks`` (N, C, oh, ow, K), and where it was (the first
+    maximum, or the first NaN, as torch picks)."""
+    position = blocks.argmax(axis=-1)
+    values = xp.take_along_axis(blocks, position[..., None], axis=-1)[..., 0]
+    return values, position
 
 
 class MaxPool2DWithIndices(Op):
@@ -53,8 +51,8 @@ class MaxPool2DWithIndices(Op):
             padded = xp.pad(x, ((0, 0), (0, 0)) + pads, constant_values=-xp.inf)
         view = windows(xp, padded, kernel, stride, dilation, sizes)  # (N, C, kh, kw, oh, ow)
         blocks = view.transpose(0, 1, 4, 5, 2, 3).reshape(x.shape[:2] + sizes + (-1,))
-        rows, cols = _window_coordinates(xp, kernel, stride, padding, dilation, sizes)
-        values, indices = _picked(xp, blocks, rows, cols, width)
+        values, position = _picked(xp, blocks)
+        indices = _plane_index(xp, position, kernel, stride, padding, dilation, sizes, width)
         ctx.input_shape = a._array.shape
         # windows that share no element: the gradient is placed, not accumulated
         ctx.disjoint = all(s >= d * (k - 1) + 1 for k, s, d in zip(kernel, stride, dilation))
@@ -69,17 +67,13 @@ class MaxPool2DWithIndices(Op):
                                    accumulate=not ctx.disjoint),) + (None,) * 5
 
 
-def _window_coordinates(xp, kernel, stride, padding, dilation, sizes):
-    """Input row and column of every window element: arrays (1, 1, oh, ow, kh*kw)."""
+def _plane_index(xp, position, kernel, stride, padding, dilation, sizes, width):
+    """Each maximum's flat index in its input plane, from its place in its window: plain
+    integer arithmetic on the window grid (no gather)."""
     (kh, kw), (sh, sw), (ph, pw), (dh, dw), (oh, ow) = kernel, stride, padding, dilation, sizes
-    rows = (np.arange(oh)[:, None, None, None] * sh - ph
-            + np.arange(kh)[None, None, :, None] * dh)
-    cols = (np.arange(ow)[None, :, None, None] * sw - pw
-            + np.arange(kw)[None, None, None, :] * dw)
-    shape = (oh, ow, kh, kw)
-    rows, cols = np.broadcast_to(rows, shape), np.broadcast_to(cols, shape)
-    return (xp.asarray(rows.reshape(1, 1, oh, ow, kh * kw)),
-            xp.asarray(cols.reshape(1, 1, oh, ow, kh * kw)))
+    rows = (xp.arange(oh)[:, None] * sh - ph) + (position // kw) * dh
+    cols = (xp.arange(ow)[None, :] * sw - pw) + (position % kw) * dw
+    return rows * width + cols
 
 
 def scatter_to_indices(grad: Tensor, indices, input_shape, accumulate: bool) -> Tensor:
@@ -114,8 +108,10 @@ class AdaptiveMaxPool2D(Op):
             (1, 1) + output_size + (-1,))
         col_grid = np.broadcast_to(cols[None, :, None, :], shape).reshape(
             (1, 1) + output_size + (-1,))
-        values, indices = _picked(xp, blocks, xp.asarray(row_grid), xp.asarray(col_grid),
-                                  width)
+        values, position = _picked(xp, blocks)
+        where = position[..., None]
+        indices = (xp.take_along_axis(xp.asarray(row_grid), where, axis=-1)[..., 0] * width
+                   + xp.take_along_axis(xp.asarray(col_grid), where, axis=-1)[..., 0])
         ctx.input_shape, ctx.indices = a._array.shape, indices
         if a._array.ndim == 3:
             return values[0], indices[0]
