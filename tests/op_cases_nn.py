@@ -136,6 +136,8 @@ NN_CASES: dict[str, list] = {
                       in_torch=False)],
     "ResampleBackward": [Case(((2, 7, 5),), lambda L, g: resample.ResampleBackward.apply(
         g, _MAP, resample.Resample), in_torch=False)],
+    "PixelShuffle": [Case(((2, 8, 2, 3),), lambda L, x: _F(L).pixel_shuffle(x, 2))],
+    "PixelUnshuffle": [Case(((1, 2, 4, 6),), lambda L, x: _F(L).pixel_unshuffle(x, 2))],
     "ConstantPadNd": [Case(((2, 3, 4),), lambda L, x: _F(L).pad(x, (1, 2, -1, 1), value=0.5)),
                       Case(((2, 3, 4),), lambda L, x: _F(L).pad(x, (0, 0, 0, 0, 2, 1)))],
     # -- normalization --------------------------------------------------------------------
@@ -169,6 +171,8 @@ NN_CASES: dict[str, list] = {
     "SmoothL1Loss": [Case(((3, 4), (3, 4)), lambda L, x, t: _F(L).smooth_l1_loss(
         x, t, beta=0.7)), Case(((3, 4), (4,)), lambda L, x, t: _F(L).smooth_l1_loss(
             x, t.expand(3, 4), reduction="none"))],
+    "SoftMarginLoss": [Case(((3, 4),), lambda L, x: _F(L).soft_margin_loss(
+        x * 2, L.tensor(np.sign(np.linspace(-1, 1, 12) + 0.05).reshape(3, 4))))],
     "HuberLoss": [Case(((3, 4), (3, 4)), lambda L, x, t: _F(L).huber_loss(
         x * 2, t, delta=0.8, reduction="sum"))],
 }

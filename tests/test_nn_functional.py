@@ -218,3 +218,19 @@ def test_unknown_functional_names_say_tracegrad_does_not_implement_them():
     with pytest.raises(AttributeError, match="does not implement torch.nn.Transformer"):
         tg.nn.Transformer  # noqa: B018
     assert not hasattr(tg.nn, "_private_name")
+
+
+@pytest.mark.parametrize("call", [
+    lambda L, x: L.nn.functional.avg_pool2d(x, 2),
+    lambda L, x: L.nn.functional.adaptive_avg_pool2d(x, (3, 2)),
+    lambda L, x: L.nn.functional.interpolate(x, scale_factor=2, mode="bilinear"),
+    lambda L, x: L.nn.functional.pad(x, (2, 1, 1, 2), mode="reflect"),
+], ids=["avg-pool", "adaptive-avg-pool", "bilinear", "reflect-pad"])
+def test_an_inf_stays_in_the_windows_that_hold_it(call):
+    x = _x(1, 1, 4, 6)
+    x[0, 0, 1, 1] = np.inf
+    ours = call(tg, tg.tensor(x)).numpy()
+    theirs = call(torch, torch.tensor(x)).numpy()
+    np.testing.assert_array_equal(np.isfinite(ours), np.isfinite(theirs))
+    np.testing.assert_allclose(ours[np.isfinite(theirs)], theirs[np.isfinite(theirs)],
+                               rtol=1e-10)

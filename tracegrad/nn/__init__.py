@@ -13,6 +13,7 @@ from __future__ import annotations
 from . import functional, init, modules, utils
 from .activation import (
     CELU,
+    CosineSimilarity,
     ELU,
     GELU,
     GLU,
@@ -25,12 +26,14 @@ from .activation import (
     LogSigmoid,
     LogSoftmax,
     Mish,
+    PairwiseDistance,
     PReLU,
     ReLU,
     ReLU6,
     Sigmoid,
     SiLU,
     Softmax,
+    Softmax2d,
     Softmin,
     Softplus,
     Softshrink,
@@ -42,7 +45,7 @@ from .activation import (
 from .attention import MultiheadAttention
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
-from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
+from .dropout import AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d
 from .layers import Bilinear, Flatten, Identity, Linear, Unflatten
 from .loss import (
     BCELoss,
@@ -50,14 +53,17 @@ from .loss import (
     CosineEmbeddingLoss,
     CrossEntropyLoss,
     GaussianNLLLoss,
+    HingeEmbeddingLoss,
     HuberLoss,
     KLDivLoss,
     L1Loss,
     MarginRankingLoss,
     MSELoss,
+    MultiLabelSoftMarginLoss,
     NLLLoss,
     PoissonNLLLoss,
     SmoothL1Loss,
+    SoftMarginLoss,
     TripletMarginLoss,
 )
 from .module import Module
@@ -70,6 +76,24 @@ from .normalization import (
     InstanceNorm2d,
     InstanceNorm3d,
     LayerNorm,
+    RMSNorm,
+)
+from .padding import (
+    CircularPad1d,
+    CircularPad2d,
+    CircularPad3d,
+    ConstantPad1d,
+    ConstantPad2d,
+    ConstantPad3d,
+    ReflectionPad1d,
+    ReflectionPad2d,
+    ReflectionPad3d,
+    ReplicationPad1d,
+    ReplicationPad2d,
+    ReplicationPad3d,
+    ZeroPad1d,
+    ZeroPad2d,
+    ZeroPad3d,
 )
 from .parameter import Parameter
 from .pooling import (
@@ -79,11 +103,22 @@ from .pooling import (
     AdaptiveMaxPool2d,
     AvgPool1d,
     AvgPool2d,
+    LPPool1d,
+    LPPool2d,
     MaxPool1d,
     MaxPool2d,
 )
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from .sparse import Embedding
+from .upsampling import (
+    Fold,
+    PixelShuffle,
+    PixelUnshuffle,
+    Unfold,
+    Upsample,
+    UpsamplingBilinear2d,
+    UpsamplingNearest2d,
+)
 
 __all__ = [
     "CELU", "ELU", "GELU", "GLU", "GRU", "LSTM", "RNN", "SELU", "AdaptiveAvgPool1d",
@@ -101,6 +136,13 @@ __all__ = [
     "Sequential", "SiLU", "Sigmoid", "SmoothL1Loss", "Softmax", "Softmin", "Softplus",
     "Softshrink", "Softsign", "Tanh", "Tanhshrink", "Threshold", "TripletMarginLoss",
     "Unflatten", "functional", "init", "modules", "utils",
+    "AlphaDropout", "CircularPad1d", "CircularPad2d", "CircularPad3d", "ConstantPad1d",
+    "ConstantPad2d", "ConstantPad3d", "CosineSimilarity", "Fold", "HingeEmbeddingLoss",
+    "LPPool1d", "LPPool2d", "MultiLabelSoftMarginLoss", "PairwiseDistance", "PixelShuffle",
+    "PixelUnshuffle", "RMSNorm", "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d",
+    "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d", "SoftMarginLoss", "Softmax2d",
+    "Unfold", "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d", "ZeroPad1d",
+    "ZeroPad2d", "ZeroPad3d",
 ]
 
 

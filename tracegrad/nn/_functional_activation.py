@@ -77,10 +77,18 @@ def selu(input: Tensor, inplace: bool = False) -> Tensor:
     return _apply(input, inplace, "selu_", ops.Elu, ops.SELU_ALPHA, ops.SELU_SCALE, 1.0)
 
 
+def selu_(input: Tensor) -> Tensor:
+    return selu(input, True)
+
+
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     if alpha == 0:
         raise ZeroDivisionError("ZeroDivisionError: alpha cannot be 0 for CELU")
     return _apply(input, inplace, "celu_", ops.Celu, alpha, 1.0, 1.0 / alpha)
+
+
+def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+    return celu(input, alpha, True)
 
 
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:

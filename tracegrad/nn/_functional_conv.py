@@ -21,6 +21,7 @@ from ..errors import ShapeError
 from ..ops import resample
 from ..ops.convolution import Col2Im, Convolution, Im2Col
 from ..ops.padding import ConstantPadNd, pad_pairs
+from ..ops.pixel_shuffle import PixelShuffle, PixelUnshuffle
 from ..ops.pooling import AdaptiveMaxPool2D, MaxPool2DWithIndices
 from ..ops.shape import Cat
 from ..tensor import Tensor
@@ -221,8 +222,8 @@ def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bo
                  for size, k, s, p, out in zip(input.shape[-2:], kernel, stride, padding, sizes))
     if divisor_override is not None:
         first = maps[0]
-        maps = (resample.AxisMap(first.in_size, first.out_size,
-                                 matrix=first.matrix / divisor_override),) + maps[1:]
+        maps = (resample.AxisMap(first.in_size, first.out_size, first.index,
+                                 first.weight / divisor_override, first.valid),) + maps[1:]
     return resample.AvgPool2D.apply(input, maps)
 
 
@@ -449,3 +450,36 @@ def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=
                        _tuple(kernel_size, 2, "kernel_size"), _tuple(dilation, 2, "dilation"),
                        tuple((p, p) for p in padding), _tuple(stride, 2, "stride"))
     return out.squeeze(0) if unbatched else out
+
+
+# -- rearranging and power pools ----------------------------------------------------------
+def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
+    """(*, C * r^2, H, W) -> (*, C, H * r, W * r): sub-pixel upsampling."""
+    return PixelShuffle.apply(input, int(upscale_factor))
+
+
+def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
+    """(*, C, H * r, W * r) -> (*, C * r^2, H, W): the inverse of pixel_shuffle."""
+    return PixelUnshuffle.apply(input, int(downscale_factor))
+
+
+def lp_pool2d(input: Tensor, norm_type: float, kernel_size, stride=None,
+              ceil_mode: bool = False) -> Tensor:
+    """The p-norm of each window: ``(sum x^p)^(1/p)`` (through avg_pool2d, as torch)."""
+    kh, kw = _tuple(kernel_size, 2, "kernel_size")
+    if norm_type == float("inf"):
+        return max_pool2d(input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+    if norm_type == -float("inf"):
+        return -max_pool2d(-input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+    out = avg_pool2d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    return (out.sign() * out.abs().relu()).mul(kw * kh).pow(1.0 / norm_type)
+
+
+def lp_pool1d(input: Tensor, norm_type: float, kernel_size: int, stride=None,
+              ceil_mode: bool = False) -> Tensor:
+    if norm_type == float("inf"):
+        return max_pool1d(input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+    if norm_type == -float("inf"):
+        return -max_pool1d(-input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+    out = avg_pool1d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    return (out.sign() * out.abs().relu()).mul(kernel_size).pow(1.0 / norm_type)

@@ -22,7 +22,7 @@ from ..factories import full_like
 from ..ops import loss as ops
 from ..ops.indexing import Where
 from ..tensor import Tensor
-from ._functional_activation import log_softmax
+from ._functional_activation import log_softmax, logsigmoid
 from ._functional_norm import pairwise_distance
 from ._ops import REDUCTIONS, MseLoss, NllLoss
 
@@ -320,6 +320,35 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var, full: bool = False,
     losses = 0.5 * (var.log() + (input - target) ** 2 / var)
     if full:
         losses = losses + 0.5 * math.log(2 * math.pi)
+    return _reduce(losses, reduction)
+
+
+def soft_margin_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
+                     reduction: str = "mean") -> Tensor:
+    """``log(1 + exp(-target * input))`` for targets of +1 and -1."""
+    reduction = _reduction(reduction, size_average, reduce)
+    _not_differentiable("soft_margin_loss", "target", target)
+    return ops.SoftMarginLoss.apply(input, target, reduction)
+
+
+def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                                size_average=None, reduce=None,
+                                reduction: str = "mean") -> Tensor:
+    """Binary cross entropy of every class's logit, averaged over the classes."""
+    reduction = _reduction(reduction, size_average, reduce)
+    losses = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
+    if weight is not None:
+        losses = losses * weight
+    losses = losses.sum(dim=input.ndim - 1) / input.shape[-1]
+    return _reduce(losses, reduction)
+
+
+def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0,
+                         size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
+    """``input`` where target is 1, ``max(0, margin - input)`` where it is -1."""
+    reduction = _reduction(reduction, size_average, reduce)
+    clamped = (margin - input).clamp_min(0)
+    losses = (Where.apply(target != 1, clamped, 0.0) + Where.apply(target != -1, input, 0.0))
     return _reduce(losses, reduction)
 
 

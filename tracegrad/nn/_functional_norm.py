@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import warnings
 
+import numpy as np
+
 from .. import backends
 from ..autograd.grad_mode import no_grad
 from ..errors import DTypeError, ShapeError
@@ -78,6 +80,25 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
     return NativeGroupNorm.apply(input, weight, bias, num_groups, eps)
 
 
+def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
+             eps: float | None = None) -> Tensor:
+    """``x / sqrt(mean(x^2) + eps) * weight`` over the trailing ``normalized_shape`` dims
+    (``eps`` defaults to the dtype's machine epsilon, as torch's)."""
+    if isinstance(normalized_shape, int):
+        normalized_shape = (normalized_shape,)
+    count = len(normalized_shape)
+    if tuple(input.shape[input.ndim - count:]) != tuple(normalized_shape):
+        raise ShapeError(
+            f"Given normalized_shape={list(normalized_shape)}, expected input with shape "
+            f"[*, {', '.join(map(str, normalized_shape))}], but got input of size"
+            f"{list(input.shape)}")
+    if eps is None:
+        eps = float(np.finfo(input._array.dtype).eps)
+    dims = tuple(range(input.ndim - count, input.ndim))
+    out = input * ((input * input).mean(dims, keepdim=True) + eps) ** -0.5
+    return out if weight is None else out * weight
+
+
 # -- dropout ------------------------------------------------------------------------------
 def _check_probability(p: float) -> None:
     if p < 0.0 or p > 1.0:
@@ -111,6 +132,26 @@ def _feature_dropout(input: Tensor, p: float, training: bool, inplace: bool) -> 
     shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2)
     mask = _keep_mask(input, shape, p)
     return input.mul_(mask) if inplace else input * mask
+
+
+_SELU_ALPHA = 1.7580993408473766  # -SELU_SCALE * SELU_ALPHA: where SELU's output saturates
+
+
+def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
+                  inplace: bool = False) -> Tensor:
+    """Dropout that keeps SELU's mean and variance: dropped units are set to SELU's
+    saturation value, then everything is rescaled and shifted (torch's formula)."""
+    _check_probability(p)
+    if not training or p == 0.0:
+        return input
+    if p == 1.0:
+        return input * 0
+    keep = numpy_generator().random(tuple(input.shape)) >= p
+    a = 1.0 / np.sqrt((_SELU_ALPHA * _SELU_ALPHA * p + 1) * (1 - p))
+    noise = (keep * a).astype(input._array.dtype)
+    shift = ((keep - 1.0) * (_SELU_ALPHA * a) + _SELU_ALPHA * a * p).astype(input._array.dtype)
+    wrap = lambda array: Tensor._wrap(backends.to_device(array, input.device), False)  # noqa: E731
+    return input * wrap(noise) + wrap(shift)
 
 
 def dropout1d(input: Tensor, p: float = 0.5, training: bool = True,

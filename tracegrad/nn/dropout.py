@@ -48,3 +48,9 @@ class Dropout2d(_DropoutNd):
 
 class Dropout3d(_DropoutNd):
     _function = staticmethod(F.dropout3d)
+
+
+class AlphaDropout(_DropoutNd):
+    """Dropout for SELU networks: keeps the activations' mean and variance."""
+
+    _function = staticmethod(F.alpha_dropout)

@@ -210,6 +210,32 @@ def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator=None) 
     return _write(tensor, values, "sparse_")
 
 
+def _deprecated(initialiser):
+    """torch's old names without the trailing underscore: the same, with a warning."""
+    old, new = initialiser.__name__[:-1], initialiser.__name__
+
+    def deprecated(*args, **kwargs):
+        warnings.warn(f"`nn.init.{old}` is now deprecated in favor of `nn.init.{new}`.",
+                      FutureWarning, stacklevel=2)
+        return initialiser(*args, **kwargs)
+
+    deprecated.__name__ = old
+    deprecated.__doc__ = f"Deprecated: use ``{new}``."
+    return deprecated
+
+
+uniform = _deprecated(uniform_)
+normal = _deprecated(normal_)
+constant = _deprecated(constant_)
+eye = _deprecated(eye_)
+dirac = _deprecated(dirac_)
+xavier_uniform = _deprecated(xavier_uniform_)
+xavier_normal = _deprecated(xavier_normal_)
+kaiming_uniform = _deprecated(kaiming_uniform_)
+kaiming_normal = _deprecated(kaiming_normal_)
+orthogonal = _deprecated(orthogonal_)
+sparse = _deprecated(sparse_)
+
 __all__ = [
     "calculate_gain", "constant_", "dirac_", "eye_", "kaiming_normal_", "kaiming_uniform_",
     "normal_", "ones_", "orthogonal_", "sparse_", "trunc_normal_", "uniform_",

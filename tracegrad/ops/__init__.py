@@ -34,6 +34,7 @@ def registry() -> dict[str, type]:
         loss,
         normalization,
         padding,
+        pixel_shuffle,
         pooling,
         recurrent,
         reduce,

@@ -176,6 +176,30 @@ class HuberLoss(Op):
         return _pair_grads(ctx, grad, slope, input, target)
 
 
+class SoftMarginLoss(Op):
+    """``log(1 + exp(-y * x))`` for labels ``y`` of +1 and -1."""
+
+    node_name = "SoftMarginLossBackward0"
+
+    @staticmethod
+    def forward(ctx, input, target, reduction="mean"):
+        x, y = _same_floating("soft_margin_loss", input, target)
+        xp = input._xp
+        margin = -y * x
+        losses = xp.logaddexp(0, margin)  # log1p(exp(margin)), without overflow
+        ctx.save_for_backward(input, target)
+        ctx.reduction, ctx.count = reduction, max(losses.size, 1)
+        return reduce_array(losses.astype(x.dtype, copy=False), reduction)
+
+    @staticmethod
+    def backward(ctx, grad):
+        input, target = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        scale = _scaled(grad, ctx.reduction, ctx.count) * (-target * input).sigmoid()
+        grad_input = sum_to(-target * scale, input.shape) if needs[0] else None
+        return grad_input, None, None
+
+
 def _pair_grads(ctx, grad, slope, input, target) -> tuple:
     needs = ctx.needs_input_grad
     scaled = _scaled(grad, ctx.reduction, ctx.count) * slope

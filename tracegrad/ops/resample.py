@@ -2,12 +2,14 @@
 replication padding, nearest and (bi)linear upsampling, average and adaptive average
 pooling.
 
-Each of them acts on one axis at a time -- "row ``j`` of the output is a weighted sum of
-rows of the input" -- so one mechanism serves them all: an ``AxisMap`` per axis, either an
-index gather (padding, nearest) or a small matrix (interpolation, pooling). Forward
-applies the maps; backward applies their transposes (``ResampleBackward``), whose own
-backward is the forward again, so every derivative order works. The subclasses only name
-the node as torch does.
+Each of them acts on one axis at a time -- "row ``j`` of the output is a weighted sum of a
+few rows of the input" -- so one mechanism serves them all: an ``AxisMap`` per axis,
+listing for each output row the input rows it reads (``index``) and their ``weight``s.
+Applying a map is a handful of gathers along the axis (as many as the widest window), each
+scaled and summed: only the rows of a window ever meet, so an inf or a nan stays in the
+windows that hold it, as in torch. Backward applies the transposed map
+(``ResampleBackward``), whose own backward is the forward again, so every derivative order
+works. The subclasses only name the node as torch does.
 """
 
 from __future__ import annotations
@@ -21,21 +23,47 @@ from ..autograd.function import Op
 
 @dataclass(frozen=True)
 class AxisMap:
-    """How one axis of ``in_size`` rows becomes ``out_size`` rows: ``index`` (gather:
-    output row ``j`` is input row ``index[j]``) or ``matrix`` (out_size x in_size)."""
+    """How an axis of ``in_size`` rows becomes ``out_size`` rows: output row ``j`` is
+    ``sum_k weight[j, k] * input[index[j, k]]`` over the ``k`` where ``valid[j, k]``.
+    ``weight=None`` means all ones, ``valid=None`` all valid."""
 
     in_size: int
     out_size: int
-    index: np.ndarray | None = None
-    matrix: np.ndarray | None = None
+    index: np.ndarray  # (out_size, K) int64
+    weight: np.ndarray | None = None  # (out_size, K)
+    valid: np.ndarray | None = None  # (out_size, K) bool
 
-    def dense(self, dtype) -> np.ndarray:
-        """The map as a matrix (out_size x in_size)."""
-        if self.matrix is not None:
-            return self.matrix.astype(dtype, copy=False)
-        dense = np.zeros((self.out_size, self.in_size), dtype=dtype)
-        dense[np.arange(self.out_size), self.index] = 1
-        return dense
+    def transposed(self) -> AxisMap:
+        """The adjoint map: input row ``i`` collects ``weight`` times every output row that
+        read it."""
+        rows, slots = np.nonzero(self.valid if self.valid is not None
+                                 else np.ones(self.index.shape, dtype=bool))
+        sources = self.index[rows, slots]
+        weights = (self.weight[rows, slots] if self.weight is not None
+                   else np.ones(len(rows)))
+        order = np.lexsort((rows, sources))  # grouped by input row, in output order
+        sources, rows, weights = sources[order], rows[order], weights[order]
+        counts = np.bincount(sources, minlength=self.in_size)
+        width = max(int(counts.max()) if counts.size else 0, 1)
+        index = np.zeros((self.in_size, width), dtype=np.int64)
+        weight = np.zeros((self.in_size, width))
+        valid = np.zeros((self.in_size, width), dtype=bool)
+        slot = np.arange(len(sources)) - np.repeat(np.cumsum(counts) - counts, counts)
+        index[sources, slot], weight[sources, slot], valid[sources, slot] = rows, weights, True
+        return AxisMap(self.out_size, self.in_size, index, weight, valid)
+
+
+def _banded(rows: list[list[int]], weights: list[list[float]], in_size: int) -> AxisMap:
+    """An AxisMap from per-row lists of input rows and weights (of any lengths)."""
+    width = max(len(row) for row in rows)
+    index = np.zeros((len(rows), width), dtype=np.int64)
+    weight = np.zeros((len(rows), width))
+    valid = np.zeros((len(rows), width), dtype=bool)
+    for position, (sources, values) in enumerate(zip(rows, weights)):
+        index[position, :len(sources)] = sources
+        weight[position, :len(sources)] = values
+        valid[position, :len(sources)] = True
+    return AxisMap(in_size, len(rows), index, weight, None if valid.all() else valid)
 
 
 def apply_maps(xp, array, maps, adjoint: bool = False):
@@ -43,20 +71,28 @@ def apply_maps(xp, array, maps, adjoint: bool = False):
     ``adjoint``."""
     first = array.ndim - len(maps)
     for offset, axis_map in enumerate(maps):
-        axis = first + offset
-        if axis_map.index is not None and not adjoint:
-            array = xp.take(array, xp.asarray(axis_map.index), axis=axis)
-            continue
-        matrix = xp.asarray(axis_map.dense(array.dtype))
         if adjoint:
-            matrix = matrix.T
-        if axis == array.ndim - 1:
-            array = array @ matrix.T
-        elif axis == array.ndim - 2:
-            array = matrix @ array
-        else:
-            array = xp.moveaxis(xp.tensordot(matrix, array, axes=([1], [axis])), 0, axis)
+            axis_map = axis_map.transposed()
+        array = _apply_axis(xp, array, axis_map, first + offset)
     return xp.ascontiguousarray(array)
+
+
+def _apply_axis(xp, array, axis_map: AxisMap, axis: int):
+    index = xp.asarray(axis_map.index)
+    if axis_map.weight is None and index.shape[1] == 1:  # a plain gather: pads, nearest
+        return xp.take(array, index[:, 0], axis=axis)
+    trailing = (1,) * (array.ndim - axis - 1)
+    total = None
+    for slot in range(index.shape[1]):
+        part = xp.take(array, index[:, slot], axis=axis)
+        if axis_map.weight is not None:
+            weight = axis_map.weight[:, slot].astype(array.dtype)
+            part = part * xp.asarray(weight).reshape((-1,) + trailing)
+        if axis_map.valid is not None and not axis_map.valid[:, slot].all():
+            valid = xp.asarray(axis_map.valid[:, slot]).reshape((-1,) + trailing)
+            part = xp.where(valid, part, array.dtype.type(0))
+        total = part if total is None else total + part
+    return total
 
 
 class Resample(Op):
@@ -160,7 +196,7 @@ def pad_map(mode: str, size: int, before: int, after: int) -> AxisMap:
         index = np.clip(positions, 0, size - 1)
     else:  # circular
         index = positions % size
-    return AxisMap(size, len(positions), index=index.astype(np.int64))
+    return AxisMap(size, len(positions), index.astype(np.int64)[:, None])
 
 
 def nearest_map(in_size: int, out_size: int, scale: float | None, exact: bool) -> AxisMap:
@@ -175,7 +211,8 @@ def nearest_map(in_size: int, out_size: int, scale: float | None, exact: bool) -
         index = np.floor(positions / 2)
     else:
         index = np.floor(positions * ratio)
-    return AxisMap(in_size, out_size, index=np.minimum(index, in_size - 1).astype(np.int64))
+    index = np.minimum(index, in_size - 1).astype(np.int64)
+    return AxisMap(in_size, out_size, index[:, None])
 
 
 def linear_map(in_size: int, out_size: int, scale: float | None, align_corners: bool,
@@ -193,35 +230,34 @@ def linear_map(in_size: int, out_size: int, scale: float | None, align_corners: 
     low = source.astype(np.int64)
     high = np.minimum(low + 1, in_size - 1)
     weight = source - low
-    matrix = np.zeros((out_size, in_size), dtype=dtype)
-    rows = np.arange(out_size)
-    np.add.at(matrix, (rows, low), 1 - weight)
-    np.add.at(matrix, (rows, high), weight)
-    return AxisMap(in_size, out_size, matrix=matrix)
+    return AxisMap(in_size, out_size, np.stack([low, high], axis=1),
+                   np.stack([1 - weight, weight], axis=1).astype(dtype))
 
 
 def adaptive_average_map(in_size: int, out_size: int) -> AxisMap:
-    matrix = np.zeros((out_size, in_size))
-    for row in range(out_size):  # one row per output position: tiny, and built once per call
+    rows, weights = [], []
+    for row in range(out_size):  # one window per output position: tiny, built once per call
         start = (row * in_size) // out_size
         end = -((-(row + 1) * in_size) // out_size)
-        matrix[row, start:end] = 1.0 / (end - start)
-    return AxisMap(in_size, out_size, matrix=matrix)
+        rows.append(list(range(start, end)))
+        weights.append([1.0 / (end - start)] * (end - start))
+    return _banded(rows, weights, in_size)
 
 
 def average_pool_map(in_size: int, kernel: int, stride: int, padding: int, out_size: int,
                      count_include_pad: bool, divisor: float | None) -> AxisMap:
     """torch's avg_pool window on one axis, divided by its share of the divisor (the
     divisor of a 2-d window is the product of the two axes' counts)."""
-    matrix = np.zeros((out_size, in_size))
+    rows, weights = [], []
     for row in range(out_size):
         start = row * stride - padding
         end = min(start + kernel, in_size + padding)
         span = end - start
         start, end = max(start, 0), min(end, in_size)
         count = span if count_include_pad else end - start
-        matrix[row, start:end] = 1.0 if divisor is not None else 1.0 / count
-    return AxisMap(in_size, out_size, matrix=matrix)
+        rows.append(list(range(start, end)))
+        weights.append([1.0 if divisor is not None else 1.0 / count] * (end - start))
+    return _banded(rows, weights, in_size)
 
 
 def pooled_size(size: int, kernel: int, stride: int, padding: int, dilation: int,

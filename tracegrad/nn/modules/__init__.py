@@ -12,12 +12,15 @@ from .. import (
     layers,
     loss,
     normalization,
+    padding,
     pooling,
     rnn,
     sparse,
+    upsampling,
 )
 from . import module
 from .module import Module
 
 __all__ = ["Module", "activation", "attention", "container", "conv", "dropout", "layers",
-           "loss", "module", "normalization", "pooling", "rnn", "sparse"]
+           "loss", "module", "normalization", "padding", "pooling", "rnn", "sparse",
+           "upsampling"]
