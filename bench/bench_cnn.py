@@ -14,13 +14,13 @@ import os
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # before NumPy loads: one BLAS thread
 
-import argparse  # noqa: E402
-import statistics  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
+import argparse
+import statistics
+import sys
+import time
 
-import numpy as np  # noqa: E402
-from _harness import torch_or_none  # noqa: E402
+import numpy as np
+from _harness import torch_or_none
 
 TARGET = 2.0
 

@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 import tracegrad as torch
-import tracegrad.nn as nn
+import tracegrad.nn as nn  # noqa: PLR0402 - the line the tests swap for torch.nn
 
 TEXT = ("twinkle twinkle little star, how I wonder what you are. up above the world so high, "
         "like a diamond in the sky. twinkle twinkle little star, how I wonder what you are. ")

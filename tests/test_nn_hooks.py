@@ -50,54 +50,53 @@ def test_forward_pre_hook_and_hook_can_replace_inputs_and_outputs():
                                                        layer.bias).detach().numpy())
 
 
+def _hook_order(lib) -> tuple:
+    order = []
+
+    class Scale(lib.nn.Module):
+        def forward(self, x, factor=1.0):
+            return x * factor
+
+    module = Scale()
+    module.register_forward_hook(lambda m, a, o: order.append("second"))
+    module.register_forward_hook(lambda m, a, o: order.append("first"), prepend=True)
+    module.register_forward_pre_hook(
+        lambda m, args, kwargs: (args, {"factor": kwargs["factor"] * 2}), with_kwargs=True)
+    module.register_forward_hook(
+        lambda m, args, kwargs, out: order.append(("kwargs", kwargs["factor"])),
+        with_kwargs=True)
+    result = module(lib.ones(2), factor=3.0)
+    return order, result.tolist()
+
+
 @pytest.mark.torch
 def test_hooks_with_kwargs_and_prepend_run_in_torchs_order():
     torch = pytest.importorskip("torch")
-    seen = {}
-    for lib in (tg, torch):
-        order = []
+    assert _hook_order(tg) == _hook_order(torch) == (["first", "second", ("kwargs", 6.0)],
+                                                     [6.0, 6.0])
 
-        class Scale(lib.nn.Module):
-            def forward(self, x, factor=1.0):
-                return x * factor
 
-        module = Scale()
-        module.register_forward_hook(lambda m, a, o: order.append("second"))
-        module.register_forward_hook(lambda m, a, o: order.append("first"), prepend=True)
-        module.register_forward_pre_hook(
-            lambda m, args, kwargs: (args, {"factor": kwargs["factor"] * 2}), with_kwargs=True)
-        module.register_forward_hook(
-            lambda m, args, kwargs, out: order.append(("kwargs", kwargs["factor"])),
-            with_kwargs=True)
-        result = module(lib.ones(2), factor=3.0)
-        seen[lib.__name__] = (order, result.tolist())
-    assert seen["tracegrad"] == seen["torch"] == (["first", "second", ("kwargs", 6.0)],
-                                                  [6.0, 6.0])
+def _backward_hook_record(lib, model):
+    seen = []
+    model[0].register_full_backward_pre_hook(
+        lambda m, grad_output: seen.append(("pre", _numpy(grad_output[0]))))
+    model[0].register_full_backward_hook(
+        lambda m, grad_input, grad_output: seen.append(
+            ("hook", _numpy(grad_input[0]), _numpy(grad_output[0]))))
+    model[2].register_full_backward_hook(lambda m, grad_input, grad_output: (grad_input[0] * 10,))
+    x = lib.tensor(np.linspace(-1, 1, 6).reshape(2, 3).astype(np.float32), requires_grad=True)
+    model(x).sum().backward()
+    return seen, _numpy(x.grad), _numpy(model[0].weight.grad)
 
 
 @pytest.mark.torch
 def test_full_backward_hooks_see_the_same_gradients_as_torchs():
     torch = pytest.importorskip("torch")
-    records = {}
-    for lib in (torch, tg):
-        model = _pair(lib)
-        if lib is tg:
-            _copy_weights(model, reference_model)
-        else:
-            reference_model = model
-        seen = []
-        model[0].register_full_backward_pre_hook(
-            lambda m, grad_output: seen.append(("pre", _numpy(grad_output[0]))))
-        model[0].register_full_backward_hook(
-            lambda m, grad_input, grad_output: seen.append(
-                ("hook", _numpy(grad_input[0]), _numpy(grad_output[0]))))
-        model[2].register_full_backward_hook(
-            lambda m, grad_input, grad_output: (grad_input[0] * 10,))
-        x = lib.tensor(np.linspace(-1, 1, 6).reshape(2, 3).astype(np.float32),
-                       requires_grad=True)
-        model(x).sum().backward()
-        records[lib.__name__] = (seen, _numpy(x.grad), _numpy(model[0].weight.grad))
-    ours, theirs = records["tracegrad"], records["torch"]
+    reference_model = _pair(torch)
+    model = _pair(tg)
+    _copy_weights(model, reference_model)
+    theirs = _backward_hook_record(torch, reference_model)
+    ours = _backward_hook_record(tg, model)
     assert [entry[0] for entry in ours[0]] == [entry[0] for entry in theirs[0]]
     for mine, reference in zip(ours[0], theirs[0]):
         for a, b in zip(mine[1:], reference[1:]):
@@ -139,35 +138,35 @@ def test_global_module_hooks_run_before_the_modules_own():
     assert order[-1] == "own"  # both global hooks are gone
 
 
+def _state_dict_behaviour(lib) -> tuple:
+    class Net(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = lib.nn.Conv2d(1, 2, 3)
+            self.norm = lib.nn.BatchNorm2d(2)
+            self.register_buffer("scale", lib.ones(1))
+            self.register_buffer("scratch", lib.zeros(1), persistent=False)
+
+    net = Net()
+    keys = list(net.state_dict())
+    buffers = [name for name, _ in net.named_buffers()]
+    state = net.state_dict()
+    del state["scale"]
+    state["extra"] = lib.zeros(1)
+    result = net.load_state_dict(state, strict=False)
+    with pytest.raises(RuntimeError) as info:
+        net.load_state_dict(state)
+    return (keys, buffers, result.missing_keys, result.unexpected_keys,
+            [line.strip() for line in str(info.value).split("\n")[:3]],
+            repr(net.load_state_dict(net.state_dict())))
+
+
 @pytest.mark.torch
 def test_state_dict_keys_buffers_and_strict_loading_match_torch():
     torch = pytest.importorskip("torch")
-    results = {}
-    for lib in (tg, torch):
-        class Net(lib.nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.conv = lib.nn.Conv2d(1, 2, 3)
-                self.norm = lib.nn.BatchNorm2d(2)
-                self.register_buffer("scale", lib.ones(1))
-                self.register_buffer("scratch", lib.zeros(1), persistent=False)
-
-        net = Net()
-        keys = list(net.state_dict())
-        buffers = [name for name, _ in net.named_buffers()]
-        state = net.state_dict()
-        del state["scale"]
-        state["extra"] = lib.zeros(1)
-        result = net.load_state_dict(state, strict=False)
-        with pytest.raises(RuntimeError) as info:
-            net.load_state_dict(state)
-        results[lib.__name__] = (keys, buffers, result.missing_keys, result.unexpected_keys,
-                                 str(info.value).split("\n")[:3],
-                                 repr(net.load_state_dict(net.state_dict())))
-    ours, theirs = results["tracegrad"], results["torch"]
-    assert ours[:4] == theirs[:4]
-    assert [line.strip() for line in ours[4]] == [line.strip() for line in theirs[4]]
-    assert ours[5] == theirs[5] == "<All keys matched successfully>"
+    ours, theirs = _state_dict_behaviour(tg), _state_dict_behaviour(torch)
+    assert ours == theirs
+    assert ours[5] == "<All keys matched successfully>"
 
 
 def test_load_state_dict_with_assign_takes_the_loaded_tensors():

@@ -150,8 +150,9 @@ def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
     a = 1.0 / np.sqrt((_SELU_ALPHA * _SELU_ALPHA * p + 1) * (1 - p))
     noise = (keep * a).astype(input._array.dtype)
     shift = ((keep - 1.0) * (_SELU_ALPHA * a) + _SELU_ALPHA * a * p).astype(input._array.dtype)
-    wrap = lambda array: Tensor._wrap(backends.to_device(array, input.device), False)  # noqa: E731
-    return input * wrap(noise) + wrap(shift)
+    device = input.device
+    return (input * Tensor._wrap(backends.to_device(noise, device), False)
+            + Tensor._wrap(backends.to_device(shift, device), False))
 
 
 def dropout1d(input: Tensor, p: float = 0.5, training: bool = True,

@@ -70,7 +70,7 @@ class MaxPool2DWithIndices(Op):
 def _plane_index(xp, position, kernel, stride, padding, dilation, sizes, width):
     """Each maximum's flat index in its input plane, from its place in its window: plain
     integer arithmetic on the window grid (no gather)."""
-    (kh, kw), (sh, sw), (ph, pw), (dh, dw), (oh, ow) = kernel, stride, padding, dilation, sizes
+    (_, kw), (sh, sw), (ph, pw), (dh, dw), (oh, ow) = kernel, stride, padding, dilation, sizes
     rows = (xp.arange(oh)[:, None] * sh - ph) + (position // kw) * dh
     cols = (xp.arange(ow)[None, :] * sw - pw) + (position % kw) * dw
     return rows * width + cols

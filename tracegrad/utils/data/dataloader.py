@@ -17,7 +17,6 @@ from .sampler import BatchSampler, RandomSampler, SequentialSampler
 
 def get_worker_info():
     """None: there are no worker processes (loading runs in the main process)."""
-    return None
 
 
 class DataLoader:
@@ -127,7 +126,7 @@ class DataLoader:
                 return length
             if self.drop_last:
                 return length // self.batch_size
-            return -(-length // self.batch_size)
+            return (length + self.batch_size - 1) // self.batch_size
         if self.batch_sampler is not None:
             return len(self.batch_sampler)
         return len(self.sampler)

@@ -9,7 +9,6 @@ import math
 import warnings
 from collections.abc import Iterable, Sequence
 
-
 from ...nn._random import numpy_generator
 from ...tensor import Tensor
 
@@ -108,7 +107,8 @@ class ConcatDataset(Dataset):
             raise AssertionError("datasets should not be an empty iterable")
         for dataset in self.datasets:
             if isinstance(dataset, IterableDataset):
-                raise AssertionError("ConcatDataset does not support IterableDataset")
+                raise AssertionError(  # noqa: TRY004 - torch's class
+                    "ConcatDataset does not support IterableDataset")
         self.cumulative_sizes = list(itertools.accumulate(len(d) for d in self.datasets))
 
     def __len__(self) -> int:
@@ -133,7 +133,8 @@ class ChainDataset(IterableDataset):
     def __iter__(self):
         for dataset in self.datasets:
             if not isinstance(dataset, IterableDataset):
-                raise AssertionError("ChainDataset only supports IterableDataset")
+                raise AssertionError(  # noqa: TRY004 - torch's class
+                    "ChainDataset only supports IterableDataset")
             yield from dataset
 
     def __len__(self) -> int:
