@@ -72,11 +72,12 @@ def test_nested_plain_values_keep_their_types():
            "name": "run-1", "none": None, "steps": [1, 2, (3, 4.0)], 5: "int key",
            (1, 2): "tuple key", "bytes": b"\x00\x01", "nested": {"deep": [{"x": 1.0}]},
            "counter": collections.Counter([2, 2, 5]), "dtype": tg.float64,
-           "device": tg.device("cpu")}
+           "device": tg.device("cpu"), "shape": tg.zeros(2, 3).shape}
     loaded = _round_trip(obj)
     assert math.isnan(loaded.pop("nan")) and math.isnan(obj.pop("nan"))
     assert loaded == obj
     assert type(loaded["steps"][2]) is tuple and type(loaded["counter"]) is collections.Counter
+    assert type(loaded["shape"]) is tg.Size
 
 
 def test_state_dict_round_trip_keeps_key_order_and_loads_into_a_new_model():

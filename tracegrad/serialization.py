@@ -35,7 +35,7 @@ import numpy as np
 
 from . import _dtype, backends
 from .errors import TracegradError
-from .tensor import Tensor
+from .tensor import Size, Tensor
 
 FORMAT = "tracegrad.save"
 VERSION = 1
@@ -100,6 +100,8 @@ class _Writer:
         if isinstance(value, slice):
             return {"t": "slice", "v": [self.encode(part, path) for part in
                                         (value.start, value.stop, value.step)]}
+        if isinstance(value, Size):
+            return {"t": "size", "v": list(value)}
         if isinstance(value, tuple) and hasattr(value, "_fields"):
             return self._refuse(value, path, "a named tuple")
         if isinstance(value, (dict, collections.Counter)):
@@ -282,6 +284,8 @@ class _Reader:
             return [self.decode(item) for item in node["v"]]
         if kind == "tuple":
             return tuple(self.decode(item) for item in node["v"])
+        if kind == "size":
+            return Size(node["v"])
         if kind in ("dict", "odict", "counter"):
             pairs = [(self._key(key), self.decode(value))
                      for key, value in zip(node["k"], node["v"])]

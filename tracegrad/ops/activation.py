@@ -450,10 +450,16 @@ def erf(xp, x):
     return np.where(small, inner, outer).astype(x.dtype, copy=False)
 
 
-def _cupy_erf(x):
-    from cupyx.scipy import special  # CUDA only: cupy is never imported on the CPU path
+_cupy_special = None  # cupyx.scipy.special, imported on first CUDA use (never on the CPU)
 
-    return special.erf(x)
+
+def _cupy_erf(x):
+    global _cupy_special
+    if _cupy_special is None:
+        from cupyx.scipy import special
+
+        _cupy_special = special
+    return _cupy_special.erf(x)
 
 
 __all__ = ["SELU_ALPHA", "SELU_SCALE", "erf"]
