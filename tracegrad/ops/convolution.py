@@ -86,15 +86,37 @@ def _product(values) -> int:
 
 
 # -- the arrays ---------------------------------------------------------------------------
+# The convolution's own columns are laid out (channels * kernel, batch * positions): the
+# whole batch is then one matrix product per group, with the batch and the positions as
+# one long dimension -- where a (batch, channels * kernel, positions) layout would make a
+# small product per sample, several times slower for LeNet-sized layers.
+def _batch_last(array, groups: int):
+    """(N, C, *S) -> (G, C/G, N * prod(S)): channels first, the batch inside the columns."""
+    batch, channels = array.shape[:2]
+    grouped = array.reshape(batch, groups, channels // groups, -1)
+    return grouped.transpose(1, 2, 0, 3).reshape(groups, channels // groups, -1)
+
+
+def _batch_first(array, batch: int, sizes):
+    """(G, R, N * prod(sizes)) -> (N, G * R, *sizes), C-contiguous."""
+    groups, rows = array.shape[:2]
+    moved = array.reshape(groups * rows, batch, -1).transpose(1, 0, 2)
+    return moved.reshape((batch, groups * rows) + tuple(sizes))
+
+
 def conv_arrays(xp, x, w, stride, pads, dilation, groups):
-    """Convolution of ``x`` (N, C, *S) with ``w`` (O, C/groups, *k): (output, columns)."""
+    """Convolution of ``x`` (N, C, *S) with ``w`` (O, C/groups, *k): (output (N, O, *o),
+    columns (G, C/G * K, N * L))."""
     kernel = w.shape[2:]
-    columns, sizes = im2col(xp, x, kernel, stride, pads, dilation)
-    batch, length = x.shape[0], columns.shape[2]
-    grouped = columns.reshape(batch, groups, -1, length)
+    sizes = out_sizes(x.shape[2:], kernel, stride, pads, dilation)
+    view = windows(xp, pad_array(xp, x, pads), kernel, stride, dilation, sizes)
+    spatial = len(kernel)
+    # (C, *kernel, N, *sizes): one copy, im2col
+    order = (1,) + tuple(range(2, 2 + spatial)) + (0,) + tuple(range(2 + spatial, 2 + 2 * spatial))
+    columns = view.transpose(order).reshape(groups, -1, x.shape[0] * _product(sizes))
     weight = w.reshape(groups, w.shape[0] // groups, -1)
-    out = weight @ grouped  # (N, G, O/G, L): one batched GEMM
-    return out.reshape((batch, w.shape[0]) + sizes), grouped
+    out = weight @ columns  # (G, O/G, N * L): one GEMM per group
+    return _batch_first(out, x.shape[0], sizes), columns
 
 
 def conv_transpose_arrays(xp, x, w, stride, pads, dilation, groups, sizes):
@@ -102,22 +124,26 @@ def conv_transpose_arrays(xp, x, w, stride, pads, dilation, groups, sizes):
     the spatial ``sizes``."""
     kernel = w.shape[2:]
     batch, channels = x.shape[:2]
-    per_group = channels // groups
-    inputs = x.reshape(batch, groups, per_group, -1)
-    weight = w.reshape(groups, per_group, -1).transpose(0, 2, 1)  # (G, O/G * K, C/G)
-    columns = (weight @ inputs).reshape(batch, -1, inputs.shape[3])
-    canvas = tuple(size + before + after for size, (before, after) in zip(sizes, pads))
+    weight = w.reshape(groups, channels // groups, -1).transpose(0, 2, 1)  # (G, O/G * K, C/G)
+    columns = weight @ _batch_last(x, groups)  # (G, O/G * K, N * L): one GEMM per group
     out_channels = w.shape[1] * groups
-    summed = col2im(xp, columns, out_channels, canvas, kernel, stride, dilation, x.shape[2:])
-    return crop(summed, pads, sizes)
+    blocks = columns.reshape((out_channels,) + tuple(kernel) + (batch,) + tuple(x.shape[2:]))
+    canvas = tuple(size + before + after for size, (before, after) in zip(sizes, pads))
+    out = xp.zeros((batch, out_channels) + canvas, dtype=columns.dtype)
+    spatial = len(kernel)
+    swap = (1, 0) + tuple(range(2, 2 + spatial))  # (O, N, *S) -> (N, O, *S)
+    for offset in itertools.product(*(range(k) for k in kernel)):
+        where = tuple(slice(o * d, o * d + s * (n - 1) + 1, s)
+                      for o, d, s, n in zip(offset, dilation, stride, x.shape[2:]))
+        out[(slice(None), slice(None)) + where] += blocks[(slice(None),) + offset].transpose(swap)
+    return crop(out, pads, sizes)
 
 
 def weight_grad_arrays(columns, grad, groups, weight_shape):
-    """``sum_n grad_n @ columns_n.T`` per group: a convolution's weight gradient from the
-    input's columns ``(N, G, C/G * K, L)`` and the output's gradient (N, O, *o)."""
-    batch = grad.shape[0]
-    rows = grad.reshape(batch, groups, -1, columns.shape[3])
-    return (rows @ columns.transpose(0, 1, 3, 2)).sum(axis=0).reshape(weight_shape)
+    """A convolution's weight gradient from the input's columns (G, C/G * K, N * L) and
+    the output's gradient (N, O, *o): one GEMM per group over the whole batch."""
+    rows = _batch_last(grad, groups)  # (G, O/G, N * L)
+    return (rows @ columns.transpose(0, 2, 1)).reshape(weight_shape)
 
 
 class Convolution(Op):
