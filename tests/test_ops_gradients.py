@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
+from op_cases_nn import NN_CASES
 
 import tracegrad as tg
 from tracegrad import ops
@@ -543,6 +544,8 @@ def _eigh_invariant(L, x):
     values, vectors = L.linalg.eigh(_sym(L, x))
     return values, vectors @ (vectors * values.unsqueeze(-2)).mT
 
+
+CASES.update(NN_CASES)  # nn's ops (convolution, pooling, losses, ...): tests/op_cases_nn.py
 
 # Composite functions, built from the ops above: they get the same checks.
 COMPOSITES: dict[str, list[Case]] = {

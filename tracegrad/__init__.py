@@ -114,9 +114,10 @@ def set_default_dtype(d) -> None:
 
 # Submodules and tracer functions load on first use, keeping ``import tracegrad`` light.
 _LAZY_MODULES = {"nn": ".nn", "optim": ".optim", "testing": ".testing", "draw": ".draw",
-                 "tracing": ".tracing", "tui": ".tui"}
+                 "tracing": ".tracing", "tui": ".tui", "utils": ".utils"}
 _LAZY_NAMES = {"record": ".tracing", "Trace": ".tracing", "load_trace": ".tracing",
-               "name": ".tracing", "render": ".draw", "to_dot": ".draw"}
+               "name": ".tracing", "render": ".draw", "to_dot": ".draw",
+               "save": ".serialization", "load": ".serialization"}
 
 
 def __getattr__(name: str):

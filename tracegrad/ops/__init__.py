@@ -40,19 +40,29 @@ def registry() -> dict[str, type]:
     >>> ops.registry()["Mul"]._node_class._name
     'MulBackward0'
     """
-    from . import (  # noqa: F401
+    from . import (  # noqa: F401 - imported to register their ops
+        activation,
         arith,
         binary,
         conversion,
+        convolution,
         decompositions,
         distance,
+        embedding,
         indexing,
         linalg,
+        loss,
         matrices,
+        normalization,
         norms,
+        padding,
+        pixel_shuffle,
         pointwise,
+        pooling,
         rearrange,
+        recurrent,
         reduce,
+        resample,
         sampling,
         scan,
         selection,
