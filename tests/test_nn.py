@@ -184,8 +184,8 @@ def test_load_state_dict_reports_missing_unexpected_and_shape_mismatch():
     message = str(info.value)
     assert 'Missing key(s) in state_dict: "bias".' in message
     assert 'Unexpected key(s) in state_dict: "extra".' in message
-    assert "size mismatch for weight: copying a param with shape [2, 4] from checkpoint, " \
-           "the shape in current model is [2, 3]." in message
+    assert "size mismatch for weight: copying a param with shape tracegrad.Size([2, 4]) from " \
+           "checkpoint, the shape in current model is tracegrad.Size([2, 3])." in message
     assert "strict=False" in message
     result = layer.load_state_dict({"bias": tg.ones(2), "extra": tg.zeros(1)}, strict=False)
     assert result.missing_keys == ["weight"] and result.unexpected_keys == ["extra"]

@@ -25,6 +25,7 @@ from ._dtype import dtype, float16, float32, float64, int32, int64, uint8
 from ._functions import *  # noqa: F403 - the torch.* function forms, listed in its __all__
 from ._functions import max, min, trace
 from ._legacy import *  # the legacy typed constructors, listed in its __all__
+from ._numerics import *  # noqa: F403 - more torch.* functions, listed in its __all__
 from .autograd import enable_grad, inference_mode, no_grad, set_grad_enabled
 from .autograd.anomaly import (  # torch.* names of anomaly mode (graph-api)
     is_anomaly_check_nan_enabled as is_anomaly_check_nan_enabled,
@@ -46,28 +47,42 @@ from .errors import (
 from .factories import (
     arange,
     as_tensor,
+    bernoulli,
     empty,
     empty_like,
     eye,
     from_numpy,
     full,
     full_like,
+    get_default_device,
+    initial_seed,
     linspace,
+    logspace,
     manual_seed,
+    multinomial,
+    normal,
     ones,
     ones_like,
+    poisson,
     rand,
     rand_like,
     randint,
+    randint_like,
     randn,
     randn_like,
     randperm,
+    range,
+    scalar_tensor,
     seed,
+    set_default_device,
     tensor,
     zeros,
     zeros_like,
 )
 from .tensor import Size, Tensor
+
+from . import linalg, random  # noqa: E402 - torch.linalg needs Tensor and the ops loaded
+from .random import Generator, default_generator, get_rng_state, set_rng_state  # noqa: E402
 
 half, float, double = float16, float32, float64
 short, int, long = int16, int32, int64
@@ -82,15 +97,27 @@ def get_default_dtype() -> dtype:
     return _dtype.default_float
 
 
-def set_default_dtype(value) -> None:
-    _dtype.default_float = _dtype.from_numpy_dtype(_dtype.to_numpy_dtype(value))
+def set_default_dtype(d) -> None:
+    """The dtype of new floating tensors (``tensor([1.0])``, ``zeros``, ``rand``): only a
+    floating dtype, as torch requires."""
+    from .errors import ArgumentTypeError
+
+    if not isinstance(d, dtype):
+        raise ArgumentTypeError(f"set_default_dtype(): argument 'd' (position 1) must be torch.dtype, "
+                        f"not {type(d).__name__}")
+    if not d.is_floating_point:
+        raise ArgumentTypeError(f"only floating-point types are supported as the default type (got "
+                        f"{d!r}). Hint: integer tensors come from integer data or "
+                        f"dtype=torch.int64.")
+    _dtype.default_float = d
 
 
 # Submodules and tracer functions load on first use, keeping ``import tracegrad`` light.
 _LAZY_MODULES = {"nn": ".nn", "optim": ".optim", "testing": ".testing", "draw": ".draw",
-                 "tracing": ".tracing", "tui": ".tui"}
+                 "tracing": ".tracing", "tui": ".tui", "utils": ".utils"}
 _LAZY_NAMES = {"record": ".tracing", "Trace": ".tracing", "load_trace": ".tracing",
-               "name": ".tracing", "render": ".draw", "to_dot": ".draw"}
+               "name": ".tracing", "render": ".draw", "to_dot": ".draw",
+               "save": ".serialization", "load": ".serialization"}
 
 
 def __getattr__(name: str):
@@ -100,9 +127,6 @@ def __getattr__(name: str):
         return importlib.import_module(_LAZY_MODULES[name], __name__)
     if name in _LAZY_NAMES:
         return getattr(importlib.import_module(_LAZY_NAMES[name], __name__), name)
-    if name.startswith("__"):
-        raise AttributeError(f"module 'tracegrad' has no attribute '{name}'")
-    raise AttributeError(
-        f"tracegrad does not implement torch.{name} (module 'tracegrad' has no attribute "
-        f"'{name}'). A script that uses it can still be observed on real PyTorch: keep "
-        "`import torch` and run it with `tracegrad run`.")
+    from ._unsupported import missing_attribute
+
+    raise missing_attribute("torch", name, "module 'tracegrad'")

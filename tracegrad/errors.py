@@ -16,8 +16,19 @@ class DTypeError(TracegradError, RuntimeError):
     """A dtype an op cannot take."""
 
 
+class UnsupportedDTypeError(DTypeError, NotImplementedError):
+    """An op that has no kernel for a dtype ("... not implemented for 'Float'"): PyTorch
+    raises NotImplementedError, itself a RuntimeError."""
+
+
 class DeviceError(TracegradError, RuntimeError):
     """Tensors on different devices, or a device that is not available."""
+
+
+class CudaUnavailableError(DeviceError, AssertionError):
+    """A CUDA query without a usable GPU. torch raises AssertionError ("Torch not compiled
+    with CUDA enabled") on a CPU build and RuntimeError on a CUDA build without a GPU; this
+    is both, so either ``except`` clause catches it."""
 
 
 class AutogradError(TracegradError, RuntimeError):
@@ -26,6 +37,28 @@ class AutogradError(TracegradError, RuntimeError):
 
 class InplaceError(AutogradError):
     """A tensor needed for backward was modified in place, or a leaf was."""
+
+
+class ArgumentTypeError(TracegradError, TypeError):
+    """An argument of a type the function does not take (PyTorch raises TypeError)."""
+
+
+class ArgumentValueError(TracegradError, ValueError):
+    """An argument value PyTorch rejects with ValueError."""
+
+
+class OutOfRangeError(TracegradError, IndexError):
+    """An index or dimension outside a tensor (PyTorch raises IndexError)."""
+
+
+class InvalidValueError(TracegradError, RuntimeError):
+    """A value an op cannot take: a zero step, an integer division by zero, a size that
+    does not fit (PyTorch raises RuntimeError)."""
+
+
+class LinAlgError(TracegradError, RuntimeError):
+    """A matrix a decomposition cannot take: singular, not positive-definite (torch's
+    ``torch.linalg.LinAlgError``, a RuntimeError)."""
 
 
 class TraceFileError(TracegradError, ValueError):

@@ -16,8 +16,14 @@ from ._methods import (
     InplaceMethods,
     LegacyMethods,
     MathMethods,
+    OrderingMethods,
+    PointwiseMethods,
+    RearrangeMethods,
     ReductionMethods,
+    SamplingMethods,
+    SelectionMethods,
     ShapeMethods,
+    UnsupportedMethods,
 )
 from .autograd import views
 from .autograd.grad_mode import state
@@ -42,7 +48,15 @@ class Size(tuple):
 
 
 class Tensor(ArithmeticMethods, ComparisonMethods, InplaceMethods, MathMethods, ReductionMethods,
-             ShapeMethods, IndexingMethods, ConstructionMethods, LegacyMethods):
+             ShapeMethods, IndexingMethods, ConstructionMethods, LegacyMethods,
+             # ops-curriculum's families (one line per mixin, so merges stay additive):
+             PointwiseMethods,
+             OrderingMethods,
+             SelectionMethods,
+             RearrangeMethods,
+             SamplingMethods,
+             UnsupportedMethods,  # last: torch names not implemented, so any real one wins
+             ):
     """A multi-dimensional array that can record the operations made on it.
 
     ``data`` is a numpy (CPU) or cupy (CUDA) array. Everything else is autograd metadata:

@@ -45,6 +45,11 @@ def run_tui(args: argparse.Namespace) -> int:
     except (TraceFileError, FileNotFoundError, IsADirectoryError) as error:
         print(f"tracegrad tui: {error}", file=sys.stderr)
         return 1
+    from tracegrad.tracing import nothing_recorded
+
+    if args.target.endswith(".py") and (message := nothing_recorded(trace)):  # issue 12
+        print(f"tracegrad tui: {message}", file=sys.stderr)
+        return 2
     if args.dump:
         from .dump import dump_steps
 

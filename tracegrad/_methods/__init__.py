@@ -15,8 +15,14 @@ from . import (
     inplace,
     legacy,
     math,
+    ordering,
+    pointwise,
+    rearrange,
     reduction,
+    sampling,
+    selection,
     shape,
+    unsupported,
 )
 from .arithmetic import ArithmeticMethods
 from .comparison import ComparisonMethods
@@ -25,11 +31,17 @@ from .indexing import IndexingMethods
 from .inplace import InplaceMethods
 from .legacy import LegacyMethods
 from .math import MathMethods
+from .ordering import OrderingMethods
+from .pointwise import PointwiseMethods
+from .rearrange import RearrangeMethods
 from .reduction import ReductionMethods, ValuesIndices
+from .sampling import SamplingMethods
+from .selection import SelectionMethods
 from .shape import ShapeMethods
+from .unsupported import UnsupportedMethods
 
-_MODULES = (arithmetic, comparison, construction, indexing, inplace, legacy, math, reduction,
-            shape)
+_MODULES = (arithmetic, comparison, construction, indexing, inplace, legacy, math, ordering,
+            pointwise, rearrange, reduction, sampling, selection, shape, unsupported)
 
 
 def bind_ops() -> None:
@@ -40,5 +52,7 @@ def bind_ops() -> None:
 
 
 __all__ = ["ArithmeticMethods", "ComparisonMethods", "ConstructionMethods", "IndexingMethods",
-           "InplaceMethods", "LegacyMethods", "MathMethods", "ReductionMethods", "ShapeMethods",
-           "ValuesIndices", "bind_ops"]
+           "InplaceMethods", "LegacyMethods", "MathMethods", "OrderingMethods",
+           "PointwiseMethods", "RearrangeMethods", "ReductionMethods", "SamplingMethods",
+           "SelectionMethods", "ShapeMethods", "UnsupportedMethods", "ValuesIndices",
+           "bind_ops"]

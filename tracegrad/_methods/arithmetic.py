@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..tensor import Tensor
-    from ..ops import arith, linalg, unary
+    from ..ops import arith, binary, bitwise, linalg, pointwise, unary  # noqa: TC004 - bound at runtime by _bind()
+    from ..tensor import Tensor  # noqa: TC004 - bound at runtime by _bind()
 
 
 class ArithmeticMethods:
@@ -38,13 +38,14 @@ class ArithmeticMethods:
         return arith.Div.apply(self, other)
 
     def __rtruediv__(self, other):
-        return arith.Div.apply(other, self)
+        # torch computes number / tensor as reciprocal(tensor) * number (MulBackward0)
+        return arith.Mul.apply(pointwise.Reciprocal.apply(self), other)
 
     def __neg__(self):
         return arith.Neg.apply(self)
 
     def __pos__(self):
-        return self
+        return self.positive()  # the tensor itself, as torch (bool tensors refused)
 
     def __pow__(self, exponent):
         if isinstance(exponent, Tensor):
@@ -72,8 +73,17 @@ class ArithmeticMethods:
     def mul(self, other):
         return arith.Mul.apply(self, other)
 
-    def div(self, other):
-        return arith.Div.apply(self, other)
+    def div(self, other, *, rounding_mode=None):
+        if rounding_mode is None:
+            return arith.Div.apply(self, other)
+        if rounding_mode not in ("trunc", "floor"):
+            from ..errors import InvalidValueError
+
+            raise InvalidValueError(
+                f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but "
+                f"found '{rounding_mode}' ({self._describe()}). Hint: rounding_mode=None is "
+                "true division.")
+        return binary.DivRounding.apply(self, other, rounding_mode)
 
     def neg(self):
         return arith.Neg.apply(self)
@@ -85,12 +95,52 @@ class ArithmeticMethods:
         return arith.PowScalar.apply(self, 2)
 
     def reciprocal(self):
-        return arith.Div.apply(1.0, self)
+        return pointwise.Reciprocal.apply(self)
+
+    def __floordiv__(self, other):
+        return binary.FloorDivide.apply(self, other)
+
+    def __rfloordiv__(self, other):
+        return binary.FloorDivide.apply(other, self)
+
+    def __mod__(self, other):
+        if isinstance(other, Tensor):
+            return binary.Remainder.apply(self, other)
+        return binary.RemainderScalar.apply(self, other)
+
+    def __rmod__(self, other):
+        return binary.RemainderScalarSelf.apply(other, self)
+
+    def __lshift__(self, other):
+        return bitwise.shift(self, other, "left")
+
+    def __rlshift__(self, other):
+        return bitwise.shift(other, self, "left")
+
+    def __rshift__(self, other):
+        return bitwise.shift(self, other, "right")
+
+    def __rrshift__(self, other):
+        return bitwise.shift(other, self, "right")
+
+    def __format__(self, format_spec: str) -> str:
+        """A one-element 0-d tensor formats as its Python number (``f"{loss:.4f}"``), as in
+        torch; anything else only with an empty spec (its repr)."""
+        if self._array.ndim == 0:
+            return self.item().__format__(format_spec)
+        if format_spec:
+            from ..errors import ArgumentTypeError
+
+            raise ArgumentTypeError(
+                f"unsupported format string passed to Tensor.__format__ (format spec "
+                f"{format_spec!r} for {self._describe()}). Hint: only a "
+                "0-d tensor formats as a number; use t.item() or t.squeeze() first.")
+        return repr(self)
 
 
 def _bind() -> None:
     """The op modules import Tensor, so they are bound here once Tensor exists
     (``tracegrad._methods.bind_ops``), not imported at load time."""
-    global Tensor, arith, linalg, unary
-    from ..ops import arith, linalg, unary
+    global Tensor, arith, binary, bitwise, linalg, pointwise, unary
+    from ..ops import arith, binary, bitwise, linalg, pointwise, unary
     from ..tensor import Tensor

@@ -59,15 +59,15 @@ class InplaceMethods:
     def index_put_(self, indices, values, accumulate=False):
         """``self[indices] = values`` (or ``+=`` with ``accumulate``), indices a tuple of
         index tensors."""
-        if accumulate:
-            raise NotImplementedError(
-                "index_put_ with accumulate=True is not supported by tracegrad yet. Hint: "
-                "use index_add_-free code: x = x + zeros.index_put(...)")
         index = tuple(part._array if isinstance(part, Tensor) else part for part in indices)
         if not isinstance(values, Tensor):
             from ..ops.indexing import _value_tensor
 
             values = _value_tensor(values, self)
+        if accumulate:  # repeated positions add up (ops/selection.py, ops-curriculum's)
+            from ..ops.selection import IndexPutAccumulate
+
+            return self._inplace("index_put_", IndexPutAccumulate, values, index=index)
         return self._inplace("index_put_", indexing.IndexPut, values, index=index)
 
     def clamp_(self, min=None, max=None):
@@ -102,13 +102,13 @@ class InplaceMethods:
     def normal_(self, mean=0.0, std=1.0, generator=None):
         from ..factories import _random_like
 
-        values = _random_like(self, "normal", mean, std)
+        values = _random_like(self, "normal", mean, std, generator)
         return self._inplace("normal_", _RandomFill.Normal, values)
 
     def uniform_(self, a=0.0, b=1.0, generator=None):
         from ..factories import _random_like
 
-        values = _random_like(self, "uniform", a, b)
+        values = _random_like(self, "uniform", a, b, generator)
         return self._inplace("uniform_", _RandomFill.Uniform, values)
 
     __iadd__ = add_

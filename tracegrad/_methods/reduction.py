@@ -1,7 +1,9 @@
-"""Reductions: sum, mean, max/min, argmax/argmin, var/std, norm.
+"""Reductions and scans: sum, mean, prod, max/min, amax/amin, argmax/argmin, var/std,
+norm, median, mode, logsumexp, cumsum/cumprod/cummax/cummin, nansum/nanmean.
 
-A mixin of Tensor (``class Tensor(..., ReductionMethods)``): the methods are defined here, where a
-reader looks for them.
+A mixin of Tensor (``class Tensor(..., ReductionMethods)``): the methods are defined here,
+where a reader looks for them. Like torch, every ``dim``/``keepdim`` also answers to
+NumPy's ``axis``/``keepdims`` (``**aliases``: an empty dict costs nothing when unused).
 """
 
 from __future__ import annotations
@@ -9,57 +11,196 @@ from __future__ import annotations
 from collections import namedtuple
 from typing import TYPE_CHECKING
 
+from .comparison import numpy_aliases
+
 if TYPE_CHECKING:
-    from ..tensor import Tensor
-    from ..ops import reduce, unary
+    from ..ops import norms, reduce, scan, statistics, unary  # noqa: TC004 - bound at runtime by _bind()
+    from ..tensor import Tensor  # noqa: TC004 - bound at runtime by _bind()
 
 
 ValuesIndices = namedtuple("return_types", ["values", "indices"])
+MinMax = namedtuple("aminmax", ["min", "max"])
 
 
 class ReductionMethods:
     __slots__ = ()
 
-    def sum(self, dim=None, keepdim=False, dtype=None):
+    def sum(self, dim=None, keepdim=False, dtype=None, **aliases):
+        if aliases:
+            dim, keepdim = numpy_aliases("sum", aliases, dim, keepdim)
         if dim is None:
             return reduce.SumAll.apply(self, dtype=_np_dtype(dtype))
         return reduce.Sum.apply(self, dim=dim, keepdim=keepdim, dtype=_np_dtype(dtype))
 
-    def mean(self, dim=None, keepdim=False):
+    def mean(self, dim=None, keepdim=False, dtype=None, **aliases):
+        if aliases:
+            dim, keepdim = numpy_aliases("mean", aliases, dim, keepdim)
+        source = self if dtype is None else self.to(dtype)
         if dim is None:
-            return reduce.MeanAll.apply(self)
-        return reduce.Mean.apply(self, dim=dim, keepdim=keepdim)
+            return reduce.MeanAll.apply(source)
+        return reduce.Mean.apply(source, dim=dim, keepdim=keepdim)
 
-    def max(self, dim=None, keepdim=False):
+    def nansum(self, dim=None, keepdim=False, dtype=None, **aliases):
+        if aliases:
+            dim, keepdim = numpy_aliases("nansum", aliases, dim, keepdim)
+        return reduce.Nansum.apply(self, dim, keepdim, _np_dtype(dtype))
+
+    def nanmean(self, dim=None, keepdim=False, dtype=None, **aliases):
+        """The mean of the non-NaN elements: nansum / their count (a DivBackward0 node,
+        as in torch)."""
+        if aliases:
+            dim, keepdim = numpy_aliases("nanmean", aliases, dim, keepdim)
+        if self._array.dtype.kind != "f":
+            from ..errors import DTypeError
+
+            raise DTypeError(
+                f"nanmean(): expected input to have floating point or complex dtype but got "
+                f"{self.dtype.name} ({self._describe()}). Hint: call .float() first.")
+        source = self if dtype is None else self.to(dtype)
+        count = (~source.isnan()).sum(dim, keepdim)
+        return source.nansum(dim, keepdim) / count
+
+    def prod(self, dim=None, keepdim=False, dtype=None, **aliases):
+        if aliases:
+            dim, keepdim = numpy_aliases("prod", aliases, dim, keepdim)
+        if dim is None:
+            return reduce.ProdAll.apply(self, _np_dtype(dtype))
+        _require_int_dim("prod", dim, self)
+        return reduce.Prod.apply(self, dim, keepdim, _np_dtype(dtype))
+
+    def max(self, dim=None, keepdim=False, **aliases):
+        if aliases:
+            dim, keepdim = numpy_aliases("max", aliases, dim, keepdim)
         if isinstance(dim, Tensor):
             return unary.Maximum.apply(self, dim)
         if dim is None:
             return reduce.MaxAll.apply(self)
         return ValuesIndices(*reduce.MaxDim.apply(self, dim, keepdim=keepdim))
 
-    def min(self, dim=None, keepdim=False):
+    def min(self, dim=None, keepdim=False, **aliases):
+        if aliases:
+            dim, keepdim = numpy_aliases("min", aliases, dim, keepdim)
         if isinstance(dim, Tensor):
             return unary.Minimum.apply(self, dim)
         if dim is None:
             return reduce.MinAll.apply(self)
         return ValuesIndices(*reduce.MinDim.apply(self, dim, keepdim=keepdim))
 
-    def argmax(self, dim=None, keepdim=False):
+    def amax(self, dim=(), keepdim=False, **aliases):
+        if aliases:
+            dim, keepdim = numpy_aliases("amax", aliases, dim, keepdim)
+        return reduce.Amax.apply(self, dim, keepdim)
+
+    def amin(self, dim=(), keepdim=False, **aliases):
+        if aliases:
+            dim, keepdim = numpy_aliases("amin", aliases, dim, keepdim)
+        return reduce.Amin.apply(self, dim, keepdim)
+
+    def aminmax(self, *, dim=None, keepdim=False):
+        return MinMax(*reduce.Aminmax.apply(self, dim, keepdim))
+
+    def argmax(self, dim=None, keepdim=False, **aliases):
+        if aliases:
+            dim, keepdim = numpy_aliases("argmax", aliases, dim, keepdim)
         return reduce.argmax(self, dim, keepdim)
 
-    def argmin(self, dim=None, keepdim=False):
+    def argmin(self, dim=None, keepdim=False, **aliases):
+        if aliases:
+            dim, keepdim = numpy_aliases("argmin", aliases, dim, keepdim)
         return reduce.argmin(self, dim, keepdim)
 
-    def var(self, dim=None, unbiased=None, keepdim=False, *, correction=1):
-        return reduce.var(self, dim, keepdim, correction, unbiased)
+    def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None, **aliases):
+        if aliases:
+            dim, keepdim = numpy_aliases("var", aliases, dim, keepdim)
+        dim, correction = statistics.variance_arguments(dim, unbiased, correction)
+        return statistics.Var.apply(self, dim, correction, keepdim)
 
-    def std(self, dim=None, unbiased=None, keepdim=False, *, correction=1):
-        return reduce.std(self, dim, keepdim, correction, unbiased)
+    def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None, **aliases):
+        if aliases:
+            dim, keepdim = numpy_aliases("std", aliases, dim, keepdim)
+        dim, correction = statistics.variance_arguments(dim, unbiased, correction)
+        return statistics.Std.apply(self, dim, correction, keepdim)
 
-    def norm(self, p=2, dim=None, keepdim=False):
-        if p != 2:
-            return (self.abs() ** p).sum(dim=dim, keepdim=keepdim) ** (1.0 / p)
-        return (self * self).sum(dim=dim, keepdim=keepdim).sqrt()
+    def logsumexp(self, dim, keepdim=False, **aliases):
+        if aliases:
+            dim, keepdim = numpy_aliases("logsumexp", aliases, dim, keepdim)
+        return statistics.Logsumexp.apply(self, dim, keepdim)
+
+    def norm(self, p="fro", dim=None, keepdim=False, dtype=None):
+        """torch's ``Tensor.norm``: a vector p-norm over ``dim`` (all elements by default);
+        ``"fro"`` is the 2-norm, ``"nuc"`` the nuclear norm of matrices."""
+        if p == "nuc":
+            from .. import linalg
+
+            return linalg.matrix_norm(self, "nuc", dim if dim is not None else (-2, -1),
+                                      keepdim, dtype=dtype)
+        order = 2 if p == "fro" or p is None else p
+        return norms.VectorNorm.apply(self, order, dim, keepdim, dtype)
+
+    def median(self, dim=None, keepdim=False, **aliases):
+        if aliases:
+            dim, keepdim = numpy_aliases("median", aliases, dim, keepdim)
+        if dim is None:
+            return statistics.MedianAll.apply(self)
+        return ValuesIndices(*statistics.MedianDim.apply(self, dim, keepdim=keepdim))
+
+    def nanmedian(self, dim=None, keepdim=False, **aliases):
+        if aliases:
+            dim, keepdim = numpy_aliases("nanmedian", aliases, dim, keepdim)
+        if dim is None:
+            return statistics.NanmedianAll.apply(self)
+        return ValuesIndices(*statistics.NanmedianDim.apply(self, dim, keepdim=keepdim))
+
+    def mode(self, dim=-1, keepdim=False, **aliases):
+        if aliases:
+            dim, keepdim = numpy_aliases("mode", aliases, dim, keepdim)
+        return ValuesIndices(*statistics.Mode.apply(self, dim, keepdim))
+
+    def count_nonzero(self, dim=None):
+        return reduce.count_nonzero(self, dim)
+
+    # -- scans -------------------------------------------------------------------------
+    def cumsum(self, dim, *, dtype=None, **aliases):
+        if aliases:
+            dim, _ = numpy_aliases("cumsum", aliases, dim, False)
+        return scan.Cumsum.apply(self, dim, _np_dtype(dtype))
+
+    def cumprod(self, dim, *, dtype=None, **aliases):
+        if aliases:
+            dim, _ = numpy_aliases("cumprod", aliases, dim, False)
+        return scan.Cumprod.apply(self, dim, _np_dtype(dtype))
+
+    def cummax(self, dim, **aliases):
+        if aliases:
+            dim, _ = numpy_aliases("cummax", aliases, dim, False)
+        return ValuesIndices(*scan.Cummax.apply(self, dim))
+
+    def cummin(self, dim, **aliases):
+        if aliases:
+            dim, _ = numpy_aliases("cummin", aliases, dim, False)
+        return ValuesIndices(*scan.Cummin.apply(self, dim))
+
+    def logcumsumexp(self, dim, **aliases):
+        if aliases:
+            dim, _ = numpy_aliases("logcumsumexp", aliases, dim, False)
+        return scan.Logcumsumexp.apply(self, dim)
+
+    def cumsum_(self, dim, *, dtype=None):
+        return self._inplace("cumsum_", scan.Cumsum, dim, _np_dtype(dtype))
+
+    def cumprod_(self, dim, *, dtype=None):
+        return self._inplace("cumprod_", scan.Cumprod, dim, _np_dtype(dtype))
+
+
+def _require_int_dim(op_name: str, dim, tensor) -> None:
+    if not isinstance(dim, int):
+        from ..errors import ArgumentTypeError
+
+        raise ArgumentTypeError(
+            f"{op_name}() received an invalid combination of arguments - got dim="
+            f"{dim!r}, but expected one of: (*, dtype), (int dim, bool keepdim, *, dtype) "
+            f"({tensor._describe()}). "
+            "Hint: prod reduces one dim at a time; call it once per dim.")
 
 
 def _np_dtype(dtype):
@@ -73,6 +214,6 @@ def _np_dtype(dtype):
 def _bind() -> None:
     """The op modules import Tensor, so they are bound here once Tensor exists
     (``tracegrad._methods.bind_ops``), not imported at load time."""
-    global Tensor, reduce, unary
-    from ..ops import reduce, unary
+    global Tensor, norms, reduce, scan, statistics, unary
+    from ..ops import norms, reduce, scan, statistics, unary
     from ..tensor import Tensor

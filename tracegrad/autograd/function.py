@@ -268,8 +268,10 @@ class Function:
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
         node_name = cls.__dict__.get("node_name") or f"{cls.__name__}Backward"
+        # torch's C++ nodes have a qualified name() ("torch::autograd::CopyBackwards") and
+        # a plain Python type name ("CopyBackwards"): the class takes the last part
         cls._node_class = cls._backward_cls = type(
-            node_name, (cls._node_base,),
+            node_name.rsplit("::", 1)[-1], (cls._node_base,),
             {"_function": cls, "_name": node_name, "__module__": cls.__module__})
         cls._signature = None
         cls._backward_impl = staticmethod(_user_backward(cls))

@@ -9,6 +9,9 @@ import sys
 import tracegrad
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(tracegrad.__file__)) + os.sep
+# Folders whose code is never the user's: tracegrad's own, and (once the PyTorch bridge
+# observes a program) torch's, so a site is the user's line, not torch/nn/functional.py.
+_internal_dirs: tuple[str, ...] = (_PACKAGE_DIR,)
 _internal_files: dict[str, bool] = {}
 
 
@@ -16,9 +19,19 @@ def _is_internal(filename: str) -> bool:
     internal = _internal_files.get(filename)
     if internal is None:
         path = os.path.abspath(filename)
-        internal = path.startswith(_PACKAGE_DIR) or filename.startswith("<frozen")
+        internal = path.startswith(_internal_dirs) or filename.startswith("<frozen")
         _internal_files[filename] = internal
     return internal
+
+
+def add_internal_directory(path: str) -> None:
+    """Treat code under ``path`` as library code, skipped when looking for the user's line
+    (the PyTorch bridge adds torch's package folder)."""
+    global _internal_dirs
+    folder = os.path.abspath(path) + os.sep
+    if folder not in _internal_dirs:
+        _internal_dirs = _internal_dirs + (folder,)
+        _internal_files.clear()
 
 
 def user_site(depth: int = 1):

@@ -113,6 +113,18 @@ def check_on_host_later(array, check) -> None:
     cuda.check_later(array, check)
 
 
+# torch.backends' switch modules that programs set and read (no effect here); cuda.py
+# (the CuPy backend) also carries torch.backends.cuda's switches. None imports cupy.
+from . import cuda, cudnn, mkldnn, mps, openmp  # noqa: E402
+from .flags import cpu, mkl, opt_einsum  # noqa: E402
+
+
+def __getattr__(name: str):
+    from .._unsupported import missing_attribute
+
+    raise missing_attribute("torch.backends", name, "module 'tracegrad.backends'")
+
+
 def to_host(array) -> np.ndarray:
     """A numpy array with the same values, for the tracer and for .numpy()."""
     if type(array) is np.ndarray:

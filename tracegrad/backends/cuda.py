@@ -7,6 +7,19 @@ from ..errors import DeviceError
 _INSTALL_HINT = "Install it with: pip install 'tracegrad[cuda]' (CuPy for CUDA 12)."
 _cupy = None
 
+# torch.backends.cuda's switches (``torch.backends.cuda.matmul.allow_tf32 = True``): kept so
+# programs can set them; CuPy's matmul has no such switch, so they change nothing.
+from .flags import matmul  # noqa: E402, F401 - re-exported as torch.backends.cuda.matmul
+
+
+def is_built() -> bool:
+    """Whether tracegrad can use CUDA at all (CuPy importable), as torch's is_built()."""
+    return _load() is not None
+
+
+def preferred_linalg_library(backend=None) -> str:
+    return "default"
+
 
 def _load():
     """Import cupy once; None when it is not installed."""
@@ -91,7 +104,7 @@ def check_later(array, check) -> None:
     memory = cupy.cuda.alloc_pinned_memory(array.nbytes)
     host = numpy.frombuffer(memory, array.dtype, array.size).reshape(array.shape)
     stream = cupy.cuda.get_current_stream()
-    cupy.cuda.runtime.memcpyAsync(host.ctypes._array, array._array.ptr, array.nbytes,
+    cupy.cuda.runtime.memcpyAsync(host.ctypes.data, array.data.ptr, array.nbytes,
                                   cupy.cuda.runtime.memcpyDeviceToHost, stream.ptr)
     _pending.append((host, stream.record(), check, array))
 

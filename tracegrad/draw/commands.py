@@ -98,9 +98,11 @@ def _load(target: str, script_args: list[str]):
         raise FileNotFoundError(f"no such file: {target!r}. Hint: pass a Python script or "
                                 "a .tgtrace file written by `tracegrad run`.")
     if target.endswith(".py"):
-        from ..tracing import run_script
+        from ..tracing import nothing_recorded, run_script
 
         trace = run_script(target, list(script_args))
+        if (message := nothing_recorded(trace)):  # issue 12
+            raise ValueError(message)
         return trace, trace.exception is not None
     from ..tracing import load_trace
 

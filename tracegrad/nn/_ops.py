@@ -70,6 +70,12 @@ def linear(input, weight, bias=None):
         return Addmm.apply(bias, input, weight.t())
     if input.ndim == 2:
         out = input.mm(weight.t())
+    elif input.ndim > 2 and weight.ndim == 2 and (bias is None or bias.ndim <= 1):
+        # torch folds the batch dims into one matrix product and views the result back
+        leading = tuple(input.shape[:-1])
+        flat = input.reshape(-1, input.shape[-1])
+        out = Addmm.apply(bias, flat, weight.t()) if bias is not None else flat.mm(weight.t())
+        return out.view(leading + (weight.shape[0],))
     else:
         out = input.matmul(weight.t())
     return out if bias is None else out + bias

@@ -1,5 +1,10 @@
 """``tracegrad.nn.functional``: the function forms of layers and losses (``F.relu``,
-``F.cross_entropy``, ...), as in ``torch.nn.functional``.
+``F.conv2d``, ``F.cross_entropy``, ...), as in ``torch.nn.functional``.
+
+The definitions live by family in ``_functional_activation.py``, ``_functional_conv.py``,
+``_functional_norm.py``, ``_functional_loss.py`` and ``_functional_attention.py``; this
+module gathers them under torch's names. A name torch has and tracegrad does not raises
+an AttributeError saying so.
 
 >>> import tracegrad as torch
 >>> import tracegrad.nn.functional as F
@@ -11,136 +16,239 @@
 
 from __future__ import annotations
 
-import warnings
-
-from ..ops import unary
-from ..tensor import Tensor
-from ._ops import REDUCTIONS, MseLoss, NllLoss, linear
-
-__all__ = [
-    "cross_entropy",
-    "linear",
-    "log_softmax",
-    "mse_loss",
-    "nll_loss",
-    "relu",
-    "sigmoid",
-    "silu",
-    "softmax",
-    "tanh",
-]
-
-
-def relu(input: Tensor, inplace: bool = False) -> Tensor:
-    return input.relu_() if inplace else input.relu()
-
-
-def sigmoid(input: Tensor) -> Tensor:
-    return input.sigmoid()
-
-
-def tanh(input: Tensor) -> Tensor:
-    return input.tanh()
-
-
-def silu(input: Tensor, inplace: bool = False) -> Tensor:
-    """``input * sigmoid(input)`` (swish), one SiluBackward0 node.
-
-    >>> import tracegrad as torch
-    >>> torch.nn.functional.silu(torch.tensor([0.0, 2.0]))
-    tensor([0.0000, 1.7616])
-    """
-    return unary.silu(input)
-
-
-def softmax(input: Tensor, dim: int | None = None, dtype=None) -> Tensor:
-    return unary.softmax(input, dim, dtype)
-
-
-def log_softmax(input: Tensor, dim: int | None = None, dtype=None) -> Tensor:
-    return unary.log_softmax(input, dim, dtype)
-
-
-def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
-    """Mean (or summed, or per-element) squared error; one MseLossBackward0 node."""
-    _check_reduction("mse_loss", reduction)
-    if input.shape != target.shape:
-        warnings.warn(
-            f"Using a target size ({target.shape}) that is different to the input size "
-            f"({input.shape}). This will likely lead to incorrect results due to "
-            "broadcasting. Please ensure they have the same size.", UserWarning, stacklevel=2)
-    return MseLoss.apply(input, target, reduction=reduction)
-
-
-def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
-             ignore_index: int = -100, reduction: str = "mean") -> Tensor:
-    """Negative log likelihood of class-index ``target`` under log-probabilities
-    ``input`` of shape (N, C), (C,) or (N, C, d1, ...)."""
-    _check_reduction("nll_loss", reduction)
-    return NllLoss.apply(input, target, weight, reduction=reduction,
-                         ignore_index=ignore_index)
-
-
-def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
-                  ignore_index: int = -100, reduction: str = "mean",
-                  label_smoothing: float = 0.0) -> Tensor:
-    """``nll_loss(log_softmax(input, 1), target)``: records LogSoftmaxBackward0 then
-    NllLossBackward0, as torch does. A floating ``target`` of the input's shape is read as
-    class probabilities."""
-    _check_reduction("cross_entropy", reduction)
-    class_axis = 0 if input.ndim == 1 else 1
-    log_probs = log_softmax(input, class_axis)
-    if target.is_floating_point():
-        return _soft_cross_entropy(log_probs, target, weight, reduction, label_smoothing,
-                                   class_axis)
-    loss = nll_loss(log_probs, target, weight, ignore_index, reduction)
-    if label_smoothing > 0.0:
-        count = input.shape[class_axis]
-        smooth = -log_probs if weight is None else -log_probs * _class_shape(weight, input)
-        smooth = smooth.sum(class_axis)
-        kept = (target != ignore_index)
-        smooth = smooth.masked_fill(~kept, 0.0)
-        if reduction == "mean":
-            denominator = (kept.sum() if weight is None else
-                           weight[target.masked_fill(~kept, 0)].masked_fill(~kept, 0.0).sum())
-            smooth = smooth.sum() / denominator
-        elif reduction == "sum":
-            smooth = smooth.sum()
-        loss = loss * (1.0 - label_smoothing) + smooth * (label_smoothing / count)
-    return loss
-
-
-def _soft_cross_entropy(log_probs, target, weight, reduction, label_smoothing, class_axis):
-    if target.shape != log_probs.shape:
-        from ..errors import ShapeError
-
-        raise ShapeError(
-            f"cross_entropy: probability targets must have the input's shape, got target "
-            f"{target._describe()} for input {log_probs._describe()}. Hint: pass class "
-            "indices (int64, shape [N]) instead.")
-    count = log_probs.shape[class_axis]
-    if label_smoothing > 0.0:
-        target = target * (1.0 - label_smoothing) + label_smoothing / count
-    terms = log_probs * target
-    if weight is not None:
-        terms = terms * _class_shape(weight, log_probs)
-    losses = -terms.sum(class_axis)
-    if reduction == "none":
-        return losses
-    if reduction == "sum":
-        return losses.sum()
-    return losses.sum() / (losses.numel() if losses.ndim else 1)
+from ._functional_activation import (
+    celu,
+    celu_,
+    elu,
+    elu_,
+    gelu,
+    glu,
+    hardshrink,
+    hardsigmoid,
+    hardswish,
+    hardtanh,
+    hardtanh_,
+    leaky_relu,
+    leaky_relu_,
+    log_softmax,
+    logsigmoid,
+    mish,
+    prelu,
+    relu,
+    relu6,
+    relu_,
+    selu,
+    selu_,
+    sigmoid,
+    silu,
+    softmax,
+    softmin,
+    softplus,
+    softshrink,
+    softsign,
+    tanh,
+    tanhshrink,
+    threshold,
+    threshold_,
+)
+from ._functional_attention import multi_head_attention_forward, scaled_dot_product_attention
+from ._functional_conv import (
+    adaptive_avg_pool1d,
+    adaptive_avg_pool2d,
+    adaptive_max_pool1d,
+    adaptive_max_pool2d,
+    avg_pool1d,
+    avg_pool2d,
+    conv1d,
+    conv2d,
+    conv3d,
+    conv_transpose1d,
+    conv_transpose2d,
+    conv_transpose3d,
+    fold,
+    interpolate,
+    lp_pool1d,
+    lp_pool2d,
+    max_pool1d,
+    max_pool2d,
+    pad,
+    pixel_shuffle,
+    pixel_unshuffle,
+    unfold,
+    upsample,
+    upsample_bilinear,
+    upsample_nearest,
+)
+from ._functional_loss import (
+    binary_cross_entropy,
+    binary_cross_entropy_with_logits,
+    cosine_embedding_loss,
+    cross_entropy,
+    gaussian_nll_loss,
+    hinge_embedding_loss,
+    huber_loss,
+    kl_div,
+    l1_loss,
+    margin_ranking_loss,
+    mse_loss,
+    multilabel_soft_margin_loss,
+    nll_loss,
+    poisson_nll_loss,
+    smooth_l1_loss,
+    soft_margin_loss,
+    triplet_margin_loss,
+)
+from ._functional_norm import (
+    alpha_dropout,
+    batch_norm,
+    bilinear,
+    cosine_similarity,
+    dropout,
+    dropout1d,
+    dropout2d,
+    dropout3d,
+    embedding,
+    group_norm,
+    instance_norm,
+    layer_norm,
+    normalize,
+    one_hot,
+    pairwise_distance,
+    rms_norm,
+)
+from ._ops import REDUCTIONS, linear
 
 
-def _class_shape(weight: Tensor, like: Tensor) -> Tensor:
-    """weight (C,) shaped to broadcast along the class axis of ``like``."""
-    if like.ndim <= 2:
-        return weight
-    return weight.reshape((weight.shape[0],) + (1,) * (like.ndim - 2))
+def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
+                            ceil_mode=False, return_indices=True):
+    return max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
+                            ceil_mode=False, return_indices=True):
+    return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def adaptive_max_pool1d_with_indices(input, output_size, return_indices=True):
+    return adaptive_max_pool1d(input, output_size, True)
+
+
+def adaptive_max_pool2d_with_indices(input, output_size, return_indices=True):
+    return adaptive_max_pool2d(input, output_size, True)
 
 
 def _check_reduction(function: str, reduction: str) -> None:
     if reduction not in REDUCTIONS:
-        raise ValueError(
-            f"{function}: {reduction!r} is not a valid value for reduction; expected one of "
-            f"{', '.join(repr(r) for r in REDUCTIONS)}")
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def __getattr__(name: str):
+    if name.startswith("_"):
+        raise AttributeError(f"module 'tracegrad.nn.functional' has no attribute '{name}'")
+    raise AttributeError(
+        f"tracegrad does not implement torch.nn.functional.{name} (module "
+        f"'tracegrad.nn.functional' has no attribute '{name}'). A script that uses it can "
+        "still be observed on real PyTorch: keep `import torch` and run it with "
+        "`tracegrad run`.")
+
+
+__all__ = [
+    "adaptive_avg_pool1d",
+    "adaptive_avg_pool2d",
+    "adaptive_max_pool1d",
+    "adaptive_max_pool1d_with_indices",
+    "adaptive_max_pool2d",
+    "adaptive_max_pool2d_with_indices",
+    "alpha_dropout",
+    "avg_pool1d",
+    "avg_pool2d",
+    "batch_norm",
+    "bilinear",
+    "binary_cross_entropy",
+    "binary_cross_entropy_with_logits",
+    "celu",
+    "celu_",
+    "conv1d",
+    "conv2d",
+    "conv3d",
+    "conv_transpose1d",
+    "conv_transpose2d",
+    "conv_transpose3d",
+    "cosine_embedding_loss",
+    "cosine_similarity",
+    "cross_entropy",
+    "dropout",
+    "dropout1d",
+    "dropout2d",
+    "dropout3d",
+    "elu",
+    "elu_",
+    "embedding",
+    "fold",
+    "gaussian_nll_loss",
+    "gelu",
+    "glu",
+    "group_norm",
+    "hardshrink",
+    "hardsigmoid",
+    "hardswish",
+    "hardtanh",
+    "hardtanh_",
+    "hinge_embedding_loss",
+    "huber_loss",
+    "instance_norm",
+    "interpolate",
+    "kl_div",
+    "l1_loss",
+    "layer_norm",
+    "leaky_relu",
+    "leaky_relu_",
+    "linear",
+    "log_softmax",
+    "logsigmoid",
+    "lp_pool1d",
+    "lp_pool2d",
+    "margin_ranking_loss",
+    "max_pool1d",
+    "max_pool1d_with_indices",
+    "max_pool2d",
+    "max_pool2d_with_indices",
+    "mish",
+    "mse_loss",
+    "multi_head_attention_forward",
+    "multilabel_soft_margin_loss",
+    "nll_loss",
+    "normalize",
+    "one_hot",
+    "pad",
+    "pairwise_distance",
+    "pixel_shuffle",
+    "pixel_unshuffle",
+    "poisson_nll_loss",
+    "prelu",
+    "relu",
+    "relu6",
+    "relu_",
+    "rms_norm",
+    "scaled_dot_product_attention",
+    "selu",
+    "selu_",
+    "sigmoid",
+    "silu",
+    "smooth_l1_loss",
+    "soft_margin_loss",
+    "softmax",
+    "softmin",
+    "softplus",
+    "softshrink",
+    "softsign",
+    "tanh",
+    "tanhshrink",
+    "threshold",
+    "threshold_",
+    "triplet_margin_loss",
+    "unfold",
+    "upsample",
+    "upsample_bilinear",
+    "upsample_nearest",
+]

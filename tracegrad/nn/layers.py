@@ -1,4 +1,4 @@
-"""Layers: Linear, Identity, Flatten, and the activation modules."""
+"""Layers: Linear, Bilinear, Identity, Flatten, Unflatten."""
 
 from __future__ import annotations
 
@@ -48,7 +48,46 @@ class Linear(Module):
                 f"bias={self.bias is not None}")
 
 
+class NonDynamicallyQuantizableLinear(Linear):
+    """A Linear under another name (MultiheadAttention's out_proj, as in torch)."""
+
+
+class Bilinear(Module):
+    """``y = x1 @ weight[o] @ x2 + bias[o]`` for each output feature ``o``."""
+
+    def __init__(self, in1_features: int, in2_features: int, out_features: int,
+                 bias: bool = True, device=None, dtype=None) -> None:
+        super().__init__()
+        self.in1_features, self.in2_features = in1_features, in2_features
+        self.out_features = out_features
+        self.weight = Parameter(factories.empty(out_features, in1_features, in2_features,
+                                                dtype=dtype, device=device))
+        if bias:
+            self.bias = Parameter(factories.empty(out_features, dtype=dtype, device=device))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        bound = 1 / math.sqrt(self.weight.shape[1])
+        init.uniform_(self.weight, -bound, bound)
+        if self.bias is not None:
+            init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, input1: Tensor, input2: Tensor) -> Tensor:
+        return F.bilinear(input1, input2, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
+                f"out_features={self.out_features}, bias={self.bias is not None}")
+
+
 class Identity(Module):
+    """Returns its input; accepts (and ignores) any constructor arguments, as torch's does."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__()
+
     def forward(self, input: Tensor) -> Tensor:
         return input
 
@@ -65,47 +104,27 @@ class Flatten(Module):
         return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
 
 
-class ReLU(Module):
-    def __init__(self, inplace: bool = False) -> None:
+class Unflatten(Module):
+    """Split dim ``dim`` into ``unflattened_size`` (one entry may be -1)."""
+
+    def __init__(self, dim: int, unflattened_size) -> None:
         super().__init__()
-        self.inplace = inplace
+        if not isinstance(unflattened_size, (tuple, list)):
+            raise TypeError("unflattened_size must be tuple of ints, but found type "
+                            f"{type(unflattened_size).__name__}")
+        self.dim, self.unflattened_size = dim, tuple(unflattened_size)
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.relu(input, self.inplace)
+        return unflatten(input, self.dim, self.unflattened_size)
 
     def extra_repr(self) -> str:
-        return "inplace=True" if self.inplace else ""
+        return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
 
 
-class Sigmoid(Module):
-    def forward(self, input: Tensor) -> Tensor:
-        return input.sigmoid()
+def unflatten(input: Tensor, dim: int, sizes) -> Tensor:
+    """``input`` with dim ``dim`` split into ``sizes`` (a view, as Tensor.unflatten)."""
+    from ..ops.shape import wrap_dim
 
-
-class SiLU(Module):
-    """``x * sigmoid(x)``, as ``torch.nn.SiLU``."""
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.silu(input)
-
-
-class Tanh(Module):
-    def forward(self, input: Tensor) -> Tensor:
-        return input.tanh()
-
-
-class Softmax(Module):
-    def __init__(self, dim: int | None = None) -> None:
-        super().__init__()
-        self.dim = dim
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.softmax(input, self.dim)
-
-    def extra_repr(self) -> str:
-        return f"dim={self.dim}"
-
-
-class LogSoftmax(Softmax):
-    def forward(self, input: Tensor) -> Tensor:
-        return F.log_softmax(input, self.dim)
+    axis = wrap_dim(dim, input.ndim)
+    shape = tuple(input.shape)
+    return input.view(shape[:axis] + tuple(sizes) + shape[axis + 1:])

@@ -14,9 +14,23 @@ from typing import Any
 from ..autograd import events, module_scope
 from ..autograd.grad_mode import state
 from ..tensor import Tensor
+from . import hooks as _hooks
 from .parameter import Parameter
 
-IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
+
+class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
+    """What ``load_state_dict`` returns: the keys it did not find and the ones it did not
+    expect (both empty after a strict load)."""
+
+    def __repr__(self) -> str:
+        if not self.missing_keys and not self.unexpected_keys:
+            return "<All keys matched successfully>"
+        return super().__repr__()
+
+    __str__ = __repr__
+
+
+IncompatibleKeys = _IncompatibleKeys
 
 
 class Module:
@@ -51,6 +65,12 @@ class Module:
         set_plain(self, "_buffers", OrderedDict())
         set_plain(self, "_non_persistent", set())
         set_plain(self, "_modules", OrderedDict())
+        set_plain(self, "_forward_pre_hooks", OrderedDict())
+        set_plain(self, "_forward_pre_hooks_with_kwargs", set())
+        set_plain(self, "_forward_hooks", OrderedDict())
+        set_plain(self, "_forward_hooks_with_kwargs", set())
+        set_plain(self, "_backward_pre_hooks", OrderedDict())
+        set_plain(self, "_backward_hooks", OrderedDict())
 
     # -- running -----------------------------------------------------------------------
     def forward(self, *args: Any, **kwargs: Any) -> Any:
@@ -58,6 +78,8 @@ class Module:
             f'Module [{type(self).__name__}] is missing the required "forward" function')
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self._hooked or _hooks.any_global_hooks():
+            return self._call_with_hooks(args, kwargs)
         if state.anomaly or events.listener is not None:
             module_scope.push(self._scope_name or type(self).__name__)
             try:
@@ -65,6 +87,112 @@ class Module:
             finally:
                 module_scope.pop()
         return self.forward(*args, **kwargs)
+
+    _hooked = False  # set once any hook is registered: __call__'s one check otherwise
+
+    def _call_with_hooks(self, args: tuple, kwargs: dict) -> Any:
+        """``__call__`` with torch's hook order: global then own forward pre-hooks, the
+        backward hooks' input wrapping, forward, global then own forward hooks, the backward
+        hooks' output wrapping."""
+        pre_hooks = [(hook, False) for hook in _hooks.global_forward_pre_hooks.values()]
+        pre_hooks += [(hook, key in self._forward_pre_hooks_with_kwargs)
+                      for key, hook in self._forward_pre_hooks.items()]
+        for hook, with_kwargs in pre_hooks:
+            if with_kwargs:
+                result = hook(self, args, kwargs)
+                if result is not None:
+                    if not (isinstance(result, tuple) and len(result) == 2):
+                        raise RuntimeError(
+                            "forward pre-hook must return None or a tuple of (new_args, "
+                            f"new_kwargs), but got {result}.")
+                    args, kwargs = result
+            else:
+                result = hook(self, args)
+                if result is not None:
+                    args = result if isinstance(result, tuple) else (result,)
+        backward_hooks = (list(_hooks.global_backward_hooks.values())
+                          + list(self._backward_hooks.values()))
+        backward_pre_hooks = (list(_hooks.global_backward_pre_hooks.values())
+                              + list(self._backward_pre_hooks.values()))
+        backward = None
+        if backward_hooks or backward_pre_hooks:
+            backward = _hooks.BackwardHook(self, backward_hooks, backward_pre_hooks)
+            args = backward.wrap_inputs(args)
+        if state.anomaly or events.listener is not None:
+            module_scope.push(self._scope_name or type(self).__name__)
+            try:
+                output = self.forward(*args, **kwargs)
+            finally:
+                module_scope.pop()
+        else:
+            output = self.forward(*args, **kwargs)
+        forward_hooks = [(hook, key in _hooks.global_forward_hooks_with_kwargs)
+                         for key, hook in _hooks.global_forward_hooks.items()]
+        forward_hooks += [(hook, key in self._forward_hooks_with_kwargs)
+                          for key, hook in self._forward_hooks.items()]
+        for hook, with_kwargs in forward_hooks:
+            result = hook(self, args, kwargs, output) if with_kwargs else hook(self, args, output)
+            if result is not None:
+                output = result
+        if backward is not None:
+            output = backward.wrap_outputs(output)
+        return output
+
+    # -- hooks -------------------------------------------------------------------------
+    def _hook_registered(self) -> None:
+        object.__setattr__(self, "_hooked", True)
+
+    def register_forward_pre_hook(self, hook, *, prepend: bool = False,
+                                  with_kwargs: bool = False) -> _hooks.RemovableHandle:
+        """``hook(module, args)`` (``hook(module, args, kwargs)`` with ``with_kwargs``) runs
+        before ``forward``; a returned value replaces the arguments."""
+        handle = _hooks.add_hook(self._forward_pre_hooks, hook, prepend,
+                                 self._forward_pre_hooks_with_kwargs)
+        if with_kwargs:
+            self._forward_pre_hooks_with_kwargs.add(handle.id)
+        self._hook_registered()
+        return handle
+
+    def register_forward_hook(self, hook, *, prepend: bool = False, with_kwargs: bool = False,
+                              always_call: bool = False) -> _hooks.RemovableHandle:
+        """``hook(module, args, output)`` (``hook(module, args, kwargs, output)`` with
+        ``with_kwargs``) runs after ``forward``; a returned value replaces the output.
+
+        >>> import tracegrad as torch
+        >>> layer = torch.nn.Linear(2, 1)
+        >>> shapes = []
+        >>> handle = layer.register_forward_hook(lambda m, args, out: shapes.append(out.shape))
+        >>> _ = layer(torch.ones(3, 2)); handle.remove(); shapes
+        [tracegrad.Size([3, 1])]
+        """
+        handle = _hooks.add_hook(self._forward_hooks, hook, prepend,
+                                 self._forward_hooks_with_kwargs)
+        if with_kwargs:
+            self._forward_hooks_with_kwargs.add(handle.id)
+        self._hook_registered()
+        return handle
+
+    def register_full_backward_pre_hook(self, hook, prepend: bool = False
+                                        ) -> _hooks.RemovableHandle:
+        """``hook(module, grad_output)`` runs when the gradients with respect to the
+        module's outputs are known; a returned tuple replaces them."""
+        handle = _hooks.add_hook(self._backward_pre_hooks, hook, prepend)
+        self._hook_registered()
+        return handle
+
+    def register_full_backward_hook(self, hook, prepend: bool = False
+                                    ) -> _hooks.RemovableHandle:
+        """``hook(module, grad_input, grad_output)`` runs when the gradients with respect to
+        the module's inputs are known; a returned tuple replaces ``grad_input``."""
+        handle = _hooks.add_hook(self._backward_hooks, hook, prepend)
+        self._hook_registered()
+        return handle
+
+    def register_backward_hook(self, hook) -> _hooks.RemovableHandle:
+        raise NotImplementedError(
+            "tracegrad does not implement the deprecated Module.register_backward_hook (its "
+            "gradients depend on the last op inside the module); use "
+            "register_full_backward_hook.")
 
     # -- registration ------------------------------------------------------------------
     def __setattr__(self, name: str, value: Any) -> None:
@@ -183,6 +311,52 @@ class Module:
         for _, child in self.named_children():
             yield child
 
+    def apply(self, fn) -> Module:
+        """Call ``fn`` on every submodule (children first) and on this module.
+
+        >>> import tracegrad as torch
+        >>> names = []
+        >>> _ = torch.nn.Sequential(torch.nn.ReLU()).apply(lambda m: names.append(type(m).__name__))
+        >>> names
+        ['ReLU', 'Sequential']
+        """
+        for child in self.children():
+            child.apply(fn)
+        fn(self)
+        return self
+
+    def get_submodule(self, target: str) -> Module:
+        if target == "":
+            return self
+        module = self
+        for item in target.split("."):
+            if not hasattr(module, item):
+                raise AttributeError(f"{module._get_name()} has no attribute `{item}`")
+            module = getattr(module, item)
+            if not isinstance(module, Module):
+                raise AttributeError(f"`{item}` is not an nn.Module")  # noqa: TRY004 - torch's class
+        return module
+
+    def get_parameter(self, target: str) -> Parameter:
+        module_path, _, name = target.rpartition(".")
+        module = self.get_submodule(module_path)
+        if not hasattr(module, name):
+            raise AttributeError(f"{module._get_name()} has no attribute `{name}`")
+        param = getattr(module, name)
+        if not isinstance(param, Parameter):
+            raise AttributeError(f"`{name}` is not an nn.Parameter")  # noqa: TRY004 - torch's class
+        return param
+
+    def get_buffer(self, target: str) -> Tensor:
+        module_path, _, name = target.rpartition(".")
+        module = self.get_submodule(module_path)
+        if name not in module._buffers:
+            raise AttributeError(f"`{name}` is not a buffer")
+        return module._buffers[name]
+
+    def _get_name(self) -> str:
+        return type(self).__name__
+
     def named_parameters(self, prefix: str = "", recurse: bool = True,
                          remove_duplicate: bool = True) -> Iterator[tuple[str, Parameter]]:
         """(qualified name, parameter) in registration order, depth first; a parameter
@@ -260,11 +434,14 @@ class Module:
                     result[key] = buffer if keep_vars else buffer.detach()
         return result
 
-    def load_state_dict(self, state_dict: dict, strict: bool = True) -> IncompatibleKeys:
+    def load_state_dict(self, state_dict: dict, strict: bool = True,
+                        assign: bool = False) -> IncompatibleKeys:
         """Copy values into this module's parameters and buffers (in place, under
         no_grad), checking names and shapes."""
         from ..autograd.grad_mode import no_grad
 
+        if not hasattr(state_dict, "keys") or not hasattr(state_dict, "__getitem__"):
+            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
         own = self.state_dict(keep_vars=True)
         missing = [key for key in own if key not in state_dict]
         unexpected = [key for key in state_dict if key not in own]
@@ -287,19 +464,35 @@ class Module:
             if tuple(value.shape) != tuple(target.shape):
                 errors.append(
                     f"size mismatch for {key}: copying a param with shape "
-                    f"{list(value.shape)} from checkpoint, the shape in current model is "
-                    f"{list(target.shape)}.")
+                    f"{value.shape} from checkpoint, the shape in current model is "
+                    f"{target.shape}.")
         if errors:
             raise RuntimeError(
                 f"Error(s) in loading state_dict for {type(self).__name__}:\n\t" +
-                "\n\t".join(errors) + "\nHint: pass strict=False to load the keys that match.")
+                " \n\t".join(errors) + " \nHint: pass strict=False to load only the keys "
+                "that match (size mismatches still fail).")
         with no_grad():
             for key, target in own.items():
-                if key in state_dict:
-                    value = state_dict[key]
-                    target.copy_(value if isinstance(value, Tensor) else
-                                 Tensor._wrap(_as_array(value, target), False))
+                if key not in state_dict:
+                    continue
+                value = state_dict[key]
+                if not isinstance(value, Tensor):
+                    value = Tensor._wrap(_as_array(value, target), False)
+                if assign:
+                    self._assign(key, target, value)
+                else:
+                    target.copy_(value)
         return IncompatibleKeys(missing, unexpected)
+
+    def _assign(self, key: str, target: Tensor, value: Tensor) -> None:
+        """load_state_dict(assign=True): the loaded tensor takes the place of the old one."""
+        module_path, _, name = key.rpartition(".")
+        module = self.get_submodule(module_path)
+        if isinstance(target, Parameter):
+            module.register_parameter(name, Parameter(value, target.requires_grad))
+        else:
+            module._buffers[name] = value
+            object.__setattr__(module, name, value)
 
     # -- conversion --------------------------------------------------------------------
     def to(self, *args: Any, **kwargs: Any) -> Module:
@@ -318,6 +511,17 @@ class Module:
         from .. import _dtype
 
         return self.to(_dtype.float64)
+
+    def half(self) -> Module:
+        from .. import _dtype
+
+        return self.to(_dtype.float16)
+
+    def type(self, dst_type) -> Module:
+        return self.to(dst_type)
+
+    def share_memory(self) -> Module:
+        return self  # one process: memory is already shared with itself
 
     def float(self) -> Module:
         from .. import _dtype
@@ -345,18 +549,32 @@ class Module:
         return ""
 
     def __repr__(self) -> str:
-        lines = []
-        for name, child in self._modules.items():
-            child_text = repr(child).replace("\n", "\n  ")
-            lines.append(f"({name}): {child_text}")
+        """torch's layout: the extra_repr on the first line when it is all there is, else
+        one line per extra_repr line and per child ``(name): repr``, indented."""
         extra = self.extra_repr()
-        if not lines:
-            return f"{type(self).__name__}({extra})"
-        body = "\n  ".join(([extra] if extra else []) + lines)
-        return f"{type(self).__name__}(\n  {body}\n)"
+        extra_lines = extra.split("\n") if extra else []
+        child_lines = [f"({name}): {add_indent(repr(child), 2)}"
+                       for name, child in self._modules.items()]
+        lines = extra_lines + child_lines
+        text = self._get_name() + "("
+        if lines:
+            if len(extra_lines) == 1 and not child_lines:
+                text += extra_lines[0]
+            else:
+                text += "\n  " + "\n  ".join(lines) + "\n"
+        return text + ")"
 
     def __dir__(self):
         return sorted(set(super().__dir__()))
+
+
+def add_indent(text: str, spaces: int) -> str:
+    """Indent every line but the first (blank lines stay empty)."""
+    lines = text.split("\n")
+    if len(lines) == 1:
+        return text
+    rest = [(" " * spaces + line) if line.strip() else "" for line in lines[1:]]
+    return "\n".join([lines[0]] + rest)
 
 
 def _join(prefix: str, name: str) -> str:

@@ -33,5 +33,14 @@ class Parameter(Tensor):
     def __repr__(self) -> str:
         return "Parameter containing:\n" + super().__repr__()
 
+    def __deepcopy__(self, memo: dict) -> Parameter:
+        if id(self) in memo:
+            return memo[id(self)]
+        copied = Parameter(Tensor._wrap(self._array.copy(), False), self.requires_grad)
+        if self.grad is not None:
+            copied.grad = Tensor._wrap(self.grad._array.copy(), False)
+        memo[id(self)] = copied
+        return copied
+
     def __reduce_ex__(self, protocol):
         return (Parameter, (Tensor._wrap(self._array, False), self.requires_grad))

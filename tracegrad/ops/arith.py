@@ -6,11 +6,34 @@ own (second derivatives). ``sum_to`` undoes broadcasting in one place.
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..autograd.function import Op
+from ..errors import DTypeError
 from ..tensor import Tensor
 from ._operands import broadcast_error, operands, true_divide_dtype
 from .reduce import sum_to
 from .unary import _quiet
+
+_BOOL = np.dtype(bool)
+
+
+def _is_bool(value) -> bool:
+    return value.__class__ is bool or getattr(value, "dtype", None) is _BOOL
+
+
+def _bool_subtraction_error(a, b) -> DTypeError:
+    described = " and ".join(t._describe() for t in (a, b) if isinstance(t, Tensor))
+    if _is_bool(a._array if isinstance(a, Tensor) else a) and _is_bool(
+            b._array if isinstance(b, Tensor) else b):
+        return DTypeError(
+            f"Subtraction, the `-` operator, with two bool tensors is not supported. Use the "
+            f"`^` or `logical_xor()` operator instead. ({described}) Hint: convert with "
+            ".long() or .float() to subtract them as numbers.")
+    return DTypeError(
+        f"Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
+        f"trying to invert a mask, use the `~` or `logical_not()` operator instead. "
+        f"({described}) Hint: convert with .long() or .float() to subtract it as numbers.")
 
 
 def _shape(value) -> tuple:
@@ -44,6 +67,10 @@ class Sub(Op):
     @staticmethod
     def forward(ctx, a, b):
         x, y = operands(a, b)
+        # identity, not ==: builtin dtypes are singletons, and this runs on every subtraction
+        if getattr(x, "dtype", None) is _BOOL or getattr(y, "dtype", None) is _BOOL or \
+                x.__class__ is bool or y.__class__ is bool:
+            raise _bool_subtraction_error(a, b)
         ctx.shapes = (_shape(a), _shape(b))
         try:
             return x - y
@@ -119,7 +146,14 @@ class Neg(Op):
 
     @staticmethod
     def forward(ctx, a):
-        return -a._array
+        x = a._array
+        if x.dtype is _BOOL:
+            raise DTypeError(
+                f"Negation, the `-` operator, on a bool tensor is not supported. If you are "
+                f"trying to invert a mask, use the `~` or `logical_not()` operator instead. "
+                f"(negating {a._describe()}) Hint: ~mask inverts it; -mask.long() negates "
+                "it as integers.")
+        return -x
 
     @staticmethod
     def backward(ctx, grad):
@@ -242,7 +276,7 @@ class Zero(Fill):
 class Copy(Op):
     """``input.copy_(src)``: the result is src, broadcast and cast to input's shape/dtype."""
 
-    node_name = "CopyBackwards"
+    node_name = "torch::autograd::CopyBackwards"
 
     @staticmethod
     def forward(ctx, a, src):

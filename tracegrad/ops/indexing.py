@@ -291,8 +291,12 @@ def select(tensor, dim: int, index: int):
     axis = wrap_dim(dim, tensor._array.ndim)
     size = tensor._array.shape[axis]
     if not -size <= index < size:
-        raise IndexError(f"select(): index {index} out of range for tensor of size "
-                         f"{list(tensor.shape)} at dimension {dim}")
+        from ..errors import OutOfRangeError  # ops-curriculum: issue 16's named error
+
+        raise OutOfRangeError(
+            f"select(): index {index} out of range for tensor of size {list(tensor.shape)} "
+            f"at dimension {dim} ({tensor._describe()}). Hint: valid indices are {-size} to "
+            f"{size - 1}.")
     return Select.apply(tensor, axis, index + size if index < 0 else index)
 
 

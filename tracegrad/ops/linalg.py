@@ -1,27 +1,54 @@
-"""Matrix products: mm, mv, dot and the general matmul."""
+"""Matrix products: mm, mv, dot, bmm, the add-and-multiply family (addmm, addmv, addbmm,
+baddbmm), and matmul, which decomposes exactly as torch's does so the graph has torch's
+nodes: a batch of matrices times a matrix is folded into one ``mm`` and viewed back
+(UnsafeViewBackward0); two batches broadcast, fold into ``bmm`` and view back.
+"""
 
 from __future__ import annotations
 
 from ..autograd.function import Op
 from ..errors import DTypeError, ShapeError
-from ._operands import check_same_device
+from ._operands import broadcast_error, check_same_device
 from .reduce import sum_to
+
+
+def _torch_dtype_name(tensor) -> str:
+    return {"float32": "float", "float64": "double", "float16": "c10::Half",
+            "int64": "long int", "int32": "int"}.get(tensor.dtype.name, tensor.dtype.name)
 
 
 def _check_dtypes(op_name: str, a, b) -> None:
     if a._array.dtype != b._array.dtype:
         raise DTypeError(
-            f"{op_name}: expected both operands to have the same dtype, but got "
-            f"{a.dtype.name} for input 0 ({a._describe()}) and {b.dtype.name} for input 1 "
-            f"({b._describe()}). Hint: convert one with .to({a.dtype!r}) or .double().")
+            f"expected m1 and m2 to have the same dtype, but got: {_torch_dtype_name(a)} != "
+            f"{_torch_dtype_name(b)} ({op_name}: {a._describe()} and {b._describe()}). Hint: "
+            f"convert one with .to({a.dtype!r}) or .double().")
 
 
-def _inner_mismatch(op_name: str, a, b, left: int, right: int) -> ShapeError:
+def _described(a, b) -> str:
+    return f"\n  input 0: {a._describe()}\n  input 1: {b._describe()}"
+
+
+def _mm_mismatch(a, b, rows: int, inner: int, other_rows: int, columns: int) -> ShapeError:
     return ShapeError(
-        f"{op_name}: cannot multiply {list(a.shape)} by {list(b.shape)}: inner dimensions "
-        f"{left} and {right} differ\n  input 0: {a._describe()}\n  input 1: {b._describe()}"
+        f"mat1 and mat2 shapes cannot be multiplied ({rows}x{inner} and {other_rows}x"
+        f"{columns}): inner dimensions {inner} and {other_rows} differ{_described(a, b)}"
         f"\nHint: the last dimension of input 0 must equal the first of input 1; transpose "
         f"with .t() or check which weight you meant.")
+
+
+def _require_dim(op_name: str, tensor, ndim: int, label: str) -> None:
+    if tensor._array.ndim != ndim:
+        raise ShapeError(f"{label} must be a {'matrix' if ndim == 2 else f'{ndim}D tensor'} "
+                         f"({op_name}: got {tensor._describe()}). Hint: use matmul (or @) "
+                         "for other ranks.")
+
+
+def _check_pair(op_name: str, a, b) -> None:
+    if a._array.dtype is not b._array.dtype:
+        _check_dtypes(op_name, a, b)
+    if type(a._array) is not type(b._array):
+        check_same_device(op_name, (a, b))
 
 
 class Mm(Op):
@@ -31,17 +58,13 @@ class Mm(Op):
     @staticmethod
     def forward(ctx, a, b):
         x, y = a._array, b._array
-        if x.ndim != 2 or y.ndim != 2:
-            which, tensor = (0, a) if x.ndim != 2 else (1, b)
-            raise ShapeError(
-                f"mm: expected 2-D tensors, but input {which} is {tensor._describe()}. "
-                "Hint: use matmul (or @) for other ranks.")
+        if x.ndim != 2:
+            _require_dim("mm", a, 2, "self")
+        if y.ndim != 2:
+            _require_dim("mm", b, 2, "mat2")
         if x.shape[1] != y.shape[0]:
-            raise _inner_mismatch("mm", a, b, x.shape[1], y.shape[0])
-        if x.dtype is not y.dtype:
-            _check_dtypes("mm", a, b)
-        if type(x) is not type(y):
-            check_same_device("mm", (a, b))
+            raise _mm_mismatch(a, b, x.shape[0], x.shape[1], y.shape[0], y.shape[1])
+        _check_pair("mm", a, b)
         ctx.save_for_backward(a, b)
         return x @ y
 
@@ -53,24 +76,113 @@ class Mm(Op):
                 Mm.apply(a.t(), grad) if needs[1] else None)
 
 
-class Matmul(Op):
-    """matmul for every other rank combination, with NumPy's broadcasting of batch dims."""
+class Mv(Op):
+    node_name = "MvBackward0"
+    saved_names = ("self", "vec")  # grad_fn._saved_<name>, as PyTorch names them
 
-    node_name = "MatmulBackward0"
+    @staticmethod
+    def forward(ctx, a, v):
+        x, y = a._array, v._array
+        if x.ndim != 2 or y.ndim != 1:
+            raise ShapeError(
+                f"vector + matrix @ vector expected, got {x.ndim}, {x.ndim}, {y.ndim} (mv: "
+                f"{a._describe()} and {v._describe()}). Hint: mv takes a matrix and a vector; "
+                "use matmul for other ranks.")
+        if x.shape[1] != y.shape[0]:
+            raise ShapeError(
+                f"size mismatch, got input ({x.shape[0]}), mat ({x.shape[0]}x{x.shape[1]}), "
+                f"vec ({y.shape[0]}){_described(a, v)}\nHint: the matrix's last dimension "
+                "must equal the vector's length.")
+        _check_pair("mv", a, v)
+        ctx.save_for_backward(a, v)
+        return x @ y
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, v = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        return (Outer.apply(grad, v) if needs[0] else None,
+                Mv.apply(a.t(), grad) if needs[1] else None)
+
+
+class Outer(Op):
+    """The outer product of two vectors, the backward of mv (torch records outer itself as
+    a broadcast MulBackward0)."""
+
+    node_name = "MulBackward0"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return a._array[:, None] * b._array[None, :]
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        return (Mv.apply(grad, b) if needs[0] else None,
+                Mv.apply(grad.t(), a) if needs[1] else None)
+
+
+class Dot(Op):
+    node_name = "DotBackward0"
+    saved_names = ("self", "tensor")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a, b):
         x, y = a._array, b._array
-        if x.ndim == 0 or y.ndim == 0:
+        if x.ndim != 1 or y.ndim != 1:
             raise ShapeError(
-                f"matmul: both arguments need at least 1 dimension, got {a._describe()} and "
-                f"{b._describe()}. Hint: use * for a product with a scalar.")
-        left = x.shape[-1]
-        right = y.shape[-2] if y.ndim > 1 else y.shape[0]
-        if left != right:
-            raise _inner_mismatch("matmul", a, b, left, right)
+                f"1D tensors expected, but got {x.ndim}D and {y.ndim}D tensors (dot: "
+                f"{a._describe()} and {b._describe()}). Hint: dot is the vector inner product; "
+                "use matmul (or @) for matrices, or flatten them first.")
+        if x.shape[0] != y.shape[0]:
+            raise ShapeError(
+                f"inconsistent tensor size, expected tensor [{x.shape[0]}] and src "
+                f"[{y.shape[0]}] to have the same number of elements, but got {x.shape[0]} "
+                f"and {y.shape[0]} elements respectively{_described(a, b)}\nHint: dot "
+                "multiplies two vectors of equal length elementwise and sums.")
         if x.dtype is not y.dtype:
-            _check_dtypes("matmul", a, b)
+            raise DTypeError(
+                f"dot : expected both vectors to have same dtype, but found "
+                f"{_capitalized(a)} and {_capitalized(b)} ({a._describe()} and "
+                f"{b._describe()}). Hint: convert one with .to().")
+        ctx.save_for_backward(a, b)
+        return a._xp.asarray(x @ y)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        return (grad * b if needs[0] else None, grad * a if needs[1] else None)
+
+
+def _capitalized(tensor) -> str:
+    return {"float32": "Float", "float64": "Double", "int64": "Long", "int32": "Int"}.get(
+        tensor.dtype.name, tensor.dtype.name)
+
+
+class Vdot(Dot):
+    node_name = "VdotBackward0"
+
+
+class Bmm(Op):
+    node_name = "BmmBackward0"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        x, y = a._array, b._array
+        if x.ndim != 3:
+            _require_dim("bmm", a, 3, "batch1")
+        if y.ndim != 3:
+            _require_dim("bmm", b, 3, "batch2")
+        if y.shape[0] != x.shape[0] or y.shape[1] != x.shape[2]:
+            raise ShapeError(
+                f"Expected size for first two dimensions of batch2 tensor to be: "
+                f"[{x.shape[0]}, {x.shape[2]}] but got: [{y.shape[0]}, {y.shape[1]}]."
+                f"{_described(a, b)}\nHint: bmm multiplies batch1[i] ({x.shape[1]}x"
+                f"{x.shape[2]}) by batch2[i]; both need the same batch size.")
+        _check_pair("bmm", a, b)
         ctx.save_for_backward(a, b)
         return x @ y
 
@@ -78,43 +190,239 @@ class Matmul(Op):
     def backward(ctx, grad):
         a, b = ctx.saved_tensors
         needs = ctx.needs_input_grad
-        a2 = a.unsqueeze(0) if a.ndim == 1 else a
-        b2 = b.unsqueeze(-1) if b.ndim == 1 else b
-        g = grad
-        if b.ndim == 1:  # first: for a dot product, grad is 0-d
-            g = g.unsqueeze(-1)
-        if a.ndim == 1:
-            g = g.unsqueeze(-2)
-        grad_a = grad_b = None
-        if needs[0]:
-            grad_a = sum_to(Matmul.apply(g, b2.transpose(-1, -2)), a2.shape)
-            if a.ndim == 1:
-                grad_a = grad_a.squeeze(0)
-        if needs[1]:
-            grad_b = sum_to(Matmul.apply(a2.transpose(-1, -2), g), b2.shape)
-            if b.ndim == 1:
-                grad_b = grad_b.squeeze(-1)
-        return grad_a, grad_b
+        return (Bmm.apply(grad, b.transpose(1, 2)) if needs[0] else None,
+                Bmm.apply(a.transpose(1, 2), grad) if needs[1] else None)
 
 
-class Dot(Matmul):
-    node_name = "DotBackward0"
-    saved_names = ("self", "tensor")  # grad_fn._saved_<name>, as PyTorch names them
+class SqueezeRow(Op):
+    """Drops the row that ``vector @ matrix`` adds (torch's in-place ``squeeze_(0)``)."""
 
+    node_name = "SqueezeBackward4"
 
-class Mv(Matmul):
-    node_name = "MvBackward0"
-    saved_names = ("self", "vec")  # grad_fn._saved_<name>, as PyTorch names them
+    @staticmethod
+    def forward(ctx, a):
+        return a._array.reshape(a._array.shape[1:])
+
+    @staticmethod
+    def backward(ctx, grad):
+        from .shape import Unsqueeze
+
+        return (Unsqueeze.apply(grad, dim=0),)
 
 
 def matmul(a, b):
-    if a.ndim == 2 and b.ndim == 2:
-        return Mm.apply(a, b)
-    if a.ndim == 1 and b.ndim == 1:
+    """``a @ b`` for every rank pair, as torch decomposes it."""
+    from .shape import Expand, Reshape, Transpose, Unsqueeze
+
+    dim_a, dim_b = a._array.ndim, b._array.ndim
+    if dim_a == 0 or dim_b == 0:
+        raise ShapeError(
+            f"both arguments to matmul need to be at least 1D, but they are {dim_a}D and "
+            f"{dim_b}D ({a._describe()} and {b._describe()}). Hint: use * for a product with "
+            "a scalar.")
+    if dim_a == 1 and dim_b == 1:
         return Dot.apply(a, b)
-    if a.ndim == 2 and b.ndim == 1:
+    if dim_a == 2 and dim_b == 1:
         return Mv.apply(a, b)
-    return Matmul.apply(a, b)
+    if dim_a == 1 and dim_b == 2:
+        return SqueezeRow.apply(Mm.apply(Unsqueeze.apply(a, dim=0), b))
+    if dim_a == 2 and dim_b == 2:
+        return Mm.apply(a, b)
+    if dim_a >= 3 and dim_b <= 2:
+        return _folded(a, b)
+    if dim_b >= 3 and dim_a <= 2:
+        # a @ b == (b.mT @ a.mT).mT: fold the larger one, then transpose back
+        b_t = Transpose.apply(b, -1, -2)
+        if dim_a == 1:
+            return _folded(b_t, a)
+        result = _folded(b_t, Transpose.apply(a, 0, 1))
+        from .shape import Clone
+
+        return Clone.apply(Transpose.apply(result, -1, -2))
+    return _batched(a, b, Expand, Reshape, Unsqueeze)
+
+
+def _folded(big, small):
+    """``big`` (3+ dims) times a matrix or vector: one mm (or mv) on big viewed as rows."""
+    from .shape import Reshape, UnsafeView, Unsqueeze
+
+    inner = big._array.shape[-1]
+    rows = Reshape.apply(big, shape=(-1 if big._array.size else 0, inner)) \
+        if big._array.size else Reshape.apply(big, shape=(0, inner))
+    if small._array.ndim == 1:
+        column = Unsqueeze.apply(small, dim=-1)
+        if column._array.shape[0] != inner:
+            raise ShapeError(
+                f"size mismatch, got input ({rows._array.shape[0]}), mat "
+                f"({rows._array.shape[0]}x{inner}), vec ({small._array.shape[0]})"
+                f"{_described(big, small)}\nHint: the last dimension of the batch must equal "
+                "the vector's length.")
+        product = Mm.apply(rows, column)
+        return UnsafeView.apply(product, shape=big._array.shape[:-1])
+    if small._array.shape[0] != inner:
+        raise _mm_mismatch(big, small, rows._array.shape[0], inner, small._array.shape[0],
+                           small._array.shape[1])
+    product = Mm.apply(rows, small)
+    return UnsafeView.apply(product, shape=big._array.shape[:-1] + (small._array.shape[-1],))
+
+
+def _batched(a, b, Expand, Reshape, Unsqueeze):
+    """Two batches: broadcast the batch dims, fold them into one, bmm, view back."""
+    from .shape import UnsafeView
+
+    xa, xb = a._array, b._array
+    n = xa.shape[-2] if xa.ndim > 1 else 1
+    m1 = xa.shape[-1]
+    m2 = xb.shape[-2] if xb.ndim > 1 else xb.shape[0]
+    p = xb.shape[-1] if xb.ndim > 1 else 1
+    try:
+        batch = tuple(a._xp.broadcast_shapes(xa.shape[:-2], xb.shape[:-2]))
+    except ValueError:
+        raise broadcast_error("matmul", _BatchView(a, xa.shape[:-2]),
+                              _BatchView(b, xb.shape[:-2])) from None
+    if m1 != m2:
+        raise ShapeError(
+            f"Expected size for first two dimensions of batch2 tensor to be: "
+            f"[{_product(batch)}, {m1}] but got: [{_product(batch)}, {m2}].{_described(a, b)}"
+            f"\nHint: in a batched matmul the last dimension of input 0 ({m1}) must equal the "
+            f"second-to-last of input 1 ({m2}).")
+    count = _product(batch)
+    left = Reshape.apply(Expand.apply(a, shape=batch + (n, m1)), shape=(count, n, m1))
+    if xb.ndim == 1:
+        right = Unsqueeze.apply(Reshape.apply(Expand.apply(b, shape=batch + (m2,)),
+                                              shape=(count, m2)), dim=2)
+    else:
+        right = Reshape.apply(Expand.apply(b, shape=batch + (m2, p)), shape=(count, m2, p))
+    shape = batch + ((n,) if xa.ndim > 1 else ()) + ((p,) if xb.ndim > 1 else ())
+    return UnsafeView.apply(Bmm.apply(left, right), shape=shape)
+
+
+class _BatchView:
+    """A tensor's batch dims, for broadcast_error's message."""
+
+    def __init__(self, tensor, shape) -> None:
+        self.shape = tuple(shape)
+        self._tensor = tensor
+
+    def _describe(self) -> str:
+        return self._tensor._describe()
+
+
+def _product(values) -> int:
+    result = 1
+    for value in values:
+        result *= value
+    return result
+
+
+# -- add-and-multiply ------------------------------------------------------------------
+def _scaled(tensor, factor):
+    return tensor if factor == 1 else tensor * factor
+
+
+def _input_grad(grad, beta, shape):
+    if beta == 0:
+        return grad * 0 if shape == tuple(grad._array.shape) else sum_to(grad * 0, shape)
+    return sum_to(_scaled(grad, beta), shape)
+
+
+def _combine(xp, base, product, beta, alpha, op_name, input_tensor):
+    scaled_product = product if alpha == 1 else product * alpha
+    try:
+        if beta == 0:  # torch ignores the input entirely (NaN in it does not propagate)
+            return xp.broadcast_to(scaled_product, xp.broadcast_shapes(
+                base.shape, scaled_product.shape)).copy()
+        return (base if beta == 1 else base * beta) + scaled_product
+    except ValueError:
+        raise ShapeError(
+            f"The expanded size of the tensor ({list(scaled_product.shape)}) must match the "
+            f"existing size ({list(base.shape)}) of the input ({op_name}: "
+            f"{input_tensor._describe()}). Hint: the added tensor must broadcast to the "
+            f"product's shape {list(scaled_product.shape)}.") from None
+
+
+class Addmm(Op):
+    """``beta * input + alpha * (mat1 @ mat2)``."""
+
+    node_name = "AddmmBackward0"
+
+    @staticmethod
+    def forward(ctx, a, m1, m2, beta=1, alpha=1):
+        product = Mm.forward(ctx, m1, m2)  # checks shapes and saves (m1, m2)
+        ctx.beta, ctx.alpha = beta, alpha
+        return _combine(a._xp, a._array, product, beta, alpha, "addmm", a)
+
+    @staticmethod
+    def backward(ctx, grad):
+        m1, m2 = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        alpha = ctx.alpha
+        return (_input_grad(grad, ctx.beta, ctx._input_meta[0][0]) if needs[0] else None,
+                _scaled(Mm.apply(grad, m2.t()), alpha) if needs[1] else None,
+                _scaled(Mm.apply(m1.t(), grad), alpha) if needs[2] else None, None, None)
+
+
+class Addmv(Op):
+    node_name = "AddmvBackward0"
+
+    @staticmethod
+    def forward(ctx, a, mat, vec, beta=1, alpha=1):
+        product = Mv.forward(ctx, mat, vec)
+        ctx.beta, ctx.alpha = beta, alpha
+        return _combine(a._xp, a._array, product, beta, alpha, "addmv", a)
+
+    @staticmethod
+    def backward(ctx, grad):
+        mat, vec = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        alpha = ctx.alpha
+        return (_input_grad(grad, ctx.beta, ctx._input_meta[0][0]) if needs[0] else None,
+                _scaled(Outer.apply(grad, vec), alpha) if needs[1] else None,
+                _scaled(Mv.apply(mat.t(), grad), alpha) if needs[2] else None, None, None)
+
+
+class Baddbmm(Op):
+    node_name = "BaddbmmBackward0"
+
+    @staticmethod
+    def forward(ctx, a, b1, b2, beta=1, alpha=1):
+        product = Bmm.forward(ctx, b1, b2)
+        ctx.beta, ctx.alpha = beta, alpha
+        return _combine(a._xp, a._array, product, beta, alpha, "baddbmm", a)
+
+    @staticmethod
+    def backward(ctx, grad):
+        b1, b2 = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        alpha = ctx.alpha
+        return (_input_grad(grad, ctx.beta, ctx._input_meta[0][0]) if needs[0] else None,
+                _scaled(Bmm.apply(grad, b2.transpose(1, 2)), alpha) if needs[1] else None,
+                _scaled(Bmm.apply(b1.transpose(1, 2), grad), alpha) if needs[2] else None,
+                None, None)
+
+
+class Addbmm(Op):
+    """``beta * input + alpha * sum_i batch1[i] @ batch2[i]``."""
+
+    node_name = "AddbmmBackward0"
+
+    @staticmethod
+    def forward(ctx, a, b1, b2, beta=1, alpha=1):
+        product = Bmm.forward(ctx, b1, b2).sum(axis=0)
+        ctx.beta, ctx.alpha = beta, alpha
+        return _combine(a._xp, a._array, product, beta, alpha, "addbmm", a)
+
+    @staticmethod
+    def backward(ctx, grad):
+        b1, b2 = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        alpha = ctx.alpha
+        batches = b1._array.shape[0]
+        spread = grad.unsqueeze(0).expand(batches, *grad.shape)
+        return (_input_grad(grad, ctx.beta, ctx._input_meta[0][0]) if needs[0] else None,
+                _scaled(Bmm.apply(spread, b2.transpose(1, 2)), alpha) if needs[1] else None,
+                _scaled(Bmm.apply(b1.transpose(1, 2), spread), alpha) if needs[2] else None,
+                None, None)
 
 
 class Trace(Op):

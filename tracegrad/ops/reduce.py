@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from ..autograd.function import Op
 from ..errors import ShapeError
+from ._checks import wrap_dim
 
 
 def normalize_dims(dim, ndim: int) -> tuple | None:
     """dim as a sorted tuple of non-negative axes (None means all)."""
-    from .shape import wrap_dim
-
     if dim is None:
         return None
     if isinstance(dim, int):
@@ -99,7 +98,8 @@ class Mean(Op):
 
             raise DTypeError(
                 f"mean(): could not infer output dtype. Input dtype must be either a floating "
-                f"point or complex dtype. Got: {a.dtype.name}. Hint: call .float() first.")
+                f"point or complex dtype. Got: {_torch_name(a)} ({a._describe()}). Hint: call "
+                ".float() first, or pass dtype=torch.float32.")
         dims = normalize_dims(dim, x.ndim)
         ctx.input_shape, ctx.dims, ctx.keepdim = x.shape, dims, keepdim
         count = x.size if dims is None else _product(x.shape[d] for d in dims)
@@ -114,6 +114,11 @@ class Mean(Op):
 class MeanAll(Mean):
     node_name = "MeanBackward0"
     saved_names = ("self_sym_sizes=input_shape",)  # grad_fn._saved_<name>, as PyTorch names them
+
+
+def _torch_name(tensor) -> str:
+    return {"int64": "Long", "int32": "Int", "uint8": "Byte", "bool": "Bool"}.get(
+        tensor.dtype.name, tensor.dtype.name)
 
 
 def _product(values) -> int:
@@ -162,11 +167,9 @@ class MaxDim(Op):
 
     @staticmethod
     def forward(ctx, a, dim, keepdim=False):
-        from .shape import wrap_dim
-
         x = a._array
         xp = a._xp
-        axis = wrap_dim(dim, x.ndim)
+        axis = wrap_dim(dim, x.ndim, a)
         if x.ndim and x.shape[axis] == 0:
             raise ShapeError(f"{ctx._function._reduce}(): cannot reduce over an empty dimension {dim} "
                              f"of shape {list(x.shape)}")
@@ -208,8 +211,6 @@ def argmin(a, dim=None, keepdim=False):
 
 def _arg_reduce(a, dim, keepdim, which):
     from ..tensor import Tensor
-    from .shape import wrap_dim
-
     xp = a._xp
     x = a._array
     if dim is None:
@@ -217,7 +218,7 @@ def _arg_reduce(a, dim, keepdim, which):
         if keepdim:
             result = xp.reshape(result, (1,) * x.ndim)
     else:
-        axis = wrap_dim(dim, x.ndim)
+        axis = wrap_dim(dim, x.ndim, a)
         result = getattr(xp, which)(x, axis=axis)
         if keepdim:
             result = xp.expand_dims(result, axis)
@@ -225,28 +226,219 @@ def _arg_reduce(a, dim, keepdim, which):
 
 
 def var(a, dim=None, keepdim: bool = False, correction: float = 1, unbiased=None):
-    """Variance, with torch's Bessel correction (``unbiased=False`` is ``correction=0``).
-
-    Built from mean, sub, mul and sum, so its gradient (and second derivative) come from
-    those ops' backward.
+    """Variance with torch's Bessel correction (``unbiased=False`` is ``correction=0``): a
+    VarBackward0 node.
 
     >>> import tracegrad as torch
     >>> torch.tensor([1.0, 2.0, 3.0]).var(), torch.tensor([1.0, 3.0]).var(unbiased=False)
     (tensor(1.), tensor(1.))
     """
+    from .statistics import Var
+
     if unbiased is not None:
         correction = 1 if unbiased else 0
-    dims = normalize_dims(dim, a._array.ndim)
-    count = a._array.size if dims is None else _product(a._array.shape[d] for d in dims)
-    centered = a - Mean.apply(a, dim=dims if dims is not None else tuple(range(a._array.ndim)),
-                              keepdim=True)
-    squares = centered * centered
-    if dims is None:
-        total = SumAll.apply(squares)
-    else:
-        total = Sum.apply(squares, dim=dims, keepdim=keepdim)
-    return total / max(count - correction, 0)
+    return Var.apply(a, dim, correction, keepdim)
 
 
 def std(a, dim=None, keepdim: bool = False, correction: float = 1, unbiased=None):
-    return var(a, dim, keepdim, correction, unbiased) ** 0.5
+    from .statistics import Std
+
+    if unbiased is not None:
+        correction = 1 if unbiased else 0
+    return Std.apply(a, dim, correction, keepdim)
+
+
+# -- products, extremes over several dims, NaN-skipping sums ---------------------------
+class Prod(Op):
+    """``prod(dim)``; the gradient of each element is the product of the others."""
+
+    node_name = "ProdBackward1"
+    saves_output = True
+
+    @staticmethod
+    def forward(ctx, a, dim, keepdim=False, dtype=None):
+        x = a._array
+        if dtype is None and x.dtype.kind in "biu":
+            dtype = "int64"
+        ctx.save_for_backward(a)
+        axis = wrap_dim(dim, x.ndim, a)
+        ctx.dims, ctx.keepdim = ((axis,) if x.ndim else None), keepdim
+        return x.prod(axis=axis if x.ndim else None, keepdims=keepdim, dtype=dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, result = ctx.saved_tensors
+        return (_prod_grad(grad, a, result, ctx.dims, ctx.keepdim), None, None, None)
+
+
+class ProdAll(Prod):
+    node_name = "ProdBackward0"
+
+    @staticmethod
+    def forward(ctx, a, dtype=None):
+        x = a._array
+        if dtype is None and x.dtype.kind in "biu":
+            dtype = "int64"
+        ctx.save_for_backward(a)
+        ctx.dims, ctx.keepdim = None, False
+        return x.prod(dtype=dtype)
+
+
+def _prod_grad(grad, a, result, dims, keepdim):
+    from .statistics import as_kept
+
+    shape = a._array.shape
+    grad = as_kept(grad, shape, dims, keepdim)
+    if not (a._array == 0).any():
+        return grad * as_kept(result, shape, dims, keepdim) / a
+    if dims is None:  # every element: products of the others along the flattened input
+        flat = a.reshape(-1)
+        return grad * _product_of_others(flat, 0).reshape(shape)
+    return grad * _product_of_others(a, dims[0])
+
+
+def _product_of_others(a, axis: int):
+    """For each position along ``axis``, the product of every other element: exclusive
+    cumulative products from both ends, so zeros need no division."""
+    from .rearrange import Flip
+    from .scan import Cumprod
+    from .shape import Cat
+
+    length = a._array.shape[axis]
+    ones_shape = list(a._array.shape)
+    ones_shape[axis] = 1
+    from ..tensor import Tensor
+
+    one = Tensor._wrap(a._xp.ones(ones_shape, dtype=a._array.dtype), False)
+    before = Cumprod.apply(a, axis)
+    after = Flip.apply(Cumprod.apply(Flip.apply(a, dims=(axis,)), axis), dims=(axis,))
+    if length == 1:
+        return one.expand(a.shape)
+    from .indexing import slice_view
+
+    left = Cat.apply(one, slice_view(before, axis, 0, length - 1, 1), dim=axis)
+    right = Cat.apply(slice_view(after, axis, 1, length, 1), one, dim=axis)
+    return left * right
+
+
+class Amax(Op):
+    """``amax(dim)``: the gradient is shared evenly among tied maxima."""
+
+    node_name = "AmaxBackward0"
+    saves_output = True
+    _reduce = "max"
+
+    @staticmethod
+    def forward(ctx, a, dim=(), keepdim=False):
+        x = a._array
+        dims = _extreme_dims(dim, x.ndim)
+        name = "amax" if ctx._function._reduce == "max" else "amin"
+        if x.size == 0 and dims is None:
+            raise ShapeError(
+                f"{name}(): Expected reduction dim to be specified for input.numel() == 0. "
+                f"Specify the reduction dim with the 'dim' argument. ({a._describe()}) Hint: "
+                "an empty tensor has no largest or smallest element.")
+        if dims is not None and any(x.shape[d] == 0 for d in dims):
+            raise ShapeError(f"{name}(): Expected reduction dim {dims[0]} to have non-zero "
+                             f"size ({a._describe()}). Hint: an empty dimension has no "
+                             "extreme value.")
+        ctx.save_for_backward(a)
+        ctx.dims, ctx.keepdim = dims, keepdim
+        reduce = x.max if ctx._function._reduce == "max" else x.min
+        return reduce(axis=dims, keepdims=keepdim)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, result = ctx.saved_tensors
+        return (_share_among_ties(grad, a, result, ctx.dims, ctx.keepdim), None, None)
+
+
+class Amin(Amax):
+    node_name = "AminBackward0"
+    _reduce = "min"
+
+
+def _extreme_dims(dim, ndim: int):
+    """amax's dim: an int, a tuple, or () / None for every dimension."""
+    if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
+        return None
+    return normalize_dims(dim, ndim) if ndim else None
+
+
+def _share_among_ties(grad, a, result, dims, keepdim):
+    from .statistics import as_kept
+
+    shape = a._array.shape
+    mask = (a == as_kept(result, shape, dims, keepdim)).to(grad.dtype)
+    count = mask.sum() if dims is None else mask.sum(dim=dims, keepdim=True)
+    return as_kept(grad, shape, dims, keepdim) * mask / count
+
+
+class Aminmax(Op):
+    """``aminmax()`` -> (min, max), one node for both."""
+
+    node_name = "AminmaxBackward0"
+
+    @staticmethod
+    def forward(ctx, a, dim=None, keepdim=False):
+        x = a._array
+        if x.size == 0:
+            raise ShapeError(
+                f"aminmax(): cannot compute aminmax over an empty dimension as the operation "
+                f"has no identity. ({a._describe()})")
+        dims = None if dim is None or not x.ndim else (wrap_dim(dim, x.ndim, a),)
+        ctx.save_for_backward(a)
+        ctx.dims, ctx.keepdim = dims, keepdim
+        low = x.min(axis=dims, keepdims=keepdim)
+        high = x.max(axis=dims, keepdims=keepdim)
+        if keepdim and dims is None:
+            low, high = low.reshape((1,) * x.ndim), high.reshape((1,) * x.ndim)
+        ctx.low, ctx.high = low, high
+        return low, high
+
+    @staticmethod
+    def backward(ctx, grad_low, grad_high):
+        from ..tensor import Tensor
+
+        (a,) = ctx.saved_tensors
+        dims, keepdim = ctx.dims, ctx.keepdim
+        low = Tensor._wrap(ctx.low, False)
+        high = Tensor._wrap(ctx.high, False)
+        return (_share_among_ties(grad_low, a, low, dims, keepdim)
+                + _share_among_ties(grad_high, a, high, dims, keepdim), None, None)
+
+
+class Nansum(Op):
+    node_name = "NansumBackward0"
+
+    @staticmethod
+    def forward(ctx, a, dim=None, keepdim=False, dtype=None):
+        x = a._array
+        dims = normalize_dims(dim, x.ndim) if dim is not None and dim != () else None
+        ctx.save_for_backward(a)
+        ctx.dims, ctx.keepdim = dims, keepdim
+        if x.dtype.kind != "f":
+            return x.sum(axis=dims, keepdims=keepdim, dtype=dtype or _accumulate_dtype(x))
+        result = a._xp.nansum(x, axis=dims, keepdims=keepdim, dtype=dtype)
+        if keepdim and dims is None:
+            result = result.reshape((1,) * x.ndim)
+        return result
+
+    @staticmethod
+    def backward(ctx, grad):
+        from .indexing import Where
+        from .statistics import as_kept
+
+        (a,) = ctx.saved_tensors
+        spread = as_kept(grad, a._array.shape, ctx.dims, ctx.keepdim)
+        return (Where.apply(a.isnan(), 0.0, spread.expand(a.shape)), None, None, None)
+
+
+def count_nonzero(a, dim=None):
+    """``count_nonzero``: an int64 count, no gradient."""
+    from ..tensor import Tensor
+
+    x = a._array
+    dims = normalize_dims(dim, x.ndim) if dim is not None else None
+    return Tensor._wrap(a._xp.asarray(a._xp.count_nonzero(x, axis=dims), dtype="int64"),
+                        False)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..autograd.function import Op
 from ..errors import ShapeError
+from ._checks import expand_shape, narrow_start  # torch's input checks (issue 16)
 
 
 def wrap_dim(dim: int, ndim: int) -> int:
@@ -237,15 +238,9 @@ class Expand(Op):
     @staticmethod
     def forward(ctx, a, shape):
         x = a._array
-        lead = len(shape) - x.ndim
-        if lead < 0:
-            raise ShapeError(
-                f"expand: the number of sizes provided ({len(shape)}) must be greater or equal "
-                f"to the number of dimensions in the tensor ({x.ndim})")
-        resolved = tuple(x.shape[axis - lead] if size == -1 else size
-                         for axis, size in enumerate(shape))
+        resolved = expand_shape(a, shape)  # torch's checks and messages (ops/_checks.py)
         ctx.input_shape = x.shape
-        check_expandable(resolved, x.shape, a)
+        lead = len(resolved) - x.ndim
         if all(size == 1 for size in resolved[:lead]) and resolved[lead:] == x.shape:
             return x.reshape(resolved)  # nothing repeats: a writable view, as in torch
         return a._xp.broadcast_to(x, resolved)
@@ -489,7 +484,8 @@ def split_with_sizes(tensor, split_sizes, dim: int = 0, unsafe: bool = False) ->
     if sum(sizes) != length or any(size < 0 for size in sizes):
         raise ShapeError(
             f"split_with_sizes expects split_sizes to sum exactly to {length} (input "
-            f"tensor's size at dimension {axis}), but got split_sizes={sizes}")
+            f"tensor's size at dimension {axis}), but got split_sizes={sizes} "
+            f"({tensor._describe()}). Hint: tensor_split cuts at indices instead.")
     return (UnsafeSplitWithSizes if unsafe else SplitWithSizes).apply(tensor, sizes, axis)
 
 
@@ -513,11 +509,7 @@ def narrow(tensor, dim: int, start: int, length: int):
     from .indexing import slice_view
 
     axis = wrap_dim(dim, tensor._array.ndim)
-    size = tensor._array.shape[axis]
-    if start < 0:
-        start += size
-    if not 0 <= start <= size or length < 0 or start + length > size:
-        raise IndexError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
+    start = narrow_start(tensor, axis, start, length)  # torch's checks (ops/_checks.py)
     return slice_view(tensor, axis, start, start + length, 1)
 
 

@@ -8,9 +8,9 @@ import numpy as np
 from ..autograd.function import Op
 from ..autograd.grad_mode import state
 from ..backends import kernels
-from ._operands import operands
+from ._operands import broadcast_error, operands
 from .reduce import sum_to
-from .shape import wrap_dim
+from ._checks import wrap_dim
 
 
 def _float(a):
@@ -214,6 +214,8 @@ def _fused(name: str, grad, saved):
 
 
 class ClampMin(Op):
+    """``clamp_min(x, number)``; ``clamp(x, min=number)`` is Clamp (ClampBackward1)."""
+
     node_name = "ClampMinBackward0"
     saved_names = ("self", "min=min")  # grad_fn._saved_<name>, as PyTorch names them
 
@@ -246,6 +248,8 @@ class ClampMax(Op):
 
 
 class Clamp(Op):
+    """``clamp(x, min, max)`` with numbers (either may be None)."""
+
     node_name = "ClampBackward1"
     saved_names = ("self", "min=min", "max=max")  # grad_fn._saved_<name>, as PyTorch names them
 
@@ -253,12 +257,69 @@ class Clamp(Op):
     def forward(ctx, a, min, max):
         ctx.save_for_backward(a)
         ctx.min, ctx.max = min, max
-        return a._xp.clip(a._array, _bound(a, min), _bound(a, max))
+        x = a._array
+        xp = a._xp
+        if min is not None:
+            x = xp.maximum(x, _bound(a, min))
+        if max is not None:
+            x = xp.minimum(x, _bound(a, max))
+        return x if x is not a._array else x.copy()
 
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
-        return (grad * ((a >= ctx.min) & (a <= ctx.max)), None, None)
+        low, high = ctx.min, ctx.max
+        if low is None:
+            inside = a <= high
+        elif high is None:
+            inside = a >= low
+        else:
+            inside = (a >= low) & (a <= high)
+        return (grad * inside, None, None)
+
+
+class ClampTensor(Op):
+    """``clamp(x, min, max)`` with tensor bounds: the gradient goes to whichever of x,
+    min and max was picked."""
+
+    node_name = "ClampBackward0"
+
+    @staticmethod
+    def forward(ctx, a, min, max):
+        ctx.save_for_backward(a, min, max)
+        xp = a._xp
+        x = a._array
+        try:
+            if min is not None:
+                x = xp.maximum(x, min._array if hasattr(min, "_array") else min)
+            if max is not None:
+                x = xp.minimum(x, max._array if hasattr(max, "_array") else max)
+        except ValueError:
+            bound = min if min is not None and hasattr(min, "_array") else max
+            raise broadcast_error("clamp", a, bound) from None
+        return x if x is not a._array else x.copy()
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, low, high = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        above_low = a >= low if low is not None else None
+        below_high = a <= high if high is not None else None
+        if above_low is None:
+            inside = below_high
+        elif below_high is None:
+            inside = above_low
+        else:
+            inside = above_low & below_high
+        grad_low = grad_high = None
+        if low is not None and needs[1]:
+            picked_low = ~above_low if below_high is None else (~above_low) & (
+                low <= high)
+            grad_low = sum_to(grad * picked_low, low.shape)
+        if high is not None and len(needs) > 2 and needs[2]:
+            picked_high = ~below_high if low is None else (~below_high) | (low > high)
+            grad_high = sum_to(grad * picked_high, high.shape)
+        return (sum_to(grad * inside, a.shape) if needs[0] else None), grad_low, grad_high
 
 
 def _bound(a, value):
@@ -269,11 +330,13 @@ def _bound(a, value):
 
 def clamp(a, min=None, max=None):
     if min is None and max is None:
-        raise ValueError("clamp: At least one of 'min' or 'max' must not be None")
-    if max is None:
-        return ClampMin.apply(a, min)
-    if min is None:
-        return ClampMax.apply(a, max)
+        from ..errors import InvalidValueError
+
+        raise InvalidValueError(
+            f"torch.clamp: At least one of 'min' or 'max' must not be None "
+            f"({a._describe()}). Hint: pass min=, max= or both.")
+    if hasattr(min, "_array") or hasattr(max, "_array"):
+        return ClampTensor.apply(a, min, max)
     return Clamp.apply(a, min, max)
 
 
@@ -286,7 +349,10 @@ class Maximum(Op):
     def forward(ctx, a, b):
         x, y = operands(a, b)
         ctx.save_for_backward(a, b)
-        return getattr(a._xp, ctx._function._pick)(x, y)
+        try:
+            return getattr(a._xp, ctx._function._pick)(x, y)
+        except ValueError:
+            raise broadcast_error(ctx._function._pick, a, b) from None
 
     @staticmethod
     def backward(ctx, grad):
@@ -313,7 +379,7 @@ class Softmax(Op):
     @staticmethod
     def forward(ctx, a, dim):
         x = _float(a)
-        axis = wrap_dim(dim, x.ndim)
+        axis = wrap_dim(dim, x.ndim, a)
         ctx.axis = axis
         xp = a._xp
         if x.size == 0:  # nothing to normalize (and max of nothing has no identity)
@@ -337,7 +403,7 @@ class LogSoftmax(Op):
     @staticmethod
     def forward(ctx, a, dim):
         x = _float(a)
-        axis = wrap_dim(dim, x.ndim)
+        axis = wrap_dim(dim, x.ndim, a)
         ctx.axis = axis
         xp = a._xp
         if x.size == 0:

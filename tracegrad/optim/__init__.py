@@ -1,4 +1,5 @@
-"""``tracegrad.optim``: Optimizer, SGD, Adam -- torch.optim's names and update rules.
+"""``tracegrad.optim``: torch.optim's optimizers and learning-rate schedules, with the same
+update rules, defaults, state dicts and errors.
 
 >>> import tracegrad as torch
 >>> model = torch.nn.Linear(3, 1)
@@ -11,8 +12,28 @@ True
 
 from __future__ import annotations
 
-from .adam import Adam
+from . import lr_scheduler
+from .adadelta import Adadelta
+from .adagrad import Adagrad
+from .adam import Adam, AdamW
+from .adamax import Adamax
+from .asgd import ASGD
+from .lbfgs import LBFGS
+from .nadam import NAdam
 from .optimizer import Optimizer
+from .radam import RAdam
+from .rmsprop import RMSprop
+from .rprop import Rprop
 from .sgd import SGD
 
-__all__ = ["SGD", "Adam", "Optimizer"]
+__all__ = ["ASGD", "LBFGS", "SGD", "Adadelta", "Adagrad", "Adam", "AdamW", "Adamax", "NAdam",
+           "Optimizer", "RAdam", "RMSprop", "Rprop", "lr_scheduler"]
+
+
+def __getattr__(name: str):
+    if name.startswith("_"):
+        raise AttributeError(f"module 'tracegrad.optim' has no attribute '{name}'")
+    raise AttributeError(
+        f"tracegrad does not implement torch.optim.{name} (module 'tracegrad.optim' has no "
+        f"attribute '{name}'). A script that uses it can still be observed on real PyTorch: "
+        "keep `import torch` and run it with `tracegrad run`.")

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..tensor import Tensor
-from .optimizer import Optimizer, apply_update
+from .optimizer import Optimizer, apply_update, direction
 
 
 class SGD(Optimizer):
@@ -25,9 +25,10 @@ class SGD(Optimizer):
     tensor([0.7000], requires_grad=True)
     """
 
-    def __init__(self, params: Iterable[Any], lr: float = 1e-3, momentum: float = 0.0,
-                 dampening: float = 0.0, weight_decay: float = 0.0, nesterov: bool = False,
-                 *, maximize: bool = False) -> None:
+    def __init__(self, params: Iterable[Any], lr: float = 1e-3, momentum: float = 0,
+                 dampening: float = 0, weight_decay: float = 0, nesterov: bool = False, *,
+                 maximize: bool = False, foreach: bool | None = None,
+                 differentiable: bool = False, fused: bool | None = None) -> None:
         if lr < 0.0:
             raise ValueError(f"Invalid learning rate: {lr}")
         if momentum < 0.0:
@@ -36,25 +37,24 @@ class SGD(Optimizer):
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
-        super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,
-                                      weight_decay=weight_decay, nesterov=nesterov,
-                                      maximize=maximize))
+        super().__init__(params, {"lr": lr, "momentum": momentum, "dampening": dampening,
+                                      "weight_decay": weight_decay, "nesterov": nesterov,
+                                      "maximize": maximize, "foreach": foreach,
+                                      "differentiable": differentiable, "fused": fused})
 
     def _update(self, group: dict[str, Any], param: Tensor, grad: Tensor,
                 state: dict[str, Any]) -> None:
-        weight_decay, momentum = group["weight_decay"], group["momentum"]
-        direction = grad._array
-        if weight_decay != 0:
-            direction = direction + weight_decay * param._array
+        momentum = group["momentum"]
+        update = direction(group, param, grad)
         if momentum != 0:
             buffer = state.get("momentum_buffer")
             if buffer is None:
-                buffer = state["momentum_buffer"] = Tensor._wrap(direction.copy(), False)
+                buffer = state["momentum_buffer"] = Tensor._wrap(update.copy(), False)
             else:
                 buffer._array *= momentum
-                buffer._array += (1 - group["dampening"]) * direction
+                buffer._array += (1 - group["dampening"]) * update
             if group["nesterov"]:
-                direction = direction + momentum * buffer._array
+                update = update + momentum * buffer._array
             else:
-                direction = buffer._array
-        apply_update(param, direction, -group["lr"] if group["maximize"] else group["lr"])
+                update = buffer._array
+        apply_update(param, update, float(group["lr"]))

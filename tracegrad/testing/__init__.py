@@ -33,6 +33,8 @@ _EXPORTS = {
     "assert_no_violations": "assertions",
     "assert_no_nan": "assertions",
     "graph_diff": "assertions",
+    "assert_close": "comparison",  # torch.testing's
+    "make_tensor": "comparison",
 }
 
 __all__ = [  # noqa: RUF022 - grouped by module, as _EXPORTS
@@ -49,13 +51,17 @@ __all__ = [  # noqa: RUF022 - grouped by module, as _EXPORTS
     "graph_diff",
     "gradcheck",
     "NodeGradcheckError",
+    "assert_close",
+    "make_tensor",
 ]
 
 
 def __getattr__(name: str) -> Any:
     module_name = _EXPORTS.get(name)
     if module_name is None:
-        raise AttributeError(f"module 'tracegrad.testing' has no attribute '{name}'")
+        from .._unsupported import missing_attribute
+
+        raise missing_attribute("torch.testing", name, "module 'tracegrad.testing'")
     value = getattr(importlib.import_module(f".{module_name}", __name__), name)
     globals()[name] = value  # later lookups skip __getattr__
     return value

@@ -44,10 +44,10 @@ def short_type(dtype: str, shape: Sequence[int]) -> str:
 def as_trace(tensor_or_trace: Any) -> tuple[Trace, list[int]]:
     """The trace to read and the ids of the nodes to start from.
 
-    A live tensor becomes a structure-only trace (``tracegrad.tracing.from_tensor``, which also
-    names tensors after the caller's variables); a Trace (or the recorder of
-    ``with tracegrad.record() as tr``) is used as it is, starting from its output nodes
-    (see :func:`root_nodes`).
+    A live tensor -- tracegrad's or torch's -- becomes a structure-only trace
+    (``tracegrad.tracing.from_tensor``, which also names tensors after the caller's
+    variables); a Trace (or the recorder of ``with tracegrad.record() as tr``) is used as it
+    is, starting from its output nodes (see :func:`root_nodes`).
     """
     from ..tracing.model import Trace
 
@@ -56,8 +56,10 @@ def as_trace(tensor_or_trace: Any) -> tuple[Trace, list[int]]:
     trace = getattr(tensor_or_trace, "trace", None)  # a recorder that holds its Trace
     if isinstance(trace, Trace):
         return trace, root_nodes(trace)
+    from ..bridge import as_tracegrad_tensor
     from ..tensor import Tensor
 
+    tensor_or_trace = as_tracegrad_tensor(tensor_or_trace)  # a torch tensor, through the bridge
     if not isinstance(tensor_or_trace, Tensor):
         raise TypeError(
             f"expected a Tensor or a tracegrad Trace, got {type(tensor_or_trace).__name__}. "

@@ -79,6 +79,7 @@ def _options(args: argparse.Namespace) -> tuple[argparse.Namespace, list[str]]:
 
 def run_command(args: argparse.Namespace) -> int:
     from ..errors import TracegradError
+    from . import nothing_recorded
     from .runner import format_exception_message, print_traceback, run_script
 
     args, script_args = _options(args)
@@ -92,6 +93,9 @@ def run_command(args: argparse.Namespace) -> int:
         trace = run_script(args.script, script_args, **trace_options)
     except FileNotFoundError as error:
         print(f"tracegrad run: {error}", file=sys.stderr)
+        return 2
+    if (message := nothing_recorded(trace)):  # issue 12: never an empty success
+        print(f"tracegrad run: {message}", file=sys.stderr)
         return 2
     try:
         trace.save(output, timings=not args.no_timings)
@@ -112,6 +116,7 @@ def run_command(args: argparse.Namespace) -> int:
 
 
 def check_command(args: argparse.Namespace) -> int:
+    from . import nothing_recorded
     from .report import format_violation
     from .runner import format_exception_message, run_script
 
@@ -120,6 +125,9 @@ def check_command(args: argparse.Namespace) -> int:
         trace = run_script(args.script, script_args, values=False, keep_passes=None)
     except FileNotFoundError as error:
         print(f"tracegrad check: {error}", file=sys.stderr)
+        return 2
+    if (message := nothing_recorded(trace)):  # issue 12: never "no violations"
+        print(f"tracegrad check: {message}", file=sys.stderr)
         return 2
     for violation in trace.violations:
         print(format_violation(trace, violation))

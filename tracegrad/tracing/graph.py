@@ -14,8 +14,10 @@ weak references, so an identity reused after garbage collection never aliases an
 
 from __future__ import annotations
 
+import gc
 import math
 import weakref
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -27,6 +29,20 @@ from .model import NodeRecord, SavedRecord, TensorRecord, Trace
 # Instance attributes of a node that are machinery, not the op's parameters.
 _NODE_MACHINERY = frozenset({"needs_input_grad", "next_functions", "metadata", "variable"})
 _MAX_ATTR_ITEMS = 16
+
+
+@contextmanager
+def gc_paused():
+    """Walking a graph makes several objects per node, none in a reference cycle: a
+    collector scanning the growing heap meanwhile costs more than the walk itself on a
+    deep graph (twice as much, 100,000 nodes deep)."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def _reference(obj):
@@ -90,9 +106,13 @@ _dtype_names: dict = {}
 def _dtype_name(numpy_dtype) -> str:
     name = _dtype_names.get(numpy_dtype)
     if name is None:
-        from .._dtype import from_numpy_dtype
+        if isinstance(numpy_dtype, np.dtype):
+            from .._dtype import from_numpy_dtype
 
-        name = _dtype_names[numpy_dtype] = from_numpy_dtype(numpy_dtype).name
+            name = from_numpy_dtype(numpy_dtype).name
+        else:  # one NumPy has no name for (torch's bfloat16), named by the bridge
+            name = numpy_dtype.name
+        _dtype_names[numpy_dtype] = name
     return name
 
 
@@ -145,13 +165,17 @@ class GraphBuilder:
         tensor_id = self._next_tensor_id
         self._next_tensor_id += 1
         self._tensor_ids[id(tensor)] = (tensor_id, _reference(tensor))
-        data = tensor._array
+        # A torch tensor seen through the bridge says what it is without making an array.
+        fields = tensor.__dict__.get("_trace_fields")
+        if fields is None:
+            data = tensor._array
+            fields = (tuple(map(int, data.shape)), _dtype_name(data.dtype),
+                      _device_name(tensor), type(tensor).__name__ == "Parameter")
+        shape, dtype, device, is_parameter = fields
         record = TensorRecord(
-            id=tensor_id, shape=tuple(map(int, data.shape)), dtype=_dtype_name(data.dtype),
-            device=_device_name(tensor), name=tensor.name,
+            id=tensor_id, shape=shape, dtype=dtype, device=device, name=tensor.name,
             requires_grad=bool(tensor.requires_grad), is_leaf=tensor.grad_fn is None,
-            output_nr=int(tensor._output_nr),
-            is_parameter=type(tensor).__name__ == "Parameter")
+            output_nr=int(tensor._output_nr), is_parameter=is_parameter)
         self.trace.tensors[tensor_id] = record
         if tensor._base is not None:
             record.base = self.tensor_id(tensor._base)
@@ -296,9 +320,14 @@ class GraphBuilder:
         ``known_outputs`` maps ``(node, output_nr)`` to a live tensor, so that tensors the
         caller holds (the loss) are recorded as themselves rather than from metadata.
         """
+        with gc_paused():
+            self._adopt(roots, known_outputs)
+
+    def _adopt(self, roots, known_outputs: dict | None) -> None:
         known_outputs = dict(known_outputs or {})
         unseen = self._collect_unseen(roots)
         unseen.sort(key=lambda node: node._seq)
+        _saved_outputs(unseen, known_outputs)
         for node in unseen:
             if self.known_node(node) is not None:
                 continue  # an AccumulateGrad recorded as the edge target of an earlier node
@@ -306,11 +335,6 @@ class GraphBuilder:
                 self._record_accumulate(node)
                 continue
             node_id = self._reserve_node(node)
-            for saved in node._saved:
-                if type(saved) is SavedTensor and saved.is_output:
-                    source = saved.source_tensor()
-                    if source is not None:
-                        known_outputs.setdefault((node, saved.output_nr), source)
             input_ids = [self._edge_tensor(next_node, input_nr) if next_node is not None
                          else None for next_node, input_nr in node.next_functions]
             output_ids = []
@@ -367,7 +391,7 @@ class GraphBuilder:
                       ) -> list[SavedRecord]:
         records = []
         for slot, saved in enumerate(node._saved):
-            if type(saved) is not SavedTensor:
+            if not isinstance(saved, SavedTensor):
                 continue
             source = saved.source_tensor()
             if stand_ins and id(source) in stand_ins:
@@ -385,11 +409,30 @@ class GraphBuilder:
             else:
                 continue  # freed by backward before we saw it: nothing left to describe
             nbytes = int(saved._array.nbytes) if saved._array is not None else 0
+            slot_name = "result" if saved.is_output else str(slot)
+            if type(saved) is not SavedTensor:  # torch's own slot names: self, mat2, result
+                slot_name = saved.slot
             records.append(SavedRecord(
-                tensor=tensor_id, version=int(saved.version), nbytes=nbytes,
-                slot="result" if saved.is_output else str(slot),
+                tensor=tensor_id, version=int(saved.version), nbytes=nbytes, slot=slot_name,
                 is_output=saved.is_output))
         return records
+
+
+def _saved_outputs(nodes, known_outputs: dict) -> None:
+    """Add to ``known_outputs`` the live tensors that ``nodes`` saved, keyed by the node
+    that produced each (itself, for a saved output), so that a graph walked after the fact
+    records them as those tensors -- with their names -- rather than from metadata."""
+    for node in nodes:
+        for saved in node._saved:
+            if not isinstance(saved, SavedTensor):
+                continue
+            source = saved.source_tensor()
+            if source is None:
+                continue
+            producer = node if saved.is_output else saved.producer
+            # Only while the tensor is still that output (an in-place op moves it on).
+            if producer is not None and (saved.is_output or source.grad_fn is producer):
+                known_outputs.setdefault((producer, saved.output_nr), source)
 
 
 def from_tensor(tensor, name_from_caller: bool = True) -> Trace:
@@ -404,17 +447,29 @@ def from_tensor(tensor, name_from_caller: bool = True) -> Trace:
     >>> sorted(t.name for t in trace.tensors.values() if t.name)
     ['loss', 'w']
     """
-    trace = Trace(metadata={"source": "from_tensor", "values": False})
-    builder = GraphBuilder(trace)
-    if tensor.grad_fn is not None:
-        builder.adopt([tensor.grad_fn], {(tensor.grad_fn, tensor._output_nr): tensor})
-    root_id = builder.tensor_id(tensor)
-    trace.metadata["root"] = root_id
-    if name_from_caller:
-        from .names import user_frame
+    from ..bridge import as_tracegrad_tensor
+    from .names import user_frame
 
-        name_unnamed(trace, builder, user_frame(2))
+    frame = user_frame(2) if name_from_caller else None
+    with gc_paused():
+        tensor = as_tracegrad_tensor(tensor)  # a torch tensor: read through the bridge
+        trace = Trace(metadata={"source": "from_tensor", "values": False})
+        builder = GraphBuilder(trace)
+        if tensor.grad_fn is not None:
+            builder.adopt([tensor.grad_fn], {(tensor.grad_fn, tensor._output_nr): tensor})
+        root_id = builder.tensor_id(tensor)
+        trace.metadata["root"] = root_id
+        if frame is not None:
+            name_unnamed(trace, builder, frame)
     return trace
+
+
+def variable_key(tensor) -> int | None:
+    """What a variable holding ``tensor`` is found by in the user's frames: the tensor
+    itself, or the torch tensor a bridge adapter stands for (None once it is gone)."""
+    if "_trace_fields" in tensor.__dict__:
+        return tensor._variable_key
+    return id(tensor)
 
 
 def name_unnamed(trace: Trace, builder: GraphBuilder, frame=None, scopes=()) -> None:
@@ -431,7 +486,9 @@ def name_unnamed(trace: Trace, builder: GraphBuilder, frame=None, scopes=()) -> 
         if tensor.name:
             record.name = tensor.name
         if record.name is None:
-            pending[id(tensor)] = record
+            key = variable_key(tensor)
+            if key is not None:
+                pending[key] = record
     if not pending:
         return
     found = names_in_frame(frame, pending) if frame is not None else {}

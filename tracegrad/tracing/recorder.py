@@ -24,11 +24,11 @@ import threading
 import traceback as traceback_module
 import weakref
 
-from .. import __version__
+from .. import __version__, bridge
 from ..autograd import events
 from ..autograd.site import _is_internal, user_site
 from ..tensor import Tensor
-from .graph import GraphBuilder, name_unnamed
+from .graph import GraphBuilder, name_unnamed, variable_key
 from .keep import (
     CHECK_EVERY,
     DEFAULT_STRUCTURE_BUDGET_BYTES,
@@ -130,6 +130,7 @@ class Recorder(events.Listener):
         self._unnamed: dict = {}
         self._subscription = None
         self._thread = threading.get_ident()  # the thread recorded (set again by start)
+        self._torch = None  # the PyTorch bridge, armed while recording
 
     # -- the context manager -----------------------------------------------------------
     def __enter__(self) -> Trace:
@@ -143,13 +144,22 @@ class Recorder(events.Listener):
         if self._subscription is None:
             self._thread = threading.get_ident()
             self._subscription = events.subscribe(self)
+            # A program on real torch is observed too: now, or when it imports torch.
+            self._torch = bridge.attach()
 
     def stop(self, frame=None, exc: BaseException | None = None, scopes=()) -> Trace:
         """Unsubscribe, name what can be named (after the variables of ``frame`` or of
         ``scopes``), and record ``exc``, the exception that ended the program, if any."""
+        if self._torch is not None:
+            self._torch.detach()
+            if self._torch.used:
+                self.trace.metadata["engine"] = "torch"
+            self._torch = None
         if self._subscription is not None:
             self._subscription.remove()
             self._subscription = None
+        if "engine" not in self.trace.metadata and (self.trace.nodes or self.trace.passes):
+            self.trace.metadata["engine"] = "tracegrad"
         if exc is not None and self.trace.exception is None:
             self.trace.exception = exception_record(exc)
         self._flush_names()
@@ -392,7 +402,9 @@ class Recorder(events.Listener):
         for reference, record in pending:
             tensor = reference()
             if tensor is not None and record.name is None:
-                wanted[id(tensor)] = record
+                key = variable_key(tensor)
+                if key is not None:
+                    wanted[key] = record
         if wanted:
             for key, variable in names_in_frame(frame, wanted).items():
                 wanted[key].name = variable

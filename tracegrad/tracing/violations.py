@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import weakref
 
-from ..autograd.node import SavedTensor
+from ..autograd.node import SavedTensor, VersionCounter
 from .graph import GraphBuilder
 from .model import BackwardPass, NodeRecord, Site, Step, TensorRecord, Trace, Violation
 
@@ -76,18 +76,21 @@ class ViolationFinder:
             return
         reference = None
         for slot, saved in enumerate(node._saved):
-            if type(saved) is not SavedTensor:
+            if not isinstance(saved, SavedTensor):
+                continue
+            counter = _watch_group(saved)
+            if counter is None:
                 continue
             if reference is None:
                 reference = weakref.ref(node)
-            counter = saved.counter
             entry = self._watched.get(id(counter))
             if entry is None:
                 entry = self._watched[id(counter)] = (counter, [])
             entry[1].append((reference, slot, node_id))
 
     def is_watched(self, tensor) -> bool:
-        return id(tensor._version_counter) in self._watched
+        counter = tensor._version_counter
+        return counter is not None and id(counter) in self._watched
 
     def inplace_on_saved(self, tensor, tensor_id: int, op_name: str, site) -> None:
         counter = tensor._version_counter
@@ -99,7 +102,7 @@ class ViolationFinder:
             if node is None:
                 continue
             saved = node._saved[slot]
-            if saved._array is None or saved.version == counter.value:
+            if saved._array is None or saved.version == saved.counter.value:
                 continue  # freed by an earlier backward, or saved after this change
             self._report_inplace(node, node_id, slot, saved, tensor_id, op_name, site,
                                  phase="forward")
@@ -185,7 +188,7 @@ class ViolationFinder:
         step_index = backward_pass.steps[-1].index if backward_pass and backward_pass.steps \
             else None
         freed_by = node._freed_by
-        if freed_by is not None and any(type(saved) is SavedTensor and saved._array is None
+        if freed_by is not None and any(isinstance(saved, SavedTensor) and saved._array is None
                                         for saved in node._saved):
             earlier = engine_passes.get(freed_by)
             if earlier is not None:
@@ -205,7 +208,7 @@ class ViolationFinder:
                 step_index=step_index))
             return
         for slot, saved in enumerate(node._saved):
-            if type(saved) is not SavedTensor or saved._array is None:
+            if not isinstance(saved, SavedTensor) or saved._array is None:
                 continue
             if saved.counter.value != saved.version:
                 source = saved.source_tensor()
@@ -219,6 +222,13 @@ class ViolationFinder:
                 if violation is not None:
                     violation.pass_index = pass_index
                     violation.step_index = step_index
+
+
+def _watch_group(saved):
+    """What in-place changes of a saved tensor come through: its version counter, shared
+    with its views; a torch saved tensor (the bridge) names the group of its storage."""
+    counter = saved.counter
+    return counter if type(counter) is VersionCounter else counter.group
 
 
 def _nonfinite_kind(data) -> str:

@@ -1,0 +1,178 @@
+"""Gradient cases for nn's ops (``tracegrad/ops/activation.py``, ``convolution.py``, ...),
+merged into ``test_ops_gradients.CASES``: each op is checked against finite differences
+(first and second derivatives) and, with torch installed, against torch.
+
+Same shape as ``test_ops_gradients.Case``: ``call(lib, *inputs)`` runs with ``lib`` being
+tracegrad or torch on the same float64 inputs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tracegrad.ops import activation, recurrent, resample
+
+
+@dataclass(frozen=True)
+class Case:
+    shapes: tuple
+    call: Callable
+    positive: tuple = ()
+    in_torch: bool = True
+    gradcheck: dict = field(default_factory=dict)
+
+
+def _F(lib):
+    return lib.nn.functional
+
+
+def _batch_norm_train(L, x, w, b):
+    mean, var = L.zeros(3, dtype=L.float64), L.ones(3, dtype=L.float64)
+    return _F(L).batch_norm(x, mean, var, w, b, training=True, momentum=0.3)
+
+
+def _batch_norm_eval(L, x, w, b):
+    mean = L.tensor([0.1, -0.2, 0.3], dtype=L.float64)
+    var = L.tensor([1.5, 0.5, 2.0], dtype=L.float64)
+    return _F(L).batch_norm(x, mean, var, w, b, training=False)
+
+
+def _lstm_layer(L, x, w_ih, w_hh, b_ih, b_hh, h0, c0, reverse=False):
+    return recurrent.MkldnnRnnLayer.apply(x, w_ih, w_hh, b_ih, b_hh, h0, c0, reverse=reverse)
+
+
+_LSTM_SHAPES = ((3, 2, 4), (12, 4), (12, 3), (12,), (12,), (2, 3), (2, 3))
+_MAP = (resample.pad_map("reflect", 4, 2, 1), resample.linear_map(3, 5, None, False, "float64"))
+
+
+def _binary(L, x, t):
+    return _F(L).binary_cross_entropy(x.sigmoid(), t.sigmoid())
+
+
+NN_CASES: dict[str, list] = {
+    # -- activations --------------------------------------------------------------------
+    "LeakyRelu": [Case(((3, 4),), lambda L, x: _F(L).leaky_relu(x, 0.2))],
+    "Elu": [Case(((3, 4),), lambda L, x: _F(L).elu(x, 0.7)),
+            Case(((3, 4),), lambda L, x: _F(L).selu(x))],
+    "Celu": [Case(((3, 4),), lambda L, x: _F(L).celu(x, 1.5))],
+    "Gelu": [Case(((3, 4),), lambda L, x: _F(L).gelu(x * 2)),
+             Case(((3, 4),), lambda L, x: _F(L).gelu(x * 2, approximate="tanh"))],
+    "GeluBackward": [Case(((3, 4), (3, 4)), lambda L, g, x: activation.GeluBackward.apply(
+        g, x, "none"), in_torch=False),
+        Case(((3, 4), (3, 4)), lambda L, g, x: activation.GeluBackward.apply(g, x, "tanh"),
+             in_torch=False)],
+    "Softplus": [Case(((3, 4),), lambda L, x: _F(L).softplus(x * 3, beta=2.0, threshold=4.0))],
+    "Hardtanh": [Case(((3, 4),), lambda L, x: _F(L).hardtanh(x, -0.5, 0.8)),
+                 Case(((3, 4),), lambda L, x: _F(L).relu6(x * 4 + 3))],
+    "Hardsigmoid": [Case(((3, 4),), lambda L, x: _F(L).hardsigmoid(x * 4))],
+    "Hardswish": [Case(((3, 4),), lambda L, x: _F(L).hardswish(x * 4))],
+    "Mish": [Case(((3, 4),), lambda L, x: _F(L).mish(x * 2))],
+    "LogSigmoid": [Case(((3, 4),), lambda L, x: _F(L).logsigmoid(x * 3))],
+    "Glu": [Case(((3, 4),), lambda L, x: _F(L).glu(x)),
+            Case(((4, 3),), lambda L, x: _F(L).glu(x, 0))],
+    "PreluKernel": [Case(((2, 3, 4), (3,)), lambda L, x, w: _F(L).prelu(x, w)),
+                    Case(((3, 4), (1,)), lambda L, x, w: _F(L).prelu(x, w))],
+    "Threshold": [Case(((3, 4),), lambda L, x: _F(L).threshold(x, 0.1, -2.0))],
+    "Softshrink": [Case(((3, 4),), lambda L, x: _F(L).softshrink(x, 0.3))],
+    "Hardshrink": [Case(((3, 4),), lambda L, x: _F(L).hardshrink(x, 0.3))],
+    # -- convolution --------------------------------------------------------------------
+    "Convolution": [
+        Case(((1, 2, 5, 4), (3, 2, 3, 2), (3,)),
+             lambda L, x, w, b: _F(L).conv2d(x, w, b, stride=(2, 1), padding=1)),
+        Case(((1, 4, 5, 5), (4, 2, 3, 3)),
+             lambda L, x, w: _F(L).conv2d(x, w, None, padding=2, dilation=2, groups=2)),
+        Case(((2, 2, 9), (3, 2, 4), (3,)),
+             lambda L, x, w, b: _F(L).conv1d(x, w, b, stride=2, padding="valid")),
+        Case(((1, 2, 5, 5), (3, 2, 2, 2)), lambda L, x, w: _F(L).conv2d(x, w, padding="same")),
+        Case(((1, 4, 3, 3), (4, 2, 3, 3), (4,)),
+             lambda L, x, w, b: _F(L).conv_transpose2d(x, w, b, stride=2, padding=1,
+                                                       output_padding=1, groups=2)),
+    ],
+    "Im2Col": [Case(((1, 2, 4, 5),), lambda L, x: _F(L).unfold(x, (2, 3), padding=1,
+                                                              stride=(2, 1)))],
+    "Col2Im": [Case(((2, 12, 9),), lambda L, c: _F(L).fold(c, (5, 4), 2, stride=(2, 1),
+                                                           padding=(1, 0)))],
+    # -- pooling and resampling -----------------------------------------------------------
+    "MaxPool2DWithIndices": [
+        Case(((1, 2, 5, 6),), lambda L, x: _F(L).max_pool2d(x, 3, stride=2, padding=1)),
+        Case(((2, 3, 5, 5),), lambda L, x: _F(L).max_pool2d(x, 2, ceil_mode=True)),
+        Case(((2, 3, 7),), lambda L, x: _F(L).max_pool1d(x, 3, stride=2, dilation=2))],
+    "AdaptiveMaxPool2D": [Case(((2, 3, 7, 5),), lambda L, x: _F(L).adaptive_max_pool2d(
+        x, (3, 2)))],
+    "AvgPool2D": [
+        Case(((2, 3, 6, 7),), lambda L, x: _F(L).avg_pool2d(x, 3, stride=2, padding=1)),
+        Case(((1, 2, 5, 5),), lambda L, x: _F(L).avg_pool2d(
+            x, 2, ceil_mode=True, count_include_pad=False)),
+        Case(((1, 2, 4, 4),), lambda L, x: _F(L).avg_pool2d(x, 3, 1, 1, divisor_override=2))],
+    "AdaptiveAvgPool2D": [Case(((2, 3, 7, 5),), lambda L, x: _F(L).adaptive_avg_pool2d(
+        x, (3, 2))), Case(((2, 3, 9),), lambda L, x: _F(L).adaptive_avg_pool1d(x, 4))],
+    "ReflectionPad1D": [Case(((2, 3, 5),), lambda L, x: _F(L).pad(x, (2, 3), mode="reflect"))],
+    "ReflectionPad2D": [Case(((2, 3, 4, 5),), lambda L, x: _F(L).pad(x, (1, 2, 3, 0),
+                                                                     mode="reflect"))],
+    "ReflectionPad3D": [Case(((1, 2, 3, 3, 4),), lambda L, x: _F(L).pad(
+        x, (1, 1, 0, 2, 1, 0), mode="reflect"))],
+    "ReplicationPad1D": [Case(((2, 5),), lambda L, x: _F(L).pad(x, (3, 1), mode="replicate"))],
+    "ReplicationPad2D": [Case(((2, 3, 4, 5),), lambda L, x: _F(L).pad(x, (2, 1, 0, 3),
+                                                                      mode="replicate"))],
+    "ReplicationPad3D": [Case(((1, 1, 2, 3, 3),), lambda L, x: _F(L).pad(
+        x, (1, 0, 2, 1, 1, 1), mode="replicate"))],
+    "UpsampleNearest1D": [Case(((2, 3, 4),), lambda L, x: _F(L).interpolate(x, size=7))],
+    "UpsampleNearest2D": [Case(((1, 2, 3, 4),), lambda L, x: _F(L).interpolate(
+        x, scale_factor=(2, 1.5)))],
+    "UpsampleNearestExact1D": [Case(((2, 3, 4),), lambda L, x: _F(L).interpolate(
+        x, size=6, mode="nearest-exact"))],
+    "UpsampleNearestExact2D": [Case(((1, 2, 3, 4),), lambda L, x: _F(L).interpolate(
+        x, size=(5, 7), mode="nearest-exact"))],
+    "UpsampleLinear1D": [Case(((2, 3, 4),), lambda L, x: _F(L).interpolate(
+        x, size=7, mode="linear")), Case(((2, 3, 4),), lambda L, x: _F(L).interpolate(
+            x, scale_factor=2.5, mode="linear", align_corners=True))],
+    "UpsampleBilinear2D": [Case(((1, 2, 3, 4),), lambda L, x: _F(L).interpolate(
+        x, scale_factor=2, mode="bilinear")), Case(((1, 2, 3, 4),), lambda L, x: _F(
+            L).interpolate(x, size=(5, 6), mode="bilinear", align_corners=True))],
+    "Resample": [Case(((2, 4, 3),), lambda L, x: resample.Resample.apply(x, _MAP),
+                      in_torch=False)],
+    "ResampleBackward": [Case(((2, 7, 5),), lambda L, g: resample.ResampleBackward.apply(
+        g, _MAP, resample.Resample), in_torch=False)],
+    "PixelShuffle": [Case(((2, 8, 2, 3),), lambda L, x: _F(L).pixel_shuffle(x, 2))],
+    "PixelUnshuffle": [Case(((1, 2, 4, 6),), lambda L, x: _F(L).pixel_unshuffle(x, 2))],
+    "ConstantPadNd": [Case(((2, 3, 4),), lambda L, x: _F(L).pad(x, (1, 2, -1, 1), value=0.5)),
+                      Case(((2, 3, 4),), lambda L, x: _F(L).pad(x, (0, 0, 0, 0, 2, 1)))],
+    # -- normalization --------------------------------------------------------------------
+    "NativeBatchNorm": [Case(((3, 3, 2, 2), (3,), (3,)), _batch_norm_train),
+                        Case(((4, 3), (3,), (3,)), _batch_norm_eval),
+                        Case(((4, 3, 5),), lambda L, x: _F(L).instance_norm(x))],
+    "NativeLayerNorm": [Case(((2, 3, 4), (3, 4), (3, 4)),
+                             lambda L, x, w, b: _F(L).layer_norm(x, (3, 4), w, b)),
+                        Case(((3, 5),), lambda L, x: _F(L).layer_norm(x, (5,)))],
+    "NativeGroupNorm": [Case(((2, 4, 3), (4,), (4,)),
+                             lambda L, x, w, b: _F(L).group_norm(x, 2, w, b))],
+    # -- embedding, recurrence ------------------------------------------------------------
+    # padding_idx and scale_grad_by_freq change the gradient on purpose (no longer the
+    # derivative): tests/test_nn_functional.py compares them with torch instead.
+    "Embedding": [Case(((5, 3),), lambda L, w: _F(L).embedding(L.tensor([[0, 2, 2], [4, 1, 0]]),
+                                                               w))],
+    "MkldnnRnnLayer": [Case(_LSTM_SHAPES, _lstm_layer, in_torch=False),
+                       Case(_LSTM_SHAPES, lambda L, *a: _lstm_layer(L, *a, reverse=True),
+                            in_torch=False)],
+    # -- losses ---------------------------------------------------------------------------
+    "BinaryCrossEntropy": [Case(((3, 4), (3, 4)), _binary),
+                           Case(((5,), (5,)), lambda L, x, t: _F(L).binary_cross_entropy(
+                               x.sigmoid(), t.sigmoid(), L.tensor(np.linspace(0.5, 1.5, 5)),
+                               reduction="sum"))],
+    "BinaryCrossEntropyWithLogits": [
+        Case(((3, 4), (3, 4)), lambda L, x, t: _F(L).binary_cross_entropy_with_logits(
+            x * 3, t.sigmoid())),
+        Case(((3, 4), (3, 4)), lambda L, x, t: _F(L).binary_cross_entropy_with_logits(
+            x * 3, t.sigmoid(), pos_weight=L.tensor([0.5, 1.0, 2.0, 3.0], dtype=L.float64),
+            reduction="none"))],
+    "SmoothL1Loss": [Case(((3, 4), (3, 4)), lambda L, x, t: _F(L).smooth_l1_loss(
+        x, t, beta=0.7)), Case(((3, 4), (4,)), lambda L, x, t: _F(L).smooth_l1_loss(
+            x, t.expand(3, 4), reduction="none"))],
+    "SoftMarginLoss": [Case(((3, 4),), lambda L, x: _F(L).soft_margin_loss(
+        x * 2, L.tensor(np.sign(np.linspace(-1, 1, 12) + 0.05).reshape(3, 4))))],
+    "HuberLoss": [Case(((3, 4), (3, 4)), lambda L, x, t: _F(L).huber_loss(
+        x * 2, t, delta=0.8, reduction="sum"))],
+}

@@ -1,0 +1,650 @@
+"""Torch tensors and grad_fn nodes presented the way the recorder reads tracegrad's own.
+
+The recorder, the graph builder and the violation finder read a handful of attributes of
+live objects (``tensor._array``, ``node.next_functions``, ``node._saved``, ...). An adapter
+gives a torch object exactly those, so one recorder serves both engines and nothing above
+the Trace learns which engine ran.
+
+One ``Registry`` holds the adapters of a recording (or of one ``from_tensor`` walk), one per
+torch tensor and one per torch node, so identity in the trace follows identity in torch:
+
+* a tensor adapter holds its torch tensor weakly and leaves the registry with it;
+* a node cannot be weakly referenced in torch, and its Python object comes and goes, so a
+  node is keyed by its ``metadata`` dict (one per C++ node, alive exactly as long as it).
+  While recording, the adapter holds nothing of the node; the backward hooks the session
+  registers on the node tell when it dies (they die with it). A ``from_tensor`` walk holds
+  the nodes for the duration of the walk.
+
+Importing this module imports torch: only the bridge does, and only when the program did.
+"""
+
+from __future__ import annotations
+
+import re
+import weakref
+
+import numpy as np
+import torch
+
+from ..autograd.node import SavedTensor
+from ..tensor import Tensor
+
+_ACCUMULATE_PREFIX = "torch::autograd::"
+# Attributes of a node that torch keeps for backward but that are machinery, not parameters.
+_SHAPE_SUFFIXES = ("_sym_sizes", "_sym_strides", "_sym_storage_offset", "_sym_argsize")
+# dtypes NumPy cannot hold: their values are captured widened (the record keeps the name).
+_WIDENED = {torch.bfloat16: torch.float32, torch.complex32: torch.complex64}
+for _name in ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz"):
+    if hasattr(torch, _name):
+        _WIDENED[getattr(torch, _name)] = torch.float32
+_EXPECTED_VERSION = re.compile(r"expected version (\d+)")
+
+
+class ForeignDType:
+    """A dtype NumPy has no name for (bfloat16): what graph records need of it."""
+
+    __slots__ = ("kind", "name")
+
+    def __init__(self, name: str, kind: str) -> None:
+        self.name, self.kind = name, kind
+
+
+_dtype_names: dict = {}
+_numpy_dtypes: dict = {}
+
+
+def dtype_name(dtype) -> str:
+    """``torch.float32`` -> ``"float32"``: tracegrad's (and NumPy's) names."""
+    name = _dtype_names.get(dtype)
+    if name is None:
+        name = _dtype_names[dtype] = str(dtype).rsplit(".", 1)[-1]
+    return name
+
+
+def numpy_dtype(dtype):
+    """The NumPy dtype of a torch dtype, or a ForeignDType where NumPy has none."""
+    found = _numpy_dtypes.get(dtype)
+    if found is None:
+        try:
+            found = torch.empty(0, dtype=dtype).numpy().dtype
+        except (TypeError, RuntimeError):
+            found = ForeignDType(dtype_name(dtype), "f" if dtype.is_floating_point else "c"
+                                 if dtype.is_complex else "i")
+        _numpy_dtypes[dtype] = found
+    return found
+
+
+def host_array(tensor) -> np.ndarray:
+    """A NumPy array of a torch tensor's values: a view of its memory on the CPU (no copy),
+    a host copy elsewhere; widened where NumPy has no such dtype."""
+    data = tensor.detach()
+    if data.device.type != "cpu":
+        data = data.cpu()
+    if data.layout != torch.strided:
+        data = data.to_dense()
+    widened = _WIDENED.get(data.dtype)
+    if widened is not None:
+        data = data.to(widened)
+    if data.is_conj():
+        data = data.resolve_conj()
+    if data.is_neg():
+        data = data.resolve_neg()
+    return data.numpy()
+
+
+def node_name(fn) -> str:
+    """PyTorch's grad_fn name as traces show it: ``AccumulateGrad`` (torch's own ``name()``
+    says ``torch::autograd::AccumulateGrad``; torchviz and tracegrad show the class name)."""
+    name = fn.name()
+    name = name.removeprefix(_ACCUMULATE_PREFIX)
+    return name
+
+
+def storage_key(tensor) -> int | None:
+    """What in-place changes of ``tensor`` are grouped by: its storage's address."""
+    try:
+        return tensor.untyped_storage().data_ptr()
+    except (RuntimeError, NotImplementedError, TypeError):
+        return None  # no storage (sparse, nested, functional wrappers)
+
+
+# -- tensors ---------------------------------------------------------------------------------
+class TorchTensor(Tensor):
+    """A torch tensor as the recorder reads a tracegrad Tensor.
+
+    The torch tensor is held weakly: a trace never keeps a program's tensors alive. Its
+    ``_array`` is a NumPy view of the tensor's memory (on the CPU), made on first use.
+    ``_trace_fields`` (shape, dtype name, device, is a Parameter) is what a TensorRecord
+    needs, read once; the rest follows the live tensor (``grad_fn`` after an in-place op).
+    """
+
+    def __init__(self, tensor, registry: Registry) -> None:
+        fields = self.__dict__
+        fields["_registry"] = registry
+        on_cpu = tensor.is_cpu
+        fields["_trace_fields"] = (tuple(tensor.shape), dtype_name(tensor.dtype),
+                                   "cpu" if on_cpu else str(tensor.device),
+                                   _is_parameter(type(tensor)))
+        fields["_on_cpu"] = on_cpu
+        fields["_cached"] = None
+        fields["_held"] = None  # a strong reference, for tensors only a walk knows of
+
+    @property
+    def subject(self):
+        """The torch tensor (None once the program dropped it)."""
+        return self._ref()
+
+    @property
+    def _array(self):
+        cached = self._cached
+        if cached is not None:
+            return cached
+        tensor = self._ref()
+        if tensor is None:
+            return np.zeros((0,), np.float32)  # gone: no values to show
+        array = host_array(tensor)
+        if self._on_cpu:  # a view of the tensor's memory stays current (not a GPU copy)
+            self.__dict__["_cached"] = array
+        return array
+
+    def refresh(self) -> None:
+        """After an in-place op that may have moved the tensor's memory (``set_``,
+        ``resize_``, ``.data =``) or changed its shape."""
+        tensor = self._ref()
+        self.__dict__["_cached"] = None
+        if tensor is not None:
+            fields = self._trace_fields
+            self.__dict__["_trace_fields"] = (tuple(tensor.shape), dtype_name(tensor.dtype),
+                                              fields[2], fields[3])
+
+    @property
+    def requires_grad(self) -> bool:
+        tensor = self._ref()
+        return bool(tensor.requires_grad) if tensor is not None else False
+
+    @property
+    def grad_fn(self):
+        tensor = self._ref()
+        if tensor is None:
+            return None
+        fn = tensor.grad_fn
+        return self._registry.node(fn) if fn is not None else None
+
+    @property
+    def is_leaf(self) -> bool:
+        tensor = self._ref()
+        return tensor is None or tensor.grad_fn is None
+
+    @property
+    def _output_nr(self) -> int:
+        tensor = self._ref()
+        return int(tensor.output_nr) if tensor is not None else 0
+
+    @property
+    def _base(self):
+        tensor = self._ref()
+        base = tensor._base if tensor is not None else None
+        return self._registry.tensor(base) if base is not None else None
+
+    @property
+    def name(self) -> str | None:
+        tensor = self._ref()
+        if tensor is None:
+            return None
+        own = tensor.__dict__.get("name")  # set with tracegrad.name(t, "w1")
+        if isinstance(own, str) and own:
+            return own
+        entry = self._registry.names.get(id(tensor))  # a parameter's or buffer's name
+        if entry is not None and entry[0]() is tensor:
+            return entry[1]
+        # The variable it was passed as to a custom Function's apply(), where tracegrad's
+        # engine names it too (see custom.py).
+        return self.__dict__.get("_apply_name")
+
+    @property
+    def grad(self):
+        tensor = self._ref()
+        grad = tensor.grad if tensor is not None else None
+        return self._registry.tensor(grad) if grad is not None else None
+
+    @property
+    def _version(self) -> int:
+        tensor = self._ref()
+        return int(tensor._version) if tensor is not None else 0
+
+    @property
+    def _version_counter(self):
+        """The group of in-place changes this tensor's memory belongs to (the violation
+        finder watches saved tensors by it)."""
+        tensor = self._ref()
+        return self._registry.group(tensor) if tensor is not None else None
+
+    @property
+    def _variable_key(self) -> int | None:
+        """What the user's variables holding this tensor are found by: the torch tensor."""
+        tensor = self._ref()
+        return id(tensor) if tensor is not None else None
+
+    def __repr__(self) -> str:
+        shape, dtype, device, _ = self._trace_fields
+        return f"<torch tensor {dtype} {list(shape)} on {device}>"
+
+
+def _device_text(device) -> str:
+    text = _device_texts.get(device)
+    if text is None:
+        text = _device_texts[device] = "cpu" if device.type == "cpu" else str(device)
+    return text
+
+
+_device_texts: dict = {}
+_parameter_types: dict = {}
+
+
+def _is_parameter(kind: type) -> bool:
+    # Per type: isinstance(t, Parameter) goes through a Python __instancecheck__ each time.
+    found = _parameter_types.get(kind)
+    if found is None:
+        found = _parameter_types[kind] = issubclass(kind, torch.nn.Parameter)
+    return found
+
+
+class VersionGroup:
+    """In-place changes of one storage (a tensor and its views): the ops, versions, lines."""
+
+    __slots__ = ("history", "last_op")
+
+    def __init__(self) -> None:
+        self.history: list = []  # (version, op name, Site)
+        self.last_op = None
+
+    def note(self, version: int, op_name: str, site) -> None:
+        self.history.append((version, op_name, site))
+        self.last_op = op_name
+
+
+# -- saved tensors ---------------------------------------------------------------------------
+class _Held:
+    """What a live saved tensor's ``_array`` stands for: its size (its values stay torch's)."""
+
+    __slots__ = ("nbytes",)
+
+    def __init__(self, nbytes: int) -> None:
+        self.nbytes = nbytes
+
+
+class _SavedCounter:
+    """A torch saved tensor's version counter, as the violation finder reads one."""
+
+    __slots__ = ("saved",)
+
+    def __init__(self, saved: TorchSaved) -> None:
+        self.saved = saved
+
+    @property
+    def value(self) -> int:
+        data = self.saved._live_data()
+        return int(data._version) if data is not None else self.saved.version
+
+    @property
+    def group(self):
+        return self.saved._group
+
+    @property
+    def history(self):
+        group = self.saved._group
+        return group.history if group is not None else None
+
+    @property
+    def last_op(self):
+        group = self.saved._group
+        return group.last_op if group is not None else None
+
+
+class TorchSaved(SavedTensor):
+    """A tensor a torch node saved for backward (``grad_fn._saved_self``,
+    ``ctx.save_for_backward``), read through torch's own handle to it: whether backward freed
+    it, and the version it is at now (without the version check that unpacking does).
+
+    torch's handle points into the node (or, for a custom Function, into its ctx) without
+    keeping it alive, so it is touched only while that is known to be alive and the handle
+    valid: see _live_data.
+    """
+
+    __slots__ = ("_ctx", "_group", "_held", "_index", "_is_output", "_node", "_raw",
+                 "_source", "nbytes", "slot")
+
+    def __init__(self, node: TorchNode, slot: str, raw, version: int, nbytes: int,
+                 source, producer, output_nr: int, is_output: bool, group, held=None) -> None:
+        self._node, self.slot, self._raw = node, slot, raw
+        self.version, self.nbytes = int(version), int(nbytes)
+        self._source, self.producer, self.output_nr = source, producer, int(output_nr)
+        self._is_output, self._group, self._held = is_output, group, held
+        self._ctx, self._index = None, 0
+        self.requires_grad = False
+        self.tensor = self.node_ref = self.original = None
+
+    def _live_data(self):
+        """The saved tensor's data as torch holds it now, or None once freed or gone."""
+        node = self._node
+        if not node._alive:
+            return None  # the node is gone: torch's handle would point at freed memory
+        if self._ctx is not None:
+            # A custom Function's ctx empties its list of saved tensors when backward frees
+            # them (every handle into it would dangle): ask the ctx afresh.
+            ctx = self._ctx()
+            if ctx is None:
+                return None
+            try:
+                raws = ctx._raw_saved_tensors
+            except RuntimeError:
+                return None  # freed by backward
+            raw = raws[self._index] if self._index < len(raws) else None
+            return raw.data if raw is not None else None
+        if "." in self.slot and (node._freed_by is not None or node._unsure):
+            return None  # a saved list (x[indices]) is emptied by backward: handles dangle
+        return self._raw.data
+
+    @property
+    def _array(self):
+        return _Held(self.nbytes) if self._live_data() is not None else None
+
+    @property
+    def counter(self):
+        return _SavedCounter(self)
+
+    @property
+    def is_output(self) -> bool:
+        return self._is_output
+
+    def source_tensor(self):
+        return self._source
+
+
+# -- nodes -----------------------------------------------------------------------------------
+class _CustomFunction:
+    """What marks a node as a user ``autograd.Function`` for the graph builder."""
+
+    _node_kind = "function"
+
+
+_custom_types: dict = {}
+
+
+def _is_custom(kind: type) -> bool:
+    """Whether a node type is a user autograd.Function's (``MyReLUBackward``)."""
+    found = _custom_types.get(kind)
+    if found is None:
+        found = _custom_types[kind] = issubclass(kind, torch.autograd.function.BackwardCFunction)
+    return found
+
+
+class TorchNode:
+    """A torch grad_fn node as the recorder reads a tracegrad Node.
+
+    Public instance attributes are the op's parameters (``dim``, ``keepdim``, ``exponent``,
+    from torch's ``_saved_*`` values); everything else is underscored machinery.
+    """
+
+    _function = None
+    _is_accumulate = False
+    _freed_by = None
+    _unsure = False  # ran in a backward the session did not see: maybe freed
+
+    def name(self) -> str:
+        return self._name
+
+    def __repr__(self) -> str:
+        return f"<{self._name} (torch)>"
+
+
+def _saved_layout(fn) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(names of saved tensors, names of saved parameters) of a node type, from its
+    ``_saved_*`` / ``_raw_saved_*`` properties, in torch's definition order."""
+    names = [key for key in vars(type(fn)) if key.startswith("_saved_")]
+    raw = {key[len("_raw_saved_"):] for key in vars(type(fn)) if key.startswith("_raw_saved_")}
+    tensors = tuple(key[len("_saved_"):] for key in names if key[len("_saved_"):] in raw)
+    params = tuple(key[len("_saved_"):] for key in names if key[len("_saved_"):] not in raw
+                   and not key.endswith(_SHAPE_SUFFIXES))
+    return tensors, params
+
+
+_layouts: dict = {}
+# Slots in the order a reader expects (the op's operands first, the result last); a name
+# not listed keeps torch's order after these.
+_SLOT_ORDER = {name: rank for rank, name in enumerate(
+    ("self", "input", "other", "mat1", "mat2", "vec", "weight", "bias", "exponent",
+     "indices", "index", "mask", "src", "result"))}
+
+
+def _attr_value(value):
+    if isinstance(value, torch.dtype):
+        return dtype_name(value)
+    if isinstance(value, torch.device):
+        return str(value)
+    if isinstance(value, torch.Size):
+        return tuple(value)
+    if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        return None
+    return value
+
+
+# -- the registry ----------------------------------------------------------------------------
+class Registry:
+    """The adapters of one recording session (``session`` given) or of one walk."""
+
+    def __init__(self, session=None) -> None:
+        self.session = session
+        self._tensors: dict[int, TorchTensor] = {}
+        self._sweep_at = 4096
+        self._nodes: dict[int, TorchNode] = {}
+        self._groups: dict[int, VersionGroup] = {}
+        # id(tensor) -> (weakref, parameter or buffer name); see modules.py
+        self.names: dict[int, tuple] = {}
+        self.holding = False  # saved tensors keep their torch tensor (see _saved_record)
+
+    # -- tensors -----------------------------------------------------------------------
+    def tensor(self, tensor) -> TorchTensor:
+        key = id(tensor)
+        adapter = self._tensors.get(key)
+        if adapter is not None and adapter._ref() is tensor:
+            return adapter
+        adapter = TorchTensor(tensor, self)
+        # A plain weak reference (a callback per tensor costs more than it saves): entries
+        # of tensors gone are dropped in sweeps, and a lookup checks the reference.
+        adapter.__dict__["_ref"] = weakref.ref(tensor)
+        tensors = self._tensors
+        tensors[key] = adapter
+        if len(tensors) > self._sweep_at:
+            for stale in [key for key, known in tensors.items() if known._ref() is None]:
+                del tensors[stale]
+            self._sweep_at = max(4096, 2 * len(tensors))
+        return adapter
+
+    def known_tensor(self, tensor) -> TorchTensor | None:
+        adapter = self._tensors.get(id(tensor))
+        return adapter if adapter is not None and adapter._ref() is tensor else None
+
+    def existing_group(self, tensor) -> VersionGroup | None:
+        """The group of ``tensor``'s memory if a saved tensor ever made one, else None."""
+        key = storage_key(tensor)
+        return self._groups.get(key) if key is not None else None
+
+    def group(self, tensor) -> VersionGroup | None:
+        key = storage_key(tensor)
+        if key is None:
+            return None
+        group = self._groups.get(key)
+        if group is None:
+            group = self._groups[key] = VersionGroup()
+        return group
+
+    # -- nodes -------------------------------------------------------------------------
+    def knows(self, fn) -> bool:
+        return id(fn.metadata) in self._nodes
+
+    def known_node(self, fn) -> TorchNode | None:
+        return self._nodes.get(id(fn.metadata))
+
+    def node(self, fn, made: list | None = None) -> TorchNode:
+        """The adapter of ``fn``, making adapters for it and for every node behind it not
+        seen yet (iteratively: a graph 100,000 nodes deep has no recursion limit here);
+        the adapters made are appended to ``made``."""
+        adapter = self._nodes.get(id(fn.metadata))
+        if adapter is not None:
+            return adapter
+        first = self._new_node(fn)
+        created = [(first, fn)]
+        pending = [(first, fn)]
+        while pending:
+            adapter, current = pending.pop()
+            edges = []
+            for next_fn, input_nr in current.next_functions:
+                if next_fn is None:
+                    edges.append((None, int(input_nr)))
+                    continue
+                child = self._nodes.get(id(next_fn.metadata))
+                if child is None:
+                    child = self._new_node(next_fn)
+                    pending.append((child, next_fn))
+                    created.append((child, next_fn))
+                edges.append((child, int(input_nr)))
+            adapter.next_functions = tuple(edges)
+        # Saved tensors last: the nodes that produced them are known by now, so reading
+        # them never recurses into the graph.
+        for adapter, current in created:
+            self._read_saved(current, adapter)
+        if made is not None:
+            made.extend(adapter for adapter, _ in created)
+        return first
+
+    def _new_node(self, fn) -> TorchNode:
+        adapter = TorchNode()
+        key = id(fn.metadata)
+        state = adapter.__dict__
+        state["_key"] = key
+        state["_name"] = name = node_name(fn)
+        state["_seq"] = fn._sequence_nr()
+        state["_alive"] = True
+        state["_output_meta"] = tuple(
+            (tuple(meta.shape), numpy_dtype(meta.dtype), _device_text(meta.device))
+            for meta in fn._input_metadata)
+        state["next_functions"] = ()
+        site, module = self.session.site_for(fn) if self.session is not None else (None, None)
+        state["_site"], state["_module"] = site, module
+        if name == "AccumulateGrad":
+            # Made where the leaf is first used, as tracegrad's: the leaf has the site.
+            state["_site"] = state["_module"] = None
+            state["_is_accumulate"] = True
+            state["variable"] = self.tensor(fn.variable)
+        elif _is_custom(type(fn)):
+            state["_function"] = _CustomFunction
+        self._nodes[key] = adapter
+        if self.session is not None:
+            self.session.watch_node(fn, adapter)  # hooks for backward; they tell its death
+        else:
+            state["_fn"] = fn  # a walk holds the graph while it reads it
+        state["_saved"] = ()
+        return adapter
+
+    def forget_node(self, key: int, adapter: TorchNode) -> None:
+        """The node died (its hooks were released): its metadata's id may be reused."""
+        adapter.__dict__["_alive"] = False
+        if self._nodes.get(key) is adapter:
+            del self._nodes[key]
+
+    # -- what a node saved -------------------------------------------------------------
+    def _read_saved(self, fn, adapter: TorchNode) -> None:
+        if adapter._function is _CustomFunction:
+            saved = self._custom_saved(fn)
+        elif adapter._is_accumulate:
+            return
+        else:
+            layout = _layouts.get(type(fn))
+            if layout is None:
+                layout = _layouts[type(fn)] = _saved_layout(fn)
+            tensor_names, param_names = layout
+            state = adapter.__dict__
+            for param in param_names:
+                if param in ("next_functions", "variable", "metadata"):
+                    continue
+                try:
+                    value = _attr_value(getattr(fn, "_saved_" + param))
+                except RuntimeError:
+                    continue
+                if value is not None:
+                    state[param] = value
+            saved = []
+            for slot in tensor_names:
+                try:
+                    raw = getattr(fn, "_raw_saved_" + slot)
+                except RuntimeError:
+                    continue  # a saved list that backward already freed
+                if isinstance(raw, (list, tuple)):
+                    saved.extend((f"{slot}.{index}", item, None)
+                                 for index, item in enumerate(raw))
+                else:
+                    saved.append((slot, raw, "_saved_" + slot))
+            saved.sort(key=lambda item: _SLOT_ORDER.get(item[0].split(".")[0], len(_SLOT_ORDER)))
+        records = []
+        custom = adapter._function is _CustomFunction
+        for slot, raw, attribute in saved:
+            record = self._saved_record(fn, adapter, slot, raw, attribute)
+            if isinstance(record, TorchSaved):
+                if custom:  # read through the ctx (see TorchSaved._live_data)
+                    record._ctx, record._index, record._raw = weakref.ref(fn), int(slot), None
+                records.append(record)
+            elif record is not None and "." not in slot:  # a Python number torch wrapped
+                adapter.__dict__[slot] = record.value
+        adapter.__dict__["_saved"] = tuple(records)
+
+    def _custom_saved(self, fn) -> list:
+        try:
+            raws = fn._raw_saved_tensors
+        except RuntimeError:
+            return []  # freed by a backward that ran before we looked
+        return [(str(index), raw, None) for index, raw in enumerate(raws)]
+
+    def _saved_record(self, fn, adapter: TorchNode, slot: str, raw, attribute):
+        """A TorchSaved for one saved tensor, or None when nothing is saved there."""
+        data = raw.data
+        if data is None:
+            return None  # not saved (torch saves an operand only when a gradient needs it)
+        tensor, version = None, None
+        try:
+            tensor = raw.unpack() if attribute is None else getattr(fn, attribute)
+        except RuntimeError as error:  # modified in place since it was saved, or freed
+            match = _EXPECTED_VERSION.search(str(error))
+            version = int(match.group(1)) if match else int(data._version)
+        if tensor is None:
+            tensor = data
+        if version is None:
+            version = int(tensor._version)
+        source, producer, output_nr, is_output = None, None, int(tensor.output_nr), False
+        grad_fn = tensor.grad_fn
+        if grad_fn is not None and id(grad_fn.metadata) == adapter._key:
+            is_output = True
+        else:
+            known = self.known_tensor(tensor)
+            if known is None and grad_fn is None and tensor.dim() == 0 \
+                    and not tensor.requires_grad:
+                # ``y * 3`` saves the 3 as a 0-dim "wrapped number" tensor: the program's
+                # number, kept (like tracegrad's engine does) as the node's parameter.
+                return _Number(tensor.item())
+            source = known if known is not None else self.tensor(tensor)
+            if grad_fn is not None:
+                producer = self.node(grad_fn)
+        # A walk keeps what it describes; a recording only while it reports the op (then
+        # the program's memory is the program's again).
+        held = tensor if self.session is None or self.holding else None
+        return TorchSaved(adapter, slot, raw, version, data.nbytes, source, producer,
+                          output_nr, is_output, self.group(data), held)
+
+
+class _Number:
+    """A saved Python number (see _saved_record)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value) -> None:
+        self.value = value

@@ -1,0 +1,194 @@
+"""Activation functions of ``torch.nn.functional`` (re-exported by ``nn.functional``).
+
+Those torch records as one node are ops (``tracegrad/ops/activation.py``); the others are
+written as torch writes them (softsign is ``x / (1 + |x|)``, a DivBackward0). ``inplace``
+variants write into the input and rebase its history, as torch's do.
+
+>>> import tracegrad as torch
+>>> import tracegrad.nn.functional as F
+>>> F.leaky_relu(torch.tensor([-2.0, 3.0]), 0.1)
+tensor([-0.2000,  3.0000])
+"""
+
+from __future__ import annotations
+
+import warnings
+
+from ..ops import activation as ops
+from ..ops import unary
+from ..tensor import Tensor
+
+
+def _apply(input: Tensor, inplace: bool, name: str, op, *args) -> Tensor:
+    if inplace:
+        return input._inplace(name, op, *args)
+    return op.apply(input, *args)
+
+
+def relu(input: Tensor, inplace: bool = False) -> Tensor:
+    return input.relu_() if inplace else input.relu()
+
+
+def relu_(input: Tensor) -> Tensor:
+    return input.relu_()
+
+
+def relu6(input: Tensor, inplace: bool = False) -> Tensor:
+    """``min(max(0, x), 6)``: hardtanh(0, 6), as torch computes it."""
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+def sigmoid(input: Tensor) -> Tensor:
+    return input.sigmoid()
+
+
+def tanh(input: Tensor) -> Tensor:
+    return input.tanh()
+
+
+def silu(input: Tensor, inplace: bool = False) -> Tensor:
+    """``input * sigmoid(input)`` (swish), one SiluBackward0 node.
+
+    >>> import tracegrad as torch
+    >>> torch.nn.functional.silu(torch.tensor([0.0, 2.0]))
+    tensor([0.0000, 1.7616])
+    """
+    return _apply(input, inplace, "silu_", unary.Silu)
+
+
+def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
+    return _apply(input, inplace, "leaky_relu_", ops.LeakyRelu, negative_slope)
+
+
+def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
+    return leaky_relu(input, negative_slope, True)
+
+
+def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    return _apply(input, inplace, "elu_", ops.Elu, alpha, 1.0, 1.0)
+
+
+def elu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+    return elu(input, alpha, True)
+
+
+def selu(input: Tensor, inplace: bool = False) -> Tensor:
+    """ELU with SELU's fixed alpha and scale (an EluBackward0 node, as in torch)."""
+    return _apply(input, inplace, "selu_", ops.Elu, ops.SELU_ALPHA, ops.SELU_SCALE, 1.0)
+
+
+def selu_(input: Tensor) -> Tensor:
+    return selu(input, True)
+
+
+def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    if alpha == 0:
+        raise ZeroDivisionError("ZeroDivisionError: alpha cannot be 0 for CELU")
+    return _apply(input, inplace, "celu_", ops.Celu, alpha, 1.0, 1.0 / alpha)
+
+
+def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+    return celu(input, alpha, True)
+
+
+def gelu(input: Tensor, approximate: str = "none") -> Tensor:
+    """``x * Phi(x)``; ``approximate="tanh"`` for the tanh approximation."""
+    if approximate not in ("none", "tanh"):
+        raise RuntimeError(f"approximate argument must be either none or tanh, got "
+                           f"{approximate!r}")
+    return ops.Gelu.apply(input, approximate)
+
+
+def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    return ops.Softplus.apply(input, beta, threshold)
+
+
+def softsign(input: Tensor) -> Tensor:
+    return input / (input.abs() + 1)
+
+
+def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,
+             inplace: bool = False) -> Tensor:
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    return _apply(input, inplace, "hardtanh_", ops.Hardtanh, min_val, max_val)
+
+
+def hardtanh_(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
+    return hardtanh(input, min_val, max_val, True)
+
+
+def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
+    return _apply(input, inplace, "hardsigmoid_", ops.Hardsigmoid)
+
+
+def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
+    return _apply(input, inplace, "hardswish_", ops.Hardswish)
+
+
+def mish(input: Tensor, inplace: bool = False) -> Tensor:
+    return _apply(input, inplace, "mish_", ops.Mish)
+
+
+def logsigmoid(input: Tensor) -> Tensor:
+    return ops.LogSigmoid.apply(input)
+
+
+def tanhshrink(input: Tensor) -> Tensor:
+    return input - input.tanh()
+
+
+def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    if lambd < 0:
+        raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
+    return ops.Softshrink.apply(input, lambd)
+
+
+def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    return ops.Hardshrink.apply(input, lambd)
+
+
+def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
+    return _apply(input, inplace, "threshold_", ops.Threshold, threshold, value)
+
+
+def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:
+    return input._inplace("threshold_", ops.Threshold, threshold, value)
+
+
+def glu(input: Tensor, dim: int = -1) -> Tensor:
+    return ops.Glu.apply(input, dim)
+
+
+def prelu(input: Tensor, weight: Tensor) -> Tensor:
+    return ops.PreluKernel.apply(input, weight)
+
+
+def _softmax_dim(name: str, ndim: int, stacklevel: int) -> int:
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call "
+                  "to include dim=X as an argument.", UserWarning, stacklevel=stacklevel)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
+            dtype=None) -> Tensor:
+    if dim is None:
+        dim = _softmax_dim("softmax", input.ndim, _stacklevel)
+    return unary.softmax(input, dim, dtype)
+
+
+def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
+                dtype=None) -> Tensor:
+    if dim is None:
+        dim = _softmax_dim("log_softmax", input.ndim, _stacklevel)
+    return unary.log_softmax(input, dim, dtype)
+
+
+def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
+            dtype=None) -> Tensor:
+    """``softmax(-input)``: a SoftmaxBackward0 after a NegBackward0, as in torch."""
+    if dim is None:
+        dim = _softmax_dim("softmin", input.ndim, _stacklevel)
+    if dtype is not None:
+        input = input.to(dtype)
+    return unary.softmax(-input, dim)

@@ -1,0 +1,465 @@
+"""The activations of ``torch.nn`` that torch records as one node each: leaky_relu, elu
+(and selu, celu), gelu, softplus, hardtanh (and relu6), hardsigmoid, hardswish, mish,
+logsigmoid, glu, prelu, threshold, softshrink, hardshrink.
+
+Forward works on arrays; backward is written with tensor ops, so ``create_graph=True``
+differentiates through it. Most backwards are ``grad`` times a mask or a smooth factor of
+the input; gelu's has a node of its own (GeluBackwardBackward0, as in torch).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..autograd.function import Op
+from ..errors import ShapeError
+from ..tensor import Tensor
+from . import unary
+from .reduce import sum_to
+from .shape import wrap_dim
+
+_ndarray = np.ndarray
+SELU_ALPHA = 1.6732632423543772848170429916717
+SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def floating_array(op_name: str, a: Tensor):
+    """``a``'s array, which must be floating point: torch's activations have no integer
+    kernels (NotImplementedError, as torch raises)."""
+    array = a._array
+    if array.dtype.kind != "f":
+        raise NotImplementedError(
+            f'"{op_name}" not implemented for \'{_torch_type_name(array.dtype)}\' '
+            f"({a._describe()}). Hint: convert the input with .float() first.")
+    return array
+
+
+def _torch_type_name(numpy_dtype) -> str:
+    return {"int64": "Long", "int32": "Int", "uint8": "Byte", "bool": "Bool",
+            "int16": "Short", "int8": "Char"}.get(str(numpy_dtype), str(numpy_dtype))
+
+
+def _mask(array) -> Tensor:
+    return Tensor._wrap(array, False)
+
+
+class LeakyRelu(Op):
+    node_name = "LeakyReluBackward0"
+
+    @staticmethod
+    def forward(ctx, a, negative_slope=0.01):
+        x = floating_array("leaky_relu_cpu", a)
+        ctx.save_for_backward(a)
+        ctx.negative_slope = negative_slope
+        return a._xp.where(x > 0, x, x * x.dtype.type(negative_slope))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (a,) = ctx.saved_tensors
+        return (unary_where(a > 0, grad, grad * ctx.negative_slope), None)
+
+
+def unary_where(condition: Tensor, a, b) -> Tensor:
+    from .indexing import Where
+
+    return Where.apply(condition, a, b)
+
+
+class Elu(Op):
+    """``scale * (x if x > 0 else alpha * (exp(x * input_scale) - 1))``: ELU, and SELU with
+    SELU's constants (both EluBackward0 in torch)."""
+
+    node_name = "EluBackward0"
+
+    @staticmethod
+    def forward(ctx, a, alpha=1.0, scale=1.0, input_scale=1.0):
+        x = floating_array(f"{ctx._function._kernel}", a)
+        ctx.save_for_backward(a)
+        ctx.alpha, ctx.scale, ctx.input_scale = alpha, scale, input_scale
+        xp = a._xp
+        negative = xp.expm1(xp.minimum(x, 0) * input_scale) * alpha
+        return xp.where(x > 0, x, negative) * x.dtype.type(scale)
+
+    _kernel = "elu_cpu"
+
+    @staticmethod
+    def backward(ctx, grad):
+        (a,) = ctx.saved_tensors
+        # exp of the clamped input: the positive side is not used, and must not overflow
+        # to inf, whose product with a zero gradient would be nan in double backward
+        exponential = (a.clamp(max=0) * ctx.input_scale).exp()
+        negative = grad * (exponential * (ctx.input_scale * ctx.scale * ctx.alpha))
+        return (unary_where(a > 0, grad * ctx.scale, negative), None, None, None)
+
+
+class Celu(Elu):
+    node_name = "CeluBackward0"
+    _kernel = "celu_cpu"
+
+
+class Gelu(Op):
+    """``x * Phi(x)`` (``approximate="none"``) or its tanh approximation."""
+
+    node_name = "GeluBackward0"
+
+    @staticmethod
+    def forward(ctx, a, approximate="none"):
+        x = floating_array("GeluKernelImpl", a)
+        ctx.save_for_backward(a)
+        ctx.approximate = approximate
+        xp = a._xp
+        if approximate == "tanh":
+            inner = (x + x * x * x * 0.044715) * math.sqrt(2 / math.pi)
+            return (x * 0.5) * (1 + xp.tanh(inner))
+        return (x * 0.5) * (1 + erf(xp, x * (1 / math.sqrt(2))))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (a,) = ctx.saved_tensors
+        return (GeluBackward.apply(grad, a, ctx.approximate), None)
+
+
+class GeluBackward(Op):
+    """``grad * gelu'(x)``: gelu's backward as a node, so its own gradient (the second
+    derivative) is exact, as torch's GeluBackwardBackward0."""
+
+    node_name = "GeluBackwardBackward0"
+
+    @staticmethod
+    def forward(ctx, grad, a, approximate="none"):
+        ctx.save_for_backward(grad, a)
+        ctx.approximate = approximate
+        return grad._array * _gelu_derivative(a._xp, a._array, approximate)
+
+    @staticmethod
+    def backward(ctx, grad_grad):
+        grad, a = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        grad_of_grad = GeluBackward.apply(grad_grad, a, ctx.approximate) if needs[0] else None
+        grad_of_input = None
+        if needs[1]:
+            grad_of_input = grad_grad * grad * _gelu_second_derivative(a, ctx.approximate)
+        return grad_of_grad, grad_of_input, None
+
+
+_BETA = math.sqrt(2 / math.pi)
+_KAPPA = 0.044715
+
+
+def _gelu_derivative(xp, x, approximate: str):
+    if approximate == "tanh":
+        squared = x * x
+        t = xp.tanh((x + squared * x * _KAPPA) * _BETA)
+        return 0.5 * (1 + t) + (x * 0.5) * (1 - t * t) * (_BETA * (1 + 3 * _KAPPA * squared))
+    cdf = 0.5 * (1 + erf(xp, x * (1 / math.sqrt(2))))
+    pdf = xp.exp(x * x * -0.5) * (1 / math.sqrt(2 * math.pi))
+    return cdf + x * pdf
+
+
+def _gelu_second_derivative(a: Tensor, approximate: str) -> Tensor:
+    """gelu'' written with tensor ops, so higher derivatives follow."""
+    if approximate == "tanh":
+        squared = a * a
+        t = ((a + squared * a * _KAPPA) * _BETA).tanh()
+        inner = (squared * (3 * _KAPPA) + 1) * _BETA  # d(inner)/dx
+        return (1 - t * t) * (inner - a * t * inner * inner + a * (3 * _KAPPA * _BETA) * a)
+    pdf = (a * a * -0.5).exp() * (1 / math.sqrt(2 * math.pi))
+    return pdf * (2 - a * a)
+
+
+class Softplus(Op):
+    """``log(1 + exp(beta * x)) / beta``, linear above ``threshold``."""
+
+    node_name = "SoftplusBackward0"
+
+    @staticmethod
+    def forward(ctx, a, beta=1.0, threshold=20.0):
+        x = floating_array("softplus_cpu", a)
+        ctx.save_for_backward(a)
+        ctx.beta, ctx.threshold = beta, threshold
+        xp = a._xp
+        scaled = x * x.dtype.type(beta)
+        # logaddexp(0, z) is log1p(exp(z)) without overflow for large z
+        return xp.where(scaled > threshold, x, xp.logaddexp(0, scaled) / x.dtype.type(beta))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (a,) = ctx.saved_tensors
+        scaled = a * ctx.beta
+        return (unary_where(scaled > ctx.threshold, grad, grad * scaled.sigmoid()), None, None)
+
+
+class Hardtanh(Op):
+    node_name = "HardtanhBackward0"
+
+    @staticmethod
+    def forward(ctx, a, min_val=-1.0, max_val=1.0):
+        x = a._array
+        if x.dtype.kind == "b":
+            floating_array("hardtanh_cpu", a)
+        ctx.save_for_backward(a)
+        ctx.min_val, ctx.max_val = min_val, max_val
+        return a._xp.clip(x, min_val, max_val).astype(x.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (a,) = ctx.saved_tensors
+        inside = (a > ctx.min_val) & (a < ctx.max_val)
+        return (grad * inside, None, None)
+
+
+class Hardsigmoid(Op):
+    node_name = "HardsigmoidBackward0"
+
+    @staticmethod
+    def forward(ctx, a):
+        x = floating_array("hardsigmoid_cpu", a)
+        ctx.save_for_backward(a)
+        return (a._xp.clip(x + 3, 0, 6) / 6).astype(x.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (a,) = ctx.saved_tensors
+        return (grad * ((a > -3) & (a < 3)) * _ONE_SIXTH,)
+
+
+# torch's hardsigmoid backward multiplies by 1/6 rounded to float32, in every dtype
+_ONE_SIXTH = float(np.float32(1.0) / np.float32(6.0))
+
+
+class Hardswish(Op):
+    node_name = "HardswishBackward0"
+
+    @staticmethod
+    def forward(ctx, a):
+        x = floating_array("hardswish_cpu", a)
+        ctx.save_for_backward(a)
+        return (x * a._xp.clip(x + 3, 0, 6) / 6).astype(x.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (a,) = ctx.saved_tensors
+        middle = grad * (a * (1 / 3) + 0.5)
+        return (unary_where(a < -3, 0.0, unary_where(a <= 3, middle, grad)),)
+
+
+class Mish(Op):
+    """``x * tanh(softplus(x))``."""
+
+    node_name = "MishBackward0"
+
+    @staticmethod
+    def forward(ctx, a):
+        x = floating_array("mish_cpu", a)
+        ctx.save_for_backward(a)
+        xp = a._xp
+        return x * xp.tanh(xp.logaddexp(0, x))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (a,) = ctx.saved_tensors
+        t = Softplus.apply(a, 1.0, 20.0).tanh()
+        return (grad * (t + a * a.sigmoid() * (1 - t * t)),)
+
+
+class LogSigmoid(Op):
+    node_name = "LogSigmoidBackward0"
+
+    @staticmethod
+    def forward(ctx, a):
+        x = floating_array("log_sigmoid_cpu", a)
+        ctx.save_for_backward(a)
+        xp = a._xp
+        return xp.minimum(x, 0) - xp.log1p(xp.exp(-xp.abs(x)))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (a,) = ctx.saved_tensors
+        return (grad * (-a).sigmoid(),)
+
+
+class Glu(Op):
+    """``a * sigmoid(b)`` for the two halves ``a, b`` of ``dim``."""
+
+    node_name = "GluBackward0"
+
+    @staticmethod
+    def forward(ctx, a, dim=-1):
+        x = floating_array("glu_cpu", a)
+        if x.ndim == 0:
+            raise RuntimeError(f"glu does not support scalars because halving size must be "
+                               f"even ({a._describe()})")
+        axis = wrap_dim(dim, x.ndim)
+        if x.shape[axis] % 2:
+            raise RuntimeError(
+                f"Halving dimension must be even, but dimension {axis} is size "
+                f"{x.shape[axis]} ({a._describe()})")
+        ctx.save_for_backward(a)
+        ctx.axis = axis
+        first, second = a._xp.split(x, 2, axis=axis)
+        return first * unary._stable_sigmoid(a._xp, second)
+
+    @staticmethod
+    def backward(ctx, grad):
+        from .shape import Cat
+
+        (a,) = ctx.saved_tensors
+        first, second = a.chunk(2, ctx.axis)
+        gate = second.sigmoid()
+        grad_first = grad * gate
+        grad_second = grad_first * first * (1 - gate)
+        return (Cat.apply(grad_first, grad_second, dim=ctx.axis), None)
+
+
+class PreluKernel(Op):
+    """``x if x > 0 else weight * x``, the weight broadcast along dim 1 (channels)."""
+
+    node_name = "PreluKernelBackward0"
+
+    @staticmethod
+    def forward(ctx, a, weight):
+        x = floating_array("prelu_cpu", a)
+        w = weight._array
+        shape = _prelu_weight_shape(a, weight)
+        ctx.save_for_backward(a, weight)
+        ctx.shape = shape
+        return a._xp.where(x > 0, x, x * w.reshape(shape))
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, weight = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        positive = a > 0
+        shaped = weight.reshape(ctx.shape)
+        grad_input = unary_where(positive, grad, grad * shaped) if needs[0] else None
+        grad_weight = None
+        if needs[1]:
+            grad_weight = sum_to(unary_where(positive, 0.0, grad * a), ctx.shape)
+            grad_weight = grad_weight.reshape(weight.shape)
+        return grad_input, grad_weight
+
+
+def _prelu_weight_shape(a: Tensor, weight: Tensor) -> tuple:
+    count = weight._array.size
+    if weight._array.ndim > 1:
+        raise ShapeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: "
+                         f"ndim = {weight._array.ndim}")
+    if count == 1:
+        return (1,) * a._array.ndim if a._array.ndim else ()
+    channels = a._array.shape[1] if a._array.ndim >= 2 else (
+        a._array.shape[0] if a._array.ndim == 1 else 1)
+    if count != channels:
+        raise ShapeError(
+            f"Mismatch of parameter numbers and input channel size. Found parameter numbers "
+            f"= {count} and channel size = {channels} ({a._describe()}). Hint: PReLU's "
+            "num_parameters must be 1 or the input's size along dim 1.")
+    if a._array.ndim == 1:
+        return (count,)
+    return (1, count) + (1,) * (a._array.ndim - 2)
+
+
+class Threshold(Op):
+    node_name = "ThresholdBackward0"
+
+    @staticmethod
+    def forward(ctx, a, threshold, value):
+        x = a._array
+        ctx.save_for_backward(a)
+        ctx.threshold = threshold
+        return a._xp.where(x > threshold, x, a._xp.asarray(value, dtype=x.dtype))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (a,) = ctx.saved_tensors
+        return (grad * (a > ctx.threshold), None, None)
+
+
+class Softshrink(Op):
+    node_name = "SoftshrinkBackward0"
+
+    @staticmethod
+    def forward(ctx, a, lambd=0.5):
+        x = floating_array("softshrink_cpu", a)
+        ctx.save_for_backward(a)
+        ctx.lambd = lambd
+        xp = a._xp
+        return xp.where(x > lambd, x - lambd, xp.where(x < -lambd, x + lambd, 0)).astype(
+            x.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (a,) = ctx.saved_tensors
+        return (grad * ((a > ctx.lambd) | (a < -ctx.lambd)), None)
+
+
+class Hardshrink(Softshrink):
+    node_name = "HardshrinkBackward0"
+
+    @staticmethod
+    def forward(ctx, a, lambd=0.5):
+        x = floating_array("hardshrink_cpu", a)
+        ctx.save_for_backward(a)
+        ctx.lambd = lambd
+        return a._xp.where((x > lambd) | (x < -lambd), x, 0).astype(x.dtype, copy=False)
+
+
+# -- erf ---------------------------------------------------------------------------------
+# NumPy has no erf. These are Cephes' rational approximations (S. L. Moshier, public
+# domain; the ones scipy and torch's CPU kernels agree with to float64 rounding): erf on
+# |x| <= 1, erfc beyond, each a ratio of polynomials evaluated with Horner's rule.
+_ERF_T = (9.60497373987051638749e0, 9.00260197203842689217e1, 2.23200534594684319226e3,
+          7.00332514112805075473e3, 5.55923013010394962768e4)
+_ERF_U = (1.0, 3.35617141647503099647e1, 5.21357949780152679795e2, 4.59432382970980127987e3,
+          2.26290000613890934246e4, 4.92673942608635921086e4)
+_ERFC_P = (2.46196981473530512524e-10, 5.64189564831068821977e-1, 7.46321056442269912687e0,
+           4.86371970985681366614e1, 1.96520832956077098242e2, 5.26445194995477358631e2,
+           9.34528527171957607540e2, 1.02755188689515710272e3, 5.57535335369399327526e2)
+_ERFC_Q = (1.0, 1.32281951154744992508e1, 8.67072140885989742329e1, 3.54937778887819891062e2,
+           9.75708501743205489753e2, 1.82390916687909736289e3, 2.24633760818710981792e3,
+           1.65666309194161350182e3, 5.57535340817727675546e2)
+_ERFC_R = (5.64189583547755073984e-1, 1.27536670759978104416e0, 5.01905042251180477414e0,
+           6.16021097993053585195e0, 7.40974269950448939160e0, 2.97886665372100240670e0)
+_ERFC_S = (1.0, 2.26052863220117276590e0, 9.39603524938001434673e0, 1.20489539808096656605e1,
+           1.70814450747565897222e1, 9.60896809063285878198e0, 3.36907645100081516050e0)
+
+
+def _horner(x, coefficients):
+    result = x * 0 + coefficients[0]
+    for coefficient in coefficients[1:]:
+        result = result * x + coefficient
+    return result
+
+
+def erf(xp, x):
+    """The error function of an array, elementwise, in the array's dtype."""
+    if xp is not np:
+        return _cupy_erf(x)
+    work = x.astype(np.float64)
+    magnitude = np.abs(work)
+    small = magnitude <= 1.0
+    square = work * work
+    inner = work * _horner(square, _ERF_T) / _horner(square, _ERF_U)
+    near = np.minimum(magnitude, 8.0)
+    with np.errstate(under="ignore", over="ignore", invalid="ignore"):
+        tail = np.where(magnitude < 8.0, _horner(near, _ERFC_P) / _horner(near, _ERFC_Q),
+                        _horner(magnitude, _ERFC_R) / _horner(magnitude, _ERFC_S))
+        complement = np.exp(-square) * tail
+    outer = np.copysign(1.0 - complement, work)
+    return np.where(small, inner, outer).astype(x.dtype, copy=False)
+
+
+_cupy_special = None  # cupyx.scipy.special, imported on first CUDA use (never on the CPU)
+
+
+def _cupy_erf(x):
+    global _cupy_special
+    if _cupy_special is None:
+        from cupyx.scipy import special
+
+        _cupy_special = special
+    return _cupy_special.erf(x)
+
+
+__all__ = ["SELU_ALPHA", "SELU_SCALE", "erf"]

@@ -1,0 +1,593 @@
+"""Elementwise functions of two or three tensors beyond arith.py's: atan2, fmod, remainder,
+floor division, hypot, lerp, addcmul/addcdiv, xlogy, logaddexp, copysign, fmax/fmin.
+
+Arguments broadcast and promote as in torch (``operands``); each gradient is summed back
+to its input's shape (``sum_to``). Two ops torch has no derivative for (``floor_divide``,
+``heaviside``) record a node whose backward raises torch's error, so a graph through them
+fails the way it fails in torch instead of silently getting no gradient.
+"""
+
+from __future__ import annotations
+
+from .. import _dtype
+from ..autograd.function import Op
+from ..errors import (
+    ArgumentTypeError,
+    AutogradError,
+    DTypeError,
+    InvalidValueError,
+    UnsupportedDTypeError,
+)
+from ..tensor import Tensor
+from ._operands import broadcast_error, operands
+from .reduce import sum_to
+from .unary import _quiet
+
+_LN2 = 0.6931471805599453
+
+
+def _shape(value) -> tuple:
+    return value._array.shape if isinstance(value, Tensor) else ()
+
+
+def _pair(op_name: str, a, b):
+    """Both operands promoted; a broadcast error that names the tensors."""
+    x, y = operands(a, b)
+    try:
+        (a if isinstance(a, Tensor) else b)._xp.broadcast_shapes(
+            getattr(x, "shape", ()), getattr(y, "shape", ()))
+    except ValueError:
+        raise broadcast_error(op_name, a, b) from None
+    return x, y
+
+
+def _float_pair(op_name: str, a, b):
+    x, y = _pair(op_name, a, b)
+    default = _dtype.default_float.numpy
+    if getattr(x, "dtype", None) is not None and x.dtype.kind != "f":
+        x = x.astype(default)
+    if getattr(y, "dtype", None) is not None and y.dtype.kind != "f":
+        y = y.astype(default)
+    return x, y
+
+
+def _check_integer_divisor(op_name: str, divisor, tensor) -> None:
+    """Integer division by zero: torch raises (NumPy would warn and give 0)."""
+    kind = getattr(divisor, "dtype", None)
+    if kind is None:
+        if isinstance(divisor, int) and divisor == 0:
+            raise ZeroDivisionRuntimeError(op_name, tensor)
+        return
+    if divisor.dtype.kind in "iub" and not divisor.all():
+        raise ZeroDivisionRuntimeError(op_name, tensor)
+
+
+class ZeroDivisionRuntimeError(InvalidValueError):
+    """torch's "ZeroDivisionError" (a RuntimeError) for integer division by zero."""
+
+    def __init__(self, op_name: str, tensor) -> None:
+        super().__init__(
+            f"ZeroDivisionError ({op_name}: integer division by zero with "
+            f"{tensor._describe()}). Hint: make the divisor nonzero, or use floating point "
+            "tensors (.float()) to get inf/nan instead.")
+
+
+class Atan2(Op):
+    node_name = "Atan2Backward0"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        x, y = _float_pair("atan2", a, b)
+        ctx.save_for_backward(a, b)
+        return a._xp.arctan2(x, y)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        scale = grad / (a * a + b * b)
+        return (sum_to(scale * b, a.shape) if needs[0] else None,
+                sum_to(-scale * a, b.shape) if needs[1] else None)
+
+
+class FmodScalar(Op):
+    """``fmod(tensor, number)``: the remainder with the dividend's sign (C's fmod)."""
+
+    node_name = "FmodBackward0"
+
+    @staticmethod
+    def forward(ctx, a, other):
+        x, y = operands(a, other)
+        _check_integer_divisor("fmod", y, a)
+        with _quiet(a._xp):
+            return a._xp.fmod(x, y)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return (grad, None)
+
+
+class Fmod(Op):
+    node_name = "FmodBackward1"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        x, y = _pair("fmod", a, b)
+        _check_integer_divisor("fmod", y, a)
+        ctx.save_for_backward(a, b)
+        with _quiet(a._xp):
+            return a._xp.fmod(x, y)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        grad_b = None
+        if needs[1]:
+            grad_b = sum_to(-grad * (a / b).trunc(), b.shape)
+        return (sum_to(grad, a.shape) if needs[0] else None), grad_b
+
+
+class RemainderScalar(Op):
+    """``remainder(tensor, number)``: Python's ``%`` (the divisor's sign)."""
+
+    node_name = "RemainderBackward0"
+
+    @staticmethod
+    def forward(ctx, a, other):
+        x, y = operands(a, other)
+        _check_integer_divisor("remainder", y, a)
+        with _quiet(a._xp):
+            return a._xp.remainder(x, y)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return (grad, None)
+
+
+class Remainder(Op):
+    node_name = "RemainderBackward1"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        x, y = _pair("remainder", a, b)
+        _check_integer_divisor("remainder", y, b if isinstance(b, Tensor) else a)
+        ctx.save_for_backward(a, b)
+        with _quiet(a._xp if isinstance(a, Tensor) else b._xp):
+            return (a if isinstance(a, Tensor) else b)._xp.remainder(x, y)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        grad_b = None
+        if needs[1]:
+            grad_b = sum_to(-grad * (a / b).floor(), b.shape)
+        return (sum_to(grad, _shape(a)) if needs[0] else None), grad_b
+
+
+class _NotDifferentiable(Op):
+    """An op torch defines no derivative for: its node raises torch's error in backward."""
+
+    node_name = "torch::autograd::NotImplemented"
+    _aten_name = ""
+
+    @staticmethod
+    def backward(ctx, grad):
+        raise AutogradError(
+            f"derivative for aten::{ctx._function._aten_name} is not implemented. Hint: "
+            "torch has no gradient for it either; detach() its inputs, or use a "
+            "differentiable formula.")
+
+
+class FloorDivide(_NotDifferentiable):
+    """``a // b``: division rounded toward negative infinity (torch's floor_divide)."""
+
+    node_name = "torch::autograd::NotImplemented"
+    _aten_name = "floor_divide"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        x, y = _pair("floor_divide", a, b)
+        tensor = a if isinstance(a, Tensor) else b
+        _check_integer_divisor("floor_divide", y, tensor)
+        with _quiet(tensor._xp):
+            return tensor._xp.floor_divide(x, y)
+
+
+class Heaviside(_NotDifferentiable):
+    """``heaviside(input, values)``: 0 below zero, 1 above, ``values`` at zero."""
+
+    node_name = "torch::autograd::NotImplemented"
+    _aten_name = "heaviside"
+
+    @staticmethod
+    def forward(ctx, a, values):
+        if a._array.dtype != values._array.dtype:
+            raise DTypeError(
+                f"heaviside is not yet implemented for tensors with different dtypes "
+                f"({a._describe()} and {values._describe()}). Hint: convert values with "
+                f".to({a.dtype!r}).")
+        x, y = _pair("heaviside", a, values)
+        xp = a._xp
+        return xp.where(x == 0, y, (x > 0).astype(x.dtype))
+
+
+class RemainderScalarSelf(_NotDifferentiable):
+    """``number % tensor``: torch defines no derivative for a number as dividend."""
+
+    node_name = "torch::autograd::NotImplemented"
+    _aten_name = "remainder"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        x, y = operands(a, b)
+        _check_integer_divisor("remainder", y, b)
+        with _quiet(b._xp):
+            return b._xp.remainder(x, y)
+
+
+class DivRounding(Op):
+    """``div(a, b, rounding_mode="trunc"|"floor")``: piecewise constant, zero gradient."""
+
+    node_name = "DivBackward2"
+
+    @staticmethod
+    def forward(ctx, a, b, rounding_mode):
+        x, y = _pair("div", a, b)
+        tensor = a if isinstance(a, Tensor) else b
+        _check_integer_divisor("div", y, tensor)
+        xp = tensor._xp
+        with _quiet(xp):
+            if getattr(x, "dtype", None) is not None and x.dtype.kind != "f" and not (
+                    isinstance(y, float) or getattr(y, "dtype", x.dtype).kind == "f"):
+                quotient = xp.floor_divide(x, y)
+                if rounding_mode == "trunc":  # floor and trunc differ for negative quotients
+                    remainder = xp.remainder(x, y)
+                    quotient = quotient + ((remainder != 0) & ((x < 0) != (y < 0)))
+                return quotient
+            quotient = x / y
+            return xp.trunc(quotient) if rounding_mode == "trunc" else xp.floor(quotient)
+
+    @staticmethod
+    def backward(ctx, grad):
+        meta = ctx._input_meta
+        needs = ctx.needs_input_grad
+        grads = [None, None, None]
+        slot = 0
+        for position in range(2):
+            if position in ctx._arg_slots:
+                if needs[position]:
+                    grads[position] = sum_to(grad * 0, meta[slot][0])
+                slot += 1
+        return tuple(grads)
+
+
+class Hypot(Op):
+    node_name = "HypotBackward0"
+    saves_output = True
+
+    @staticmethod
+    def forward(ctx, a, b):
+        x, y = _pair("hypot", a, b)
+        if x.dtype.kind != "f":
+            from .pointwise import _torch_type_name
+
+            raise UnsupportedDTypeError(f"\"hypot_cpu\" not implemented for "
+                                        f"'{_torch_type_name(x.dtype)}' ({a._describe()}). "
+                                        "Hint: convert it with .float() first.")
+        ctx.save_for_backward(a, b)
+        return a._xp.hypot(x, y)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b, result = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        scale = grad / result
+        return (sum_to(scale * a, a.shape) if needs[0] else None,
+                sum_to(scale * b, b.shape) if needs[1] else None)
+
+
+def _same_dtype(op_name: str, names: tuple, *tensors) -> None:
+    first = tensors[0]
+    for name, tensor in zip(names[1:], tensors[1:]):
+        if isinstance(tensor, Tensor) and tensor._array.dtype != first._array.dtype:
+            raise DTypeError(
+                f"expected dtype {_torch_name(first)} for `{name}` but got dtype "
+                f"{_torch_name(tensor)} ({op_name}: {tensor._describe()}). Hint: convert it "
+                f"with .to({first.dtype!r}).")
+
+
+def _torch_name(tensor) -> str:
+    return {"float32": "float", "float64": "double", "float16": "half", "int64": "long",
+            "int32": "int"}.get(tensor.dtype.name, tensor.dtype.name)
+
+
+class Lerp(Op):
+    """``start + weight * (end - start)`` with a number as weight."""
+
+    node_name = "LerpBackward0"
+
+    @staticmethod
+    def forward(ctx, start, end, weight):
+        _same_dtype("lerp", ("self", "end"), start, end)
+        x, y = _pair("lerp", start, end)
+        ctx.weight = weight
+        ctx.shapes = (x.shape, y.shape)
+        return x + weight * (y - x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        needs = ctx.needs_input_grad
+        weight = ctx.weight
+        return (sum_to(grad * (1 - weight), ctx.shapes[0]) if needs[0] else None,
+                sum_to(grad * weight, ctx.shapes[1]) if needs[1] else None, None)
+
+
+class LerpTensor(Op):
+    node_name = "LerpBackward1"
+
+    @staticmethod
+    def forward(ctx, start, end, weight):
+        _same_dtype("lerp", ("self", "end", "weight"), start, end, weight)
+        x, y = _pair("lerp", start, end)
+        w = weight._array
+        ctx.save_for_backward(start, end, weight)
+        try:
+            return x + w * (y - x)
+        except ValueError:
+            raise broadcast_error("lerp", start, weight) from None
+
+    @staticmethod
+    def backward(ctx, grad):
+        start, end, weight = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        return (sum_to(grad * (1 - weight), start.shape) if needs[0] else None,
+                sum_to(grad * weight, end.shape) if needs[1] else None,
+                sum_to(grad * (end - start), weight.shape) if needs[2] else None)
+
+
+class Addcmul(Op):
+    """``input + value * tensor1 * tensor2``."""
+
+    node_name = "AddcmulBackward0"
+
+    @staticmethod
+    def forward(ctx, a, t1, t2, value=1):
+        x, y = _pair("addcmul", t1, t2)
+        product = x * y
+        ctx.save_for_backward(t1, t2)
+        ctx.value = value
+        try:
+            return a._array + value * product
+        except ValueError:
+            raise broadcast_error("addcmul", a, t1) from None
+
+    @staticmethod
+    def backward(ctx, grad):
+        t1, t2 = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        value = ctx.value
+        shape_a = ctx._input_meta[0][0]
+        return (sum_to(grad, shape_a) if needs[0] else None,
+                sum_to(grad * t2 * value, t1.shape) if needs[1] else None,
+                sum_to(grad * t1 * value, t2.shape) if needs[2] else None, None)
+
+
+class Addcdiv(Op):
+    """``input + value * tensor1 / tensor2``."""
+
+    node_name = "AddcdivBackward0"
+
+    @staticmethod
+    def forward(ctx, a, t1, t2, value=1):
+        x, y = _pair("addcdiv", t1, t2)
+        if x.dtype.kind != "f" and y.dtype.kind != "f":
+            raise DTypeError(
+                f"Integer division with addcdiv is no longer supported, and in a future "
+                f"release addcdiv will perform a true division of tensor1 and tensor2. "
+                f"({t1._describe()} / {t2._describe()}). Hint: convert them with .float().")
+        ctx.save_for_backward(t1, t2)
+        ctx.value = value
+        with _quiet(a._xp):
+            try:
+                return a._array + value * (x / y)
+            except ValueError:
+                raise broadcast_error("addcdiv", a, t1) from None
+
+    @staticmethod
+    def backward(ctx, grad):
+        t1, t2 = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        value = ctx.value
+        shape_a = ctx._input_meta[0][0]
+        return (sum_to(grad, shape_a) if needs[0] else None,
+                sum_to(grad * value / t2, t1.shape) if needs[1] else None,
+                sum_to(-grad * value * t1 / (t2 * t2), t2.shape) if needs[2] else None,
+                None)
+
+
+def _xlogy_array(xp, x, y):
+    with _quiet(xp):
+        product = x * xp.log(y)
+    # 0 * log(y) is 0 unless y is NaN (torch's rule)
+    return xp.where((x == 0) & ~xp.isnan(y), xp.zeros_like(product), product)
+
+
+class Xlogy(Op):
+    """``x * log(y)``, 0 where x == 0 (unless y is NaN)."""
+
+    node_name = "XlogyBackward0"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        x, y = _float_pair("xlogy", a, b)
+        xp = (a if isinstance(a, Tensor) else b)._xp
+        ctx.save_for_backward(a, b)
+        return _xlogy_array(xp, x, xp.asarray(y, dtype=x.dtype if hasattr(x, "dtype")
+                                              else None))
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        grad_a = grad_b = None
+        if needs[0]:
+            nonzero = (a != 0).to(grad.dtype)
+            grad_a = sum_to(grad * Xlogy.apply(nonzero, b), _shape(a))
+        if needs[1]:
+            grad_b = sum_to(grad * a / b, _shape(b))
+        return grad_a, grad_b
+
+
+class XlogyScalarSelf(Xlogy):
+    node_name = "XlogyBackward1"
+
+
+class XlogyScalarOther(Xlogy):
+    node_name = "XlogyBackward2"
+
+
+class Logaddexp(Op):
+    node_name = "LogaddexpBackward0"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        x, y = _pair("logaddexp", a, b)
+        _check_float("logaddexp", x, a)
+        ctx.save_for_backward(a, b)
+        return a._xp.logaddexp(x, y)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        from .unary import Sigmoid
+
+        return (sum_to(grad * Sigmoid.apply(a - b), a.shape) if needs[0] else None,
+                sum_to(grad * Sigmoid.apply(b - a), b.shape) if needs[1] else None)
+
+
+class Logaddexp2(Op):
+    node_name = "Logaddexp2Backward0"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        x, y = _pair("logaddexp2", a, b)
+        _check_float("logaddexp2", x, a)
+        ctx.save_for_backward(a, b)
+        return a._xp.logaddexp2(x, y)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        from .unary import Sigmoid
+
+        # d/da log2(2^a + 2^b) = 2^a / (2^a + 2^b) = sigmoid((a - b) ln 2)
+        return (sum_to(grad * Sigmoid.apply((a - b) * _LN2), a.shape) if needs[0] else None,
+                sum_to(grad * Sigmoid.apply((b - a) * _LN2), b.shape) if needs[1] else None)
+
+
+def _check_float(op_name: str, array, tensor) -> None:
+    if array.dtype.kind != "f":
+        from .pointwise import _torch_type_name
+
+        raise UnsupportedDTypeError(f"\"{op_name}_cpu\" not implemented for "
+                         f"'{_torch_type_name(array.dtype)}' ({tensor._describe()}). Hint: "
+                         "convert it with .float() first.")
+
+
+class Copysign(Op):
+    """``|a|`` with the sign of ``b``; the gradient flows to ``a`` only."""
+
+    node_name = "CopysignBackward0"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        x, y = _float_pair("copysign", a, b)
+        ctx.save_for_backward(a)
+        ctx.shape_b = _shape(b)
+        result = a._xp.copysign(x, y)
+        ctx.ratio_sign = a._xp.sign(result) * a._xp.sign(x)  # +1 kept, -1 flipped, 0 at 0
+        return result
+
+    @staticmethod
+    def backward(ctx, grad):
+        needs = ctx.needs_input_grad
+        (a,) = ctx.saved_tensors
+        flip = Tensor._wrap(ctx.ratio_sign.astype(grad._array.dtype, copy=False), False)
+        grad_a = sum_to(grad * flip, a.shape) if needs[0] else None
+        grad_b = None
+        if len(needs) > 1 and needs[1]:
+            grad_b = sum_to(grad * 0, ctx.shape_b)
+        return grad_a, grad_b
+
+
+class CopysignScalar(Copysign):
+    node_name = "CopysignBackward1"
+
+
+class Fmax(Op):
+    """Elementwise max that ignores NaN (NaN only where both are NaN)."""
+
+    node_name = "FmaxBackward0"
+    _pick = "fmax"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        x, y = _pair(ctx._function._pick, a, b)
+        xp = a._xp
+        result = getattr(xp, ctx._function._pick)(x, y)
+        # the gradient goes to a where a was picked (ties: a), as torch does
+        ctx.from_a = (result == x) | (xp.isnan(y) & ~xp.isnan(x)) if hasattr(x, "shape") \
+            else None
+        ctx.shapes = (_shape(a), _shape(b))
+        return result
+
+    @staticmethod
+    def backward(ctx, grad):
+        needs = ctx.needs_input_grad
+        from_a = Tensor._wrap(ctx.from_a, False)
+        from .indexing import Where
+
+        return (sum_to(Where.apply(from_a, grad, 0.0), ctx.shapes[0]) if needs[0] else None,
+                sum_to(Where.apply(from_a, 0.0, grad), ctx.shapes[1]) if needs[1] else None)
+
+
+class Fmin(Fmax):
+    node_name = "FminBackward0"
+    _pick = "fmin"
+
+
+class Ldexp(Op):
+    """``input * 2 ** other``."""
+
+    node_name = "LdexpBackward0"
+
+    @staticmethod
+    def forward(ctx, a, other):
+        x, y = _float_pair("ldexp", a, other)
+        ctx.save_for_backward(a, other)
+        return x * a._xp.exp2(y)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, other = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        power = other.exp2() if isinstance(other, Tensor) else 2.0 ** other
+        grad_a = sum_to(grad * power, a.shape) if needs[0] else None
+        grad_other = None
+        if len(needs) > 1 and needs[1]:
+            grad_other = sum_to(grad * a * power * _LN2, other.shape)
+        return grad_a, grad_other
+
+
+def check_tensor_argument(op_name: str, name: str, position: int, value, tensor=None) -> None:
+    """torch's TypeError for a number where its signature takes only a Tensor."""
+    if not isinstance(value, Tensor):
+        beside = f" (beside {tensor._describe()})" if tensor is not None else ""
+        raise ArgumentTypeError(
+            f"{op_name}(): argument '{name}' (position {position}) must be Tensor, not "
+            f"{type(value).__name__}{beside}. Hint: wrap it with tracegrad.tensor(...).")
+

@@ -1,0 +1,97 @@
+"""``cdist``: the p-norm distance between each pair of rows of two batches of matrices."""
+
+from __future__ import annotations
+
+import math
+
+from ..autograd.function import Op
+from ..errors import DTypeError, ShapeError
+from ..tensor import Tensor
+from .unary import _quiet
+
+
+def _pairwise(xp, x1, x2, p: float):
+    """(..., P, R) distances. For p=2 with more than 25 rows on either side torch uses the
+    |a|^2 + |b|^2 - 2ab expansion (one matrix product); so does this, to give the same
+    values."""
+    if p == 2 and (x1.shape[-2] > 25 or x2.shape[-2] > 25):
+        square1 = (x1 * x1).sum(-1)[..., :, None]
+        square2 = (x2 * x2).sum(-1)[..., None, :]
+        squared = square1 + square2 - 2 * (x1 @ xp.swapaxes(x2, -1, -2))
+        return xp.sqrt(xp.maximum(squared, 0))
+    diff = xp.abs(x1[..., :, None, :] - x2[..., None, :, :])
+    if p == 0:
+        return (diff != 0).sum(-1).astype(x1.dtype)
+    if p == 1:
+        return diff.sum(-1)
+    if p == 2:
+        return xp.sqrt((diff * diff).sum(-1))
+    if p == math.inf:
+        return diff.max(-1) if diff.shape[-1] else diff.sum(-1)
+    with _quiet(xp):
+        return (diff ** p).sum(-1) ** (1.0 / p)
+
+
+class Cdist(Op):
+    node_name = "CdistBackward0"
+    saves_output = True
+
+    @staticmethod
+    def forward(ctx, x1, x2, p=2.0):
+        a, b = x1._array, x2._array
+        if a.ndim < 2 or b.ndim < 2:
+            which = x1 if a.ndim < 2 else x2
+            raise ShapeError(f"cdist only supports at least 2D tensors, X{1 if a.ndim < 2 else 2} "
+                             f"got: {a.ndim if a.ndim < 2 else b.ndim}D ({which._describe()})")
+        if a.shape[-1] != b.shape[-1]:
+            raise ShapeError(
+                f"X1 and X2 must have the same number of columns. X1: {a.shape[-1]} X2: "
+                f"{b.shape[-1]} ({x1._describe()} and {x2._describe()}). Hint: the rows of "
+                "both are points in one space, so their lengths must agree.")
+        if a.dtype.kind != "f" or b.dtype.kind != "f":
+            raise DTypeError(f"cdist only supports floating-point dtypes, X1 got: "
+                             f"{x1.dtype.name} ({x1._describe()})")
+        if p < 0:
+            raise ShapeError(f"cdist only supports non-negative p values, got {p}")
+        ctx.save_for_backward(x1, x2)
+        ctx.p = float(p)
+        xp = x1._xp
+        try:
+            return _pairwise(xp, a, b, float(p))
+        except ValueError:
+            from ._operands import broadcast_error
+
+            raise broadcast_error("cdist", x1, x2) from None
+
+    @staticmethod
+    def backward(ctx, grad):
+        from .indexing import Where
+        from .reduce import sum_to
+
+        x1, x2, result = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        p = ctx.p
+        if p == 0:
+            return None, None, None
+        diff = x1.unsqueeze(-2) - x2.unsqueeze(-3)  # (..., P, R, M)
+        distance = result.unsqueeze(-1)
+        weight = grad.unsqueeze(-1)
+        if p == 1:
+            pair = weight * diff.sign()
+        elif p == math.inf:
+            magnitude = diff.abs()
+            pair = weight * diff.sign() * (magnitude == distance)
+        else:
+            zero = distance == 0
+            safe = Where.apply(zero, 1.0, distance)
+            if p == 2:
+                scale = diff / safe
+            else:
+                scale = diff * diff.abs() ** (p - 2) / safe ** (p - 1)
+            pair = Where.apply(zero, 0.0, weight * scale)
+        grad1 = sum_to(pair.sum(-2), x1.shape) if needs[0] else None
+        grad2 = sum_to(-pair.sum(-3), x2.shape) if needs[1] else None
+        return grad1, grad2, None
+
+
+__all__ = ["Cdist", "Tensor"]

@@ -1,0 +1,48 @@
+"""embedding: rows of a weight matrix picked by integer indices (EmbeddingBackward0).
+
+The indices are an attribute of the node, not an input: like torch, the node's only edge
+is the weight. Backward adds each gradient row into the row it came from
+(``IndexAccumulate``, whose backward is the lookup again).
+"""
+
+from __future__ import annotations
+
+from ..autograd.function import Op
+from ..errors import DTypeError
+from ..tensor import Tensor
+from .indexing import IndexAccumulate
+
+
+class Embedding(Op):
+    node_name = "EmbeddingBackward0"
+
+    @staticmethod
+    def forward(ctx, weight, indices, padding_idx=-1, scale_grad_by_freq=False):
+        rows = indices._array
+        if rows.dtype.kind not in "iu":
+            raise DTypeError(
+                f"Expected tensor for argument #1 'indices' to have one of the following scalar "
+                f"types: Long, Int; but got {indices._describe()} instead (while checking "
+                "arguments for embedding). Hint: convert the indices with .long().")
+        count = weight._array.shape[0]
+        if rows.size and (int(rows.min()) < -count or int(rows.max()) >= count):
+            raise IndexError(
+                f"index out of range in self: embedding has {count} rows (weight "
+                f"{weight._describe()}), indices run from {int(rows.min())} to "
+                f"{int(rows.max())}. Hint: num_embeddings must exceed the largest index.")
+        ctx.indices, ctx.rows = rows, count
+        ctx.padding_idx, ctx.scale_grad_by_freq = padding_idx, scale_grad_by_freq
+        return weight._array[rows]
+
+    @staticmethod
+    def backward(ctx, grad):
+        xp = grad._xp
+        flat = ctx.indices.reshape(-1) % ctx.rows
+        width = grad.shape[-1]
+        rows = grad.reshape(-1, width)
+        if ctx.padding_idx is not None and ctx.padding_idx >= 0:
+            rows = rows * Tensor._wrap((flat != ctx.padding_idx)[:, None], False)
+        if ctx.scale_grad_by_freq:
+            counts = xp.bincount(flat, minlength=ctx.rows)[flat].astype(rows._array.dtype)
+            rows = rows / Tensor._wrap(counts[:, None], False)
+        return (IndexAccumulate.apply(rows, shape=(ctx.rows, width), index=flat),)

@@ -1,0 +1,200 @@
+"""batch_norm, layer_norm and group_norm, one node each as in torch
+(NativeBatchNormBackward0, NativeLayerNormBackward0, NativeGroupNormBackward0).
+
+Forward computes the statistics on arrays (and updates a batch norm's running statistics in
+place). Backward is the usual formula, written with tensor ops::
+
+    x_hat = (x - mean) * rstd
+    dx = rstd * (g - mean(g) - x_hat * mean(g * x_hat))     g = grad * weight
+
+With ``create_graph`` the mean and rstd are recomputed from ``x`` with tensor ops, so that
+the second derivative sees how they depend on ``x``; otherwise the forward's are reused.
+"""
+
+from __future__ import annotations
+
+from ..autograd.function import Op
+from ..autograd.grad_mode import state
+from ..errors import ShapeError
+from ..tensor import Tensor
+
+
+def _statistics(xp, x, axes, eps):
+    mean = x.mean(axis=axes, keepdims=True)
+    centered = x - mean
+    variance = (centered * centered).mean(axis=axes, keepdims=True)
+    rstd = 1 / xp.sqrt(variance + eps)
+    return mean, variance, rstd.astype(x.dtype, copy=False)
+
+
+def _input_grad(x: Tensor, g: Tensor, axes: tuple, mean, rstd, eps: float,
+                batch_statistics: bool) -> tuple:
+    """(dx, x_hat) for normalized ``x`` whose output gradient times weight is ``g``."""
+    if not batch_statistics:  # fixed (running) statistics: an affine map of x
+        rstd = Tensor._wrap(rstd, False)
+        return g * rstd, (x - Tensor._wrap(mean, False)) * rstd
+    if state.grad_enabled:  # create_graph: mean and rstd as functions of x
+        centered = x - x.mean(dim=axes, keepdim=True)
+        rstd = ((centered * centered).mean(dim=axes, keepdim=True) + eps) ** -0.5
+        x_hat = centered * rstd
+    else:
+        rstd = Tensor._wrap(rstd, False)
+        x_hat = (x - Tensor._wrap(mean, False)) * rstd
+    projection = (g * x_hat).mean(dim=axes, keepdim=True)
+    grad_input = (g - g.mean(dim=axes, keepdim=True) - x_hat * projection) * rstd
+    return grad_input, x_hat
+
+
+def _channel_shape(ndim: int) -> tuple:
+    return (1, -1) + (1,) * (ndim - 2)
+
+
+class NativeBatchNorm(Op):
+    node_name = "NativeBatchNormBackward0"
+
+    @staticmethod
+    def forward(ctx, input, weight, bias, training, momentum, eps, running_mean=None,
+                running_var=None):
+        xp = input._xp
+        x = input._array
+        channels = x.shape[1]
+        for name, tensor in (("running_mean", running_mean), ("running_var", running_var),
+                             ("weight", weight), ("bias", bias)):
+            if tensor is not None and tensor._array.size != channels:
+                raise ShapeError(
+                    f"{name} should contain {channels} elements not {tensor._array.size} "
+                    f"(input {input._describe()}). Hint: num_features of the layer must be "
+                    "the input's size along dim 1.")
+        axes = (0,) + tuple(range(2, x.ndim))
+        shape = _channel_shape(x.ndim)
+        batch_statistics = training or running_mean is None
+        if batch_statistics:
+            mean, variance, rstd = _statistics(xp, x, axes, eps)
+            if training and running_mean is not None:
+                count = x.size // channels
+                _update_running(running_mean, mean.reshape(-1), momentum)
+                _update_running(running_var,
+                                variance.reshape(-1) * (count / max(count - 1, 1)), momentum)
+        else:
+            mean = running_mean._array.reshape(shape).copy()  # the buffer moves on
+            rstd = (1 / xp.sqrt(running_var._array + eps)).astype(x.dtype).reshape(shape)
+        out = (x - mean) * rstd
+        if weight is not None:
+            out *= weight._array.reshape(shape)
+        if bias is not None:
+            out += bias._array.reshape(shape)
+        ctx.save_for_backward(input, weight)
+        ctx.mean, ctx.rstd, ctx.eps, ctx.axes = mean, rstd, eps, axes
+        ctx.batch_statistics = batch_statistics
+        ctx.has_bias = bias is not None
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        input, weight = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        shape = _channel_shape(input.ndim)
+        g = grad if weight is None else grad * weight.reshape(shape)
+        grad_input, x_hat = _input_grad(input, g, ctx.axes, ctx.mean, ctx.rstd, ctx.eps,
+                                        ctx.batch_statistics)
+        grad_weight = (grad * x_hat).sum(dim=ctx.axes) if weight is not None and needs[1] \
+            else None
+        grad_bias = grad.sum(dim=ctx.axes) if ctx.has_bias and needs[2] else None
+        return grad_input if needs[0] else None, grad_weight, grad_bias, None, None, None
+
+
+def _update_running(running: Tensor, value, momentum: float) -> None:
+    """``running = (1 - momentum) * running + momentum * value``, in place (as torch's
+    kernel writes the buffer; its version counter moves)."""
+    array = running._array
+    array *= 1 - momentum
+    array += (momentum * value).astype(array.dtype, copy=False)
+    running._version_counter.bump("native_batch_norm")
+
+
+class NativeLayerNorm(Op):
+    node_name = "NativeLayerNormBackward0"
+
+    @staticmethod
+    def forward(ctx, input, normalized_shape, weight, bias, eps):
+        x = input._array
+        count = len(normalized_shape)
+        if x.shape[x.ndim - count:] != tuple(normalized_shape) or x.ndim < count:
+            raise ShapeError(
+                f"Given normalized_shape={list(normalized_shape)}, expected input with shape "
+                f"[*, {', '.join(map(str, normalized_shape))}], but got input of size"
+                f"{list(x.shape)} ({input._describe()})")
+        axes = tuple(range(x.ndim - count, x.ndim))
+        mean, _, rstd = _statistics(input._xp, x, axes, eps)
+        out = (x - mean) * rstd
+        if weight is not None:
+            out *= weight._array
+        if bias is not None:
+            out += bias._array
+        ctx.save_for_backward(input, weight)
+        ctx.mean, ctx.rstd, ctx.eps, ctx.axes = mean, rstd, eps, axes
+        ctx.has_bias = bias is not None
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        input, weight = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        g = grad if weight is None else grad * weight
+        grad_input, x_hat = _input_grad(input, g, ctx.axes, ctx.mean, ctx.rstd, ctx.eps, True)
+        leading = tuple(range(input.ndim - len(ctx.axes)))
+        grad_weight = grad_bias = None
+        if weight is not None and needs[2]:
+            grad_weight = (grad * x_hat).sum(dim=leading) if leading else grad * x_hat
+        if ctx.has_bias and needs[3]:
+            grad_bias = grad.sum(dim=leading) if leading else grad
+        return grad_input if needs[0] else None, None, grad_weight, grad_bias, None
+
+
+class NativeGroupNorm(Op):
+    node_name = "NativeGroupNormBackward0"
+
+    @staticmethod
+    def forward(ctx, input, weight, bias, num_groups, eps):
+        x = input._array
+        batch, channels = x.shape[:2]
+        if channels % num_groups:
+            raise ShapeError(
+                f"Expected number of channels in input to be divisible by num_groups, but got "
+                f"input of shape {list(x.shape)} and num_groups={num_groups}")
+        for tensor in (weight, bias):
+            if tensor is not None and tensor._array.shape != (channels,):
+                raise ShapeError(
+                    f"Expected weight to be a vector of size equal to the number of channels "
+                    f"in input, but got weight of shape {list(tensor._array.shape)} and input "
+                    f"of shape {list(x.shape)}")
+        grouped = x.reshape(batch, num_groups, -1)
+        mean, _, rstd = _statistics(input._xp, grouped, (2,), eps)
+        out = ((grouped - mean) * rstd).reshape(x.shape)
+        shape = _channel_shape(x.ndim)
+        if weight is not None:
+            out *= weight._array.reshape(shape)
+        if bias is not None:
+            out += bias._array.reshape(shape)
+        ctx.save_for_backward(input, weight)
+        ctx.mean, ctx.rstd, ctx.eps, ctx.groups = mean, rstd, eps, num_groups
+        ctx.has_bias = bias is not None
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        input, weight = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        shape = _channel_shape(input.ndim)
+        grouped_shape = (input.shape[0], ctx.groups, -1)
+        g = grad if weight is None else grad * weight.reshape(shape)
+        grad_input, x_hat = _input_grad(input.reshape(grouped_shape), g.reshape(grouped_shape),
+                                        (2,), ctx.mean, ctx.rstd, ctx.eps, True)
+        axes = (0,) + tuple(range(2, input.ndim))
+        grad_weight = grad_bias = None
+        if weight is not None and needs[1]:
+            grad_weight = (grad * x_hat.reshape(input.shape)).sum(dim=axes)
+        if ctx.has_bias and needs[2]:
+            grad_bias = grad.sum(dim=axes)
+        return (grad_input.reshape(input.shape) if needs[0] else None, grad_weight, grad_bias,
+                None, None)

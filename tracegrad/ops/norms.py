@@ -1,0 +1,140 @@
+"""The vector p-norm (``linalg.vector_norm``), which ``Tensor.norm``, ``torch.norm`` and
+``linalg.norm``/``matrix_norm('fro')`` record as LinalgVectorNormBackward0, as torch does.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .. import _dtype
+from ..autograd.function import Op
+from ..errors import DTypeError
+from ..tensor import Tensor
+from .reduce import normalize_dims
+from .statistics import as_kept
+from .unary import _quiet
+
+
+def _norm_dims(dim, ndim: int):
+    if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
+        return None
+    return normalize_dims(dim, ndim) if ndim else None
+
+
+class VectorNorm(Op):
+    node_name = "LinalgVectorNormBackward0"
+    saves_output = True
+
+    @staticmethod
+    def forward(ctx, a, ord=2, dim=None, keepdim=False, dtype=None):
+        x = a._array
+        if x.dtype.kind != "f":
+            raise DTypeError(
+                f"linalg.vector_norm: Expected a floating point or complex tensor as input. "
+                f"Got {_torch_type(x.dtype)} ({a._describe()}). Hint: call .float() first.")
+        if dtype is not None:
+            x = x.astype(_dtype.to_numpy_dtype(dtype))
+        xp = a._xp
+        dims = _norm_dims(dim, x.ndim)
+        ctx.save_for_backward(a)
+        ctx.ord, ctx.dims, ctx.keepdim = float(ord), dims, keepdim
+        magnitude = xp.abs(x)
+        p = float(ord)
+        if x.size == 0 and p < 0:
+            raise DTypeError(
+                f"linalg.vector_norm cannot compute the {ord} norm on an empty tensor because "
+                "the operation does not have an identity")
+        if p == math.inf:
+            result = magnitude.max(axis=dims, keepdims=keepdim) if x.size else \
+                magnitude.sum(axis=dims, keepdims=keepdim)
+        elif p == -math.inf:
+            result = magnitude.min(axis=dims, keepdims=keepdim)
+        elif p == 0:
+            result = (magnitude != 0).sum(axis=dims, keepdims=keepdim).astype(x.dtype)
+        elif p == 1:
+            result = magnitude.sum(axis=dims, keepdims=keepdim)
+        elif p == 2:
+            result = xp.sqrt((magnitude * magnitude).sum(axis=dims, keepdims=keepdim))
+        else:
+            with _quiet(xp):
+                result = (magnitude ** p).sum(axis=dims, keepdims=keepdim) ** (1.0 / p)
+        if keepdim and dims is None:
+            result = xp.reshape(result, (1,) * x.ndim)
+        return xp.asarray(result, dtype=x.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, result = ctx.saved_tensors
+        return (norm_grad(grad, a, result, ctx.ord, ctx.dims, ctx.keepdim),
+                None, None, None, None)
+
+
+def norm_grad(grad, a, result, p: float, dims, keepdim: bool):
+    """The gradient of ``vector_norm(a, p, dims, keepdim) == result`` (None for p=0)."""
+    shape = a._array.shape
+    if p == 0:
+        return None
+    grad = as_kept(grad, shape, dims, keepdim)
+    norm = as_kept(result, shape, dims, keepdim)
+    if grad._array.dtype != a._array.dtype:
+        grad = grad.to(a.dtype)
+    from .indexing import Where
+
+    if p == 1:
+        return grad * a.sgn()
+    if p in (math.inf, -math.inf):
+        ties = (a.abs() == norm).to(grad.dtype)
+        count = ties.sum() if dims is None else ties.sum(dim=dims, keepdim=True)
+        return grad * a.sgn() * ties / count
+    zero_norm = norm == 0
+    safe_norm = Where.apply(zero_norm, 1.0, norm)
+    if p == 2:
+        scale = a / safe_norm
+    else:
+        magnitude = a.abs()
+        safe_magnitude = Where.apply(magnitude == 0, 1.0, magnitude)
+        scale = a * safe_magnitude ** (p - 2) / safe_norm ** (p - 1)
+        scale = Where.apply(magnitude == 0, 0.0, scale) if p < 2 else scale
+    return Where.apply(zero_norm, 0.0, grad * scale)
+
+
+def _torch_type(numpy_dtype) -> str:
+    from .pointwise import _torch_type_name
+
+    return _torch_type_name(numpy_dtype)
+
+
+class Dist(Op):
+    """``dist(a, b, p)``: the p-norm of a - b (broadcast)."""
+
+    node_name = "DistBackward0"
+    saves_output = True
+
+    @staticmethod
+    def forward(ctx, a, b, p=2):
+        from ._operands import broadcast_error
+
+        try:
+            difference = a._array - b._array
+        except ValueError:
+            raise broadcast_error("dist", a, b) from None
+        ctx.save_for_backward(a, b)
+        ctx.p = float(p)
+        wrapped = Tensor._wrap(difference, False)
+        return VectorNorm.forward(VectorNorm._scratch, wrapped, p, None, False, None)
+
+    @staticmethod
+    def backward(ctx, grad):
+        from .reduce import sum_to
+
+        a, b, result = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        spread = norm_grad(grad, a - b, result, ctx.p, None, False)
+        if spread is None:
+            return None, None, None
+        return (sum_to(spread, a.shape) if needs[0] else None,
+                sum_to(-spread, b.shape) if needs[1] else None, None)
+
+
+def vector_norm(a, ord=2, dim=None, keepdim=False, dtype=None) -> Tensor:
+    return VectorNorm.apply(a, ord, dim, keepdim, dtype)

@@ -1,0 +1,69 @@
+"""pixel_shuffle and pixel_unshuffle: channels traded for space (and back) by a reshape and
+a transpose. Each is the other's backward."""
+
+from __future__ import annotations
+
+from ..autograd.function import Op
+from ..errors import ShapeError
+
+
+def _split(shape):
+    return tuple(shape[:-3]), shape[-3], shape[-2], shape[-1]
+
+
+class PixelShuffle(Op):
+    """(*, C * r * r, H, W) -> (*, C, H * r, W * r)."""
+
+    node_name = "PixelShuffleBackward0"
+
+    @staticmethod
+    def forward(ctx, a, upscale_factor):
+        x = a._array
+        if x.ndim < 3:
+            raise ShapeError(f"pixel_shuffle expects input to have at least 3 dimensions, but "
+                             f"got input with {x.ndim} dimension(s)")
+        batch, channels, height, width = _split(x.shape)
+        r = upscale_factor
+        if channels % (r * r):
+            raise ShapeError(f"pixel_shuffle expects its input's 'channel' dimension to be "
+                             f"divisible by the square of upscale_factor, but input.size(-3)="
+                             f"{channels} is not divisible by {r * r}")
+        ctx.factor = r
+        lead = len(batch)
+        blocks = x.reshape(batch + (channels // (r * r), r, r, height, width))
+        order = tuple(range(lead)) + (lead, lead + 3, lead + 1, lead + 4, lead + 2)
+        return a._xp.ascontiguousarray(blocks.transpose(order)).reshape(
+            batch + (channels // (r * r), height * r, width * r))
+
+    @staticmethod
+    def backward(ctx, grad):
+        return PixelUnshuffle.apply(grad, ctx.factor), None
+
+
+class PixelUnshuffle(Op):
+    """(*, C, H * r, W * r) -> (*, C * r * r, H, W)."""
+
+    node_name = "PixelUnshuffleBackward0"
+
+    @staticmethod
+    def forward(ctx, a, downscale_factor):
+        x = a._array
+        if x.ndim < 3:
+            raise ShapeError(f"pixel_unshuffle expects input to have at least 3 dimensions, "
+                             f"but got input with {x.ndim} dimension(s)")
+        batch, channels, height, width = _split(x.shape)
+        r = downscale_factor
+        if height % r or width % r:
+            raise ShapeError(f"pixel_unshuffle expects height and width to be divisible by "
+                             f"downscale_factor, but input.size(-2)={height} and "
+                             f"input.size(-1)={width} are not both divisible by {r}")
+        ctx.factor = r
+        lead = len(batch)
+        blocks = x.reshape(batch + (channels, height // r, r, width // r, r))
+        order = tuple(range(lead)) + (lead, lead + 2, lead + 4, lead + 1, lead + 3)
+        return a._xp.ascontiguousarray(blocks.transpose(order)).reshape(
+            batch + (channels * r * r, height // r, width // r))
+
+    @staticmethod
+    def backward(ctx, grad):
+        return PixelShuffle.apply(grad, ctx.factor), None

@@ -1,0 +1,528 @@
+"""Elementwise functions of one tensor beyond unary.py's: logs and exponentials, the error
+function, rounding, hyperbolic and inverse trigonometric functions, sign, logit, sinc.
+
+Each op's forward and backward side by side; backward is written with tensor ops, so
+second derivatives work. Integer inputs give the default float dtype for the functions
+that are only defined on reals (as torch does); rounding and sign keep the input's dtype.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .. import _dtype
+from ..autograd.function import Op
+from ..errors import UnsupportedDTypeError
+from . import _special
+from .unary import _quiet
+
+_LN2 = math.log(2.0)
+_LN10 = math.log(10.0)
+_SQRT_PI_OVER_2 = math.sqrt(math.pi) / 2.0
+_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+
+
+def _float(a):
+    """The input as a floating array: an integer or bool tensor becomes the default float."""
+    x = a._array
+    return x if x.dtype.kind == "f" else x.astype(_dtype.default_float.numpy)
+
+
+def _zeros_like_grad(grad):
+    return grad * 0
+
+
+class Log2(Op):
+    node_name = "Log2Backward0"
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        with _quiet(a._xp):
+            return a._xp.log2(_float(a))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (a,) = ctx.saved_tensors
+        return (grad / (a * _LN2),)
+
+
+class Log10(Op):
+    node_name = "Log10Backward0"
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        with _quiet(a._xp):
+            return a._xp.log10(_float(a))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (a,) = ctx.saved_tensors
+        return (grad / (a * _LN10),)
+
+
+class Log1p(Op):
+    node_name = "Log1PBackward0"
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        with _quiet(a._xp):
+            return a._xp.log1p(_float(a))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (a,) = ctx.saved_tensors
+        return (grad / (a + 1),)
+
+
+class Expm1(Op):
+    node_name = "Expm1Backward0"
+    saves_output = True
+
+    @staticmethod
+    def forward(ctx, a):
+        with _quiet(a._xp):
+            return a._xp.expm1(_float(a))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (result,) = ctx.saved_tensors
+        return (grad * (result + 1),)
+
+
+class Exp2(Op):
+    node_name = "Exp2Backward0"
+    saves_output = True
+
+    @staticmethod
+    def forward(ctx, a):
+        with _quiet(a._xp):
+            return a._xp.exp2(_float(a))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (result,) = ctx.saved_tensors
+        return (grad * result * _LN2,)
+
+
+class Erf(Op):
+    node_name = "ErfBackward0"
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        return _special.erf(a._xp, _float(a))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (a,) = ctx.saved_tensors
+        return (grad * _TWO_OVER_SQRT_PI * (-(a * a)).exp(),)
+
+
+class Erfc(Op):
+    node_name = "ErfcBackward0"
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        return _special.erfc(a._xp, _float(a))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (a,) = ctx.saved_tensors
+        return (grad * -_TWO_OVER_SQRT_PI * (-(a * a)).exp(),)
+
+
+class Erfinv(Op):
+    node_name = "ErfinvBackward0"
+    saves_output = True
+
+    @staticmethod
+    def forward(ctx, a):
+        return _special.erfinv(a._xp, _float(a))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (result,) = ctx.saved_tensors
+        return (grad * _SQRT_PI_OVER_2 * (result * result).exp(),)
+
+
+class Rsqrt(Op):
+    node_name = "RsqrtBackward0"
+    saves_output = True
+
+    @staticmethod
+    def forward(ctx, a):
+        xp = a._xp
+        with _quiet(xp):
+            return 1 / xp.sqrt(_float(a))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (result,) = ctx.saved_tensors
+        return (grad * -0.5 * result * result * result,)
+
+
+class Reciprocal(Op):
+    node_name = "ReciprocalBackward0"
+    saves_output = True
+
+    @staticmethod
+    def forward(ctx, a):
+        with _quiet(a._xp):
+            return 1 / _float(a)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (result,) = ctx.saved_tensors
+        return (-grad * result * result,)
+
+
+# -- trigonometric and hyperbolic -------------------------------------------------------
+class Tan(Op):
+    node_name = "TanBackward0"
+    saves_output = True
+
+    @staticmethod
+    def forward(ctx, a):
+        return a._xp.tan(_float(a))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (result,) = ctx.saved_tensors
+        return (grad * (result * result + 1),)
+
+
+class Sinh(Op):
+    node_name = "SinhBackward0"
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        with _quiet(a._xp):
+            return a._xp.sinh(_float(a))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (a,) = ctx.saved_tensors
+        return (grad * Cosh.apply(a),)
+
+
+class Cosh(Op):
+    node_name = "CoshBackward0"
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        with _quiet(a._xp):
+            return a._xp.cosh(_float(a))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (a,) = ctx.saved_tensors
+        return (grad * Sinh.apply(a),)
+
+
+class Asin(Op):
+    node_name = "AsinBackward0"
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        with _quiet(a._xp):
+            return a._xp.arcsin(_float(a))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (a,) = ctx.saved_tensors
+        return (grad * Rsqrt.apply(1 - a * a),)
+
+
+class Acos(Op):
+    node_name = "AcosBackward0"
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        with _quiet(a._xp):
+            return a._xp.arccos(_float(a))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (a,) = ctx.saved_tensors
+        return (-grad * Rsqrt.apply(1 - a * a),)
+
+
+class Atan(Op):
+    node_name = "AtanBackward0"
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        return a._xp.arctan(_float(a))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (a,) = ctx.saved_tensors
+        return (grad / (a * a + 1),)
+
+
+class Asinh(Op):
+    node_name = "AsinhBackward0"
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        return a._xp.arcsinh(_float(a))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (a,) = ctx.saved_tensors
+        return (grad * Rsqrt.apply(a * a + 1),)
+
+
+class Acosh(Op):
+    node_name = "AcoshBackward0"
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        with _quiet(a._xp):
+            return a._xp.arccosh(_float(a))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (a,) = ctx.saved_tensors
+        return (grad * Rsqrt.apply((a - 1) * (a + 1)),)
+
+
+class Atanh(Op):
+    node_name = "AtanhBackward0"
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        with _quiet(a._xp):
+            return a._xp.arctanh(_float(a))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (a,) = ctx.saved_tensors
+        return (grad / (1 - a * a),)
+
+
+class Sinc(Op):
+    """``sin(pi x) / (pi x)``, 1 at 0."""
+
+    node_name = "SincBackward0"
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        return a._xp.sinc(_float(a))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (a,) = ctx.saved_tensors
+        from .indexing import Where
+
+        angle = a * math.pi
+        zero = a == 0
+        # (cos(pi x) - sinc(x)) / x, written so x == 0 never divides (its limit is 0)
+        safe = Where.apply(zero, 1.0, a)
+        slope = ((angle.cos() - Sinc.apply(safe)) / safe)
+        return (grad * Where.apply(zero, 0.0, slope),)
+
+
+class Deg2Rad(Op):
+    node_name = "Deg2RadBackward0"
+
+    @staticmethod
+    def forward(ctx, a):
+        return _float(a) * (math.pi / 180.0)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return (grad * (math.pi / 180.0),)
+
+
+class Rad2Deg(Op):
+    node_name = "Rad2DegBackward0"
+
+    @staticmethod
+    def forward(ctx, a):
+        return _float(a) * (180.0 / math.pi)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return (grad * (180.0 / math.pi),)
+
+
+# -- piecewise constant: zero gradient, as in torch -------------------------------------
+class Sign(Op):
+    node_name = "SignBackward0"
+
+    @staticmethod
+    def forward(ctx, a):
+        x = a._array
+        if x.dtype.kind == "b":
+            return x.copy()
+        return a._xp.sign(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return (_zeros_like_grad(grad),)
+
+
+class Sgn(Sign):
+    """``sgn`` is ``sign`` for real tensors (they differ only on complex ones)."""
+
+    node_name = "SgnBackward0"
+
+
+class Round(Op):
+    node_name = "RoundBackward0"
+
+    @staticmethod
+    def forward(ctx, a):
+        x = a._array
+        return x.copy() if x.dtype.kind != "f" else a._xp.round(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return (_zeros_like_grad(grad),)
+
+
+class RoundDecimals(Op):
+    """``round(decimals=n)``: half to even at the n-th decimal, as torch (and NumPy) do."""
+
+    node_name = "RoundBackward1"
+
+    @staticmethod
+    def forward(ctx, a, decimals):
+        x = a._array
+        if x.dtype.kind != "f":
+            raise UnsupportedDTypeError(
+                f"\"round_cpu\" not implemented for '{_torch_type_name(x.dtype)}' "
+                f"({a._describe()}). Hint: round(decimals=) needs a floating point tensor; "
+                "call .float() first.")
+        return a._xp.round(x, decimals)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return (_zeros_like_grad(grad), None)
+
+
+class Floor(Op):
+    node_name = "FloorBackward0"
+
+    @staticmethod
+    def forward(ctx, a):
+        x = a._array
+        return x.copy() if x.dtype.kind != "f" else a._xp.floor(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return (_zeros_like_grad(grad),)
+
+
+class Ceil(Op):
+    node_name = "CeilBackward0"
+
+    @staticmethod
+    def forward(ctx, a):
+        x = a._array
+        return x.copy() if x.dtype.kind != "f" else a._xp.ceil(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return (_zeros_like_grad(grad),)
+
+
+class Trunc(Op):
+    node_name = "TruncBackward0"
+
+    @staticmethod
+    def forward(ctx, a):
+        x = a._array
+        return x.copy() if x.dtype.kind != "f" else a._xp.trunc(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return (_zeros_like_grad(grad),)
+
+
+class Frac(Op):
+    node_name = "FracBackward0"
+
+    @staticmethod
+    def forward(ctx, a):
+        x = a._array
+        if x.dtype.kind != "f":
+            raise UnsupportedDTypeError(
+                f"\"frac_cpu\" not implemented for '{_torch_type_name(x.dtype)}' "
+                f"({a._describe()}). Hint: frac is only defined for floating point tensors.")
+        return x - a._xp.trunc(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return (grad,)
+
+
+# -- special-valued ---------------------------------------------------------------------
+class Logit(Op):
+    """``log(p / (1 - p))``; with ``eps``, p is clamped to [eps, 1 - eps] first and the
+    gradient is zero outside that range (torch's rule)."""
+
+    node_name = "LogitBackward0"
+
+    @staticmethod
+    def forward(ctx, a, eps=None):
+        ctx.save_for_backward(a)
+        ctx.eps = eps
+        xp = a._xp
+        x = _float(a)
+        if eps is not None:
+            x = xp.clip(x, eps, 1 - eps)
+        with _quiet(xp):
+            return xp.log(x / (1 - x))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (a,) = ctx.saved_tensors
+        slope = grad / (a * (1 - a))
+        eps = ctx.eps
+        if eps is None:
+            return (slope, None)
+        from .indexing import Where
+
+        outside = (a < eps) | (a > 1 - eps)
+        return (Where.apply(outside, 0.0, slope), None)
+
+
+class NanToNum(Op):
+    node_name = "NanToNumBackward0"
+
+    @staticmethod
+    def forward(ctx, a, nan=0.0, posinf=None, neginf=None):
+        x = a._array
+        ctx.save_for_backward(a)
+        if x.dtype.kind != "f":
+            return x.copy()
+        return a._xp.nan_to_num(x, nan=nan, posinf=posinf, neginf=neginf)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (a,) = ctx.saved_tensors
+        from .indexing import Where
+
+        return (Where.apply(a.isfinite(), grad, 0.0), None, None, None)
+
+
+def _torch_type_name(numpy_dtype) -> str:
+    """torch's C++ scalar-type names, which its "not implemented for" messages use."""
+    return {"int64": "Long", "int32": "Int", "uint8": "Byte", "bool": "Bool",
+            "float32": "Float", "float64": "Double", "float16": "Half"}.get(
+        str(numpy_dtype), str(numpy_dtype))

@@ -1,0 +1,209 @@
+"""Cumulative ops along one dimension: cumsum, cumprod, cummax, cummin, logcumsumexp.
+
+The gradient of a cumulative sum is the reversed cumulative sum of the gradient
+(``flip(cumsum(flip(grad)))``); the others reduce to it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _dtype
+from ..autograd.function import Op
+from ..tensor import Tensor
+from ._checks import wrap_dim
+
+
+def _axis(a, dim) -> int:
+    return wrap_dim(dim, a._array.ndim, a)
+
+
+def reverse_cumsum(tensor, axis: int):
+    """``sum_{k >= i} tensor_k`` along ``axis``, written with ops (so it differentiates)."""
+    from .rearrange import Flip
+
+    if tensor._array.ndim == 0:
+        return tensor
+    flipped = Flip.apply(tensor, dims=(axis,))
+    return Flip.apply(Cumsum.apply(flipped, axis), dims=(axis,))
+
+
+class Cumsum(Op):
+    node_name = "CumsumBackward0"
+
+    @staticmethod
+    def forward(ctx, a, dim, dtype=None):
+        x = a._array
+        if dtype is None and x.dtype.kind in "biu":
+            dtype = np.int64  # integer sums accumulate in int64, as in torch
+        if x.ndim == 0:
+            return x.astype(dtype) if dtype is not None else x.copy()
+        axis = _axis(a, dim)
+        ctx.axis, ctx.input_dtype = axis, x.dtype
+        return a._xp.cumsum(x, axis=axis, dtype=dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        if grad._array.ndim == 0:
+            return (grad, None, None)
+        result = reverse_cumsum(grad, ctx.axis)
+        if result._array.dtype != ctx.input_dtype:
+            result = result.to(ctx.input_dtype)
+        return (result, None, None)
+
+
+class Cumprod(Op):
+    node_name = "CumprodBackward0"
+    saves_output = True
+
+    @staticmethod
+    def forward(ctx, a, dim, dtype=None):
+        x = a._array
+        if dtype is None and x.dtype.kind in "biu":
+            dtype = np.int64
+        ctx.save_for_backward(a)
+        if x.ndim == 0:
+            return x.astype(dtype) if dtype is not None else x.copy()
+        axis = _axis(a, dim)
+        ctx.axis = axis
+        return a._xp.cumprod(x, axis=axis, dtype=dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, result = ctx.saved_tensors
+        if a._array.ndim == 0:
+            return (grad, None, None)
+        axis = ctx.axis
+        if not (a._array == 0).any():
+            # d result_k / d a_i = result_k / a_i for k >= i
+            return (reverse_cumsum(grad * result, axis) / a, None, None)
+        return (_cumprod_grad_with_zeros(grad, a, axis), None, None)
+
+
+def _cumprod_grad_with_zeros(grad, a, axis: int):
+    """Where some a_i is 0, result_k / a_i is undefined: take, for each i, the cumulative
+    product with a_i replaced by 1 (O(n^2) along the axis, only on this path)."""
+    from .shape import Stack
+
+    length = a._array.shape[axis]
+    pieces = []
+    for position in range(length):
+        replaced = _with_one_at(a, axis, position)
+        partial = Cumprod.apply(replaced, axis)
+        weighted = (grad * partial)
+        tail = _suffix(weighted, axis, position)
+        pieces.append(tail.sum(dim=axis))
+    return Stack.apply(*pieces, dim=axis)
+
+
+def _with_one_at(a, axis: int, position: int):
+    mask = np.zeros(a._array.shape[axis], dtype=bool)
+    mask[position] = True
+    shape = [1] * a._array.ndim
+    shape[axis] = -1
+    xp = a._xp
+    from .indexing import Where
+
+    return Where.apply(Tensor._wrap(xp.asarray(mask.reshape(shape)), False), 1.0, a)
+
+
+def _suffix(tensor, axis: int, start: int):
+    from .indexing import slice_view
+
+    return slice_view(tensor, axis, start, tensor._array.shape[axis], 1)
+
+
+class Cummax(Op):
+    """(values, indices) of the running maximum; the gradient goes to each index."""
+
+    node_name = "CummaxBackward0"
+    _pick = "max"
+
+    @staticmethod
+    def forward(ctx, a, dim):
+        x = a._array
+        xp = a._xp
+        if x.ndim == 0:
+            ctx.axis, ctx.index = 0, None
+            return x.copy(), xp.zeros((), np.int64)
+        axis = _axis(a, dim)
+        values, indices = _running_extreme(xp, x, axis, ctx._function._pick)
+        ctx.axis, ctx.index = axis, indices
+        return values, indices
+
+    @staticmethod
+    def backward(ctx, grad, _indices_grad=None):
+        from .indexing import ScatterInto
+
+        if ctx.index is None:
+            return (grad, None)
+        shape = ctx._input_meta[0][0]
+        return (ScatterInto.apply(grad, shape=shape, dim=ctx.axis, index=ctx.index,
+                                  accumulate=True), None)
+
+
+class Cummin(Cummax):
+    node_name = "CumminBackward0"
+    _pick = "min"
+
+
+def _running_extreme(xp, x, axis: int, pick: str):
+    """Running max/min and the index where it was reached (the latest among ties, and NaN
+    propagating, as torch does)."""
+    moved = xp.moveaxis(x, axis, -1)
+    length = moved.shape[-1]
+    values = xp.empty_like(moved)
+    indices = xp.empty(moved.shape, dtype=np.int64)
+    if length:
+        best = moved[..., 0].copy()
+        where = xp.zeros(moved.shape[:-1], dtype=np.int64)
+        values[..., 0], indices[..., 0] = best, where
+        for position in range(1, length):  # a loop along the axis, vectorised across it
+            current = moved[..., position]
+            if pick == "max":
+                better = current >= best
+            else:
+                better = current <= best
+            if x.dtype.kind == "f":
+                better = (better | xp.isnan(current)) & ~xp.isnan(best)
+            best = xp.where(better, current, best)
+            where = xp.where(better, position, where)
+            values[..., position], indices[..., position] = best, where
+    return xp.moveaxis(values, -1, axis), xp.moveaxis(indices, -1, axis)
+
+
+class Logcumsumexp(Op):
+    node_name = "LogcumsumexpBackward0"
+    saves_output = True
+
+    @staticmethod
+    def forward(ctx, a, dim):
+        x = a._array
+        if x.dtype.kind != "f":
+            x = x.astype(_dtype.default_float.numpy)
+        ctx.save_for_backward(a)
+        if x.ndim == 0:
+            return x.copy()
+        axis = _axis(a, dim)
+        ctx.axis = axis
+        xp = a._xp
+        return xp.logaddexp.accumulate(x, axis=axis) if xp is np else \
+            _logcumsumexp_stable(xp, x, axis)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, result = ctx.saved_tensors
+        if a._array.ndim == 0:
+            return (grad, None)
+        # d result_k / d a_i = exp(a_i - result_k) for k >= i; shifted by a constant
+        # (the largest a) so neither exponential overflows for large inputs
+        shift = float(a._array.max()) if a._array.size else 0.0
+        if not np.isfinite(shift):
+            shift = 0.0
+        return (reverse_cumsum(grad * (shift - result).exp(), ctx.axis) * (a - shift).exp(),
+                None)
+
+
+def _logcumsumexp_stable(xp, x, axis):
+    peak = x.max(axis=axis, keepdims=True)
+    return xp.log(xp.cumsum(xp.exp(x - peak), axis=axis)) + peak

@@ -1,0 +1,389 @@
+"""Statistics over dimensions: var, std, var_mean, std_mean, logsumexp, median, nanmedian,
+mode. Each reduces over ``dim`` (an int, a tuple, or None for all) with ``keepdim``.
+
+Value-selecting reductions (median, mode with a dim) return (values, indices) and send the
+gradient to the selected index; median of everything shares it among tied elements, as
+torch does.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from .. import _dtype
+from ..autograd.function import Op
+from ..autograd.grad_mode import state
+from ..errors import ArgumentTypeError, DTypeError, ShapeError
+from ..tensor import Tensor
+from ._checks import wrap_dim
+from .reduce import _product, expand_reduced, normalize_dims
+
+
+def kept_shape(input_shape, dims, keepdim: bool) -> tuple:
+    """The shape a reduction's result has with keepdim=True (1 in each reduced dim)."""
+    if dims is None:
+        return (1,) * len(input_shape)
+    shape = list(input_shape)
+    for axis in dims:
+        shape[axis] = 1
+    return tuple(shape)
+
+
+def as_kept(tensor, input_shape, dims, keepdim: bool):
+    """A reduction's result (or its gradient) reshaped to broadcast against the input."""
+    from .shape import Reshape
+
+    target = kept_shape(input_shape, dims, keepdim)
+    if tuple(tensor._array.shape) == target:
+        return tensor
+    return Reshape.apply(tensor, shape=target)
+
+
+def _require_float(op_name: str, a) -> None:
+    if a._array.dtype.kind != "f":
+        raise DTypeError(
+            f"{op_name} only support floating point and complex dtypes (got "
+            f"{a._describe()}). Hint: call .float() first.")
+
+
+def _count(shape, dims) -> int:
+    return _product(shape) if dims is None else _product(shape[d] for d in dims)
+
+
+def _degrees_of_freedom(count: int, correction) -> float:
+    dof = count - correction
+    if dof <= 0:
+        warnings.warn(
+            "var(): degrees of freedom is <= 0. Correction should be strictly less than the "
+            "reduction factor (input numel divided by output numel).", UserWarning,
+            stacklevel=4)
+    return max(dof, 0)
+
+
+def _variance(x, dims, keepdim, correction):
+    count = _count(x.shape, dims)
+    mean = x.mean(axis=dims, keepdims=True)
+    centered = x - mean
+    with np.errstate(divide="ignore", invalid="ignore"):
+        variance = (centered * centered).sum(axis=dims, keepdims=keepdim) / \
+            _degrees_of_freedom(count, correction)
+    return variance, mean
+
+
+class Var(Op):
+    node_name = "VarBackward0"
+
+    @staticmethod
+    def forward(ctx, a, dim=None, correction=1, keepdim=False):
+        _require_float("std and var", a)
+        x = a._array
+        dims = normalize_dims(dim, x.ndim)
+        ctx.save_for_backward(a)
+        ctx.dims, ctx.keepdim, ctx.correction = dims, keepdim, correction
+        variance, _ = _variance(x, dims, keepdim, correction)
+        return variance
+
+    @staticmethod
+    def backward(ctx, grad):
+        (a,) = ctx.saved_tensors
+        return (_var_grad(grad, a, ctx.dims, ctx.keepdim, ctx.correction), None, None, None)
+
+
+def _var_grad(grad, a, dims, keepdim, correction):
+    from .reduce import Mean
+
+    shape = a._array.shape
+    dof = max(_count(shape, dims) - correction, 0)
+    all_dims = dims if dims is not None else tuple(range(len(shape)))
+    centered = a - Mean.apply(a, dim=all_dims, keepdim=True)
+    return as_kept(grad, shape, dims, keepdim) * centered * (2.0 / dof if dof else np.inf)
+
+
+class Std(Op):
+    node_name = "StdBackward0"
+    saves_output = True
+
+    @staticmethod
+    def forward(ctx, a, dim=None, correction=1, keepdim=False):
+        _require_float("std and var", a)
+        x = a._array
+        dims = normalize_dims(dim, x.ndim)
+        ctx.save_for_backward(a)
+        ctx.dims, ctx.keepdim, ctx.correction = dims, keepdim, correction
+        variance, _ = _variance(x, dims, keepdim, correction)
+        return a._xp.sqrt(variance)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, result = ctx.saved_tensors
+        # d std = d var / (2 std)
+        scaled = grad / (result * 2)
+        return (_var_grad(scaled, a, ctx.dims, ctx.keepdim, ctx.correction), None, None, None)
+
+
+class VarMean(Op):
+    """``torch.var_mean``: (var, mean) from one node, as torch records it."""
+
+    node_name = "VarMeanBackward0"
+    _std = False
+
+    @staticmethod
+    def forward(ctx, a, dim=None, correction=1, keepdim=False):
+        _require_float("std and var", a)
+        x = a._array
+        dims = normalize_dims(dim, x.ndim)
+        ctx.save_for_backward(a)
+        ctx.dims, ctx.keepdim, ctx.correction = dims, keepdim, correction
+        variance, mean = _variance(x, dims, keepdim, correction)
+        if not keepdim:
+            mean = mean.reshape(variance.shape)
+        spread = a._xp.sqrt(variance) if ctx._function._std else variance
+        ctx.spread = spread
+        return spread, mean
+
+    @staticmethod
+    def backward(ctx, grad_spread, grad_mean):
+        (a,) = ctx.saved_tensors
+        shape = a._array.shape
+        dims, keepdim = ctx.dims, ctx.keepdim
+        if ctx._function._std:
+            if state.grad_enabled:  # create_graph: the std must carry a's graph
+                spread = Std.apply(a, dims, ctx.correction, keepdim)
+            else:
+                spread = Tensor._wrap(ctx.spread, False)
+            grad_spread = grad_spread / (spread * 2)
+        grad = _var_grad(grad_spread, a, dims, keepdim, ctx.correction)
+        grad = grad + expand_reduced(grad_mean / _count(shape, dims), shape, dims, keepdim)
+        return (grad, None, None, None)
+
+
+class StdMean(VarMean):
+    node_name = "StdMeanBackward0"
+    _std = True
+
+
+def variance_arguments(dim, unbiased, correction):
+    """torch's overloads: ``var(dim, unbiased)``, ``var(dim, correction=)``, and a bool in
+    ``dim``'s place meaning ``unbiased`` (``x.var(False)``)."""
+    if isinstance(dim, bool):
+        dim, unbiased = None, dim
+    if unbiased is not None and correction is not None:
+        raise ArgumentTypeError(
+            "var() received an invalid combination of arguments: unbiased and correction "
+            "are two spellings of one setting. Hint: pass correction= only.")
+    if correction is None:
+        correction = 1 if unbiased is None or unbiased else 0
+    return dim, correction
+
+
+class Logsumexp(Op):
+    node_name = "LogsumexpBackward0"
+    saves_output = True
+
+    @staticmethod
+    def forward(ctx, a, dim, keepdim=False):
+        x = a._array
+        if x.dtype.kind != "f":
+            x = x.astype(_dtype.default_float.numpy)
+        dims = normalize_dims(dim, x.ndim) if not (isinstance(dim, tuple) and not dim) \
+            else tuple(range(x.ndim))
+        ctx.save_for_backward(a)
+        ctx.dims, ctx.keepdim = dims, keepdim
+        xp = a._xp
+        if x.size == 0:
+            return xp.log(xp.exp(x).sum(axis=dims, keepdims=keepdim))
+        peak = x.max(axis=dims, keepdims=True)
+        peak = xp.where(xp.isfinite(peak), peak, 0)
+        with np.errstate(divide="ignore"):
+            total = xp.log(xp.exp(x - peak).sum(axis=dims, keepdims=True)) + peak
+        return total if keepdim else total.reshape(
+            tuple(s for i, s in enumerate(x.shape) if i not in (dims or range(x.ndim))))
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, result = ctx.saved_tensors
+        shape = a._array.shape
+        kept_result = as_kept(result, shape, ctx.dims, ctx.keepdim)
+        return (as_kept(grad, shape, ctx.dims, ctx.keepdim) * (a - kept_result).exp(),
+                None, None)
+
+
+# -- value-selecting --------------------------------------------------------------------
+def _lower_median_index(xp, x, axis: int, ignore_nan: bool):
+    """Index (along axis, kept as a size-1 dim) of the lower median. A NaN is the median
+    when any is present (its first one), unless ignore_nan (nanmedian): then the median
+    of the other values."""
+    order = xp.argsort(x, axis=axis, kind="stable")  # NaN sorts last
+    length = x.shape[axis]
+    kept = order.shape[:axis] + (1,) + order.shape[axis + 1:]
+    middle = xp.full(kept, (length - 1) // 2, dtype=np.int64)
+    if x.dtype.kind != "f":
+        return xp.take_along_axis(order, middle, axis=axis)
+    nans = xp.isnan(x).sum(axis=axis, keepdims=True)
+    if ignore_nan:
+        position = xp.maximum(length - nans - 1, 0) // 2
+        return xp.take_along_axis(order, position.astype(np.int64), axis=axis)
+    first_nan = xp.expand_dims(xp.argmax(xp.isnan(x), axis=axis), axis)
+    return xp.where(nans > 0, first_nan, xp.take_along_axis(order, middle, axis=axis))
+
+
+class MedianDim(Op):
+    """``median(dim)`` -> (values, indices); the gradient goes to the selected index."""
+
+    node_name = "MedianBackward1"
+    _ignore_nan = False
+
+    @staticmethod
+    def forward(ctx, a, dim, keepdim=False):
+        x = a._array
+        xp = a._xp
+        if x.ndim == 0:
+            return x.copy(), xp.zeros((), np.int64)
+        axis = wrap_dim(dim, x.ndim, a)
+        if x.shape[axis] == 0:
+            raise ShapeError(
+                f"{ctx._function._label}(): Expected reduction dim {axis} to have non-zero "
+                f"size ({a._describe()})")
+        index = _lower_median_index(xp, x, axis, ctx._function._ignore_nan)
+        values = xp.take_along_axis(x, index, axis=axis)
+        ctx.axis, ctx.keepdim, ctx.index = axis, keepdim, index
+        if not keepdim:
+            values, index = values.squeeze(axis), index.squeeze(axis)
+        return values, index.astype(np.int64)
+
+    _label = "median"
+
+    @staticmethod
+    def backward(ctx, grad, _indices_grad=None):
+        return (scatter_to_index(grad, ctx._input_meta[0][0], ctx.axis, ctx.index,
+                                 ctx.keepdim), None, None)
+
+
+class NanmedianDim(MedianDim):
+    node_name = "NanmedianBackward1"
+    _ignore_nan = True
+    _label = "nanmedian"
+
+
+def scatter_to_index(grad, input_shape, axis, index, keepdim):
+    """The gradient of a value-selecting reduction: grad placed at ``index`` along axis."""
+    from .indexing import ScatterInto
+    from .shape import Unsqueeze
+
+    if not len(input_shape):
+        return grad
+    if not keepdim:
+        grad = Unsqueeze.apply(grad, dim=axis)
+    return ScatterInto.apply(grad, shape=tuple(input_shape), dim=axis, index=index)
+
+
+class MedianAll(Op):
+    """``median()`` of every element: the lower median (NaN if any is NaN); the gradient
+    is shared among the elements equal to it."""
+
+    node_name = "MedianBackward0"
+    saves_output = True
+    _ignore_nan = False
+
+    @staticmethod
+    def forward(ctx, a):
+        x = a._array
+        if x.size == 0:
+            return a._xp.asarray(np.nan, dtype=x.dtype) if x.dtype.kind == "f" else \
+                a._xp.zeros((), x.dtype)
+        flat = x.reshape(-1)
+        index = _lower_median_index(a._xp, flat, 0, ctx._function._ignore_nan)
+        ctx.save_for_backward(a)
+        return flat[index.reshape(())].copy()
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, result = ctx.saved_tensors
+        xp = a._xp
+        x, value = a._array, result._array
+        if value.dtype.kind == "f" and xp.isnan(value):
+            mask = xp.isnan(x)
+        else:
+            mask = x == value
+        weight = Tensor._wrap((mask / max(int(mask.sum()), 1)).astype(x.dtype), False)
+        return (weight * grad,)
+
+
+class NanmedianAll(MedianAll):
+    node_name = "NanmedianBackward0"
+    _ignore_nan = True
+
+
+class Mode(Op):
+    """``mode(dim)`` -> (values, indices): the most frequent value (the smallest among
+    equally frequent ones) and the index of its last occurrence, as torch returns."""
+
+    node_name = "ModeBackward0"
+
+    @staticmethod
+    def forward(ctx, a, dim=-1, keepdim=False):
+        x = a._array
+        xp = a._xp
+        if x.ndim == 0:
+            return x.copy(), xp.zeros((), np.int64)
+        axis = wrap_dim(dim, x.ndim, a)
+        moved = xp.moveaxis(x, axis, -1)
+        rows = moved.reshape(-1, moved.shape[-1])
+        values, indices = _row_modes(backends_host(rows))
+        lead = moved.shape[:-1]
+        values = xp.asarray(values.reshape(lead).astype(x.dtype))
+        indices = xp.asarray(indices.reshape(lead))
+        ctx.axis, ctx.keepdim = axis, keepdim
+        ctx.index = xp.expand_dims(indices, axis)
+        if keepdim:
+            values, indices = xp.expand_dims(values, axis), ctx.index
+        return values, indices
+
+    @staticmethod
+    def backward(ctx, grad, _indices_grad=None):
+        return (scatter_to_index(grad, ctx._input_meta[0][0], ctx.axis, ctx.index,
+                                 ctx.keepdim), None, None)
+
+
+def backends_host(array):
+    from .. import backends
+
+    return backends.to_host(array)
+
+
+def _row_modes(rows: np.ndarray):
+    """Per row: the most frequent value (smallest on ties), and its last index."""
+    count, length = rows.shape
+    values = np.empty(count, dtype=rows.dtype)
+    indices = np.empty(count, dtype=np.int64)
+    if length == 0:
+        return values, indices
+    order = np.argsort(rows, axis=1, kind="stable")
+    ordered = np.take_along_axis(rows, order, axis=1)
+    for row in range(count):  # one pass per row over its sorted values
+        line = ordered[row]
+        starts = np.flatnonzero(np.concatenate(([True], line[1:] != line[:-1])))
+        lengths = np.diff(np.append(starts, length))
+        best = int(np.argmax(lengths))  # the first (smallest) of the longest runs
+        end = starts[best] + lengths[best] - 1
+        values[row] = line[starts[best]]
+        indices[row] = order[row, end]  # stable sort: the run's last is the last occurrence
+    return values, indices
+
+
+def median(a, dim=None, keepdim=False):
+    if dim is None:
+        return MedianAll.apply(a)
+    return MedianDim.apply(a, dim, keepdim=keepdim)
+
+
+def nanmedian(a, dim=None, keepdim=False):
+    if dim is None:
+        return NanmedianAll.apply(a)
+    return NanmedianDim.apply(a, dim, keepdim=keepdim)
+
+
+def count_reduced(shape, dims) -> int:
+    return _count(shape, dims)
