@@ -23,6 +23,8 @@ class Case:
     positive: tuple = ()
     in_torch: bool = True
     gradcheck: dict = field(default_factory=dict)
+    no_derivative: bool = False  # the fields test_ops_gradients.Case has: read for every case
+    random_draw: bool = False
 
 
 def _F(lib):

@@ -12,7 +12,7 @@ from ..autograd.function import Op
 from ..errors import DTypeError
 from ..tensor import Tensor
 from ._operands import broadcast_error, operands, true_divide_dtype
-from .reduce import sum_to
+from ._math import sum_to
 from .unary import _quiet
 
 _BOOL = np.dtype(bool)
@@ -43,6 +43,7 @@ def _shape(value) -> tuple:
 
 class Add(Op):
     node_name = "AddBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, b):
@@ -63,6 +64,7 @@ class Add(Op):
 
 class Sub(Op):
     node_name = "SubBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, b):
@@ -93,6 +95,7 @@ class RSub(Sub):
 
 class Mul(Op):
     node_name = "MulBackward0"
+    array_backward = True
     saved_names = ("self", "other")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
@@ -119,6 +122,7 @@ class Mul(Op):
 
 class Div(Op):
     node_name = "DivBackward0"
+    array_backward = True
     saved_names = ("self", "other")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
@@ -143,6 +147,7 @@ class Div(Op):
 
 class Neg(Op):
     node_name = "NegBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a):
