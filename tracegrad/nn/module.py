@@ -59,7 +59,7 @@ class Module:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if state.anomaly or events.listener is not None:
-            module_scope.push(self._scope_name or type(self).__name__)
+            module_scope.push(self._scope_name or type(self).__name__, type(self).__name__)
             try:
                 return self.forward(*args, **kwargs)
             finally:

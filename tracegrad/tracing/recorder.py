@@ -17,7 +17,7 @@ import traceback as traceback_module
 import weakref
 
 from .. import __version__
-from ..autograd import events
+from ..autograd import events, module_scope
 from ..autograd.site import user_site
 from ..tensor import Tensor
 from .graph import GraphBuilder, name_unnamed
@@ -106,7 +106,17 @@ class Recorder(events.Listener):
         name_unnamed(self.trace, self.builder, frame, scopes)
         refresh_names(self.trace)
         self.trace.metadata["summarized_values"] = self.budget.summarized
+        self._note_module_classes()
         return self.trace
+
+    def _note_module_classes(self) -> None:
+        """``{"0": "Linear", ...}`` for the module scopes of recorded nodes (pictures label
+        a scope "0: Linear")."""
+        scopes = sorted({node.module for node in self.trace.nodes.values() if node.module})
+        classes = {scope: module_scope.class_of(scope) for scope in scopes}
+        classes = {scope: name for scope, name in classes.items() if name is not None}
+        if classes:
+            self.trace.metadata["module_classes"] = classes
 
     # -- capture policy ----------------------------------------------------------------
     def _keeps_arrays(self, group: int) -> bool:
