@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from ..cli import plural
 from .model import Trace
 
 
@@ -21,8 +22,10 @@ def _bytes(count: int) -> str:
 
 
 def summarize(trace: Trace) -> str:
-    lines = [(f"trace: {len(trace.tensors)} tensors, {len(trace.nodes)} nodes, "
-             f"{len(trace.passes)} backward passes, {len(trace.violations)} violations")]
+    lines = [(f"trace: {plural(len(trace.tensors), 'tensor')}, "
+              f"{plural(len(trace.nodes), 'node')}, "
+              f"{plural(len(trace.passes), 'backward pass')}, "
+              f"{plural(len(trace.violations), 'violation')}")]
     if trace.nodes:
         by_op = Counter(node.name for node in trace.nodes.values())
         lines.append("nodes by op:")
