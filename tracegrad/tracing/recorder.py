@@ -109,6 +109,13 @@ class Recorder(events.Listener):
         self._note_module_classes()
         return self.trace
 
+    def name_pending(self) -> None:
+        """Name the tensors recorded so far after the user's variables now, as ``stop()``
+        does at the end: an assertion made while the recording goes on (the pytest fixture)
+        then says 'h', as ``tracegrad check`` does, not a placeholder."""
+        self._flush_names()
+        refresh_names(self.trace)
+
     def _note_module_classes(self) -> None:
         """``{"0": "Linear", ...}`` for the module scopes of recorded nodes (pictures label
         a scope "0: Linear")."""
