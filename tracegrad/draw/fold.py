@@ -94,12 +94,12 @@ class _Folder:
         nodes = trace.nodes
         # Distinct children inside the picture, in edge order (x * x has one child twice).
         self.children: dict[int, list[int]] = {}
+        members = self.members
         for node_id in node_ids:
-            seen: list[int] = []
-            for next_id, _ in nodes[node_id].next:
-                if next_id in self.members and next_id not in seen:
-                    seen.append(next_id)
-            self.children[node_id] = seen
+            # dict.fromkeys keeps edge order and drops repeats in linear time (a node can
+            # have 100,000 inputs)
+            self.children[node_id] = list(dict.fromkeys(
+                next_id for next_id, _ in nodes[node_id].next if next_id in members))
         self.parents: dict[int, list[int]] = {node_id: [] for node_id in node_ids}
         for node_id in node_ids:
             for child in self.children[node_id]:
@@ -115,17 +115,16 @@ class _Folder:
         self._find_runs(set(childless))
         self._absorb_or_fan(childless)
         folded = self._build()
-        members = sum(len(group) for group in self.groups.values())
-        runs = sum(1 for kind in self.kinds.values() if kind == "run")
-        fans = len(self.groups) - runs
         parts = []
-        if runs:
-            parts.append(f"{'a chain' if runs == 1 else f'{runs} chains'}")
-        if fans:
-            parts.append(f"{fans} fan{'s' if fans != 1 else ''} of inputs")
-        boxes = f"{len(self.groups)} box{'es' if len(self.groups) != 1 else ''}"
-        note = (f"{' and '.join(parts)} of {members:,} nodes drawn as {boxes}"
-                if self.groups else "no repeated structure to fold")
+        for kind, what in (("run", "chain"), ("fan", "fan of same-named inputs")):
+            groups = [group for group, group_kind in self.kinds.items() if group_kind == kind]
+            if groups:
+                members = sum(len(self.groups[group]) for group in groups)
+                many = len(groups) > 1
+                parts.append(f"{len(groups) if many else 'a'} {what}{'s' if many else ''} of "
+                             f"{members:,} nodes drawn as {len(groups)} box"
+                             f"{'es' if many else ''}")
+        note = "; ".join(parts) if parts else "no repeated structure to fold"
         return Folded(folded, note, estimate_boxes(folded, sorted(folded.nodes), True))
 
     def _new_group(self, kind: str, members: list[int]) -> int:

@@ -42,6 +42,7 @@ VIOLATION_FILL = "red"
 VIOLATION_COLOR = "red"
 HIGHLIGHT_COLOR = "blue"
 EXCEPTION_FILL = "lightpink"
+TOOLTIP_ITEMS = 8  # inputs, outputs, saved tensors, gradients listed per tooltip
 
 
 @dataclass
@@ -228,24 +229,29 @@ class _Planner:
                  f"created at {site_full(node.site)}"]
         if node.module:
             lines.append(f"module: {node.module}")
-        lines.append("inputs: " + (", ".join(self._tensor_brief(tensor_id)
-                                              for tensor_id in node.inputs) or "none"))
-        lines.append("outputs: " + (", ".join(self._tensor_brief(tensor_id)
-                                               for tensor_id in node.outputs) or "none"))
-        for saved in node.saved:
+        lines.append("inputs: " + (_capped([self._tensor_brief(tensor_id)
+                                            for tensor_id in node.inputs[:TOOLTIP_ITEMS + 1]],
+                                           len(node.inputs)) or "none"))
+        lines.append("outputs: " + (_capped([self._tensor_brief(tensor_id)
+                                             for tensor_id in node.outputs[:TOOLTIP_ITEMS + 1]],
+                                            len(node.outputs)) or "none"))
+        for saved in node.saved[:TOOLTIP_ITEMS]:
             lines.append(f"saved {saved.slot or '?'}: {self._tensor_brief(saved.tensor)} "
                          f"version {saved.version}, {bytes_text(saved.nbytes)}"
                          + (" (its own output)" if saved.is_output else ""))
+        if len(node.saved) > TOOLTIP_ITEMS:
+            lines.append(f"... and {len(node.saved) - TOOLTIP_ITEMS:,} more saved tensors")
         for attr_name, value in node.attrs.items():
             lines.append(f"{attr_name} = {value}")
         if step is not None:
             lines.append(f"backward pass {self.backward.index}, step {step.index}")
-            for number, grad in enumerate(step.grads_in):
-                if grad is not None:
-                    lines.append(f"grad in {number}: {value_detail(grad)}")
-            for number, grad in enumerate(step.grads_out):
-                if grad is not None:
-                    lines.append(f"grad out {number}: {value_detail(grad)}")
+            for direction, grads in (("in", step.grads_in), ("out", step.grads_out)):
+                for number, grad in enumerate(grads[:TOOLTIP_ITEMS]):
+                    if grad is not None:
+                        lines.append(f"grad {direction} {number}: {value_detail(grad)}")
+                if len(grads) > TOOLTIP_ITEMS:
+                    lines.append(f"... and {len(grads) - TOOLTIP_ITEMS:,} more gradients "
+                                 f"{direction}")
             for hook in step.hooks:
                 changed = " (replaced the gradient)" if hook.changed else ""
                 lines.append(f"{hook.kind} hook {hook.name}{changed}")
@@ -494,6 +500,12 @@ class _Planner:
         tooltip = [f"{exception.type}: {exception.message}", f"at {site_full(exception.site)}"]
         self.boxes["exception"] = Box("exception", label, tooltip, EXCEPTION_FILL,
                                       attrs={"shape": "note"})
+
+
+def _capped(items: list[str], total: int) -> str:
+    """At most TOOLTIP_ITEMS items, then how many more (a node can have 100,000 inputs)."""
+    shown = ", ".join(items[:TOOLTIP_ITEMS])
+    return shown + (f", ... and {total - TOOLTIP_ITEMS:,} more" if total > TOOLTIP_ITEMS else "")
 
 
 # The first role drawn decides the fill; a higher-ranked role (lower number) replaces it.
