@@ -78,7 +78,7 @@ def test_a_signal_mid_loop_keeps_the_trace(tmp_path, signum, exception_type):
     assert process.returncode == 128 + signum, error
     name = signal.Signals(signum).name
     assert f"tracegrad run: {name} received; saving the trace recorded so far to" in error
-    assert f"was interrupted by {name} at " in error and "loop.py:" in error
+    assert f"was interrupted by {name}" in error, error
     assert "Traceback" not in error
     trace = assert_complete_trace(tmp_path / "loop.tgtrace", exception_type)
     assert trace.metadata["exit_status"] == 128 + signum

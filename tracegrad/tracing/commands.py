@@ -110,19 +110,30 @@ def counts(trace) -> str:
 
 
 def run_command(args: argparse.Namespace) -> int:
+    from .runner import signal_name, signals_deferred
+
+    def saving_continues(signum: int) -> None:
+        say("run", f"{signal_name(signum)} received while saving the trace; finishing the "
+                   "save first (the file is never left half written).")
+
+    # Signals are held from the moment the script ends (the runner hands its handlers back
+    # to these) until the trace is saved: a second Ctrl-C never interrupts the save.
+    with signals_deferred(saving_continues) as late_signals:
+        status, failed = _run_and_save(args)
+    if late_signals and not failed:
+        return 128 + late_signals[0]
+    return status
+
+
+def _run_and_save(args: argparse.Namespace) -> tuple[int, bool]:
+    """(exit status, whether the script failed) of ``tracegrad run``."""
     from ..errors import TracegradError
-    from .runner import (
-        describe_end,
-        nothing_recorded,
-        print_traceback,
-        signal_name,
-        signals_deferred,
-    )
+    from .runner import describe_end, nothing_recorded, print_traceback, signal_name
 
     output = args.output or os.path.splitext(os.path.basename(args.target))[0] + ".tgtrace"
     result, status = trace_script("run", args, **recording_options(args))
     if result is None:
-        return status
+        return status, False
     trace = result.trace
     if result.error is not None and result.signum is None \
             and not isinstance(result.error, SystemExit):
@@ -131,28 +142,20 @@ def run_command(args: argparse.Namespace) -> int:
     if empty is not None:
         ending = describe_end(result)
         fail("run", (ending + "; " if ending else "") + empty + " No trace was written.")
-        return result.exit_status or EXIT_PROBLEMS
-
-    def saving_continues(signum: int) -> None:
-        say("run", f"{signal_name(signum)} received while saving the trace; finishing the "
-                   "save first (the file is never left half written).")
-
+        return result.exit_status or EXIT_PROBLEMS, True
     if result.signum is not None:
         say("run", f"{signal_name(result.signum)} received; saving the trace recorded so far "
                    f"to {output}")
     try:
-        with signals_deferred(saving_continues) as late_signals:
-            trace.save(output, timings=not args.no_timings)
+        trace.save(output, timings=not args.no_timings)
     except (OSError, TracegradError) as error:
-        return fail("run", f"could not write the trace to '{output}': {error}", EXIT_USAGE)
+        return fail("run", f"could not write the trace to '{output}': {error}", EXIT_USAGE), True
     if result.failed:
         say("run", f"{describe_end(result)}; the trace up to then was written to {output} "
                    f"({counts(trace)})")
     else:
         say("run", f"wrote {output} ({counts(trace)})")
-    if late_signals and not result.failed:
-        return 128 + late_signals[0]
-    return result.exit_status
+    return result.exit_status, result.failed
 
 
 def check_command(args: argparse.Namespace) -> int:
