@@ -57,7 +57,8 @@ def drawn_nodes(trace: Trace, pass_index: int | None) -> list[int]:
         if node_id is None or node_id in found or node_id not in nodes:
             continue
         found.add(node_id)
-        pending.extend(next_id for next_id, _ in nodes[node_id].next)
+        for next_id, _ in nodes[node_id].next:
+            pending.append(next_id)
     return sorted(found)
 
 
@@ -95,11 +96,17 @@ class _Folder:
         # Distinct children inside the picture, in edge order (x * x has one child twice).
         self.children: dict[int, list[int]] = {}
         members = self.members
+        children = self.children
         for node_id in node_ids:
-            # dict.fromkeys keeps edge order and drops repeats in linear time (a node can
-            # have 100,000 inputs)
-            self.children[node_id] = list(dict.fromkeys(
-                next_id for next_id, _ in nodes[node_id].next if next_id in members))
+            edges = nodes[node_id].next
+            if len(edges) == 1:  # most nodes: no repeats to drop (speed: 1,000,000 nodes)
+                child = edges[0][0]
+                children[node_id] = [child] if child in members else []
+            else:
+                # dict.fromkeys keeps edge order and drops repeats in linear time (a node
+                # can have 100,000 inputs)
+                children[node_id] = list(dict.fromkeys(
+                    next_id for next_id, _ in edges if next_id in members))
         self.parents: dict[int, list[int]] = {node_id: [] for node_id in node_ids}
         for node_id in node_ids:
             for child in self.children[node_id]:
@@ -138,46 +145,27 @@ class _Folder:
 
     def _find_runs(self, childless: set[int]) -> None:
         """Chains on the *spine* (nodes with inputs): a node continues the run of its only
-        spine parent when it is that parent's only spine child."""
-        spine_children = {node_id: [child for child in children if child not in childless]
-                          for node_id, children in self.children.items()
-                          if node_id not in childless}
-        run_of: dict[int, list[int]] = {}
-        for node_id in self._parents_first(spine_children):
-            parents = self.parents[node_id]
-            parent = parents[0] if len(parents) == 1 else None
-            if parent is not None and parent in run_of and spine_children[parent] == [node_id]:
-                run = run_of[parent]
-                run.append(node_id)
-            else:
-                run = [node_id]
-            run_of[node_id] = run
-        done: set[int] = set()
-        for run in run_of.values():
-            head = run[0]
-            if head in done:
+        parent when it is that parent's only spine child. Each run is walked from its head;
+        no sorting, one look at each node."""
+        spine_child: dict[int, int] = {}  # spine node -> its only spine child, if only one
+        for node_id, children in self.children.items():
+            if node_id in childless:
                 continue
-            done.add(head)
+            spine = [child for child in children if child not in childless]
+            if len(spine) == 1:
+                spine_child[node_id] = spine[0]
+        parents = self.parents
+        continuing = {child for child in spine_child.values() if len(parents[child]) == 1}
+        for node_id in self.children:  # node id order: runs are found deterministically
+            if node_id in childless or node_id in continuing:
+                continue
+            run = [node_id]
+            child = spine_child.get(node_id)
+            while child is not None and child in continuing:
+                run.append(child)
+                child = spine_child.get(child)
             if len(run) >= RUN_MIN:
                 self._new_group("run", run)
-
-    def _parents_first(self, spine_children: dict[int, list[int]]) -> list[int]:
-        """Spine nodes, each after all its spine parents (Kahn's algorithm, iterative)."""
-        waiting = {node_id: 0 for node_id in spine_children}
-        for children in spine_children.values():
-            for child in children:
-                waiting[child] += 1
-        ready = sorted((node_id for node_id, count in waiting.items() if count == 0),
-                       reverse=True)
-        order = []
-        while ready:
-            node_id = ready.pop()
-            order.append(node_id)
-            for child in spine_children[node_id]:
-                waiting[child] -= 1
-                if waiting[child] == 0:
-                    ready.append(child)
-        return order
 
     def _absorb_or_fan(self, childless: list[int]) -> None:
         """A node without inputs joins the run that alone uses it; otherwise same-named
@@ -270,9 +258,13 @@ class _Folder:
             shapes = {leaf.shape for leaf in leaves}
             if len(shapes) == 1:
                 attrs["leaf shape"] = "(" + ", ".join(map(str, shapes.pop())) + ")"
-        saved = sum(len(record.saved) for record in records)
+        saved = saved_bytes = 0
+        for record in records:  # one plain loop: a group can hold 1,000,000 nodes
+            for saved_record in record.saved:
+                saved += 1
+                saved_bytes += saved_record.nbytes
         if saved:
-            attrs["saved"] = f"{saved:,} tensors, {sum(r.saved_bytes for r in records):,} B"
+            attrs["saved"] = f"{saved:,} tensors, {saved_bytes:,} B"
         modules = {record.module for record in records}
         kind = FOLDED_LEAVES if len(leaves) == len(records) else FOLDED
         head = records[0]
