@@ -314,3 +314,18 @@ def test_run_script_api_on_examples(example):
     trace = run_script(os.path.join(ROOT, "examples", example), [], values=False)
     assert trace.exception is None
     assert trace.nodes and trace.passes
+
+
+def test_two_copies_of_one_script_each_name_their_own_file(tmp_path, monkeypatch):
+    # Code objects of identical source compare equal across files; the site cache must not
+    # give the second copy the first one's file name.
+    monkeypatch.chdir(tmp_path)
+    body = """
+        import tracegrad as torch
+        w = torch.ones(2, requires_grad=True)
+        (w * 2).sum().backward()
+    """
+    first = tg.tracing.run_script(_script(tmp_path, "first.py", body))
+    second = tg.tracing.run_script(_script(tmp_path, "second.py", body))
+    assert {node.site.file for node in first.nodes.values() if node.site} == {"first.py"}
+    assert {node.site.file for node in second.nodes.values() if node.site} == {"second.py"}
