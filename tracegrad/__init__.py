@@ -16,11 +16,15 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
+import math as _math
+
 from . import _dtype, autograd, cuda
+from ._dtype import *  # torch's dtype names, listed in its __all__
 from ._dtype import bool_ as bool
 from ._dtype import dtype, float16, float32, float64, int32, int64, uint8
 from ._functions import *  # noqa: F403 - the torch.* function forms, listed in its __all__
 from ._functions import max, min, trace
+from ._legacy import *  # the legacy typed constructors, listed in its __all__
 from .autograd import enable_grad, inference_mode, no_grad, set_grad_enabled
 from .autograd.grad_mode import is_grad_enabled
 from .backends import device
@@ -60,7 +64,12 @@ from .factories import (
 from .tensor import Size, Tensor
 
 half, float, double = float16, float32, float64
-long, int = int64, int32
+short, int, long = int16, int32, int64
+chalf, cfloat, cdouble = complex32, complex64, complex128
+
+# torch's constants (torch.inf is math.inf; newaxis is None, as in NumPy).
+inf, nan, pi, e = _math.inf, _math.nan, _math.pi, _math.e
+newaxis = None
 
 
 def get_default_dtype() -> dtype:

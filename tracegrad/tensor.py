@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import weakref
-from typing import Any
 
 import numpy as np
 
@@ -14,6 +13,7 @@ from ._methods import (
     ConstructionMethods,
     IndexingMethods,
     InplaceMethods,
+    LegacyMethods,
     MathMethods,
     ReductionMethods,
     ShapeMethods,
@@ -41,7 +41,7 @@ class Size(tuple):
 
 
 class Tensor(ArithmeticMethods, ComparisonMethods, InplaceMethods, MathMethods, ReductionMethods,
-             ShapeMethods, IndexingMethods, ConstructionMethods):
+             ShapeMethods, IndexingMethods, ConstructionMethods, LegacyMethods):
     """A multi-dimensional array that can record the operations made on it.
 
     ``data`` is a numpy (CPU) or cupy (CUDA) array. Everything else is autograd metadata:
@@ -63,15 +63,28 @@ class Tensor(ArithmeticMethods, ComparisonMethods, InplaceMethods, MathMethods, 
     __array_priority__ = 1000  # numpy scalars defer to our reflected operators
     __hash__ = object.__hash__  # == is elementwise, so hashing is by identity (as in torch)
 
-    def __init__(self, data: Any = (), requires_grad: bool = False) -> None:
-        # torch.Tensor(data) is the legacy constructor: always the default float dtype.
-        if isinstance(data, Tensor):
-            data = data._array
-        self._array = np.asarray(data, dtype=_dtype.default_float.numpy)
-        self.requires_grad = False
-        self._version_counter = VersionCounter()
-        if requires_grad:
-            self.requires_grad_(True)
+    def __new__(cls, *args, **kwargs):
+        """``torch.Tensor(...)`` is torch's legacy constructor (tracegrad/_legacy.py):
+        ``Tensor(2, 3)`` a 2x3 tensor, ``Tensor([1, 2])`` data in the default float dtype,
+        ``Tensor(other)`` an alias, ``Tensor()`` an empty one.
+
+        It is built here, not in ``__init__``, because the alias of a tensor that requires
+        grad is the output its ``AliasBackward0`` node made (the object the graph records).
+
+        >>> import tracegrad as torch
+        >>> torch.Tensor(64, 1).shape, torch.Tensor([1, 2])
+        (tracegrad.Size([64, 1]), tensor([1., 2.]))
+        """
+        if cls is Tensor:
+            return _legacy.construct("new", None, None, args, kwargs, exact_dtype=False)
+        return _new_object(cls)  # a subclass (Parameter) initializes itself
+
+    def __init__(self, *args, **kwargs) -> None:
+        if type(self) is Tensor:
+            return  # made by __new__
+        # A subclass without an __init__ of its own: the legacy constructor, into self.
+        made = _legacy.construct("new", None, None, args, kwargs, exact_dtype=False)
+        self.__dict__.update(made.__dict__)
 
     @staticmethod
     def _wrap(data, requires_grad: bool) -> Tensor:
@@ -220,7 +233,7 @@ class Tensor(ArithmeticMethods, ComparisonMethods, InplaceMethods, MathMethods, 
         """
         from .autograd import engine
 
-        engine.backward(self, gradient, retain_graph, create_graph, inputs)
+        engine.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
     def _edge(self) -> tuple:
         """(node, input_nr) that a consumer's next_functions points to."""
@@ -350,11 +363,6 @@ class Tensor(ArithmeticMethods, ComparisonMethods, InplaceMethods, MathMethods, 
             if numpy_dtype != result._array.dtype:
                 result = _conversion.ToDtype.apply(result, dtype=numpy_dtype)
         return result
-
-    def type(self, dtype=None):
-        if dtype is None:
-            return f"tracegrad.{self.dtype.name}"
-        return self.to(dtype)
 
     def type_as(self, other: Tensor) -> Tensor:
         return self.to(other.dtype)
@@ -520,15 +528,13 @@ def _wrap_dim(dim: int, ndim: int) -> int:
 
 
 def _normalize_array(array: np.ndarray) -> np.ndarray:
-    """Map numpy's dtypes onto the ones tracegrad has (float64 stays float64)."""
-    kind = array.dtype.kind
-    if kind == "f":
-        return array
-    if kind == "b":
-        return array
-    if kind in "iu":
-        return array if array.dtype in (np.int64, np.int32, np.uint8) else array.astype(np.int64)
-    raise DTypeError(f"cannot make a tensor from data of numpy dtype {array.dtype}")
+    """Check that a NumPy array's dtype is one tracegrad has (every real dtype torch has)."""
+    if array.dtype not in _dtype._BY_NUMPY:
+        raise DTypeError(
+            f"can't convert np.ndarray of type numpy.{array.dtype}. The only supported types "
+            "are: float64, float32, float16, int64, int32, int16, int8, uint64, uint32, "
+            "uint16, uint8, and bool.")
+    return array
 
 
 from .autograd.function import bind_tensor_class
@@ -539,3 +545,5 @@ from ._methods import bind_ops  # noqa: E402 - the op modules need Tensor define
 from .ops import conversion as _conversion  # noqa: E402
 
 bind_ops()
+
+from . import _legacy  # the legacy constructors (Tensor.__new__) build Tensors

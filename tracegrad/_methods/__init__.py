@@ -7,17 +7,29 @@ them once ``Tensor`` exists (tensor.py calls it at its end).
 
 from __future__ import annotations
 
-from . import arithmetic, comparison, construction, indexing, inplace, math, reduction, shape
+from . import (
+    arithmetic,
+    comparison,
+    construction,
+    indexing,
+    inplace,
+    legacy,
+    math,
+    reduction,
+    shape,
+)
 from .arithmetic import ArithmeticMethods
 from .comparison import ComparisonMethods
 from .construction import ConstructionMethods
 from .indexing import IndexingMethods
 from .inplace import InplaceMethods
+from .legacy import LegacyMethods
 from .math import MathMethods
 from .reduction import ReductionMethods, ValuesIndices
 from .shape import ShapeMethods
 
-_MODULES = (arithmetic, comparison, construction, indexing, inplace, math, reduction, shape)
+_MODULES = (arithmetic, comparison, construction, indexing, inplace, legacy, math, reduction,
+            shape)
 
 
 def bind_ops() -> None:
@@ -28,5 +40,5 @@ def bind_ops() -> None:
 
 
 __all__ = ["ArithmeticMethods", "ComparisonMethods", "ConstructionMethods", "IndexingMethods",
-           "InplaceMethods", "MathMethods", "ReductionMethods", "ShapeMethods", "ValuesIndices",
-           "bind_ops"]
+           "InplaceMethods", "LegacyMethods", "MathMethods", "ReductionMethods", "ShapeMethods",
+           "ValuesIndices", "bind_ops"]

@@ -11,6 +11,7 @@ import gc
 import heapq
 import itertools
 import time
+import warnings
 from collections.abc import Sequence
 
 from ..errors import AutogradError, ShapeError
@@ -32,8 +33,10 @@ class PassInfo:
 
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
-             inputs=None) -> None:
+             grad_variables=None, inputs=None) -> None:
     """Accumulate gradients of ``tensors`` into the ``.grad`` of the leaves they depend on."""
+    if grad_variables is not None:
+        grad_tensors = _legacy_grad_variables(grad_tensors, grad_variables)
     tensors = _as_tuple(tensors)
     grad_tensors = _grads_tuple(grad_tensors, len(tensors))
     if retain_graph is None:
@@ -47,7 +50,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
-         allow_unused=None, is_grads_batched=False, materialize_grads=False):
+         only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
     """Gradients of ``outputs`` with respect to ``inputs``, without touching ``.grad``.
 
     >>> import tracegrad as torch
@@ -58,6 +61,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     """
     if is_grads_batched:
         raise NotImplementedError("is_grads_batched is not supported by tracegrad")
+    if not only_inputs:
+        _warn_only_inputs()
     outputs = _as_tuple(outputs)
     input_tensors = _as_tuple(inputs)
     if not input_tensors:
@@ -89,6 +94,22 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                     "this is the desired behavior.")
         final.append(result)
     return tuple(final)
+
+
+def _legacy_grad_variables(grad_tensors, grad_variables):
+    """backward()'s pre-0.4 name for grad_tensors, accepted with torch's warning."""
+    warnings.warn("`grad_variables` is deprecated. Use `grad_tensors` instead.",
+                  FutureWarning, stacklevel=3)
+    if grad_tensors is not None:
+        raise AutogradError("`grad_tensors` and `grad_variables` (deprecated) arguments both "
+                            "passed to `backward()`. Please only use `grad_tensors`.")
+    return grad_variables
+
+
+def _warn_only_inputs() -> None:
+    warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to True). "
+                  "To accumulate gradient for other parts of the graph, please use "
+                  "torch.autograd.backward.", FutureWarning, stacklevel=3)
 
 
 def _as_tuple(value) -> tuple:

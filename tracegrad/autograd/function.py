@@ -10,6 +10,7 @@ arrays, which ``Op.apply`` wraps -- the fast path every ``a * b`` goes through.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -62,6 +63,13 @@ class BackwardFunction(Node):
         for saved in self._saved:
             unpacked.append(saved.unpack(self) if type(saved) is SavedTensor else saved)
         return tuple(unpacked)
+
+    @property
+    def saved_variables(self) -> tuple:
+        """The pre-0.4 name of ``saved_tensors``: still accepted, with torch's warning."""
+        warnings.warn("'saved_variables' is deprecated; use 'saved_tensors'",
+                      DeprecationWarning, stacklevel=2)
+        return self.saved_tensors
 
     def mark_dirty(self, *tensors) -> None:
         self._dirty = tensors

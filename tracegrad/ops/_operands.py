@@ -27,18 +27,23 @@ def operands(a, b):
             if type(x) is not type(y):
                 raise DeviceError(_device_message(a, b))
             return x, y
-        return _with_scalar(x, b), _scalar(b)
+        return _with_scalar(x, b), _scalar(b, x)
     y = b._array
-    return _scalar(a), _with_scalar(y, a)
+    return _scalar(a, y), _with_scalar(y, a)
 
 
-def _scalar(value):
+def _scalar(value, array):
     if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, (int, float, bool)):
-        return value
-    raise TypeError(f"unsupported operand: expected a Tensor or a Python number, got "
-                    f"{type(value).__name__}")
+        value = value.item()
+    elif not isinstance(value, (int, float, bool)):
+        raise TypeError(f"unsupported operand: expected a Tensor or a Python number, got "
+                        f"{type(value).__name__}")
+    if value.__class__ is int and not 0 <= value <= 127 and array.dtype.kind in "iu":
+        # torch wraps a Python int into an integer tensor's dtype (int8 + 1000 adds -24,
+        # uint8 - 1 wraps); NumPy 2 raises OverflowError for an out-of-range int instead.
+        # 0..127 fits every integer dtype: the common case costs two comparisons.
+        return _dtype.wrap_int_scalar(value, array.dtype)
+    return value
 
 
 def _with_scalar(array, scalar):

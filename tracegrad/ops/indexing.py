@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import warnings
+
+import numpy as np
+
 from ..autograd.function import Op
 from ..errors import DTypeError, ShapeError
 from ._operands import operands
 from .reduce import sum_to
 from .shape import wrap_dim
+
+_UINT8 = np.dtype(np.uint8)
 
 
 def normalize_index(index):
@@ -20,6 +26,12 @@ def normalize_index(index):
 
 def _normalize_part(part, tensor_class):
     if isinstance(part, tensor_class):
+        if part._array.dtype == _UINT8:
+            # A ByteTensor index is a mask in torch (deprecated, warned); NumPy would read
+            # its 0s and 1s as positions.
+            warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a "
+                          "dtype torch.bool instead.", UserWarning, stacklevel=4)
+            return part._array.astype(bool)
         return part._array
     if isinstance(part, list):
         import numpy as np
