@@ -400,3 +400,16 @@ def test_a_training_loop_draws_the_selected_iteration_only():
         re.search(r'^\tn(\d+) \[label="?MulBackward0', first, re.MULTILINE).group(1)
     everything = tg.to_dot(trace, pass_index="all").source
     assert len(re.findall(r'\[label="?MulBackward0', everything)) == 3
+
+
+def test_the_default_picture_is_the_program_s_first_pass_not_a_gradcheck_probe():
+    w = tg.randn(3, requires_grad=True)
+    with tg.record() as trace:
+        for _ in range(3):
+            (w * 2).sum().backward()
+    for probe in trace.passes[:2]:
+        probe.origin = "gradcheck"  # as the recorder marks gradcheck's probes
+    source = tg.to_dot(trace).source
+    assert 'label="backward pass 2 of 3: backward(' in source
+    probe_picture = tg.to_dot(trace, pass_index=0).source
+    assert "backward pass 0 of 3 (gradcheck probe)" in probe_picture

@@ -594,8 +594,10 @@ def picture_title(trace: Trace, pass_index: int | None, all_nodes: bool = False)
         where = f" at {site_short(backward.site)}" if backward.site is not None else ""
         roots = ", ".join(trace.tensors[root].label if root in trace.tensors else f"t{root}"
                           for root in backward.roots)
-        call = f"{backward.kind}({roots})" if roots else backward.kind
-        return [f"backward pass {backward.index} of {len(trace.passes)}: {call}{where}"]
+        call = getattr(backward, "label", "") or (f"{backward.kind}({roots})" if roots
+                                                  else backward.kind)
+        probe = "" if getattr(backward, "origin", "user") == "user" else " (gradcheck probe)"
+        return [f"backward pass {backward.index} of {len(trace.passes)}{probe}: {call}{where}"]
     if all_nodes and trace.passes:
         return [f"every recorded node ({_count(len(trace.passes), 'backward pass')})"]
     if trace.metadata.get("source") == "from_tensor":
@@ -604,7 +606,17 @@ def picture_title(trace: Trace, pass_index: int | None, all_nodes: bool = False)
 
 
 def default_pass(trace: Trace) -> int | None:
-    """The pass a picture shows when none is asked for: the first one, or None."""
+    """The pass a picture shows when none is asked for: the first one the program itself
+    started (not a gradcheck probe), else the first; None when there is none.
+
+    >>> default_pass(Trace(passes=[BackwardPass(0)]))
+    0
+    """
+    for backward in trace.passes:
+        # BackwardPass.origin comes with the recorder's pass metadata (tui-ux); a trace
+        # without it has only the program's own passes.
+        if getattr(backward, "origin", "user") == "user":
+            return backward.index
     return 0 if trace.passes else None
 
 
