@@ -163,3 +163,14 @@ def test_render_output_option_after_the_script_is_refused(project, capsys):
     assert main(["render", "net.py", "-o", "graph.svg"]) == 2
     assert "'-o' comes after the target 'net.py'" in capsys.readouterr().err
     assert not (project / "graph.svg").exists()
+
+
+def test_an_empty_trace_file_is_one_line_not_an_empty_picture(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    tg.tracing.save_trace(tg.Trace(), tmp_path / "empty.tgtrace")
+    assert main(["render", "-o", "empty.dot", "empty.tgtrace"]) == 1
+    assert capsys.readouterr().err == (
+        "tracegrad render: nothing was recorded in 'empty.tgtrace': the trace holds no node, "
+        "backward pass or violation. Hint: record it from a script that computes with tensors "
+        "that require grad.\n")
+    assert not (tmp_path / "empty.dot").exists()

@@ -334,6 +334,10 @@ def nothing_recorded(trace: Trace, target: str) -> str | None:
     """
     if trace.nodes or trace.passes or trace.violations:
         return None
+    if not target.endswith(".py"):
+        return (f"nothing was recorded in '{target}': the trace holds no node, backward pass "
+                "or violation. Hint: record it from a script that computes with tensors that "
+                "require grad.")
     if trace.exception is not None:
         return (f"nothing was recorded before '{target}' stopped: it ended before any "
                 "autograd operation.")
