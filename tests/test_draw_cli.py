@@ -174,3 +174,20 @@ def test_an_empty_trace_file_is_one_line_not_an_empty_picture(tmp_path, monkeypa
         "backward pass or violation. Hint: record it from a script that computes with tensors "
         "that require grad.\n")
     assert not (tmp_path / "empty.dot").exists()
+
+
+def test_render_defaults_to_the_program_s_own_pass_not_gradcheck_s(tmp_path, monkeypatch,
+                                                                   capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "probes.py").write_text(
+        "import tracegrad as torch\n"
+        "x = torch.randn(2, dtype=torch.float64, requires_grad=True)\n"
+        "torch.autograd.gradcheck(lambda t: (t * t).sum(), (x,))\n"
+        "loss = (x * 3).sum()\n"
+        "loss.backward()\n")
+    assert main(["render", "-o", "probes.dot", "probes.py"]) == 0
+    trace_passes = capsys.readouterr().err
+    source = (tmp_path / "probes.dot").read_text()
+    assert "gradcheck probe" not in source
+    assert ": backward(loss) at probes.py:5" in source
+    assert "pass 0 of" not in trace_passes  # the probes came first

@@ -286,7 +286,8 @@ def test_tui_takes_run_s_recording_options(in_tmp, capsys, monkeypatch):
     from tracegrad.tui import dump
 
     seen = []
-    monkeypatch.setattr(dump, "dump_steps", lambda trace: seen.append(trace) or "steps\n")
+    monkeypatch.setattr(dump, "dump_steps",
+                        lambda trace, all_passes: seen.append(trace) or "steps\n")
     script = _script(in_tmp, "loop.py", ARGS_SCRIPT)
     assert main(["tui", "--dump", "--keep-passes", "1", "0", "--budget-mb", "1",
                  "--no-values", script, "4"]) == 0

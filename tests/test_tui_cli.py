@@ -140,3 +140,18 @@ def test_real_program_in_tmux_shows_the_violation_and_steps():
     finally:
         subprocess.run(["tmux", "-L", socket, "kill-server"], capture_output=True,
                        check=False)
+
+
+def test_dump_hides_gradcheck_probes_unless_all_passes(tmp_path, run_cli):
+    script = tmp_path / "probes.py"
+    script.write_text(
+        "import tracegrad as torch\n"
+        "x = torch.randn(2, dtype=torch.float64, requires_grad=True)\n"
+        "torch.autograd.gradcheck(lambda t: (t * t).sum(), (x,))\n"
+        "(x * 3).sum().backward()\n")
+    own = run_cli("--dump", str(script))
+    assert own.returncode == 0, own.stderr
+    every = run_cli("--dump", "--all-passes", str(script))
+    assert every.returncode == 0, every.stderr
+    assert own.stdout.count("pass ") < every.stdout.count("pass ")
+    assert "gradcheck" in every.stdout

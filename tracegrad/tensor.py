@@ -18,10 +18,10 @@ from ._methods import (
     ReductionMethods,
     ShapeMethods,
 )
-from .autograd import events
+from .autograd import views
 from .autograd.grad_mode import state
 from .autograd.node import AccumulateGrad, RemovableHandle, VersionCounter
-from .errors import AutogradError, DTypeError, InplaceError, describe_tensor
+from .errors import AutogradError, DTypeError, describe_tensor
 
 _new_object = object.__new__
 _ndarray = np.ndarray
@@ -53,12 +53,13 @@ class Tensor(ArithmeticMethods, ComparisonMethods, InplaceMethods, MathMethods, 
     grad: Tensor | None = None
     grad_fn = None
     name: str | None = None
+    _requires_grad = False  # behind the requires_grad property; hot paths read it directly
     _output_nr = 0
-    _base: Tensor | None = None
-    _view_index = None  # the index of a view made by indexing, for in-place through views
+    _base: Tensor | None = None  # the root base of a view (autograd/views.py)
+    _creation = 0  # how a view was made: views.DEFAULT, NO_GRAD_MODE, MULTI_OUTPUT_NODE, ...
+    _grad_from_base = False  # a view requiring grad only because its base does (no edge)
     _accumulator: AccumulateGrad | None = None
     _retains_grad = False
-    _rebased_into_base = False
     _counter: VersionCounter | None = None  # made on first use: see _version_counter
     __array_priority__ = 1000  # numpy scalars defer to our reflected operators
     __hash__ = object.__hash__  # == is elementwise, so hashing is by identity (as in torch)
@@ -93,7 +94,7 @@ class Tensor(ArithmeticMethods, ComparisonMethods, InplaceMethods, MathMethods, 
             data = np.asarray(data)  # numpy reductions give scalars; tensors hold arrays
         tensor = _new_object(Tensor)
         tensor._array = data
-        tensor.requires_grad = requires_grad
+        tensor._requires_grad = requires_grad
         return tensor
 
     @property
@@ -127,18 +128,29 @@ class Tensor(ArithmeticMethods, ComparisonMethods, InplaceMethods, MathMethods, 
         """
         tensor = _new_object(Tensor)
         tensor._array = self._array
-        tensor.requires_grad = False
+        tensor._requires_grad = False
         return tensor
 
     @data.setter
     def data(self, value: Tensor) -> None:
+        """``x.data = other``: x now holds other's storage (shape and dtype may change);
+        its place in the graph, its version and its requires_grad stay."""
         if not isinstance(value, Tensor):
             raise TypeError(
                 f"Variable data has to be a tensor, but got {type(value).__name__}")
+        if self._requires_grad and value._array.dtype.kind != "f":
+            raise DTypeError(
+                "data set to a tensor that requires gradients must be floating point or "
+                f"complex dtype (got {describe_tensor(value)} for {describe_tensor(self)}). "
+                "Hint: convert it with .float() first.")
         self._array = value._array
         accumulator = self._accumulator
         if accumulator is not None:  # the leaf's shape or dtype may have changed
             accumulator._output_meta = ((self._array.shape, self._array.dtype, self.device),)
+
+    @data.deleter
+    def data(self) -> None:
+        raise AutogradError("Deleting tensor data is not allowed. Delete tensor instead!")
 
     # -- basic attributes --------------------------------------------------------------
     @property
@@ -191,6 +203,11 @@ class Tensor(ArithmeticMethods, ComparisonMethods, InplaceMethods, MathMethods, 
         return 0 if counter is None else counter.value
 
     @property
+    def output_nr(self) -> int:
+        """Which output of its grad_fn this tensor is (0 for a leaf)."""
+        return self._output_nr
+
+    @property
     def retains_grad(self) -> bool:
         return self._retains_grad
 
@@ -204,23 +221,57 @@ class Tensor(ArithmeticMethods, ComparisonMethods, InplaceMethods, MathMethods, 
 
     def _describe(self) -> str:
         label = f"'{self.name}' " if self.name else ""
-        origin = "leaf" if self.grad_fn is None else f"output {self._output_nr} of " \
-                                                     f"{self.grad_fn.name()}"
+        node = self.__dict__.get("grad_fn")  # not the property of a view that raises
+        origin = "leaf" if node is None else f"output {self._output_nr} of {node.name()}"
         return f"{label}{describe_tensor(self)}, {origin}"
 
     # -- autograd ----------------------------------------------------------------------
+    @property
+    def requires_grad(self) -> bool:
+        """Whether gradients are computed for this tensor. Only a leaf's can be set."""
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, requires_grad: bool) -> None:
+        self._set_requires_grad(bool(requires_grad), setter=True)
+
+    @requires_grad.deleter
+    def requires_grad(self) -> None:
+        raise AutogradError("requires_grad must be a bool")
+
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        """Set ``requires_grad`` of a leaf in place; returns the tensor.
+
+        >>> import tracegrad as torch
+        >>> torch.zeros(2).requires_grad_()
+        tensor([0., 0.], requires_grad=True)
+        """
+        self._set_requires_grad(bool(requires_grad), setter=False)
+        return self
+
+    def _set_requires_grad(self, requires_grad: bool, setter: bool) -> None:
         if requires_grad and self._array.dtype.kind != "f":
             raise DTypeError(
-                f"only Tensors of floating point dtype can require gradients (got "
-                f"{describe_tensor(self)}). Hint: convert it first with .float() or .double().")
-        if not self.is_leaf and not requires_grad:
-            raise AutogradError(
-                "you can only change requires_grad flags of leaf variables. If you want to use "
-                "a computed variable in a subgraph that doesn't require differentiation use "
-                "var_no_grad = var.detach().")
-        self.requires_grad = bool(requires_grad)
-        return self
+                "only Tensors of floating point and complex dtype can require gradients "
+                f"(got {describe_tensor(self)}). Hint: convert it first with .float() or "
+                ".double().")
+        if self.grad_fn is not None:
+            if not requires_grad:
+                raise AutogradError(
+                    "you can only change requires_grad flags of leaf variables. If you want "
+                    "to use a computed variable in a subgraph that doesn't require "
+                    "differentiation use var_no_grad = var.detach(). (the tensor: "
+                    f"{self._describe()})")
+            if setter:
+                raise AutogradError(
+                    "you can only change requires_grad flags of leaf variables. (the tensor: "
+                    f"{self._describe()}, which already requires grad)")
+            return
+        self._requires_grad = requires_grad
+        self._grad_from_base = False
+        counter = self._counter
+        if self._base is None and counter is not None and counter.views:
+            views.base_requires_grad_changed(self)
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         """Accumulate the gradient of this tensor into the leaves' ``.grad``.
@@ -241,9 +292,11 @@ class Tensor(ArithmeticMethods, ComparisonMethods, InplaceMethods, MathMethods, 
             return self.grad_fn, self._output_nr
         return self._grad_accumulator(), 0
 
-    def _grad_accumulator(self) -> AccumulateGrad:
+    def _grad_accumulator(self) -> AccumulateGrad | None:
         accumulator = self._accumulator
         if accumulator is None:
+            if self._grad_from_base:
+                return None  # requires grad through its base, but leads nowhere (as torch)
             accumulator = self._accumulator = AccumulateGrad(self)
         return accumulator
 
@@ -270,15 +323,24 @@ class Tensor(ArithmeticMethods, ComparisonMethods, InplaceMethods, MathMethods, 
         self._retains_grad = True
 
     def detach(self) -> Tensor:
-        """A tensor sharing this one's storage (and version counter), outside the graph."""
+        """A tensor sharing this one's storage and version counter, outside the graph (not
+        a view: PyTorch's ``detach()._base`` is None)."""
         tensor = Tensor._wrap(self._array, False)
-        tensor._version_counter = self._version_counter
-        tensor._base = self if self._base is None else self._base
+        tensor._counter = self._version_counter
         return tensor
 
     def detach_(self) -> Tensor:
+        """Take this tensor out of the graph in place (a view cannot be)."""
+        if self._base is not None and self._array.dtype.kind == "f":
+            raise AutogradError(
+                "Can't detach views in-place. Use detach() instead. If you are using "
+                "DistributedDataParallel (DDP) for training, and gradient_as_bucket_view is "
+                "set as True, gradients are views of DDP buckets, and hence detach_() cannot "
+                "be called on these gradients. To fix this error, please refer to the "
+                "Optimizer.zero_grad() function in torch/optim/optimizer.py as the solution. "
+                f"(the view: {describe_tensor(self)})")
         self.grad_fn = None
-        self.requires_grad = False
+        self._requires_grad = False
         return self
 
     def _detached_copy(self) -> Tensor:
@@ -298,7 +360,9 @@ class Tensor(ArithmeticMethods, ComparisonMethods, InplaceMethods, MathMethods, 
         return backends.to_host(self._array).tolist()
 
     def numpy(self, force: bool = False) -> np.ndarray:
-        if self.requires_grad and not force:
+        """The NumPy array (shared, on the CPU). Refused while the tensor requires grad and
+        grad mode is on (inside a Function's forward, or under no_grad, it works)."""
+        if self._requires_grad and not force and state.grad_enabled:
             raise AutogradError(
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
                 "instead.")
@@ -334,9 +398,10 @@ class Tensor(ArithmeticMethods, ComparisonMethods, InplaceMethods, MathMethods, 
         return int(self.item())
 
     def __iter__(self):
+        """The rows, as torch gives them: ``unbind(0)``'s views (one UnbindBackward0)."""
         if self._array.ndim == 0:
             raise TypeError("iteration over a 0-d tensor")
-        return (self[index] for index in range(self._array.shape[0]))
+        return iter(self.unbind(0))
 
     def __repr__(self) -> str:
         from ._format import format_tensor
@@ -393,124 +458,17 @@ class Tensor(ArithmeticMethods, ComparisonMethods, InplaceMethods, MathMethods, 
 
     # -- in-place machinery ------------------------------------------------------------
     def _inplace(self, op_name: str, op, *args, **attrs) -> Tensor:
-        """Apply ``op(self, *args)`` and write the result into this tensor's storage.
-
-        When the graph must record it, the op runs on a snapshot of the old value and this
-        tensor takes the new node as its grad_fn (PyTorch's "rebase history").
-        """
-        others_require = False
-        for arg in args:
-            if isinstance(arg, Tensor) and arg.requires_grad:
-                others_require = True
-        tracking = state.grad_enabled and (self.requires_grad or others_require)
-        if state.grad_enabled and self.requires_grad:
-            self._check_inplace_allowed(op_name)
-        if tracking:
-            snapshot = self._snapshot()
-            result = op.apply(snapshot, *args, **attrs)
-            self._write(result._array, op_name)
-            self.grad_fn, self._output_nr = result.grad_fn, result._output_nr
-            self.requires_grad = result.requires_grad
-            self._after_inplace(op_name)
-            if self._base is not None and self._view_index is not None:
-                self._rebase_into_base()
-        else:
-            result = op.apply(self, *args, **attrs)
-            self._write(result._array, op_name)
-            self._after_inplace(op_name)
-        return self
-
-    def _check_inplace_allowed(self, op_name: str) -> None:
-        from .autograd.function import _leaf_inplace_message
-
-        if self.grad_fn is None and self._base is None:
-            if events.listener is not None:
-                events.listener.on_inplace_refused(self, op_name)
-            raise InplaceError(_leaf_inplace_message(self, op_name))
-        base = self._base
-        if base is not None and base.grad_fn is None and base.requires_grad:
-            if events.listener is not None:
-                events.listener.on_inplace_refused(base, op_name)
-            raise InplaceError(
-                f"a view of a leaf Variable that requires grad is being used in an in-place "
-                f"operation ({op_name} on {describe_tensor(self)}). Hint: clone the leaf "
-                "first, or do the update under tracegrad.no_grad().")
-        if base is not None and base.requires_grad and self._view_index is None:
-            raise InplaceError(
-                f"{op_name}: in-place operations on views made by view/reshape/transpose of "
-                "a tensor that requires grad are not supported by tracegrad yet. Hint: use "
-                "the out-of-place op, or index the base (x[i] = ...) instead.")
-
-    def _snapshot(self) -> Tensor:
-        """A copy of the current value that keeps this tensor's place in the graph."""
-        snapshot = Tensor._wrap(self._array.copy(), self.requires_grad)
-        snapshot.grad_fn, snapshot._output_nr = self.grad_fn, self._output_nr
-        if self.grad_fn is None and self.requires_grad:
-            snapshot._accumulator = self._grad_accumulator()
-        snapshot.name = self.name
-        return snapshot
-
-    def _write(self, value, op_name: str) -> None:
-        target = self._array
-        if value.dtype != target.dtype and value.dtype.kind == "f" and target.dtype.kind != "f":
-            raise DTypeError(
-                f"{op_name}: result type {_dtype.from_numpy_dtype(value.dtype).name} can't be "
-                f"cast to the desired output type {self.dtype.name} of "
-                f"{describe_tensor(self)}. Hint: convert the tensor with .float() first.")
-        if value.shape != target.shape:
-            value = backends.array_module(target).broadcast_to(value, target.shape)
-        target[...] = value
+        """Apply ``op(self, *args)`` and write the result into this tensor's storage,
+        recorded as PyTorch records an in-place op (autograd/views.py)."""
+        return views.apply_inplace(self, op_name, op, args, attrs)
 
     def _after_inplace(self, op_name: str) -> None:
-        site = None
-        if state.anomaly or events.listener is not None:
-            from .autograd.site import user_site
-
-            site = user_site(2)
-        self._version_counter.bump(op_name, site)
-        if events.listener is not None:
-            events.listener.on_inplace(self, op_name, site)
-
-    def _rebase_into_base(self) -> None:
-        """After an in-place op on ``base[index]``, record it on the base as well."""
-        from .ops.indexing import IndexPut
-
-        base = self._base
-        snapshot = base._snapshot()
-        result = IndexPut.apply(snapshot, self, index=self._view_index)
-        base.grad_fn, base._output_nr = result.grad_fn, result._output_nr
-        base.requires_grad = True
-        self._rebased_into_base = True
+        """Storage changed in place outside an op (an optimizer's update on the arrays):
+        bump the version and tell the listener, as an in-place op does."""
+        views.after_inplace(self, op_name)
 
     def __setitem__(self, index, value) -> None:
-        from .ops.indexing import IndexPut, normalize_index
-
-        index = normalize_index(index)
-        if isinstance(value, Tensor) and value._rebased_into_base and value._base is (
-                self if self._base is None else self._base):
-            if _same_index(value._view_index, index):
-                return  # `x[i] += y`: the in-place op on the view already wrote and recorded
-        if not isinstance(value, Tensor):
-            value = Tensor._wrap(_scalar_array(value, self), False)
-        tracking = state.grad_enabled and (self.requires_grad or value.requires_grad)
-        if state.grad_enabled and self.requires_grad:
-            self._check_inplace_allowed("__setitem__")
-        if tracking:
-            snapshot = self._snapshot()
-            result = IndexPut.apply(snapshot, value, index=index)
-            self._write(result._array, "__setitem__")
-            self.grad_fn, self._output_nr = result.grad_fn, result._output_nr
-            self.requires_grad = True
-        else:
-            self._array[index] = value._array
-        self._after_inplace("__setitem__")
-
-
-def _same_index(left, right) -> bool:
-    try:
-        return bool(left == right)
-    except Exception:
-        return False
+        _indexing.setitem(self, index, value)
 
 
 def _scalar_array(value, like: Tensor):
@@ -543,6 +501,7 @@ bind_tensor_class(Tensor)  # before the ops load: their hot paths use the bound 
 
 from ._methods import bind_ops  # noqa: E402 - the op modules need Tensor defined
 from .ops import conversion as _conversion  # noqa: E402
+from .ops import indexing as _indexing
 
 bind_ops()
 

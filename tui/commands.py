@@ -35,6 +35,9 @@ def register(subparsers) -> None:
                         help="print the steps table as text and exit (works without a TTY)")
     parser.add_argument("--layout", choices=("dot", "grandalf"), default=None,
                         help="graph layout engine (default: dot when installed)")
+    parser.add_argument("--all-passes", action="store_true",
+                        help="also show gradcheck's probe passes (hidden by default: a "
+                             "program that calls gradcheck records one pass per probe)")
     add_recording_options(parser)
     add_target(parser, "a Python script to trace, or a saved .tgtrace file")
     parser.set_defaults(handler=run_tui)
@@ -64,11 +67,12 @@ def run_tui(args: argparse.Namespace) -> int:
     if args.dump:
         from .dump import dump_steps
 
-        sys.stdout.write(dump_steps(trace))
+        sys.stdout.write(dump_steps(trace, all_passes=args.all_passes))
         return status
     from .app import DebuggerApp
 
-    DebuggerApp(trace, source=args.target, layout_engine=args.layout).run()
+    DebuggerApp(trace, source=args.target, layout_engine=args.layout,
+                show_probes=args.all_passes).run()
     return status
 
 

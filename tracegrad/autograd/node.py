@@ -17,15 +17,18 @@ class VersionCounter:
     """Shared by a tensor and all its views; bumped by every in-place op.
 
     ``history`` is filled only while sites are wanted (tracing or anomaly mode), so the
-    version error can say which in-place op changed the tensor and where.
+    version error can say which in-place op changed the tensor and where. ``views`` holds
+    weak references to the views of the storage (autograd/views.py): a bump refreshes
+    their grad_fn, as PyTorch regenerates a view's grad_fn when its version moved.
     """
 
-    __slots__ = ("history", "last_op", "value")
+    __slots__ = ("history", "last_op", "value", "views")
 
     def __init__(self) -> None:
         self.value = 0
         self.last_op = None
         self.history = None  # list of (version, op name, Site) when recorded
+        self.views = None  # list of weakref(view), made by the first view
 
     def bump(self, op_name: str, site=None) -> None:
         self.value += 1
@@ -34,6 +37,12 @@ class VersionCounter:
             if self.history is None:
                 self.history = []
             self.history.append((self.value, op_name, site))
+        if self.views:
+            refresh_views(self)
+
+
+def refresh_views(counter: VersionCounter) -> None:
+    """Replaced by autograd/views.py when it loads (it imports this module)."""
 
 
 class RemovableHandle:
@@ -82,7 +91,7 @@ class SavedTensor:
         self.counter = tensor._version_counter
         self.version = self.counter.value
         self.output_nr = tensor._output_nr
-        self.requires_grad = tensor.requires_grad
+        self.requires_grad = tensor._requires_grad
         self.producer = None if is_output else tensor.grad_fn
         if is_output:
             self.tensor = None

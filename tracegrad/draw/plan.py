@@ -17,7 +17,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..tracing.model import BackwardPass, NodeRecord, Step, TensorRecord, Trace, Violation
+from ..tracing.model import (
+    BackwardPass,
+    NodeRecord,
+    Step,
+    TensorRecord,
+    Trace,
+    Value,
+    Violation,
+)
 from ._text import (
     bytes_text,
     clip,
@@ -130,6 +138,7 @@ class _Planner:
         self.saved_detail_shown: set[str] = set()
         self.boxes: dict[str, Box] = {}
         self.arrows: list[Arrow] = []
+        self.grads_after: dict[int, Value] | None = None  # built on first use
 
     # -- top level -------------------------------------------------------------------
     def build(self) -> Plan:
@@ -332,11 +341,25 @@ class _Planner:
             lines.append(f"  v{change.version}: {change.op} at {site_full(change.site)}")
         if tensor.value is not None:
             lines.append(f"value: {value_detail(tensor.value)}")
-        if tensor.grad is not None:
-            lines.append(f"grad: {value_detail(tensor.grad)}")
+        lines.extend(self._grad_lines(tensor))
         for violation in self.tensor_violations.get(tensor_id, ()):
             lines.extend(violation_lines(violation))
         return lines
+
+    def _grad_lines(self, tensor: TensorRecord) -> list[str]:
+        """``.grad`` as it was after the drawn pass (recorded per pass since schema 3);
+        traces without it show the .grad after the last pass, and say so."""
+        if self.backward is not None:
+            if self.grads_after is None:  # every leaf's .grad up to the pass, in one sweep
+                self.grads_after = {}
+                for backward_pass in self.trace.passes[:self.backward.index + 1]:
+                    self.grads_after.update(backward_pass.grads_after())
+            grad = self.grads_after.get(tensor.id)
+            if grad is not None:
+                return [f"grad: {value_detail(grad)}"]  # after the drawn pass
+        if tensor.grad is not None:
+            return [f"grad (after the last pass): {value_detail(tensor.grad)}"]
+        return []
 
     def _mark_step(self, box: Box, step: Step | None) -> None:
         if step is not None and step.index == self.options.highlight_step:
@@ -594,9 +617,8 @@ def picture_title(trace: Trace, pass_index: int | None, all_nodes: bool = False)
         where = f" at {site_short(backward.site)}" if backward.site is not None else ""
         roots = ", ".join(trace.tensors[root].label if root in trace.tensors else f"t{root}"
                           for root in backward.roots)
-        call = getattr(backward, "label", "") or (f"{backward.kind}({roots})" if roots
-                                                  else backward.kind)
-        probe = "" if getattr(backward, "origin", "user") == "user" else " (gradcheck probe)"
+        call = backward.label or (f"{backward.kind}({roots})" if roots else backward.kind)
+        probe = "" if backward.is_user else " (gradcheck probe)"
         return [f"backward pass {backward.index} of {len(trace.passes)}{probe}: {call}{where}"]
     if all_nodes and trace.passes:
         return [f"every recorded node ({_count(len(trace.passes), 'backward pass')})"]
@@ -612,11 +634,9 @@ def default_pass(trace: Trace) -> int | None:
     >>> default_pass(Trace(passes=[BackwardPass(0)]))
     0
     """
-    for backward in trace.passes:
-        # BackwardPass.origin comes with the recorder's pass metadata (tui-ux); a trace
-        # without it has only the program's own passes.
-        if getattr(backward, "origin", "user") == "user":
-            return backward.index
+    own = trace.user_passes()
+    if own:
+        return own[0].index
     return 0 if trace.passes else None
 
 
@@ -653,7 +673,12 @@ def resolve_pass(trace: Trace, pass_index: int | str | None,
         if index is None:
             raise ValueError(f"step {highlight_step} cannot be highlighted: no backward pass "
                              "is drawn. Hint: pick a pass as well.")
-        steps = len(trace.passes[index].steps)
+        backward = trace.passes[index]
+        if backward.summarized:
+            raise ValueError(f"step {highlight_step} cannot be highlighted: backward pass "
+                             f"{index} kept no steps (it was summarized to stay within the "
+                             "trace's structure budget).")
+        steps = len(backward.steps)
         if not 0 <= highlight_step < steps:
             raise ValueError(f"step {highlight_step} is out of range: backward pass {index} "
                              f"has {_count(steps, 'step')} ({_range(steps)}).")
