@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 import weakref
 
 import numpy as np
@@ -20,8 +21,8 @@ from ._methods import (
 )
 from .autograd import views
 from .autograd.grad_mode import state
-from .autograd.node import AccumulateGrad, RemovableHandle, VersionCounter
-from .errors import AutogradError, DTypeError, describe_tensor
+from .autograd.node import AccumulateGrad, HookDict, RemovableHandle, VersionCounter, add_hook
+from .errors import AutogradError, DTypeError, ShapeError, describe_tensor
 
 _new_object = object.__new__
 _ndarray = np.ndarray
@@ -50,7 +51,7 @@ class Tensor(ArithmeticMethods, ComparisonMethods, InplaceMethods, MathMethods, 
     """
 
     # Defaults on the class: a new tensor sets only what differs (see Tensor._wrap).
-    grad: Tensor | None = None
+    _grad: Tensor | None = None  # what .grad returns; the engine writes it directly
     grad_fn = None
     name: str | None = None
     _requires_grad = False  # behind the requires_grad property; hot paths read it directly
@@ -60,6 +61,9 @@ class Tensor(ArithmeticMethods, ComparisonMethods, InplaceMethods, MathMethods, 
     _grad_from_base = False  # a view requiring grad only because its base does (no edge)
     _accumulator: AccumulateGrad | None = None
     _retains_grad = False
+    _backward_hooks: HookDict | None = None  # register_hook's hooks, bound to _hooks_node
+    _hooks_node = None
+    _post_accumulate_grad_hooks: HookDict | None = None
     _counter: VersionCounter | None = None  # made on first use: see _version_counter
     __array_priority__ = 1000  # numpy scalars defer to our reflected operators
     __hash__ = object.__hash__  # == is elementwise, so hashing is by identity (as in torch)
@@ -286,6 +290,64 @@ class Tensor(ArithmeticMethods, ComparisonMethods, InplaceMethods, MathMethods, 
 
         engine.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
+    # -- .grad ---------------------------------------------------------------------------
+    @property
+    def grad(self) -> Tensor | None:
+        """The gradient accumulated by backward (None until then).
+
+        Reading it on a non-leaf that does not retain its gradient warns, as in PyTorch:
+        backward never fills it there.
+        """
+        grad = self._grad
+        if grad is None and self.grad_fn is not None and not self._retains_grad:
+            warnings.warn(
+                "The .grad attribute of a Tensor that is not a leaf Tensor is being "
+                "accessed. Its .grad attribute won't be populated during "
+                "autograd.backward(). If you indeed want the .grad field to be populated "
+                "for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. If you "
+                "access the non-leaf Tensor by mistake, make sure you access the leaf "
+                "Tensor instead. See github.com/pytorch/pytorch/pull/30531 for more "
+                f"information. (Tensor: {self._describe()}.)", UserWarning, stacklevel=2)
+        return grad
+
+    @grad.setter
+    def grad(self, value: Tensor | None) -> None:
+        if value is None:
+            self._grad = None
+            return
+        if not isinstance(value, Tensor):
+            raise TypeError(
+                f"assigned grad expected to be a Tensor or None but got grad of type "
+                f"{type(value).__name__} (assigning to .grad of {self._describe()}).")
+        if value is self:
+            raise AutogradError("can't assign Variable as its own grad")
+        if value._array.dtype != self._array.dtype:
+            raise DTypeError(
+                f"attempting to assign a gradient with dtype '{_typemeta_name(value)}' to a "
+                f"tensor with grad_dtype '{_scalar_type_name(self)}'. The gradient must "
+                "match the tensor's grad_dtype (defaults to the tensor's dtype). (Tensor: "
+                f"{self._describe()}.) Hint: convert it first, e.g. "
+                f"grad.to({self.dtype!r}).")
+        if value.device != self.device:
+            from .errors import DeviceError
+
+            raise DeviceError(
+                f"attempting to assign a gradient with device type '{value.device.type}' to "
+                f"a tensor with device type '{self.device.type}'. Please ensure that the "
+                f"gradient and the tensor are on the same device (Tensor: "
+                f"{self._describe()}). Hint: grad.to({str(self.device)!r}).")
+        if value._array.shape != self._array.shape:
+            raise ShapeError(
+                f"attempting to assign a gradient of size '{list(value.shape)}' to a tensor "
+                f"of size '{list(self.shape)}'. Please ensure that the gradient and the "
+                f"tensor are the same size (Tensor: {self._describe()}). Hint: an optimizer "
+                "step would broadcast a wrong-sized gradient into the weights.")
+        self._grad = value
+
+    @grad.deleter
+    def grad(self) -> None:
+        self._grad = None
+
     def _edge(self) -> tuple:
         """(node, input_nr) that a consumer's next_functions points to."""
         if self.grad_fn is not None:
@@ -302,24 +364,67 @@ class Tensor(ArithmeticMethods, ComparisonMethods, InplaceMethods, MathMethods, 
 
     def register_hook(self, hook) -> RemovableHandle:
         """``hook(grad)`` runs when the gradient for this tensor is computed; returning a
-        tensor replaces the gradient."""
+        tensor (same shape, dtype and device) replaces the gradient.
+
+        Hooks run before the hooks of this tensor's grad_fn, in registration order. A hook
+        registered before an in-place op stays with the old version of the tensor.
+
+        >>> import tracegrad as torch
+        >>> x = torch.ones(2, requires_grad=True)
+        >>> y = x * 3
+        >>> _ = y.register_hook(lambda grad: grad * 10)
+        >>> y.sum().backward()
+        >>> x.grad
+        tensor([30., 30.])
+        """
         if not self.requires_grad:
             raise AutogradError(
-                "cannot register a hook on a tensor that doesn't require gradient")
+                "cannot register a hook on a tensor that doesn't require gradient "
+                f"({self._describe()}). Hint: call .requires_grad_() first, or register the "
+                "hook on a tensor that is part of the graph.")
         node, output_nr = self._edge()
-        return node._add_tensor_hook(output_nr, hook)
+        hooks = self._backward_hooks
+        if hooks is None or self._hooks_node is not node:
+            # A new version of the tensor (after an in-place op) gets a dict of its own,
+            # as PyTorch resets _backward_hooks when grad_fn changes.
+            hooks = self._backward_hooks = HookDict()
+            self._hooks_node = node
+            node._register_hook_dict(output_nr, hooks)
+        return add_hook(hooks, hook)
+
+    def register_post_accumulate_grad_hook(self, hook) -> RemovableHandle:
+        """``hook(tensor)`` runs after backward accumulated a gradient into this leaf's
+        ``.grad`` (e.g. an optimizer step per parameter); it must return None.
+
+        >>> import tracegrad as torch
+        >>> w = torch.ones(2, requires_grad=True)
+        >>> def sgd_step(p):
+        ...     p.data.sub_(p.grad)
+        >>> _ = w.register_post_accumulate_grad_hook(sgd_step)
+        >>> (w * 3).sum().backward()
+        >>> w
+        tensor([-2., -2.], requires_grad=True)
+        """
+        if not self.requires_grad:
+            raise AutogradError(
+                "cannot register a hook on a tensor that doesn't require gradient "
+                f"({self._describe()}).")
+        if self.grad_fn is not None:
+            raise AutogradError(
+                "post accumulate grad hooks cannot be registered on non-leaf tensors "
+                f"({self._describe()}). Hint: register_hook sees a non-leaf's gradient.")
+        hooks = self._post_accumulate_grad_hooks
+        if hooks is None:
+            hooks = self._post_accumulate_grad_hooks = HookDict()
+        return add_hook(hooks, hook)
 
     def retain_grad(self) -> None:
-        """Keep ``.grad`` for this non-leaf tensor after backward."""
+        """Keep ``.grad`` for this non-leaf tensor after backward (a no-op on leaves)."""
         if not self.requires_grad:
             raise AutogradError("can't retain_grad on Tensor that has requires_grad=False")
         if self.grad_fn is None or self._retains_grad:
             return
-        node = self.grad_fn
-        if node._retained is None:
-            node._retained = {}
-            node._hooked = True
-        node._retained[self._output_nr] = weakref.ref(self)
+        self.grad_fn._add_retains_grad(self._output_nr, weakref.ref(self))
         self._retains_grad = True
 
     def detach(self) -> Tensor:
@@ -469,6 +574,25 @@ class Tensor(ArithmeticMethods, ComparisonMethods, InplaceMethods, MathMethods, 
 
     def __setitem__(self, index, value) -> None:
         _indexing.setitem(self, index, value)
+
+
+_TYPEMETA_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
+                   "int64": "long int", "int32": "int", "int16": "short int",
+                   "int8": "signed char", "uint8": "unsigned char", "bool": "bool"}
+_SCALAR_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half",
+                      "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char",
+                      "uint8": "Byte", "bool": "Bool"}
+
+
+def _typemeta_name(tensor: Tensor) -> str:
+    """PyTorch's C++ type name of a dtype, as its .grad messages print it ('double')."""
+    name = tensor._array.dtype.name
+    return _TYPEMETA_NAMES.get(name, name)
+
+
+def _scalar_type_name(tensor: Tensor) -> str:
+    name = tensor._array.dtype.name
+    return _SCALAR_TYPE_NAMES.get(name, name)
 
 
 def _scalar_array(value, like: Tensor):

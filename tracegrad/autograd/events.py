@@ -54,7 +54,7 @@ class Listener:
         """``node``'s backward finished."""
 
     def on_hook(self, node, kind: str, hook, changed: bool) -> None:
-        """A hook fired (``kind``: "tensor", "pre", "post", "retain_grad")."""
+        """A hook fired (``kind``: "tensor", "pre", "post", "retain_grad", "post_accumulate")."""
 
     def on_accumulate(self, tensor, grad) -> None:
         """A gradient was accumulated into a leaf's ``.grad``."""

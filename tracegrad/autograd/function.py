@@ -23,7 +23,7 @@ from .. import backends
 from ..errors import AutogradError
 from . import events, views
 from . import node as _node_module
-from .grad_mode import state
+from .grad_mode import anomaly_flags, state
 from .node import Node, SavedTensor, _sequence
 
 # tracegrad.tensor.Tensor. tensor.py imports this module before it defines Tensor, so it
@@ -540,6 +540,10 @@ def _note_site(node: Node, depth: int = 3) -> None:
 
     node._site = user_site(depth)
     node._module = current_scope()
+    if state.anomaly:  # the forward traceback PyTorch's anomaly mode shows (graph-api)
+        from .anomaly import note_forward
+
+        note_forward(node)
 
 
 class _DelayedError(Function):
@@ -738,7 +742,7 @@ def _record(cls, args, attrs):
     if to_save:
         ctx._saved = _save(ctx, to_save, outputs)
         ctx._to_save = ()
-    if state.anomaly or events.listener is not None:
+    if anomaly_flags.enabled or events.listener is not None:  # not a thread-local read
         _note_site(ctx)
         if events.listener is not None:
             events.listener.on_op(ctx, args, tuple(outputs))

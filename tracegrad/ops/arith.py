@@ -66,6 +66,7 @@ class RSub(Sub):
 
 class Mul(Op):
     node_name = "MulBackward0"
+    saved_names = ("self", "other")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a, b):
@@ -91,6 +92,7 @@ class Mul(Op):
 
 class Div(Op):
     node_name = "DivBackward0"
+    saved_names = ("self", "other")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a, b):
@@ -128,6 +130,7 @@ class PowScalar(Op):
     """``tensor ** number``."""
 
     node_name = "PowBackward0"
+    saved_names = ("self", "exponent=exponent")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a, exponent):
@@ -155,6 +158,7 @@ class Pow(Op):
     """``tensor ** tensor`` and ``number ** tensor``."""
 
     node_name = "PowBackward1"
+    saved_names = ("self", "exponent", "result")  # grad_fn._saved_<name>, as PyTorch names them
     saves_output = True
 
     @staticmethod

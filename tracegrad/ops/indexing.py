@@ -63,6 +63,7 @@ class Index(Op):
     """Advanced indexing (integer arrays, boolean masks): a copy."""
 
     node_name = "IndexBackward0"
+    saved_names = ("self_sym_sizes=input_shape",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a, index):

@@ -58,6 +58,7 @@ class View(Op):
     when the strides do not allow that."""
 
     node_name = "ViewBackward0"
+    saved_names = ("self_sym_sizes=input_shape",)  # grad_fn._saved_<name>, as PyTorch names them
     is_view = True
 
     @staticmethod
@@ -197,6 +198,7 @@ class Squeeze(Op):
     """``x.squeeze(dim)`` with one dim (SqueezeBackward1)."""
 
     node_name = "SqueezeBackward1"
+    saved_names = ("self_sym_sizes=input_shape",)  # grad_fn._saved_<name>, as PyTorch names them
     is_view = True
 
     @staticmethod
@@ -229,6 +231,7 @@ class SqueezeDims(Squeeze):
 
 class Expand(Op):
     node_name = "ExpandBackward0"
+    saved_names = ("self_sym_sizes=input_shape",)  # grad_fn._saved_<name>, as PyTorch names them
     is_view = True
 
     @staticmethod
@@ -367,6 +370,7 @@ class Repeat(Op):
     """``x.repeat(*sizes)``: tile the tensor; the gradient sums the tiles back."""
 
     node_name = "RepeatBackward0"
+    saved_names = ("repeats=repeats", "self_sym_sizes=input_shape")
 
     @staticmethod
     def forward(ctx, a, repeats):

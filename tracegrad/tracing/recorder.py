@@ -9,11 +9,18 @@
 ['SumBackward0', 'MulBackward0', 'AccumulateGrad']
 >>> tr.tensor(tr.passes[0].roots[0]).name
 'loss'
+
+Threads: a recording records the thread that started it. What other threads do meanwhile
+(their ops, backward passes, hooks) is ignored with one thread-id check at each event, so
+the recorder never touches their tensors or disturbs them (they still pay for the source
+line each op looks up while any recorder listens). Record in the thread whose work you want
+to see; one recorder per thread works too.
 """
 
 from __future__ import annotations
 
 import sys
+import threading
 import traceback as traceback_module
 import weakref
 
@@ -51,6 +58,7 @@ _MAX_PENDING_FRAMES = 8
 # The functions whose backward passes are gradcheck's probes (one pass per output element).
 _GRADCHECK_MODULES = frozenset({"tracegrad.autograd.gradcheck", "tracegrad.testing.gradcheck"})
 _GRADCHECK_FUNCTIONS = frozenset({"gradcheck", "gradgradcheck", "locate_wrong_nodes"})
+_get_ident = threading.get_ident
 
 
 def record(values: bool = True, budget_bytes: int | None = None,
@@ -121,6 +129,7 @@ class Recorder(events.Listener):
         # user frame -> [(weakref to tensor, record)] waiting for a search of its variables
         self._unnamed: dict = {}
         self._subscription = None
+        self._thread = threading.get_ident()  # the thread recorded (set again by start)
 
     # -- the context manager -----------------------------------------------------------
     def __enter__(self) -> Trace:
@@ -132,6 +141,7 @@ class Recorder(events.Listener):
 
     def start(self) -> None:
         if self._subscription is None:
+            self._thread = threading.get_ident()
             self._subscription = events.subscribe(self)
 
     def stop(self, frame=None, exc: BaseException | None = None, scopes=()) -> Trace:
@@ -269,6 +279,8 @@ class Recorder(events.Listener):
 
     # -- forward events ----------------------------------------------------------------
     def on_op(self, node, args, outputs) -> None:
+        if _get_ident() != self._thread:
+            return  # another thread's event: see the module docstring
         builder = self.builder
         ledger = self.ledger
         # Checked before recording, so the previous op's in-place rewrite is complete; the
@@ -407,6 +419,8 @@ class Recorder(events.Listener):
         self._flush_names()
 
     def on_tensor(self, tensor, kind: str) -> None:
+        if _get_ident() != self._thread:
+            return  # another thread's event: see the module docstring
         if self.ledger.overflow:
             return
         if tensor.requires_grad and self.builder.known_tensor(tensor) is None:
@@ -418,6 +432,8 @@ class Recorder(events.Listener):
         """One record per in-place change, right the first time: the node it added (the
         tensor in at its old version and out at the new one), the views' new grad_fns, and
         the version in the tensor's history (autograd.views.InplaceInfo has it all)."""
+        if _get_ident() != self._thread:
+            return  # another thread's event: see the module docstring
         builder = self.builder
         tensor = info.tensor
         tensor_id = builder.known_tensor(tensor)
@@ -462,6 +478,8 @@ class Recorder(events.Listener):
         self._note_names(inputs, [self.builder.known_tensor(arg) for arg in inputs])
 
     def on_inplace_refused(self, tensor, op_name: str) -> None:
+        if _get_ident() != self._thread:
+            return  # another thread's event: see the module docstring
         self._note_finding()
         self.builder.tensor_id(tensor)
         self._name_now([tensor])
@@ -470,6 +488,8 @@ class Recorder(events.Listener):
 
     # -- backward events ---------------------------------------------------------------
     def on_backward_start(self, info) -> None:
+        if _get_ident() != self._thread:
+            return  # another thread's event: see the module docstring
         index = len(self.trace.passes)
         self._engine_passes[info.index] = index
         ledger = self.ledger
@@ -534,6 +554,8 @@ class Recorder(events.Listener):
         return labels[0] if len(labels) == 1 else "(" + ", ".join(labels) + ")"
 
     def on_node_start(self, node, grads_in) -> None:
+        if _get_ident() != self._thread:
+            return  # another thread's event: see the module docstring
         current = self._pass
         if current is None:
             return
@@ -591,6 +613,8 @@ class Recorder(events.Listener):
         return value
 
     def on_hook(self, node, kind: str, hook, changed: bool) -> None:
+        if _get_ident() != self._thread:
+            return  # another thread's event: see the module docstring
         if self._pass is not None and self._pass.summarized:
             return
         hook_name = getattr(hook, "__qualname__", type(hook).__name__)
@@ -603,6 +627,8 @@ class Recorder(events.Listener):
             self._pending_hooks.setdefault(id(node), []).append(hook_record)
 
     def on_node_end(self, node, grads_out, duration_ns: int) -> None:
+        if _get_ident() != self._thread:
+            return  # another thread's event: see the module docstring
         if self._step_node is not node:
             return
         step = self._step
@@ -639,6 +665,8 @@ class Recorder(events.Listener):
                 return
 
     def on_accumulate(self, tensor, grad) -> None:
+        if _get_ident() != self._thread:
+            return  # another thread's event: see the module docstring
         current = self._pass
         if current is not None and current.summarized:
             tensor_id = self.builder.known_tensor(tensor)
@@ -660,6 +688,8 @@ class Recorder(events.Listener):
             step.grad_after = value
 
     def on_error(self, error, node) -> None:
+        if _get_ident() != self._thread:
+            return  # another thread's event: see the module docstring
         self._note_finding()
         if self._step is not None and self._step_node is node:
             self._step.error = f"{type(error).__name__}: {error}"
@@ -669,6 +699,8 @@ class Recorder(events.Listener):
         self.violations.backward_failed(error, node, self._pass, self._engine_passes)
 
     def on_backward_end(self, info, error) -> None:
+        if _get_ident() != self._thread:
+            return  # another thread's event: see the module docstring
         current = self._pass
         if current is None:
             return
