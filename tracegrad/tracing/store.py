@@ -29,6 +29,7 @@ import json
 import math
 import os
 import struct
+import tempfile
 import zipfile
 import zlib
 
@@ -75,12 +76,38 @@ def save_trace(trace: Trace, path: str | os.PathLike, timings: bool = True) -> N
                     "arrays": table, "array_bytes": len(blob), **body}
         text = json.dumps(document, allow_nan=False, separators=(",", ":"),
                           default=_json_scalar)
-    temporary = f"{os.fspath(path)}.partial"
-    with zipfile.ZipFile(temporary, "w") as archive:
-        _write_member(archive, TRACE_MEMBER, text.encode("utf-8"))
-        if blob:
-            _write_member(archive, ARRAYS_MEMBER, blob)
-    os.replace(temporary, path)  # a crash mid-write never leaves a half file under path
+    _write_atomically(os.fspath(path), text.encode("utf-8"), blob)
+
+
+def _write_atomically(path: str, text: bytes, blob: bytes) -> None:
+    """Write the zip to a temporary file in the same folder, flush it to disk, then rename
+    it over ``path``: whatever interrupts the save (an exception, a signal, a crash),
+    ``path`` holds either the complete new trace or what it held before, never part of
+    one. The temporary file has a unique name (two saves never share one) and is removed
+    when the save fails."""
+    directory = os.path.dirname(os.path.abspath(path))
+    handle, temporary = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.",
+                                         suffix=".partial", dir=directory)
+    try:
+        with os.fdopen(handle, "wb") as file:
+            with zipfile.ZipFile(file, "w") as archive:
+                _write_member(archive, TRACE_MEMBER, text)
+                if blob:
+                    _write_member(archive, ARRAYS_MEMBER, blob)
+            file.flush()
+            os.fsync(file.fileno())
+        os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes it 0600
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def _pack_arrays(arrays: list[np.ndarray]) -> tuple[list, bytes]:
