@@ -146,10 +146,7 @@ def test_gradcheck_backward_mul_by_grad_output(lib, fast_mode):
 
 @pytest.mark.parametrize("fast_mode", MODES)
 @pytest.mark.parametrize("lib_name", [
-    pytest.param("tracegrad", marks=pytest.mark.xfail(
-        strict=True, reason="tracegrad's engine skips a node (and its tensor hooks) when "
-                            "every gradient into it is undefined; torch calls the hook with "
-                            "None (engine.py, another engineer's area)")),
+    "tracegrad",  # graph-api: the engine now calls tensor hooks with None, as torch does
     pytest.param("torch", marks=pytest.mark.torch)])
 def test_gradcheck_undefined_grad(lib_name, fast_mode):
     lib = pytest.importorskip(lib_name)

@@ -461,9 +461,7 @@ def test_set_requires_grad_only_for_floats(lib):
 
 
 @pytest.mark.parametrize("lib_name", [
-    pytest.param("tracegrad", marks=pytest.mark.xfail(
-        strict=True, reason="t.requires_grad = True is a plain attribute in tracegrad: "
-                            "checking it would put a descriptor on every op's hot path")),
+    "tracegrad",  # requires_grad is a property with torch's setter checks (views-inplace)
     pytest.param("torch", marks=pytest.mark.torch)])
 def test_set_requires_grad_attribute_only_for_floats(lib_name):
     lib = pytest.importorskip(lib_name)

@@ -70,24 +70,40 @@ def test_needs_input_grad_and_gradcheck_of_linear():
 
 
 class ScaleBy(tg.autograd.Function):
-    """A non-tensor argument (factor) and a keyword."""
+    """A non-tensor argument (factor) and one passed by keyword."""
 
     @staticmethod
-    def forward(ctx, x, factor, *, shift=0.0):
+    def forward(ctx, x, factor, shift=0.0):
         ctx.factor = factor
         return x * factor + shift
 
     @staticmethod
     def backward(ctx, grad):
-        return grad * ctx.factor, None
+        return grad * ctx.factor, None, None
 
 
 def test_non_tensor_arguments():
     x = tg.ones(3, requires_grad=True)
-    y = ScaleBy.apply(x, 4.0, shift=1.0)
+    y = ScaleBy.apply(x, 4.0, shift=1.0)  # bound to forward's parameter, as torch does
     np.testing.assert_allclose(y.data, [5.0, 5.0, 5.0])
+    assert y.grad_fn.needs_input_grad == (True, False, False)
     y.sum().backward()
     np.testing.assert_allclose(x.grad.data, [4.0, 4.0, 4.0])
+
+
+class KeywordOnly(tg.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, *, shift=0.0):
+        return x + shift
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad
+
+
+def test_keyword_only_forward_arguments_are_refused_as_in_torch():
+    with pytest.raises(TypeError, match="unexpected keyword argument 'shift'"):
+        KeywordOnly.apply(tg.ones(2), shift=1.0)
 
 
 class SplitSign(tg.autograd.Function):
@@ -167,7 +183,8 @@ def test_mark_dirty_rebases_the_modified_input():
 
 def test_mark_dirty_on_a_leaf_that_requires_grad_fails():
     x = tg.ones(2, requires_grad=True)
-    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used "
+    # torch's wording for mark_dirty ("has been", the forward already changed it)
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad has been used "
                                            "in an in-place operation"):
         AddOneInPlace.apply(x)
 

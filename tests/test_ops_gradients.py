@@ -18,6 +18,7 @@ import pytest
 import tracegrad as tg
 from tracegrad import ops
 from tracegrad.ops import indexing
+from tracegrad.ops import shape as shape_ops
 from tracegrad.ops.conversion import ToDevice
 
 
@@ -58,10 +59,74 @@ def _index_put_rows(lib, a, v):
     return c
 
 
-def _index_put_slice(lib, a, v):
+def _index_put_column(lib, a, v):
+    c = a * 1
+    c[:, [0]] = v  # a full slice is skipped: index_put_ on c itself
+    return c
+
+
+def _fill_tensor(lib, a, v):
+    c = a * 1
+    c.fill_(v)
+    return c + a
+
+
+# In-place changes through views: CopySlices on the base, AsStridedBackward0 on the view.
+def _setitem_view(lib, a, v):
     c = a * 1
     c[1:3, 0] = v
     return c
+
+
+def _setitem_iadd(lib, a, v):
+    c = a * 1
+    c[1] += v  # add_ on the view, then copy_ back through a second view
+    return c
+
+
+def _inplace_on_view(lib, a, w):
+    b = a * 1
+    b[1:].mul_(w)
+    return b
+
+
+def _inplace_view_of_view(lib, a, w):
+    b = a * 1
+    v = b.view(12)[2:8].view(2, 3)
+    v.add_(w)
+    return b, v
+
+
+def _inplace_transposed(lib, a):
+    b = a * 1
+    b.t()[0].mul_(2.5)
+    return b
+
+
+def _inplace_saving_output_on_view(lib, a):
+    b = a * 1
+    b[0].exp_()
+    return b
+
+
+def _inplace_saving_old_self(lib, a, w):
+    y = a * 1
+    y.mul_(w)  # MulBackward0 needs y's old value: a clone, tied to y's old history
+    return y
+
+
+def _view_read_after_base_changed(lib, a, w):
+    b = a * 1
+    v = b[1]
+    b.mul_(w)  # v's grad_fn is regenerated over b's new history
+    return v
+
+
+def _as_strided_backward_accumulates(lib, a):
+    b = a * 1
+    e = b[0].expand(3, 4)  # overlapping: its regenerated grad_fn must sum
+    b.mul_(2.0)
+    return e
 
 
 def _index_put_mask(lib, a):
@@ -86,8 +151,18 @@ CASES: dict[str, list[Case]] = {
             Case(((3,),), lambda L, b: 2.0 / b, positive=(0,))],
     "Dot": [Case(((5,), (5,)), lambda L, a, b: L.dot(a, b))],
     "Exp": [Case(((3, 4),), lambda L, x: x.exp())],
+    "Alias": [Case(((3, 4),), lambda L, x: x[...])],
+    "AsStrided": [Case(((3, 4),), lambda L, x: x.as_strided((2, 2), (1, 2), 1)),
+                  Case(((3, 4), (3, 4)), _view_read_after_base_changed),
+                  Case(((3, 4),), _as_strided_backward_accumulates)],
+    "Diagonal": [Case(((3, 4),), lambda L, x: x.diagonal()),
+                 Case(((3, 4),), lambda L, x: x.diagonal(1)),
+                 Case(((2, 3, 4),), lambda L, x: L.diagonal(x, -1, 0, 2))],
+    "DiagonalBackward": [Case(((3,),), lambda L, g: shape_ops.DiagonalBackward.apply(
+        g, (3, 4), 1, 0, 1), in_torch=False)],
     "Expand": [Case(((3, 1),), lambda L, x: x.expand(2, 3, 4))],
     "Fill": [Case(((3, 4),), _fill)],
+    "FillTensor": [Case(((3, 4), ()), _fill_tensor)],
     "Gather": [Case(((3, 4),), lambda L, x: x.gather(1, L.tensor([[0, 0], [1, 3], [2, 1]])))],
     "Index": [Case(((4, 3),), lambda L, x: x[L.tensor([0, 2, 2])]),
               Case(((4, 3),), lambda L, x: x[x > 0]),
@@ -95,7 +170,7 @@ CASES: dict[str, list[Case]] = {
     "IndexAccumulate": [Case(((3, 2),), lambda L, g: indexing.IndexAccumulate.apply(
         g, shape=(4, 2), index=np.array([0, 2, 2])), in_torch=False)],
     "IndexPut": [Case(((4, 3), (2, 3)), _index_put_rows),
-                 Case(((4, 3), (2,)), _index_put_slice),
+                 Case(((4, 3), (4, 1)), _index_put_column),
                  Case(((4, 3),), _index_put_mask)],
     "Log": [Case(((3, 4),), lambda L, x: x.log(), positive=(0,))],
     "LogSoftmax": [Case(((3, 4),), lambda L, x: x.log_softmax(dim=1)),
@@ -121,15 +196,13 @@ CASES: dict[str, list[Case]] = {
     "Mv": [Case(((3, 4), (4,)), lambda L, a, b: a @ b)],
     "Neg": [Case(((3, 4),), lambda L, x: -x)],
     "Permute": [Case(((2, 3, 4),), lambda L, x: x.permute(2, 0, 1))],
-    "Pow": [Case(((3, 4), (3, 4)), lambda L, a, b: a ** b, positive=(0,)),
-            Case(((3, 4),), lambda L, b: 2.0 ** b)],
+    "Pow": [Case(((3, 4), (3, 4)), lambda L, a, b: a ** b, positive=(0,))],
+    "RPow": [Case(((3, 4),), lambda L, b: 2.0 ** b), Case(((3, 4),), lambda L, b: L.pow(3.0, b))],
     "PowScalar": [Case(((3, 4),), lambda L, x: x ** 3),
                   Case(((3, 4),), lambda L, x: x.pow(0.5), positive=(0,))],
     "RSub": [Case(((3, 4),), lambda L, x: 1.0 - x)],
     "Relu": [Case(((3, 4),), lambda L, x: x.relu())],
     "Repeat": [Case(((2, 3),), lambda L, x: x.repeat(2, 1, 2))],
-    "Reshape": [Case(((3, 4),), lambda L, x: x.reshape(2, 6)),
-                Case(((3, 4),), lambda L, x: x.t().reshape(-1))],
     "Scatter": [Case(((4, 4), (3, 2)), lambda L, x, src: x.scatter(1, _rows(L), src)),
                 Case(((4, 4),), lambda L, x: x.scatter(1, _rows(L), 1.5))],
     "ScatterAdd": [Case(((4, 4), (3, 2)), lambda L, x, src: x.scatter_add(
@@ -142,6 +215,9 @@ CASES: dict[str, list[Case]] = {
     "Sigmoid": [Case(((3, 4),), lambda L, x: x.sigmoid())],
     "Silu": [Case(((3, 4),), lambda L, x: L.nn.functional.silu(x * 4))],
     "Sin": [Case(((3, 4),), lambda L, x: L.sin(x))],
+    "Split": [Case(((5, 3),), lambda L, x: L.split(x, 2)),
+              Case(((5, 3),), lambda L, x: L.chunk(x, 3))],
+    "SplitWithSizes": [Case(((5, 3),), lambda L, x: x.split([1, 2], dim=1))],
     "Slice": [Case(((4, 5),), lambda L, x: x[1:, ::2]),
               Case(((4, 5),), lambda L, x: x[None, ..., 1:3])],
     "Softmax": [Case(((3, 4),), lambda L, x: x.softmax(dim=-1)),
@@ -149,6 +225,13 @@ CASES: dict[str, list[Case]] = {
     "Sqrt": [Case(((3, 4),), lambda L, x: x.sqrt(), positive=(0,))],
     "Squeeze": [Case(((3, 1, 4),), lambda L, x: x.squeeze(1))],
     "SqueezeAll": [Case(((3, 1, 4, 1),), lambda L, x: L.squeeze(x))],
+    "SqueezeDims": [Case(((3, 1, 4, 1),), lambda L, x: x.squeeze((1, 3)))],
+    "StridedRead": [Case(((3, 4),), lambda L, x: shape_ops.StridedRead.apply(
+        x, ((3, 4), (1, 3), 0), ((2, 2), (3, 1), 1)), in_torch=False)],
+    "StridedScatter": [Case(((3, 4), (2, 2)), lambda L, x, s: shape_ops.StridedScatter.apply(
+        x, s, ((3, 4), (4, 1), 0), ((2, 2), (4, 2), 1), False), in_torch=False),
+        Case(((2, 4),), lambda L, s: shape_ops.StridedScatter.apply(
+            None, s, ((3, 4), (4, 1), 0), ((2, 4), (0, 1), 4), True), in_torch=False)],
     "Stack": [Case(((2, 3), (2, 3)), lambda L, a, b: L.stack([a, b], 1))],
     "Sub": [Case(((3, 4), (4,)), lambda L, a, b: a - b)],
     "Sum": [Case(((2, 3, 4),), lambda L, x: x.sum(1)),
@@ -162,9 +245,15 @@ CASES: dict[str, list[Case]] = {
     "ToDtype": [Case(((3, 4),), lambda L, x: x.float().double(), gradcheck={"eps": 1e-3})],
     "Trace": [Case(((3, 3),), lambda L, x: L.trace(x)), Case(((2, 4),), lambda L, x: L.trace(x))],
     "Transpose": [Case(((2, 3, 4),), lambda L, x: x.transpose(0, 2))],
+    "Unbind": [Case(((3, 2),), lambda L, x: x.unbind(1))],
+    "UnsafeSplit": [Case(((5, 3),), lambda L, x: x.unsafe_split(2)),
+                    Case(((5, 3),), lambda L, x: L.unsafe_chunk(x, 2, 1))],
+    "UnsafeSplitWithSizes": [Case(((5, 3),), lambda L, x: x.unsafe_split_with_sizes([4, 1]))],
+    "UnsafeView": [Case(((3, 4),), lambda L, x: x.t().reshape(-1))],
     "Unsqueeze": [Case(((3, 4),), lambda L, x: x.unsqueeze(1))],
     "View": [Case(((3, 4),), lambda L, x: x.view(12)),
-             Case(((3, 4),), lambda L, x: x.view(-1, 2))],
+             Case(((3, 4),), lambda L, x: x.view(-1, 2)),
+             Case(((3, 4),), lambda L, x: x.reshape(2, 6))],
     "Where": [Case(((3, 4), (3, 4)), lambda L, a, b: L.where(a > 0, a, b)),
               Case(((3, 4),), lambda L, a: L.where(a > 0, a, 0.0))],
     "Zero": [Case(((3, 4),), _zero)],
@@ -172,11 +261,14 @@ CASES: dict[str, list[Case]] = {
 
 # Composite functions, built from the ops above: they get the same checks.
 COMPOSITES: dict[str, list[Case]] = {
-    "split": [Case(((5, 3),), lambda L, x: L.split(x, 2)),
-              Case(((5, 3),), lambda L, x: x.split([1, 2], dim=1))],
-    "chunk": [Case(((5, 3),), lambda L, x: L.chunk(x, 3))],
-    "unbind": [Case(((3, 2),), lambda L, x: x.unbind(1))],
     "narrow": [Case(((5, 3),), lambda L, x: x.narrow(0, 1, 3))],
+    "setitem_view": [Case(((4, 3), (2,)), _setitem_view),
+                     Case(((4, 3), (3,)), _setitem_iadd)],
+    "inplace_on_view": [Case(((3, 4), (4,)), _inplace_on_view),
+                        Case(((3, 4), (2, 3)), _inplace_view_of_view),
+                        Case(((3, 4),), _inplace_transposed),
+                        Case(((3, 4),), _inplace_saving_output_on_view)],
+    "inplace_saving_old_self": [Case(((3, 4), (3, 4)), _inplace_saving_old_self)],
     "var": [Case(((3, 4),), lambda L, x: x.var(1)),
             Case(((3, 4),), lambda L, x: L.var(x, unbiased=False))],
     "std": [Case(((3, 4),), lambda L, x: x.std(0, keepdim=True))],

@@ -14,7 +14,7 @@ from textual.widgets import DataTable
 from tracegrad.tui.app import DebuggerApp
 from tracegrad.tui.widgets.graph_view import GraphView
 from tracegrad.tui.widgets.help_screen import HelpScreen
-from tracegrad.tui.widgets.pass_picker import PassPicker
+from tracegrad.tui.widgets.pass_bar import PassBar
 from tracegrad.tui.widgets.prompt import PromptScreen
 from tracegrad.tui.widgets.violations_list import ViolationsList
 
@@ -49,15 +49,15 @@ async def test_opens_with_every_panel_visible(size):
     async with app.run_test(size=size) as pilot:
         await pilot.pause()
         text = screen_text(app)
-        assert (app.pass_index, app.step_index) == (0, 0)
+        assert (app.pass_index, app.step_index) == (0, 3)  # at the violation
         for name in ("SumBackward0", "MmBackward0", "ReluBackward0"):
             assert name in text
         assert "mk" in text and "shape" in text  # the steps header
         assert "graph" in text and "node" in text and "violations (1)" in text
-        assert "step 0  SumBackward0" in text
-        assert "[SumBackward0]" in app.query_one(GraphView).visible_text()
-        assert "n Next" in text and "q Quit" in text  # the footer
-        assert not app.query_one(PassPicker).display  # one pass: no picker
+        assert "step 3  ReluBackward0" in text
+        assert "[ReluBackward0]" in app.query_one(GraphView).visible_text()
+        assert " n Next" in text and "? Help" in text and "q Quit" in text  # the footer
+        assert "pass 0 (1 of 1): backward(loss)" in app.query_one(PassBar).render().plain
 
 
 @run_async
@@ -104,23 +104,24 @@ async def test_current_node_is_highlighted_and_executed_nodes_styled():
 
 
 @run_async
-async def test_pass_keys_and_picker():
+async def test_pass_keys_and_pass_list():
     app = make_app(passes=3)
     async with app.run_test(size=BIG) as pilot:
-        picker = app.query_one(PassPicker)
-        assert picker.display
+        bar = app.query_one(PassBar)
         await pilot.press("n", "n", "right_square_bracket")
         assert (app.pass_index, app.step_index) == (1, 0)
-        assert picker.value == 1
+        assert "pass 1 (2 of 3)" in bar.render().plain
         assert "pass 1/2" in screen_text(app)
         await pilot.press("right_square_bracket", "right_square_bracket")
         assert app.pass_index == 2
         assert "last backward pass" in app.status_text
         await pilot.press("left_square_bracket")
         assert app.pass_index == 1
-        picker.value = 0  # as if chosen from the drop-down
-        await pilot.pause()
-        assert app.pass_index == 0
+        await pilot.press("P")  # the pass list, opened on the current pass
+        text = screen_text(app)
+        assert "passes (! violation" in text and "backward(loss) at" in text
+        await pilot.press("up", "enter")
+        assert (app.pass_index, app.step_index) == (0, 0)
 
 
 @run_async
@@ -171,9 +172,9 @@ async def test_go_to_step_prompt():
         assert app.step_index == 4
         await pilot.press("colon", "9", "9", "enter")
         assert app.step_index == 4
-        assert "outside this pass" in app.status_text
+        assert "pass 0 has no step 99; expected 0-5" in app.status_text
         await pilot.press("colon", "x", "enter")
-        assert "not a step number" in app.status_text
+        assert "'x' is neither a step nor pass:step" in app.status_text
         await pilot.press("colon", "2", "escape")
         assert app.step_index == 4
         assert not isinstance(app.screen, PromptScreen)
@@ -199,7 +200,8 @@ async def test_search_by_name_op_and_tensor():
 async def test_run_until_conditions():
     app = make_app(nan=True, hook=True)
     async with app.run_test(size=BIG) as pilot:
-        await pilot.press("u", *"nan", "enter")
+        assert app.step_index == 3  # it opens at the NaN
+        await pilot.press("home", "u", *"nan", "enter")
         assert app.step_index == 3
         assert "stopped at step 3" in app.status_text
         await pilot.press("home", "u", *"hook", "enter")
@@ -275,7 +277,7 @@ async def test_violation_panel_shows_sites_and_versions_and_jumps():
 async def test_node_panel_sections():
     app = make_app(violation=True, hook=True)
     async with app.run_test(size=(120, 80)) as pilot:
-        await pilot.press("n")  # MmBackward0 with a hook, saves r (modified) and w2
+        await pilot.press("home", "n")  # MmBackward0 with a hook, saves r (modified), w2
         text = screen_text(app)
         assert "module layer2" in text
         assert "examples/hand_built_net.py:10" in text and "y = r.mm(w2)" in text
@@ -287,7 +289,7 @@ async def test_node_panel_sections():
         assert any("self" in line and "version 0" in line and "version 1" in line
                    for line in saved_lines)
         await pilot.press("n")  # AccumulateGrad w2: the leaf's .grad
-        assert "w2.grad after accumulation" in screen_text(app)
+        assert "w2.grad after accumulation (pass 0)" in screen_text(app)
 
 
 @run_async
@@ -310,7 +312,7 @@ async def test_summarized_values_say_so():
     async with app.run_test(size=(120, 80)) as pilot:
         await pilot.press("n")
         text = screen_text(app)
-        assert "statistics only (over budget)" in text
+        assert "statistics only: over the memory budget" in text
         grid = app.query_one("#values-grid", DataTable)
         assert grid.row_count == 0
 

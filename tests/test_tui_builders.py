@@ -29,6 +29,7 @@ SOURCE = "examples/hand_built_net.py"  # does not exist: panels fall back to Sit
 
 
 def value_of(array: np.ndarray, summarized: bool = False) -> Value:
+    """A Value as the recorder makes it; ``summarized``: statistics only, over budget."""
     array = np.asarray(array, dtype=np.float32)
     finite = array[np.isfinite(array)]
     stats = Stats(
@@ -37,7 +38,8 @@ def value_of(array: np.ndarray, summarized: bool = False) -> Value:
         mean=float(finite.mean()) if finite.size else None,
         norm=float(np.linalg.norm(finite)) if finite.size else None,
         nan_count=int(np.isnan(array).sum()), inf_count=int(np.isinf(array).sum()))
-    return Value(tuple(array.shape), "float32", stats, None if summarized else array)
+    return Value(tuple(array.shape), "float32", stats, None if summarized else array,
+                 dropped="budget" if summarized else None)
 
 
 def site(line: int, code: str, file: str = SOURCE, function: str = "<module>") -> Site:
@@ -95,25 +97,29 @@ def two_layer_trace(*, violation: bool = False, nan: bool = False, hook: bool = 
     grad_w1 = x.T @ grad_h
     grad_w2 = r.T @ grad_y
 
-    def steps() -> list[Step]:
+    def steps(pass_index: int) -> list[Step]:
         v = lambda array: value_of(array, summarized)
+        # .grad after each pass: the gradients accumulate, pass after pass.
         return [
             Step(0, 5, [v(np.float32(1.0))], [v(grad_y)], duration_ns=1200),
             Step(1, 4, [v(grad_y)], [v(grad_r), v(grad_w2)],
                  hooks=[HookRecord("post", "print_grad", changed=False)] if hook else []),
-            Step(2, 3, [v(grad_w2)], [], accumulated=4),
+            Step(2, 3, [v(grad_w2)], [], accumulated=4,
+                 grad_after=v(grad_w2 * (pass_index + 1))),
             Step(3, 2, [v(grad_r)], [v(grad_h)]),
             Step(4, 1, [v(grad_h)], [None, v(grad_w1)]),
-            Step(5, 0, [v(grad_w1)], [], accumulated=1),
+            Step(5, 0, [v(grad_w1)], [], accumulated=1,
+                 grad_after=v(grad_w1 * (pass_index + 1))),
         ]
 
     backward_site = site(12, "loss.backward()", source)
     trace = Trace(tensors=tensors, nodes=nodes,
                   passes=[BackwardPass(index, roots=[6], site=backward_site,
-                                       values_captured=True, steps=steps())
+                                       values_captured=True, steps=steps(index),
+                                       label="backward(loss)")
                           for index in range(passes)])
-    tensors[1].grad = value_of(grad_w1 * passes, summarized)
-    tensors[4].grad = value_of(grad_w2 * passes, summarized)
+    tensors[1].grad = trace.passes[-1].steps[5].grad_after
+    tensors[4].grad = trace.passes[-1].steps[2].grad_after
     if violation:
         tensors[3].versions = [VersionChange(1, "add_", inplace_site)]
         trace.violations.append(Violation(
@@ -156,6 +162,117 @@ def chain_trace(length: int, summarized: bool = True) -> Trace:
     return Trace(tensors=tensors, nodes=nodes, passes=[BackwardPass(0, roots=[0], steps=steps)])
 
 
+def deep_trace(layers: int) -> Trace:
+    """A deep network's one pass: MmBackward0 after MmBackward0, each with the
+    AccumulateGrad of its weight ``layers.N.weight`` beside it (2 * layers nodes)."""
+    grad = Value((8, 8), "float32", Stats(-1.0, 1.0, 0.0, 2.0))
+    tensors: dict[int, TensorRecord] = {}
+    nodes: dict[int, NodeRecord] = {}
+    steps: list[Step] = []
+    for layer in range(layers):
+        op_id, accumulate_id = 2 * layer, 2 * layer + 1
+        tensors[op_id] = TensorRecord(op_id, (8, 8), "float32", is_leaf=False,
+                                      requires_grad=True, grad_fn=op_id)
+        tensors[accumulate_id] = TensorRecord(accumulate_id, (8, 8), "float32",
+                                              name=f"layers.{layer}.weight",
+                                              requires_grad=True, is_parameter=True)
+        nexts: list[tuple[int | None, int]] = [(accumulate_id, 0)]
+        if layer + 1 < layers:
+            nexts.insert(0, (op_id + 2, 0))
+        nodes[op_id] = NodeRecord(op_id, "MmBackward0", outputs=[op_id], next=nexts,
+                                  inputs=[op_id + 2 if layer + 1 < layers else None,
+                                          accumulate_id], module=f"layers.{layer}")
+        nodes[accumulate_id] = NodeRecord(accumulate_id, "AccumulateGrad", kind="accumulate",
+                                          leaf=accumulate_id)
+    for op_id in range(0, 2 * layers, 2):
+        steps.append(Step(len(steps), op_id, [grad], [grad] * len(nodes[op_id].next)))
+        steps.append(Step(len(steps), op_id + 1, [grad], [], accumulated=op_id + 1))
+    return Trace(tensors=tensors, nodes=nodes,
+                 passes=[BackwardPass(0, roots=[0], steps=steps, label="backward(loss)")])
+
+
+def loop_trace(passes: int, *, nan_at: int | None = None, probes: int = 0,
+               summarized: tuple[int, ...] = (), kept: tuple[int, ...] | None = None) -> Trace:
+    """A training loop: ``probes`` gradcheck passes first, then ``passes`` passes of
+    ``loss = (x * w).sum()``, each with its own graph and the shared AccumulateGrad of the
+    parameter ``0.weight``. From ``nan_at`` on, MulBackward0 returns NaN (a violation at
+    the first). Passes in ``summarized`` keep counts only; values are kept for the passes
+    in ``kept`` (default all), the others keep statistics ("not kept for this pass")."""
+    grad = Value((3,), "float32", Stats(1.0, 1.0, 1.0, 1.7320508), np.ones(3, np.float32))
+    bad = Value((3,), "float32", Stats(None, None, None, None, nan_count=3),
+                np.full(3, np.nan, np.float32))
+    tensors = {0: TensorRecord(0, (3,), "float32", name="0.weight", requires_grad=True,
+                               is_parameter=True)}
+    nodes = {0: NodeRecord(0, "AccumulateGrad", kind="accumulate", leaf=0)}
+    trace = Trace(tensors=tensors, nodes=nodes, metadata={"keep_passes": [2, 2]})
+    loss_site, mul_site = site(20, "loss = (x * w).sum()"), site(20, "loss = (x * w).sum()")
+    for position in range(probes + passes):
+        probe = position < probes
+        iteration = position - probes
+        mul_id, sum_id, out_id, loss_id = 1 + 2 * position, 2 + 2 * position, \
+            1 + 2 * position, 2 + 2 * position
+        tensors[out_id] = TensorRecord(out_id, (3,), "float32", is_leaf=False,
+                                       requires_grad=True, grad_fn=mul_id)
+        tensors[loss_id] = TensorRecord(loss_id, (), "float32", name="loss", is_leaf=False,
+                                        requires_grad=True, grad_fn=sum_id)
+        nodes[mul_id] = NodeRecord(mul_id, "MulBackward0", inputs=[None, 0], outputs=[out_id],
+                                   next=[(None, 0), (0, 0)], site=mul_site)
+        nodes[sum_id] = NodeRecord(sum_id, "SumBackward0", inputs=[out_id], outputs=[loss_id],
+                                   next=[(mul_id, 0)], site=loss_site)
+        nan = nan_at is not None and not probe and iteration >= nan_at
+        out = bad if nan else grad
+        keep = probe is False and (kept is None or iteration in kept)
+        if not keep:
+            out = Value(out.shape, out.dtype, out.stats, None, dropped="pass")
+        index = len(trace.passes)
+        steps = [Step(0, sum_id, [out], [out]), Step(1, mul_id, [out], [None, out]),
+                 Step(2, 0, [out], [], accumulated=0, grad_after=out)]
+        backward_pass = BackwardPass(
+            index, roots=[loss_id], steps=steps, values_captured=keep,
+            site=site(30, "assert gradcheck(f, (w,))") if probe else site(21,
+                                                                          "loss.backward()"),
+            origin="gradcheck" if probe else "user",
+            label="gradcheck(f)" if probe else "backward(loss)")
+        if not probe and iteration in summarized:
+            backward_pass.summarized, backward_pass.summarized_steps = True, 3
+            backward_pass.op_counts = {"AccumulateGrad": 1, "MulBackward0": 1,
+                                       "SumBackward0": 1}
+            backward_pass.steps, backward_pass.values_captured = [], False
+        trace.passes.append(backward_pass)
+        if nan and iteration == nan_at:
+            trace.violations.append(Violation(
+                "nan", "NaN first appeared in backward: MulBackward0", node=mul_id,
+                site=mul_site, phase="backward", pass_index=index, step_index=1))
+    return trace
+
+
+def wide_trace(inputs: int) -> Trace:
+    """``loss = torch.stack(xs).sum()`` over ``inputs`` leaves: a StackBackward0 with that
+    many inputs and next edges, one AccumulateGrad per leaf (``inputs`` + 2 steps)."""
+    grad = Value((2,), "float32", Stats(1.0, 1.0, 1.0, 1.4142135))
+    tensors: dict[int, TensorRecord] = {}
+    nodes: dict[int, NodeRecord] = {}
+    for leaf in range(inputs):
+        tensors[leaf] = TensorRecord(leaf, (2,), "float32", name=f"x{leaf}",
+                                     requires_grad=True)
+        nodes[leaf] = NodeRecord(leaf, "AccumulateGrad", kind="accumulate", leaf=leaf)
+    stack_id, sum_id = inputs, inputs + 1
+    tensors[stack_id] = TensorRecord(stack_id, (inputs, 2), "float32", is_leaf=False,
+                                     requires_grad=True, grad_fn=stack_id)
+    tensors[sum_id] = TensorRecord(sum_id, (), "float32", name="loss", is_leaf=False,
+                                   requires_grad=True, grad_fn=sum_id)
+    nodes[stack_id] = NodeRecord(stack_id, "StackBackward0", inputs=list(range(inputs)),
+                                 outputs=[stack_id], next=[(leaf, 0) for leaf in range(inputs)],
+                                 site=site(5, "loss = torch.stack(xs).sum()"))
+    nodes[sum_id] = NodeRecord(sum_id, "SumBackward0", inputs=[stack_id], outputs=[sum_id],
+                               next=[(stack_id, 0)], site=site(5, "loss = torch.stack(xs).sum()"))
+    steps = [Step(0, sum_id, [grad], [grad]), Step(1, stack_id, [grad], [grad] * inputs)]
+    steps += [Step(2 + leaf, leaf, [grad], [], accumulated=leaf, grad_after=grad)
+              for leaf in range(inputs)]
+    return Trace(tensors=tensors, nodes=nodes,
+                 passes=[BackwardPass(0, roots=[sum_id], steps=steps, label="backward(loss)")])
+
+
 # -- the builders build what the tests rely on --------------------------------------------
 def test_two_layer_trace_is_consistent():
     trace = two_layer_trace(violation=True, nan=True, hook=True, passes=2)
@@ -174,3 +291,21 @@ def test_chain_trace_has_one_step_per_node():
     trace = chain_trace(100)
     assert len(trace.passes[0].steps) == len(trace.nodes) == 100
     assert list(trace.edges())[:2] == [(0, 1, 0), (1, 2, 0)]
+
+
+def test_loop_trace_passes_have_their_own_graph():
+    trace = loop_trace(4, nan_at=2, probes=2)
+    assert [p.origin for p in trace.passes] == ["gradcheck"] * 2 + ["user"] * 4
+    assert trace.passes[2].steps[2].node == trace.passes[5].steps[2].node == 0
+    assert trace.passes[2].steps[1].node != trace.passes[3].steps[1].node
+    assert trace.violations[0].pass_index == 4
+    for backward_pass in trace.passes:
+        for step in backward_pass.steps:
+            assert len(step.grads_out) == len(trace.nodes[step.node].next)
+
+
+def test_wide_trace_has_one_node_with_every_input():
+    trace = wide_trace(1000)
+    stack = trace.nodes[1000]
+    assert len(stack.inputs) == len(stack.next) == 1000
+    assert len(trace.passes[0].steps) == 1002

@@ -36,9 +36,9 @@ def test_violation_without_step_is_located_by_its_node():
 
 def test_next_stop_honours_breakpoints_and_marks():
     session = DebugSession(two_layer_trace(violation=True))
-    assert session.next_stop(0, 0, frozenset()) == 3
-    assert session.next_stop(0, 0, frozenset({"MmBackward0"})) == 1
-    assert session.next_stop(0, 3, frozenset()) is None
+    assert session.next_stop((0, 0), frozenset()) == (0, 3)
+    assert session.next_stop((0, 0), frozenset({"MmBackward0"})) == (0, 1)
+    assert session.next_stop((0, 3), frozenset()) is None
 
 
 def test_search_wraps_then_looks_in_other_passes():
@@ -51,7 +51,7 @@ def test_search_wraps_then_looks_in_other_passes():
 
 def test_neighbourhood_is_bounded_and_breadth_first():
     session = DebugSession(chain_trace(1000))
-    assert session.neighbourhood(500, radius=2, limit=100) == [500, 501, 499, 502, 498]
+    assert list(session.neighbourhood(500, radius=2, limit=100)) == [500, 501, 499, 502, 498]
     assert len(session.neighbourhood(500, radius=50, limit=7)) == 7
 
 
@@ -127,3 +127,85 @@ def test_fallback_dot_highlights_current_and_executed_steps():
     assert 'n5 [label="SumBackward0\\nstep 0", fillcolor=palegreen];' in source
     assert 'n0 [label="AccumulateGrad\\nstep 5", fillcolor=white];' in source
     assert "n4 -> n2;" in source
+
+
+# -- passes: visible ones, labels, locations across passes ----------------------------------
+def test_probe_passes_are_hidden_numbered_and_shown_on_request():
+    from test_tui_builders import loop_trace
+
+    session = DebugSession(loop_trace(2, probes=3))
+    assert session.visible == [3, 4] and session.probe_count == 3
+    assert session.neighbour_pass(3, -1) is None
+    session.set_show_probes(True)
+    assert session.visible == [0, 1, 2, 3, 4]
+    assert session.pass_label(1) == ("pass 1: gradcheck(f) probe 2 of 3 at "
+                                     "examples/hand_built_net.py:30, 3 steps")
+    assert session.pass_label(3, short=True) == "pass 3: backward(loss), 3 steps"
+
+
+def test_a_trace_of_probes_only_shows_them():
+    from test_tui_builders import loop_trace
+
+    trace = loop_trace(0, probes=2)
+    assert DebugSession(trace).visible == [0, 1]
+
+
+def test_locations_run_on_through_later_passes_and_skip_hidden_ones():
+    from test_tui_builders import loop_trace
+
+    session = DebugSession(loop_trace(3, probes=1, nan_at=2))
+    assert list(session.locations_after((1, 1))) == [(1, 2), (2, 0), (2, 1), (2, 2), (3, 0),
+                                                     (3, 1), (3, 2)]
+    assert session.next_stop((1, 0), frozenset()) == (3, 0)
+    assert session.next_stop((1, 0), frozenset({"MulBackward0"})) == (1, 1)
+    assert session.start_location() == (3, 1)  # the violation
+    assert DebugSession(loop_trace(3, probes=1)).start_location() == (1, 0)
+
+
+def test_neighbour_pass_with_steps_skips_summarized_passes():
+    from test_tui_builders import loop_trace
+
+    session = DebugSession(loop_trace(5, summarized=(1, 2)))
+    assert session.neighbour_pass(0, 1) == 1
+    assert session.neighbour_pass(0, 1, with_steps=True) == 3
+    assert session.neighbour_pass(3, -1, with_steps=True) == 0
+    assert session.pass_label(1) == ("pass 1: backward(loss) at "
+                                     "examples/hand_built_net.py:21, 3 steps (summarized)")
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("250:3", (250, 3)), ("7", (4, 7)), ("12:", (12, 0)), (" 3 : 1 ", (3, 1))])
+def test_parse_location(text, expected):
+    from tracegrad.tui.session import parse_location
+
+    assert parse_location(text, 4) == expected
+
+
+@pytest.mark.parametrize("text", ["", "x", "1:y", "a:1"])
+def test_parse_location_refuses_what_is_not_a_place(text):
+    from tracegrad.tui.session import parse_location
+
+    with pytest.raises(ValueError):
+        parse_location(text, 0)
+
+
+def test_rows_name_the_parameter_an_accumulate_fills():
+    session = DebugSession(two_layer_trace())
+    assert session.row(0, 2).label == "AccumulateGrad w2"
+    assert session.row(0, 2).node_name == "AccumulateGrad"  # what breakpoints match
+    assert session.row(0, 1).label == "MmBackward0"
+
+
+def test_dump_shows_the_programs_passes_and_hides_probes():
+    from test_tui_builders import loop_trace
+
+    trace = loop_trace(2, probes=3, summarized=(1,))
+    text = dump_steps(trace)
+    assert "gradcheck(f)" not in text
+    assert "(3 gradcheck probe passes not shown)" in text
+    assert "pass 3: backward(loss) at examples/hand_built_net.py:21, 3 steps" in text
+    assert "    2  AccumulateGrad 0.weight" in text
+    assert ("  steps counted, not recorded (structure budget): AccumulateGrad 1, "
+            "MulBackward0 1, SumBackward0 1") in text
+    every = dump_steps(trace, all_passes=True)
+    assert "pass 0: gradcheck(f) probe 1 of 3 at" in every and "not shown" not in every

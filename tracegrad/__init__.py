@@ -26,7 +26,13 @@ from ._functions import *  # noqa: F403 - the torch.* function forms, listed in 
 from ._functions import max, min, trace
 from ._legacy import *  # the legacy typed constructors, listed in its __all__
 from .autograd import enable_grad, inference_mode, no_grad, set_grad_enabled
+from .autograd.anomaly import (  # torch.* names of anomaly mode (graph-api)
+    is_anomaly_check_nan_enabled as is_anomaly_check_nan_enabled,
+)
+from .autograd.anomaly import is_anomaly_enabled as is_anomaly_enabled
+from .autograd.anomaly import set_anomaly_enabled as set_anomaly_enabled
 from .autograd.grad_mode import is_grad_enabled
+from .autograd.grad_mode import is_inference_mode_enabled as is_inference_mode_enabled
 from .backends import device
 from .errors import (
     AutogradError,

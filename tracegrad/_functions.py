@@ -145,6 +145,27 @@ def unbind(input, dim=0):
 def narrow(input, dim, start, length):
     return input.narrow(dim, start, length)
 
+def split_with_sizes(input, split_sizes, dim=0):
+    return input.split_with_sizes(split_sizes, dim)
+
+def unsafe_split(input, split_size, dim=0):
+    return input.unsafe_split(split_size, dim)
+
+def unsafe_split_with_sizes(input, split_sizes, dim=0):
+    return input.unsafe_split_with_sizes(split_sizes, dim)
+
+def unsafe_chunk(input, chunks, dim=0):
+    return input.unsafe_chunk(chunks, dim)
+
+def select(input, dim, index):
+    return input.select(dim, index)
+
+def diagonal(input, offset=0, dim1=0, dim2=1):
+    return input.diagonal(offset, dim1, dim2)
+
+def as_strided(input, size, stride, storage_offset=None):
+    return input.as_strided(size, stride, storage_offset)
+
 def clone(input, *, memory_format=None):
     return input.clone()
 
@@ -272,6 +293,7 @@ __all__ = [
     "any",
     "argmax",
     "argmin",
+    "as_strided",
     "cat",
     "chunk",
     "clamp",
@@ -283,6 +305,7 @@ __all__ = [
     "concatenate",
     "cos",
     "detach",
+    "diagonal",
     "div",
     "dot",
     "eq",
@@ -322,11 +345,13 @@ __all__ = [
     "reshape",
     "scatter",
     "scatter_add",
+    "select",
     "sigmoid",
     "sign",
     "sin",
     "softmax",
     "split",
+    "split_with_sizes",
     "sqrt",
     "square",
     "squeeze",
@@ -339,6 +364,9 @@ __all__ = [
     "trace",
     "transpose",
     "unbind",
+    "unsafe_chunk",
+    "unsafe_split",
+    "unsafe_split_with_sizes",
     "unsqueeze",
     "var",
     "where",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 import weakref
 
 import numpy as np
@@ -18,10 +19,10 @@ from ._methods import (
     ReductionMethods,
     ShapeMethods,
 )
-from .autograd import events
+from .autograd import views
 from .autograd.grad_mode import state
-from .autograd.node import AccumulateGrad, RemovableHandle, VersionCounter
-from .errors import AutogradError, DTypeError, InplaceError, describe_tensor
+from .autograd.node import AccumulateGrad, HookDict, RemovableHandle, VersionCounter, add_hook
+from .errors import AutogradError, DTypeError, ShapeError, describe_tensor
 
 _new_object = object.__new__
 _ndarray = np.ndarray
@@ -50,15 +51,19 @@ class Tensor(ArithmeticMethods, ComparisonMethods, InplaceMethods, MathMethods, 
     """
 
     # Defaults on the class: a new tensor sets only what differs (see Tensor._wrap).
-    grad: Tensor | None = None
+    _grad: Tensor | None = None  # what .grad returns; the engine writes it directly
     grad_fn = None
     name: str | None = None
+    _requires_grad = False  # behind the requires_grad property; hot paths read it directly
     _output_nr = 0
-    _base: Tensor | None = None
-    _view_index = None  # the index of a view made by indexing, for in-place through views
+    _base: Tensor | None = None  # the root base of a view (autograd/views.py)
+    _creation = 0  # how a view was made: views.DEFAULT, NO_GRAD_MODE, MULTI_OUTPUT_NODE, ...
+    _grad_from_base = False  # a view requiring grad only because its base does (no edge)
     _accumulator: AccumulateGrad | None = None
     _retains_grad = False
-    _rebased_into_base = False
+    _backward_hooks: HookDict | None = None  # register_hook's hooks, bound to _hooks_node
+    _hooks_node = None
+    _post_accumulate_grad_hooks: HookDict | None = None
     _counter: VersionCounter | None = None  # made on first use: see _version_counter
     __array_priority__ = 1000  # numpy scalars defer to our reflected operators
     __hash__ = object.__hash__  # == is elementwise, so hashing is by identity (as in torch)
@@ -93,7 +98,7 @@ class Tensor(ArithmeticMethods, ComparisonMethods, InplaceMethods, MathMethods, 
             data = np.asarray(data)  # numpy reductions give scalars; tensors hold arrays
         tensor = _new_object(Tensor)
         tensor._array = data
-        tensor.requires_grad = requires_grad
+        tensor._requires_grad = requires_grad
         return tensor
 
     @property
@@ -127,18 +132,29 @@ class Tensor(ArithmeticMethods, ComparisonMethods, InplaceMethods, MathMethods, 
         """
         tensor = _new_object(Tensor)
         tensor._array = self._array
-        tensor.requires_grad = False
+        tensor._requires_grad = False
         return tensor
 
     @data.setter
     def data(self, value: Tensor) -> None:
+        """``x.data = other``: x now holds other's storage (shape and dtype may change);
+        its place in the graph, its version and its requires_grad stay."""
         if not isinstance(value, Tensor):
             raise TypeError(
                 f"Variable data has to be a tensor, but got {type(value).__name__}")
+        if self._requires_grad and value._array.dtype.kind != "f":
+            raise DTypeError(
+                "data set to a tensor that requires gradients must be floating point or "
+                f"complex dtype (got {describe_tensor(value)} for {describe_tensor(self)}). "
+                "Hint: convert it with .float() first.")
         self._array = value._array
         accumulator = self._accumulator
         if accumulator is not None:  # the leaf's shape or dtype may have changed
             accumulator._output_meta = ((self._array.shape, self._array.dtype, self.device),)
+
+    @data.deleter
+    def data(self) -> None:
+        raise AutogradError("Deleting tensor data is not allowed. Delete tensor instead!")
 
     # -- basic attributes --------------------------------------------------------------
     @property
@@ -191,6 +207,11 @@ class Tensor(ArithmeticMethods, ComparisonMethods, InplaceMethods, MathMethods, 
         return 0 if counter is None else counter.value
 
     @property
+    def output_nr(self) -> int:
+        """Which output of its grad_fn this tensor is (0 for a leaf)."""
+        return self._output_nr
+
+    @property
     def retains_grad(self) -> bool:
         return self._retains_grad
 
@@ -204,23 +225,57 @@ class Tensor(ArithmeticMethods, ComparisonMethods, InplaceMethods, MathMethods, 
 
     def _describe(self) -> str:
         label = f"'{self.name}' " if self.name else ""
-        origin = "leaf" if self.grad_fn is None else f"output {self._output_nr} of " \
-                                                     f"{self.grad_fn.name()}"
+        node = self.__dict__.get("grad_fn")  # not the property of a view that raises
+        origin = "leaf" if node is None else f"output {self._output_nr} of {node.name()}"
         return f"{label}{describe_tensor(self)}, {origin}"
 
     # -- autograd ----------------------------------------------------------------------
+    @property
+    def requires_grad(self) -> bool:
+        """Whether gradients are computed for this tensor. Only a leaf's can be set."""
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, requires_grad: bool) -> None:
+        self._set_requires_grad(bool(requires_grad), setter=True)
+
+    @requires_grad.deleter
+    def requires_grad(self) -> None:
+        raise AutogradError("requires_grad must be a bool")
+
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        """Set ``requires_grad`` of a leaf in place; returns the tensor.
+
+        >>> import tracegrad as torch
+        >>> torch.zeros(2).requires_grad_()
+        tensor([0., 0.], requires_grad=True)
+        """
+        self._set_requires_grad(bool(requires_grad), setter=False)
+        return self
+
+    def _set_requires_grad(self, requires_grad: bool, setter: bool) -> None:
         if requires_grad and self._array.dtype.kind != "f":
             raise DTypeError(
-                f"only Tensors of floating point dtype can require gradients (got "
-                f"{describe_tensor(self)}). Hint: convert it first with .float() or .double().")
-        if not self.is_leaf and not requires_grad:
-            raise AutogradError(
-                "you can only change requires_grad flags of leaf variables. If you want to use "
-                "a computed variable in a subgraph that doesn't require differentiation use "
-                "var_no_grad = var.detach().")
-        self.requires_grad = bool(requires_grad)
-        return self
+                "only Tensors of floating point and complex dtype can require gradients "
+                f"(got {describe_tensor(self)}). Hint: convert it first with .float() or "
+                ".double().")
+        if self.grad_fn is not None:
+            if not requires_grad:
+                raise AutogradError(
+                    "you can only change requires_grad flags of leaf variables. If you want "
+                    "to use a computed variable in a subgraph that doesn't require "
+                    "differentiation use var_no_grad = var.detach(). (the tensor: "
+                    f"{self._describe()})")
+            if setter:
+                raise AutogradError(
+                    "you can only change requires_grad flags of leaf variables. (the tensor: "
+                    f"{self._describe()}, which already requires grad)")
+            return
+        self._requires_grad = requires_grad
+        self._grad_from_base = False
+        counter = self._counter
+        if self._base is None and counter is not None and counter.views:
+            views.base_requires_grad_changed(self)
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         """Accumulate the gradient of this tensor into the leaves' ``.grad``.
@@ -235,50 +290,162 @@ class Tensor(ArithmeticMethods, ComparisonMethods, InplaceMethods, MathMethods, 
 
         engine.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
+    # -- .grad ---------------------------------------------------------------------------
+    @property
+    def grad(self) -> Tensor | None:
+        """The gradient accumulated by backward (None until then).
+
+        Reading it on a non-leaf that does not retain its gradient warns, as in PyTorch:
+        backward never fills it there.
+        """
+        grad = self._grad
+        if grad is None and self.grad_fn is not None and not self._retains_grad:
+            warnings.warn(
+                "The .grad attribute of a Tensor that is not a leaf Tensor is being "
+                "accessed. Its .grad attribute won't be populated during "
+                "autograd.backward(). If you indeed want the .grad field to be populated "
+                "for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. If you "
+                "access the non-leaf Tensor by mistake, make sure you access the leaf "
+                "Tensor instead. See github.com/pytorch/pytorch/pull/30531 for more "
+                f"information. (Tensor: {self._describe()}.)", UserWarning, stacklevel=2)
+        return grad
+
+    @grad.setter
+    def grad(self, value: Tensor | None) -> None:
+        if value is None:
+            self._grad = None
+            return
+        if not isinstance(value, Tensor):
+            raise TypeError(
+                f"assigned grad expected to be a Tensor or None but got grad of type "
+                f"{type(value).__name__} (assigning to .grad of {self._describe()}).")
+        if value is self:
+            raise AutogradError("can't assign Variable as its own grad")
+        if value._array.dtype != self._array.dtype:
+            raise DTypeError(
+                f"attempting to assign a gradient with dtype '{_typemeta_name(value)}' to a "
+                f"tensor with grad_dtype '{_scalar_type_name(self)}'. The gradient must "
+                "match the tensor's grad_dtype (defaults to the tensor's dtype). (Tensor: "
+                f"{self._describe()}.) Hint: convert it first, e.g. "
+                f"grad.to({self.dtype!r}).")
+        if value.device != self.device:
+            from .errors import DeviceError
+
+            raise DeviceError(
+                f"attempting to assign a gradient with device type '{value.device.type}' to "
+                f"a tensor with device type '{self.device.type}'. Please ensure that the "
+                f"gradient and the tensor are on the same device (Tensor: "
+                f"{self._describe()}). Hint: grad.to({str(self.device)!r}).")
+        if value._array.shape != self._array.shape:
+            raise ShapeError(
+                f"attempting to assign a gradient of size '{list(value.shape)}' to a tensor "
+                f"of size '{list(self.shape)}'. Please ensure that the gradient and the "
+                f"tensor are the same size (Tensor: {self._describe()}). Hint: an optimizer "
+                "step would broadcast a wrong-sized gradient into the weights.")
+        self._grad = value
+
+    @grad.deleter
+    def grad(self) -> None:
+        self._grad = None
+
     def _edge(self) -> tuple:
         """(node, input_nr) that a consumer's next_functions points to."""
         if self.grad_fn is not None:
             return self.grad_fn, self._output_nr
         return self._grad_accumulator(), 0
 
-    def _grad_accumulator(self) -> AccumulateGrad:
+    def _grad_accumulator(self) -> AccumulateGrad | None:
         accumulator = self._accumulator
         if accumulator is None:
+            if self._grad_from_base:
+                return None  # requires grad through its base, but leads nowhere (as torch)
             accumulator = self._accumulator = AccumulateGrad(self)
         return accumulator
 
     def register_hook(self, hook) -> RemovableHandle:
         """``hook(grad)`` runs when the gradient for this tensor is computed; returning a
-        tensor replaces the gradient."""
+        tensor (same shape, dtype and device) replaces the gradient.
+
+        Hooks run before the hooks of this tensor's grad_fn, in registration order. A hook
+        registered before an in-place op stays with the old version of the tensor.
+
+        >>> import tracegrad as torch
+        >>> x = torch.ones(2, requires_grad=True)
+        >>> y = x * 3
+        >>> _ = y.register_hook(lambda grad: grad * 10)
+        >>> y.sum().backward()
+        >>> x.grad
+        tensor([30., 30.])
+        """
         if not self.requires_grad:
             raise AutogradError(
-                "cannot register a hook on a tensor that doesn't require gradient")
+                "cannot register a hook on a tensor that doesn't require gradient "
+                f"({self._describe()}). Hint: call .requires_grad_() first, or register the "
+                "hook on a tensor that is part of the graph.")
         node, output_nr = self._edge()
-        return node._add_tensor_hook(output_nr, hook)
+        hooks = self._backward_hooks
+        if hooks is None or self._hooks_node is not node:
+            # A new version of the tensor (after an in-place op) gets a dict of its own,
+            # as PyTorch resets _backward_hooks when grad_fn changes.
+            hooks = self._backward_hooks = HookDict()
+            self._hooks_node = node
+            node._register_hook_dict(output_nr, hooks)
+        return add_hook(hooks, hook)
+
+    def register_post_accumulate_grad_hook(self, hook) -> RemovableHandle:
+        """``hook(tensor)`` runs after backward accumulated a gradient into this leaf's
+        ``.grad`` (e.g. an optimizer step per parameter); it must return None.
+
+        >>> import tracegrad as torch
+        >>> w = torch.ones(2, requires_grad=True)
+        >>> def sgd_step(p):
+        ...     p.data.sub_(p.grad)
+        >>> _ = w.register_post_accumulate_grad_hook(sgd_step)
+        >>> (w * 3).sum().backward()
+        >>> w
+        tensor([-2., -2.], requires_grad=True)
+        """
+        if not self.requires_grad:
+            raise AutogradError(
+                "cannot register a hook on a tensor that doesn't require gradient "
+                f"({self._describe()}).")
+        if self.grad_fn is not None:
+            raise AutogradError(
+                "post accumulate grad hooks cannot be registered on non-leaf tensors "
+                f"({self._describe()}). Hint: register_hook sees a non-leaf's gradient.")
+        hooks = self._post_accumulate_grad_hooks
+        if hooks is None:
+            hooks = self._post_accumulate_grad_hooks = HookDict()
+        return add_hook(hooks, hook)
 
     def retain_grad(self) -> None:
-        """Keep ``.grad`` for this non-leaf tensor after backward."""
+        """Keep ``.grad`` for this non-leaf tensor after backward (a no-op on leaves)."""
         if not self.requires_grad:
             raise AutogradError("can't retain_grad on Tensor that has requires_grad=False")
         if self.grad_fn is None or self._retains_grad:
             return
-        node = self.grad_fn
-        if node._retained is None:
-            node._retained = {}
-            node._hooked = True
-        node._retained[self._output_nr] = weakref.ref(self)
+        self.grad_fn._add_retains_grad(self._output_nr, weakref.ref(self))
         self._retains_grad = True
 
     def detach(self) -> Tensor:
-        """A tensor sharing this one's storage (and version counter), outside the graph."""
+        """A tensor sharing this one's storage and version counter, outside the graph (not
+        a view: PyTorch's ``detach()._base`` is None)."""
         tensor = Tensor._wrap(self._array, False)
-        tensor._version_counter = self._version_counter
-        tensor._base = self if self._base is None else self._base
+        tensor._counter = self._version_counter
         return tensor
 
     def detach_(self) -> Tensor:
+        """Take this tensor out of the graph in place (a view cannot be)."""
+        if self._base is not None and self._array.dtype.kind == "f":
+            raise AutogradError(
+                "Can't detach views in-place. Use detach() instead. If you are using "
+                "DistributedDataParallel (DDP) for training, and gradient_as_bucket_view is "
+                "set as True, gradients are views of DDP buckets, and hence detach_() cannot "
+                "be called on these gradients. To fix this error, please refer to the "
+                "Optimizer.zero_grad() function in torch/optim/optimizer.py as the solution. "
+                f"(the view: {describe_tensor(self)})")
         self.grad_fn = None
-        self.requires_grad = False
+        self._requires_grad = False
         return self
 
     def _detached_copy(self) -> Tensor:
@@ -298,7 +465,9 @@ class Tensor(ArithmeticMethods, ComparisonMethods, InplaceMethods, MathMethods, 
         return backends.to_host(self._array).tolist()
 
     def numpy(self, force: bool = False) -> np.ndarray:
-        if self.requires_grad and not force:
+        """The NumPy array (shared, on the CPU). Refused while the tensor requires grad and
+        grad mode is on (inside a Function's forward, or under no_grad, it works)."""
+        if self._requires_grad and not force and state.grad_enabled:
             raise AutogradError(
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
                 "instead.")
@@ -334,9 +503,10 @@ class Tensor(ArithmeticMethods, ComparisonMethods, InplaceMethods, MathMethods, 
         return int(self.item())
 
     def __iter__(self):
+        """The rows, as torch gives them: ``unbind(0)``'s views (one UnbindBackward0)."""
         if self._array.ndim == 0:
             raise TypeError("iteration over a 0-d tensor")
-        return (self[index] for index in range(self._array.shape[0]))
+        return iter(self.unbind(0))
 
     def __repr__(self) -> str:
         from ._format import format_tensor
@@ -393,124 +563,36 @@ class Tensor(ArithmeticMethods, ComparisonMethods, InplaceMethods, MathMethods, 
 
     # -- in-place machinery ------------------------------------------------------------
     def _inplace(self, op_name: str, op, *args, **attrs) -> Tensor:
-        """Apply ``op(self, *args)`` and write the result into this tensor's storage.
-
-        When the graph must record it, the op runs on a snapshot of the old value and this
-        tensor takes the new node as its grad_fn (PyTorch's "rebase history").
-        """
-        others_require = False
-        for arg in args:
-            if isinstance(arg, Tensor) and arg.requires_grad:
-                others_require = True
-        tracking = state.grad_enabled and (self.requires_grad or others_require)
-        if state.grad_enabled and self.requires_grad:
-            self._check_inplace_allowed(op_name)
-        if tracking:
-            snapshot = self._snapshot()
-            result = op.apply(snapshot, *args, **attrs)
-            self._write(result._array, op_name)
-            self.grad_fn, self._output_nr = result.grad_fn, result._output_nr
-            self.requires_grad = result.requires_grad
-            self._after_inplace(op_name)
-            if self._base is not None and self._view_index is not None:
-                self._rebase_into_base()
-        else:
-            result = op.apply(self, *args, **attrs)
-            self._write(result._array, op_name)
-            self._after_inplace(op_name)
-        return self
-
-    def _check_inplace_allowed(self, op_name: str) -> None:
-        from .autograd.function import _leaf_inplace_message
-
-        if self.grad_fn is None and self._base is None:
-            if events.listener is not None:
-                events.listener.on_inplace_refused(self, op_name)
-            raise InplaceError(_leaf_inplace_message(self, op_name))
-        base = self._base
-        if base is not None and base.grad_fn is None and base.requires_grad:
-            if events.listener is not None:
-                events.listener.on_inplace_refused(base, op_name)
-            raise InplaceError(
-                f"a view of a leaf Variable that requires grad is being used in an in-place "
-                f"operation ({op_name} on {describe_tensor(self)}). Hint: clone the leaf "
-                "first, or do the update under tracegrad.no_grad().")
-        if base is not None and base.requires_grad and self._view_index is None:
-            raise InplaceError(
-                f"{op_name}: in-place operations on views made by view/reshape/transpose of "
-                "a tensor that requires grad are not supported by tracegrad yet. Hint: use "
-                "the out-of-place op, or index the base (x[i] = ...) instead.")
-
-    def _snapshot(self) -> Tensor:
-        """A copy of the current value that keeps this tensor's place in the graph."""
-        snapshot = Tensor._wrap(self._array.copy(), self.requires_grad)
-        snapshot.grad_fn, snapshot._output_nr = self.grad_fn, self._output_nr
-        if self.grad_fn is None and self.requires_grad:
-            snapshot._accumulator = self._grad_accumulator()
-        snapshot.name = self.name
-        return snapshot
-
-    def _write(self, value, op_name: str) -> None:
-        target = self._array
-        if value.dtype != target.dtype and value.dtype.kind == "f" and target.dtype.kind != "f":
-            raise DTypeError(
-                f"{op_name}: result type {_dtype.from_numpy_dtype(value.dtype).name} can't be "
-                f"cast to the desired output type {self.dtype.name} of "
-                f"{describe_tensor(self)}. Hint: convert the tensor with .float() first.")
-        if value.shape != target.shape:
-            value = backends.array_module(target).broadcast_to(value, target.shape)
-        target[...] = value
+        """Apply ``op(self, *args)`` and write the result into this tensor's storage,
+        recorded as PyTorch records an in-place op (autograd/views.py)."""
+        return views.apply_inplace(self, op_name, op, args, attrs)
 
     def _after_inplace(self, op_name: str) -> None:
-        site = None
-        if state.anomaly or events.listener is not None:
-            from .autograd.site import user_site
-
-            site = user_site(2)
-        self._version_counter.bump(op_name, site)
-        if events.listener is not None:
-            events.listener.on_inplace(self, op_name, site)
-
-    def _rebase_into_base(self) -> None:
-        """After an in-place op on ``base[index]``, record it on the base as well."""
-        from .ops.indexing import IndexPut
-
-        base = self._base
-        snapshot = base._snapshot()
-        result = IndexPut.apply(snapshot, self, index=self._view_index)
-        base.grad_fn, base._output_nr = result.grad_fn, result._output_nr
-        base.requires_grad = True
-        self._rebased_into_base = True
+        """Storage changed in place outside an op (an optimizer's update on the arrays):
+        bump the version and tell the listener, as an in-place op does."""
+        views.after_inplace(self, op_name)
 
     def __setitem__(self, index, value) -> None:
-        from .ops.indexing import IndexPut, normalize_index
-
-        index = normalize_index(index)
-        if isinstance(value, Tensor) and value._rebased_into_base and value._base is (
-                self if self._base is None else self._base):
-            if _same_index(value._view_index, index):
-                return  # `x[i] += y`: the in-place op on the view already wrote and recorded
-        if not isinstance(value, Tensor):
-            value = Tensor._wrap(_scalar_array(value, self), False)
-        tracking = state.grad_enabled and (self.requires_grad or value.requires_grad)
-        if state.grad_enabled and self.requires_grad:
-            self._check_inplace_allowed("__setitem__")
-        if tracking:
-            snapshot = self._snapshot()
-            result = IndexPut.apply(snapshot, value, index=index)
-            self._write(result._array, "__setitem__")
-            self.grad_fn, self._output_nr = result.grad_fn, result._output_nr
-            self.requires_grad = True
-        else:
-            self._array[index] = value._array
-        self._after_inplace("__setitem__")
+        _indexing.setitem(self, index, value)
 
 
-def _same_index(left, right) -> bool:
-    try:
-        return bool(left == right)
-    except Exception:
-        return False
+_TYPEMETA_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
+                   "int64": "long int", "int32": "int", "int16": "short int",
+                   "int8": "signed char", "uint8": "unsigned char", "bool": "bool"}
+_SCALAR_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half",
+                      "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char",
+                      "uint8": "Byte", "bool": "Bool"}
+
+
+def _typemeta_name(tensor: Tensor) -> str:
+    """PyTorch's C++ type name of a dtype, as its .grad messages print it ('double')."""
+    name = tensor._array.dtype.name
+    return _TYPEMETA_NAMES.get(name, name)
+
+
+def _scalar_type_name(tensor: Tensor) -> str:
+    name = tensor._array.dtype.name
+    return _SCALAR_TYPE_NAMES.get(name, name)
 
 
 def _scalar_array(value, like: Tensor):
@@ -543,6 +625,7 @@ bind_tensor_class(Tensor)  # before the ops load: their hot paths use the bound 
 
 from ._methods import bind_ops  # noqa: E402 - the op modules need Tensor defined
 from .ops import conversion as _conversion  # noqa: E402
+from .ops import indexing as _indexing
 
 bind_ops()
 

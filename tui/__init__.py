@@ -21,20 +21,21 @@ if TYPE_CHECKING:
 __all__ = ["dump_steps", "show"]
 
 
-def show(trace: Trace, *, source: str = "") -> None:
+def show(trace: Trace, *, source: str = "", all_passes: bool = False) -> None:
     """Open the debugger on ``trace`` and return when the user quits.
 
     Accepts a ``Trace`` or the object ``tracegrad.record()`` yields (anything with a
-    ``.trace`` attribute holding one).
+    ``.trace`` attribute holding one). ``all_passes`` shows gradcheck's probe passes too.
     """
     from .app import DebuggerApp
 
     trace = getattr(trace, "trace", trace)
-    DebuggerApp(trace, source=source).run()
+    DebuggerApp(trace, source=source, show_probes=all_passes).run()
 
 
-def dump_steps(trace: Trace) -> str:
-    """The steps table of every pass as plain text (what ``tracegrad tui --dump`` prints)."""
+def dump_steps(trace: Trace, all_passes: bool = False) -> str:
+    """The steps table of every pass the program started as plain text (what
+    ``tracegrad tui --dump`` prints); ``all_passes`` adds gradcheck's probe passes."""
     from .dump import dump_steps as dump
 
-    return dump(getattr(trace, "trace", trace))
+    return dump(getattr(trace, "trace", trace), all_passes=all_passes)

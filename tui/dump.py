@@ -16,18 +16,30 @@ from .formatting import describe_violation
 from .session import DebugSession
 
 
-def dump_steps(trace: Trace) -> str:
-    session = DebugSession(trace)
+def dump_steps(trace: Trace, all_passes: bool = False) -> str:
+    """The steps of every pass the program started (``all_passes``: gradcheck's probe
+    passes too), the violations, and the exception that ended the program."""
+    session = DebugSession(trace, show_probes=all_passes)
     lines: list[str] = []
     if not trace.passes:
         lines.append("no backward pass recorded")
-    for pass_index in range(session.pass_count):
+    for pass_index in session.visible:
         lines.append(session.pass_label(pass_index))
+        backward_pass = session.backward_pass(pass_index)
+        if backward_pass.summarized:
+            counts = ", ".join(f"{name} {count:,}" for name, count in sorted(
+                backward_pass.op_counts.items(), key=lambda item: (-item[1], item[0])))
+            lines.append(f"  steps counted, not recorded (structure budget): {counts}")
+            lines.append("")
+            continue
         lines.append(f"{'step':>5}  {'node':<22}  {'shape':<14}  marks")
         for step_index in range(session.step_count(pass_index)):
             row = session.row(pass_index, step_index)
-            lines.append(f"{row.index:>5}  {row.node_name:<22}  {row.shape:<14}  {row.marks}"
+            lines.append(f"{row.index:>5}  {row.label:<22}  {row.shape:<14}  {row.marks}"
                          .rstrip())
+        lines.append("")
+    if session.probe_count and not session.show_probes:
+        lines.append(f"({session.probe_count:,} gradcheck probe passes not shown)")
         lines.append("")
     if trace.violations:
         lines.append(f"violations ({len(trace.violations)}):")

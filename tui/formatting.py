@@ -1,9 +1,13 @@
 """Text for values, tensors and sites, shared by the panels and ``--dump``.
 
 Example:
+    >>> import numpy as np
     >>> from tracegrad.tracing.model import Value, Stats
-    >>> describe_value(Value((2,), "float32", Stats(0.0, 1.0, 0.5, 1.0)))
+    >>> stats = Stats(0.0, 1.0, 0.5, 1.0)
+    >>> describe_value(Value((2,), "float32", stats, np.array([0.0, 1.0], np.float32)))
     'float32 [2]  min 0 max 1 mean 0.5 norm 1'
+    >>> describe_value(Value((2,), "float32", stats, dropped="pass"))
+    'float32 [2]  min 0 max 1 mean 0.5 norm 1  (statistics only: not kept for this pass)'
 """
 
 from __future__ import annotations
@@ -12,9 +16,9 @@ import linecache
 
 from rich.text import Text
 
-from tracegrad.tracing.model import Site, TensorRecord, Trace, Value, Violation
+from tracegrad.tracing.model import BackwardPass, Site, TensorRecord, Trace, Value, Violation
 
-SUMMARIZED_NOTE = "statistics only (over budget)"
+SUMMARIZED_NOTE = "statistics only"
 
 
 def number(value: float | None) -> str:
@@ -32,8 +36,27 @@ def describe_value(value: Value | None) -> str:
     if stats.nan_count or stats.inf_count:
         text += f"  NaN {stats.nan_count} Inf {stats.inf_count}"
     if value.summarized:
-        text += f"  ({SUMMARIZED_NOTE})"
+        text += f"  ({statistics_note(value)})"
     return text
+
+
+def statistics_note(value: Value) -> str:
+    """``statistics only: not kept for this pass`` / ``...: over the memory budget``."""
+    reason = value.dropped_reason
+    return SUMMARIZED_NOTE if reason in ("", SUMMARIZED_NOTE) else f"{SUMMARIZED_NOTE}: {reason}"
+
+
+def missing_values_reason(backward_pass: BackwardPass, trace: Trace) -> str:
+    """Why a pass kept no arrays, in words, with the setting that decides it."""
+    keep = trace.metadata.get("keep_passes")
+    if isinstance(keep, list) and len(keep) == 2:
+        setting = (f"keep_passes=({keep[0]}, {keep[1]}) keeps the first {keep[0]} and last "
+                   f"{keep[1]} passes and those with a finding")
+    else:
+        setting = "the capture policy kept no arrays for it"
+    if not backward_pass.is_user:
+        setting = "gradcheck probes keep statistics only unless they have a finding"
+    return f"not kept for this pass ({setting})"
 
 
 def describe_tensor(trace: Trace, tensor_id: int | None) -> str:

@@ -70,7 +70,7 @@ def layout_graph(nodes: list[tuple[int, str]], edges: list[tuple[int, int]],
 def _dot_source(nodes: list[tuple[int, str]], edges: list[tuple[int, int]]) -> str:
     lines = [
         "digraph neighbourhood {",
-        "  rankdir=TB; nodesep=0.2; ranksep=0.75; splines=true;",
+        "  rankdir=TB; nodesep=0.2; ranksep=0.5; splines=true;",
         f"  node [shape=box, fixedsize=true, height={INCH_PER_ROW}, label=\"\"];",
     ]
     for node_id, label in nodes:

@@ -52,7 +52,7 @@ class ArithmeticMethods:
         return arith.PowScalar.apply(self, exponent)
 
     def __rpow__(self, base):
-        return arith.Pow.apply(base, self)
+        return arith.RPow.apply(base, self)
 
     def __matmul__(self, other):
         return linalg.matmul(self, other)

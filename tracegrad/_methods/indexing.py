@@ -19,6 +19,14 @@ class IndexingMethods:
     def __getitem__(self, index):
         return indexing.getitem(self, index)
 
+    def select(self, dim, index):
+        """The view at ``index`` along ``dim`` (that dim removed): ``x.select(0, i)`` is
+        ``x[i]``."""
+        return indexing.select(self, dim, index)
+
+    def index_put(self, indices, values, accumulate=False):
+        return self.clone().index_put_(indices, values, accumulate)
+
     def gather(self, dim, index):
         return indexing.Gather.apply(self, dim, index)
 

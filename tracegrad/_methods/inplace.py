@@ -41,15 +41,34 @@ class InplaceMethods:
 
     def fill_(self, value):
         if isinstance(value, Tensor):
-            value = value.item()
+            if value._array.ndim:
+                raise RuntimeError(
+                    f"fill_ only supports 0-dimension value tensor but got tensor with "
+                    f"{value._array.ndim} dimensions.")
+            return self._inplace("fill_", arith.FillTensor, value)
         return self._inplace("fill_", arith.Fill, value)
 
     def copy_(self, src, non_blocking=False):
+        """Write ``src`` (broadcast to this shape, cast to this dtype) into this tensor."""
         if not isinstance(src, Tensor):
-            from ..factories import tensor
-
-            src = tensor(src)
+            raise TypeError(f"copy_(): argument 'src' (position 1) must be Tensor, not "
+                            f"{type(src).__name__}")
+        _check_broadcasts_into(self, src, "copy_")
         return self._inplace("copy_", arith.Copy, src)
+
+    def index_put_(self, indices, values, accumulate=False):
+        """``self[indices] = values`` (or ``+=`` with ``accumulate``), indices a tuple of
+        index tensors."""
+        if accumulate:
+            raise NotImplementedError(
+                "index_put_ with accumulate=True is not supported by tracegrad yet. Hint: "
+                "use index_add_-free code: x = x + zeros.index_put(...)")
+        index = tuple(part._array if isinstance(part, Tensor) else part for part in indices)
+        if not isinstance(values, Tensor):
+            from ..ops.indexing import _value_tensor
+
+            values = _value_tensor(values, self)
+        return self._inplace("index_put_", indexing.IndexPut, values, index=index)
 
     def clamp_(self, min=None, max=None):
         if max is None:
@@ -83,12 +102,14 @@ class InplaceMethods:
     def normal_(self, mean=0.0, std=1.0, generator=None):
         from ..factories import _random_like
 
-        return _fill_random(self, "normal_", _random_like(self, "normal", mean, std))
+        values = _random_like(self, "normal", mean, std)
+        return self._inplace("normal_", _RandomFill.Normal, values)
 
     def uniform_(self, a=0.0, b=1.0, generator=None):
         from ..factories import _random_like
 
-        return _fill_random(self, "uniform_", _random_like(self, "uniform", a, b))
+        values = _random_like(self, "uniform", a, b)
+        return self._inplace("uniform_", _RandomFill.Uniform, values)
 
     __iadd__ = add_
     __isub__ = sub_
@@ -97,14 +118,33 @@ class InplaceMethods:
     __ipow__ = pow_
 
 
-def _fill_random(self, op_name, array):
-    from ..autograd.grad_mode import state
+def _check_broadcasts_into(tensor, src, op_name: str) -> None:
+    """``src`` must broadcast to exactly ``tensor``'s shape (PyTorch's two messages)."""
+    target, shape = tensor._array.shape, src._array.shape
+    if shape == target:
+        return
+    import numpy as np
 
-    if state.grad_enabled and self.requires_grad:
-        self._check_inplace_allowed(op_name)
-    self._array[...] = array
-    self._after_inplace(op_name)
-    return self
+    try:
+        broadcast = np.broadcast_shapes(target, shape)
+    except ValueError:
+        from ..ops._operands import broadcast_error
+
+        raise broadcast_error(op_name, tensor, src) from None
+    if broadcast != target:
+        from ..errors import ShapeError
+
+        raise ShapeError(
+            f"output with shape {list(target)} doesn't match the broadcast shape "
+            f"{list(broadcast)} ({op_name} into {tensor._describe()}). Hint: an in-place op "
+            "keeps the tensor's shape.")
+
+
+class _RandomFill:
+    """The nodes ``uniform_``/``normal_`` record (their gradient is zero), made by _bind."""
+
+    Uniform: type
+    Normal: type
 
 
 def _bind() -> None:
@@ -113,3 +153,15 @@ def _bind() -> None:
     global Tensor, arith, indexing, unary
     from ..ops import arith, indexing, unary
     from ..tensor import Tensor
+
+    class Uniform(arith.Fill):
+        node_name = "UniformBackward0"
+
+        @staticmethod
+        def forward(ctx, a, values):
+            return values  # drawn by the caller from tracegrad's generator
+
+    class Normal(Uniform):
+        node_name = "NormalBackward0"
+
+    _RandomFill.Uniform, _RandomFill.Normal = Uniform, Normal

@@ -25,7 +25,9 @@ class ShapeMethods:
         return self.view(other.shape)
 
     def reshape(self, *sizes):
-        return shape.Reshape.apply(self, shape=shape.infer_shape(sizes, self._array.size, self))
+        """A view when the strides allow (ViewBackward0), else a copy (UnsafeViewBackward0),
+        as torch decides."""
+        return shape.reshape(self, shape.infer_shape(sizes, self._array.size, self))
 
     def reshape_as(self, other):
         return self.reshape(other.shape)
@@ -41,7 +43,7 @@ class ShapeMethods:
         middle = 1
         for size in sizes[start:end + 1]:
             middle *= size
-        return shape.Reshape.apply(self, shape=sizes[:start] + (middle,) + sizes[end + 1:])
+        return shape.reshape(self, sizes[:start] + (middle,) + sizes[end + 1:])
 
     def t(self):
         return shape.T.apply(self)
@@ -68,6 +70,8 @@ class ShapeMethods:
     def squeeze(self, dim=None):
         if dim is None:
             return shape.SqueezeAll.apply(self)
+        if isinstance(dim, (tuple, list)):
+            return shape.SqueezeDims.apply(self, dim=tuple(dim))
         return shape.Squeeze.apply(self, dim=dim)
 
     def expand(self, *sizes):
@@ -85,11 +89,47 @@ class ShapeMethods:
     def chunk(self, chunks, dim=0):
         return shape.chunk(self, chunks, dim)
 
+    def split_with_sizes(self, split_sizes, dim=0):
+        return shape.split_with_sizes(self, split_sizes, dim)
+
+    def unsafe_split(self, split_size, dim=0):
+        return shape.split(self, split_size, dim, unsafe=True)
+
+    def unsafe_split_with_sizes(self, split_sizes, dim=0):
+        return shape.split_with_sizes(self, split_sizes, dim, unsafe=True)
+
+    def unsafe_chunk(self, chunks, dim=0):
+        return shape.chunk(self, chunks, dim, unsafe=True)
+
     def unbind(self, dim=0):
         return shape.unbind(self, dim)
 
     def narrow(self, dim, start, length):
         return shape.narrow(self, dim, start, length)
+
+    def diagonal(self, offset=0, dim1=0, dim2=1):
+        """The diagonal as a view (its last dim); in-place changes reach the tensor."""
+        return shape.Diagonal.apply(self, offset, dim1, dim2)
+
+    def as_strided(self, size, stride, storage_offset=None):
+        """A view of this tensor's storage with the given sizes, strides (in elements) and
+        offset -- PyTorch's ``as_strided``; the offset defaults to this tensor's."""
+        return shape.AsStrided.apply(self, tuple(size), tuple(stride), storage_offset)
+
+    def stride(self, dim=None):
+        """Strides in elements, as torch gives them."""
+        itemsize = self._array.itemsize
+        strides = tuple(step // itemsize for step in self._array.strides)
+        return strides if dim is None else strides[shape.wrap_dim(dim, self._array.ndim)]
+
+    def storage_offset(self) -> int:
+        """Where this tensor starts in its base's storage, in elements."""
+        from ..autograd import views
+
+        return views.geometry(self)[2]
+
+    def _is_view(self) -> bool:
+        return self._base is not None
 
     def contiguous(self, memory_format=None):
         data = self._array

@@ -3,6 +3,18 @@
 Never recursive, so a graph 100,000 nodes deep runs. Among ready nodes the one created
 last runs first (PyTorch's order on the CPU), and an AccumulateGrad runs as soon as it is
 ready -- so the step order a trace shows is the order PyTorch would have used.
+
+Backward runs on the calling thread and changes grad mode only there (grad mode is per
+thread), so several threads can each run forward and backward at once. As in PyTorch:
+
+- hooks run in this order for each node: its output tensors' hooks, retain_grad, the
+  node's pre-hooks, the node, its post-hooks (hooks.py-style checks on what they return);
+- ``autograd.grad`` and ``backward(inputs=...)`` run only the nodes that lead to the
+  inputs. ``grad`` captures an input's gradient after that input's tensor hooks (the
+  input's own node does not run unless another input needs it); ``backward(inputs=...)``
+  makes non-leaf inputs retain their gradient;
+- in anomaly mode an error in a node's backward is preceded by warnings carrying the
+  traceback of the forward call that made the node.
 """
 
 from __future__ import annotations
@@ -15,11 +27,19 @@ import warnings
 from collections.abc import Sequence
 
 from ..errors import AutogradError, ShapeError
-from . import events
+from . import anomaly, events
 from .grad_mode import state
-from .node import Node
+from .graph import GradientEdge
+from .node import (
+    Node,
+    _hook_name,
+    restore_saved_tensors_hooks,
+    running,
+    snapshot_saved_tensors_hooks,
+)
 
 _pass_counter = itertools.count()
+_create_graph_warned = False  # PyTorch gives the create_graph warning once per process
 
 
 class PassInfo:
@@ -32,26 +52,62 @@ class PassInfo:
         self.retain_graph, self.create_graph, self.inputs = retain_graph, create_graph, inputs
 
 
+class GraphTask:
+    """One running backward pass, as ``node.running.task`` shows it to hooks in its thread
+    (``register_multi_grad_hook`` asks which nodes will run).
+
+    ``dependencies`` holds every node that takes part; ``needed`` the ones that execute
+    (None: all of them; otherwise a node outside it only has its gradient captured).
+    """
+
+    __slots__ = ("dependencies", "id", "needed")
+
+    def __init__(self, task_id: int, dependencies: dict, needed) -> None:
+        self.id, self.dependencies, self.needed = task_id, dependencies, needed
+
+    def will_execute(self, node: Node) -> bool:
+        """Whether ``node`` takes part in this pass (runs, or has its gradient captured)."""
+        return node in self.dependencies
+
+
+# -- the public entry points ---------------------------------------------------------------
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
              grad_variables=None, inputs=None) -> None:
-    """Accumulate gradients of ``tensors`` into the ``.grad`` of the leaves they depend on."""
+    """Accumulate gradients of ``tensors`` into the ``.grad`` of the leaves they depend on.
+
+    With ``inputs``, only those tensors (leaves, non-leaves or GradientEdges) get gradients;
+    a non-leaf input retains its gradient in ``.grad``, as in PyTorch.
+
+    >>> import tracegrad as torch
+    >>> x = torch.tensor([1.0, 2.0], requires_grad=True)
+    >>> h = x * 3
+    >>> torch.autograd.backward((h * h).sum(), inputs=[h])
+    >>> h.grad, x.grad
+    (tensor([ 6., 12.]), None)
+    """
     if grad_variables is not None:
         grad_tensors = _legacy_grad_variables(grad_tensors, grad_variables)
+    input_tuple = _inputs_tuple(inputs, "backward") if inputs is not None else None
     tensors = _as_tuple(tensors)
-    grad_tensors = _grads_tuple(grad_tensors, len(tensors))
+    grad_tensors = _make_grads(tensors, _grads_tuple(grad_tensors, len(tensors)))
     if retain_graph is None:
         retain_graph = create_graph
-    input_tensors = _as_tuple(inputs) if inputs is not None else None
-    if input_tensors is not None and not input_tensors:
-        raise AutogradError("backward() got an empty 'inputs' sequence.")
-    captured = run(tensors, grad_tensors, retain_graph, create_graph, input_tensors,
-                   accumulate=True, kind="backward")
-    del captured
+    if input_tuple is not None:
+        for tensor in input_tuple:
+            if not isinstance(tensor, GradientEdge):
+                # PyTorch's run_backward: the inputs' gradients land in .grad, non-leaves
+                # included (a no-op for leaves).
+                tensor.retain_grad()
+    run(tensors, grad_tensors, retain_graph, create_graph, input_tuple, accumulate=True,
+        kind="backward")
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
-         only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
+         only_inputs=True, allow_unused=None, is_grads_batched=False,
+         materialize_grads=False):
     """Gradients of ``outputs`` with respect to ``inputs``, without touching ``.grad``.
+
+    ``inputs`` may hold tensors and GradientEdges; a dict of tensors gives a dict back.
 
     >>> import tracegrad as torch
     >>> x = torch.tensor([2.0], requires_grad=True)
@@ -59,40 +115,53 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     >>> g, torch.autograd.grad(g.sum(), x)[0]
     (tensor([12.], grad_fn=<MulBackward0>), tensor([12.]))
     """
+    if materialize_grads and allow_unused is False:
+        raise ValueError(
+            "Expected allow_unused to be True or not passed when materialize_grads=True, "
+            "but got: allow_unused=False.")
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    outputs = _as_tuple(outputs)
+    input_tuple = _inputs_tuple(inputs, "grad")
     if is_grads_batched:
-        raise NotImplementedError("is_grads_batched is not supported by tracegrad")
+        raise NotImplementedError(
+            "tracegrad does not implement autograd.grad(is_grads_batched=True) (it needs "
+            "vmap). Hint: call autograd.grad once per row of the batched grad_outputs.")
     if not only_inputs:
         _warn_only_inputs()
-    outputs = _as_tuple(outputs)
-    input_tensors = _as_tuple(inputs)
-    if not input_tensors:
-        raise AutogradError("grad requires at least one input tensor (inputs was empty).")
-    for index, tensor in enumerate(input_tensors):
-        if not tensor.requires_grad:
+    for index, tensor in enumerate(input_tuple):
+        if not isinstance(tensor, GradientEdge) and not tensor.requires_grad:
             raise AutogradError(
                 f"One of the differentiated Tensors does not require grad (inputs[{index}]: "
                 f"{tensor._describe()}). Hint: create it with requires_grad=True or call "
                 ".requires_grad_().")
-    grad_outputs = _grads_tuple(grad_outputs, len(outputs))
+    grad_outputs = _make_grads(outputs, _grads_tuple(grad_outputs, len(outputs)))
     if retain_graph is None:
         retain_graph = create_graph
-    if allow_unused is None:
-        allow_unused = materialize_grads
-    results = run(outputs, grad_outputs, retain_graph, create_graph, input_tensors,
+    results = run(outputs, grad_outputs, retain_graph, create_graph, input_tuple,
                   accumulate=False, kind="grad")
     final = []
-    for index, (tensor, result) in enumerate(zip(input_tensors, results)):
-        if result is None:
-            if materialize_grads:
-                from ..factories import zeros_like
-
-                result = zeros_like(tensor)
-            elif not allow_unused:
-                raise AutogradError(
-                    f"One of the differentiated Tensors appears to not have been used in the "
-                    f"graph (inputs[{index}]: {tensor._describe()}). Set allow_unused=True if "
-                    "this is the desired behavior.")
+    for index, (tensor, result) in enumerate(zip(input_tuple, results)):
+        if result is None and not allow_unused:
+            described = "" if isinstance(tensor, GradientEdge) else \
+                f" (inputs[{index}]: {tensor._describe()})"
+            raise AutogradError(
+                f"The differentiated Tensor at index {index} appears to not have been used "
+                f"in the graph{described}. Set allow_unused=True if this is the desired "
+                "behavior.")
         final.append(result)
+    if materialize_grads:
+        if any(result is None and isinstance(tensor, GradientEdge)
+               for result, tensor in zip(final, input_tuple)):
+            raise AutogradError(
+                "materialize_grads cannot be used when the given input is a GradientEdge")
+        from ..factories import zeros_like
+
+        final = [result if result is not None else
+                 zeros_like(tensor).requires_grad_(bool(create_graph))
+                 for result, tensor in zip(final, input_tuple)]
+    if type(inputs) is dict:
+        return dict(zip(inputs.keys(), final))
     return tuple(final)
 
 
@@ -112,87 +181,160 @@ def _warn_only_inputs() -> None:
                   "torch.autograd.backward.", FutureWarning, stacklevel=3)
 
 
-def _as_tuple(value) -> tuple:
+def _is_tensor(value) -> bool:
     from ..tensor import Tensor
 
-    if isinstance(value, Tensor):
+    return isinstance(value, Tensor)
+
+
+def _as_tuple(value) -> tuple:
+    if _is_tensor(value) or isinstance(value, GradientEdge):
         return (value,)
     return tuple(value)
 
 
-def _grads_tuple(grads, count: int) -> tuple:
-    from ..tensor import Tensor
+def _inputs_tuple(inputs, caller: str) -> tuple:
+    if _is_tensor(inputs) or isinstance(inputs, GradientEdge):
+        result = (inputs,)
+    elif type(inputs) is dict:
+        result = tuple(inputs.values())
+    elif isinstance(inputs, dict) or hasattr(inputs, "keys"):
+        raise TypeError(
+            f"`inputs` argument to `{caller}()` must be a dict, not {type(inputs).__name__}. "
+            "Other Mapping types are not supported.")
+    else:
+        result = tuple(inputs)
+    if not result:
+        raise AutogradError(f"`inputs` argument to `{caller}()` cannot be empty.")
+    return result
 
+
+def _grads_tuple(grads, count: int) -> tuple:
     if grads is None:
         return (None,) * count
-    if isinstance(grads, Tensor):
+    if _is_tensor(grads):
         grads = (grads,)
     grads = tuple(grads)
     if len(grads) != count:
         raise AutogradError(
-            f"grad_tensors has {len(grads)} entries but there are {count} outputs; pass one "
-            "gradient (or None) per output.")
+            f"got {len(grads)} gradients for {count} outputs (grad_tensors/grad_outputs "
+            "must have one entry, a Tensor or None, per output).")
     return grads
 
 
-def _root_gradient(index: int, tensor, grad):
-    from ..factories import ones_like
-    from ..tensor import Tensor
-
-    if grad is None:
-        if tensor.numel() != 1:
-            raise AutogradError(
-                f"grad can be implicitly created only for scalar outputs (output {index} is "
-                f"{tensor._describe()}). Hint: pass gradient= with the same shape as the "
-                "output, e.g. y.backward(gradient=torch.ones_like(y)), or reduce it first "
-                "with .sum() or .mean().")
-        return ones_like(tensor)
-    if not isinstance(grad, Tensor):
-        from ..factories import tensor as make_tensor
-
-        grad = make_tensor(grad, dtype=tensor.dtype)
-    if grad.shape != tensor.shape:
-        raise ShapeError(
-            f"Mismatch in shape: grad_output[{index}] has a shape of {grad.shape} and "
-            f"output[{index}] has a shape of {tensor.shape}.")
-    return grad
+def _output_meta(output) -> tuple:
+    """(shape, numpy dtype, device, requires_grad) of an output tensor or GradientEdge."""
+    if isinstance(output, GradientEdge):
+        shape, numpy_dtype, device = output.node._output_meta[output.output_nr]
+        return tuple(shape), numpy_dtype, device, True
+    return tuple(output.shape), output._array.dtype, output.device, output.requires_grad
 
 
+def _make_grads(outputs: tuple, grads: tuple) -> tuple:
+    """The root gradients, checked as PyTorch's ``_make_grads``: a given one must match its
+    output's shape; a missing one is ones for a scalar output."""
+    made = []
+    for index, (output, grad_value) in enumerate(zip(outputs, grads)):
+        shape, numpy_dtype, device, requires_grad = _output_meta(output)
+        if _is_tensor(grad_value):
+            if tuple(grad_value.shape) != shape:
+                out_shape = output.shape if _is_tensor(output) else shape
+                raise ShapeError(
+                    f"Mismatch in shape: grad_output[{index}] has a shape of "
+                    f"{grad_value.shape!r} and output[{index}] has a shape of {out_shape!r}.")
+            made.append(grad_value)
+        elif grad_value is None:
+            if not requires_grad:
+                made.append(None)
+                continue
+            numel = 1
+            for size in shape:
+                numel *= size
+            if numel != 1:
+                what = f" (output {index} is {output._describe()})" if _is_tensor(output) \
+                    else f" (output {index} has shape {list(shape)})"
+                raise AutogradError(
+                    f"grad can be implicitly created only for scalar outputs{what}. Hint: "
+                    "pass gradient= with the same shape as the output, e.g. "
+                    "y.backward(gradient=torch.ones_like(y)), or reduce it first with "
+                    ".sum() or .mean().")
+            from .. import backends
+            from ..tensor import Tensor
+
+            xp = backends.module_for(device)
+            made.append(Tensor._wrap(xp.ones(shape, dtype=numpy_dtype), False))
+        else:
+            raise TypeError(f"gradients can be either Tensors or None, but got "
+                            f"{type(grad_value).__name__}")
+    return tuple(made)
+
+
+def _edge_of(value) -> tuple:
+    if isinstance(value, GradientEdge):
+        return value.node, value.output_nr
+    return value._edge()
+
+
+# -- one backward pass ---------------------------------------------------------------------
 def run(outputs: Sequence, grad_outputs: Sequence, retain_graph: bool, create_graph: bool,
         inputs: Sequence | None, accumulate: bool, kind: str) -> list:
-    """Run one backward pass; returns the gradients captured for ``inputs`` (if any)."""
+    """Run one backward pass; returns the gradients captured for ``inputs`` (grad)."""
+    global _create_graph_warned
     roots = []
-    for index, (tensor, grad_value) in enumerate(zip(outputs, grad_outputs)):
-        if not tensor.requires_grad:
+    for index, (output, grad_value) in enumerate(zip(outputs, grad_outputs)):
+        if isinstance(output, GradientEdge):
+            roots.append((output.node, output.output_nr, grad_value))
+            continue
+        if not output.requires_grad:
             raise AutogradError(
                 f"element {index} of tensors does not require grad and does not have a "
-                f"grad_fn ({tensor._describe()}). Hint: did the computation run under "
+                f"grad_fn ({output._describe()}). Hint: did the computation run under "
                 "no_grad(), or call .detach()? Inputs need requires_grad=True.")
-        node, output_nr = tensor._edge()
-        roots.append((node, output_nr, _root_gradient(index, tensor, grad_value)))
+        node, output_nr = output._edge()
+        roots.append((node, output_nr, grad_value))
 
-    captures: dict = {}  # (node, output_nr) -> list of input indices
+    captures: dict = {}  # (node, output_nr) -> input indices, for grad()
+    targets = None  # the nodes backward(inputs=...) / grad() must reach
     if inputs is not None:
+        targets = set()
         for index, tensor in enumerate(inputs):
-            captures.setdefault(tensor._edge(), []).append(index)
-    dependencies = _count_dependencies([node for node, _, _ in roots], captures, accumulate)
+            edge = _edge_of(tensor)
+            targets.add(edge[0])
+            if not accumulate:
+                captures.setdefault(edge, []).append(index)
+    root_nodes = [node for node, _, _ in roots]
+    dependencies, needed = _plan(root_nodes, targets, accumulate)
+
+    if accumulate and create_graph and not _create_graph_warned:
+        _create_graph_warned = True
+        warnings.warn(
+            "Using backward() with create_graph=True will create a reference cycle between "
+            "the parameter and its gradient which can cause a memory leak. We recommend "
+            "using autograd.grad when creating the graph to avoid this. If you have to use "
+            "this function, make sure to reset the .grad fields of your parameters to None "
+            "after use to break the cycle and avoid the leak.", UserWarning, stacklevel=3)
 
     info = PassInfo(next(_pass_counter), kind, tuple(outputs), retain_graph, create_graph,
                     tuple(inputs) if inputs is not None else None)
     listener = events.listener  # one per pass: a listener leaving mid-pass still hears its end
     if listener is not None:
         listener.on_backward_start(info)
+    # Grad mode is per thread: only this thread's backward runs with create_graph's mode.
     previous_mode = state.grad_enabled
     state.grad_enabled = create_graph
+    previous_task, previous_node = running.task, running.node
+    running.task = GraphTask(info.index, dependencies, needed)
+    hooks_before = snapshot_saved_tensors_hooks()
     # A pass makes and drops many gradient tensors, none in a reference cycle; a collector
     # scanning the (possibly huge) graph meanwhile would only cost time. Cycles that hooks
-    # make are collected after the pass.
+    # make are collected after the pass. (gc.disable is process-wide: with threads, the
+    # last pass to finish turns it back on.)
     collecting = gc.isenabled()
     if collecting:
         gc.disable()
     error = None
     try:
-        results = _execute(roots, dependencies, captures, inputs, accumulate, retain_graph,
+        results = _execute(roots, dependencies, needed, captures, inputs, retain_graph,
                            info.index, listener)
     except BaseException as exc:
         error = exc
@@ -201,19 +343,27 @@ def run(outputs: Sequence, grad_outputs: Sequence, retain_graph: bool, create_gr
         if collecting:
             gc.enable()
         state.grad_enabled = previous_mode
+        running.task, running.node = previous_task, previous_node
+        restore_saved_tensors_hooks(hooks_before)
         if listener is not None:
             listener.on_backward_end(info, error)
+        # The error's traceback holds this frame: drop the frame's reference back to it, so
+        # a failed pass's graph is freed at once, not at the next garbage collection.
+        error = None
     return results
 
 
-def _count_dependencies(root_nodes: list, captures: dict, accumulate: bool) -> dict:
-    """How many edges lead into each node reachable from the roots (iterative DFS).
+def _plan(root_nodes: list, targets: set | None, accumulate: bool) -> tuple:
+    """(dependencies, needed): how many edges lead into each node that takes part, and the
+    nodes that execute (None: every node that takes part).
 
-    With ``captures`` (autograd.grad, or backward(inputs=...)), only nodes from which a
-    captured edge can be reached take part: the rest would compute unused gradients.
+    Without targets every reachable node runs. With them (backward(inputs=...), grad()),
+    a node takes part when it is a target or leads to one; it executes when it leads to
+    a node that takes part, or -- in backward(inputs=...) -- is a target itself. A
+    target that grad() needs only for its gradient is captured without running.
     """
-    if not captures:
-        return _count_all_dependencies(root_nodes)
+    if not targets:
+        return _count_all_dependencies(root_nodes), None
     order = []
     stack = [node for node in root_nodes if node is not None]
     seen = set(stack)
@@ -224,29 +374,33 @@ def _count_dependencies(root_nodes: list, captures: dict, accumulate: bool) -> d
             if next_node is not None and next_node not in seen:
                 seen.add(next_node)
                 stack.append(next_node)
-    needed = None
-    if captures:
-        capture_nodes = {node for node, _ in captures}
-        needed = set()
-        # Nodes in creation order: every input of a node was created before it.
-        for node in sorted(order, key=_creation_order):
-            if node in capture_nodes or any(
-                    next_node in needed for next_node, _ in node.next_functions):
+    participates, needed = set(), set()
+    # Nodes in creation order: every input of a node was created before it.
+    for node in sorted(order, key=_creation_order):
+        for next_node, _ in node.next_functions:
+            if next_node in participates:
+                participates.add(node)
                 needed.add(node)
+                break
+        else:
+            if node in targets:
+                participates.add(node)
+                if accumulate:
+                    needed.add(node)
     dependencies: dict = {}
     for node in order:
-        if needed is not None and node not in needed:
+        if node not in participates:
             continue
         dependencies.setdefault(node, 0)
         for next_node, _ in node.next_functions:
-            if next_node is not None and (needed is None or next_node in needed):
+            if next_node in participates:
                 dependencies[next_node] = dependencies.get(next_node, 0) + 1
-    return dependencies
+    return dependencies, needed
 
 
 def _count_all_dependencies(root_nodes: list) -> dict:
-    """The common case of _count_dependencies (every reachable node runs), in one pass:
-    a node's count doubles as its "seen" mark."""
+    """How many edges lead into each node reachable from the roots (iterative DFS), in one
+    pass: a node's count doubles as its "seen" mark."""
     dependencies: dict = {}
     stack = []
     for node in root_nodes:
@@ -280,48 +434,53 @@ def _priority(node: Node) -> int:
     return _ACCUMULATE_FIRST if node._is_accumulate else -node._seq
 
 
-def _execute(roots, dependencies, captures, inputs, accumulate, retain_graph, pass_index,
+def _execute(roots, dependencies, needed, captures, inputs, retain_graph, pass_index,
              listener) -> list:
     """Run ready nodes until none is left. The loop body runs once per node of the graph,
     so the common case (no hooks, nobody listening, no anomaly mode) is kept inline."""
     buffers: dict = {}
     results = [None] * (len(inputs) if inputs is not None else 0)
     for node, output_nr, grad_value in roots:
-        if node is None or node not in dependencies:
-            _capture(captures, results, node, output_nr, grad_value)
-            continue
-        _add_to_buffer(buffers, node, output_nr, grad_value)
+        if node is not None and node in dependencies:
+            _add_to_buffer(buffers, node, output_nr, grad_value)
     ready = [(_priority(node), node._seq, node) for node in dependencies
              if dependencies[node] == 0]
     heapq.heapify(ready)
     heappop, heappush = heapq.heappop, heapq.heappush
-    slow = listener is not None or state.anomaly
+    anomaly_on = state.anomaly  # read once per pass, not per node
+    slow = listener is not None or anomaly_on
     while ready:
         node = heappop(ready)[2]
         grads = buffers.pop(node, None)
         if grads is None:
             grads = [None] * max(1, len(node._output_meta))
-        if captures:
-            for output_nr, grad_value in enumerate(grads):
-                if (node, output_nr) in captures:
-                    _capture(captures, results, node, output_nr, grad_value)
-            if not accumulate and node._is_accumulate:
+        if needed is not None:
+            if node not in needed:
+                # grad() wants this node's gradient, not its backward: its tensor hooks
+                # run (as in PyTorch), then the gradient is captured.
+                if node._tensor_hooks or node._retained:
+                    grads = _call_tensor_pre_hooks(node, grads, listener)
+                _capture(captures, results, node, grads)
                 continue
-        has_grad = False
-        for grad_value in grads:
-            if grad_value is not None:
-                has_grad = True
-                break
-        if not has_grad:
-            next_grads = (None,) * len(node.next_functions)
-        elif slow or node._hooked:
-            next_grads = _run_node(node, grads, pass_index, listener, state.anomaly)
+            if captures:
+                _capture(captures, results, node, grads)
+        if slow or node._hooked:
+            next_grads = _run_node(node, grads, listener, anomaly_on)
         else:
-            try:
-                next_grads = node._backward(grads)
-            except Exception as error:
-                _annotate(error, node)
-                raise
+            has_grad = False
+            for grad_value in grads:
+                if grad_value is not None:
+                    has_grad = True
+                    break
+            grad_value = None  # (see the end of the loop: hold no gradient)
+            if not has_grad:
+                next_grads = (None,) * len(node.next_functions)
+            else:
+                try:
+                    next_grads = node._backward(grads)
+                except Exception as error:
+                    _annotate(error, node)
+                    raise
         if not retain_graph and node._saved:
             node._release(pass_index)
         for (next_node, input_nr), grad_value in zip(node.next_functions, next_grads):
@@ -344,15 +503,16 @@ def _execute(roots, dependencies, captures, inputs, accumulate, retain_graph, pa
                 if remaining == 0:
                     heappush(ready, (_ACCUMULATE_FIRST if next_node._is_accumulate
                                      else -next_node._seq, next_node._seq, next_node))
+        # Hold no gradient past its hand-off: an AccumulateGrad keeps (rather than copies)
+        # a gradient that nothing else references, as PyTorch does.
+        next_grads = grad_value = None
     return results
 
 
-def _capture(captures, results, node, output_nr, grad_value) -> None:
-    for index in captures.get((node, output_nr), ()):
-        if results[index] is None:
+def _capture(captures, results, node, grads) -> None:
+    for output_nr, grad_value in enumerate(grads):
+        for index in captures.get((node, output_nr), ()):
             results[index] = grad_value
-        elif grad_value is not None:
-            results[index] = results[index] + grad_value
 
 
 def _add_to_buffer(buffers: dict, node: Node, output_nr: int, grad_value) -> None:
@@ -360,30 +520,44 @@ def _add_to_buffer(buffers: dict, node: Node, output_nr: int, grad_value) -> Non
     if grads is None:
         grads = buffers[node] = [None] * max(1, len(node._output_meta))
     current = grads[output_nr]
-    grads[output_nr] = grad_value if current is None else current + grad_value
+    if grad_value is not None:
+        grads[output_nr] = grad_value if current is None else current + grad_value
 
 
-def _run_node(node: Node, grads: list, pass_index: int, listener, anomaly: bool):
-    if node._tensor_hooks or node._retained or node._pre_hooks:
-        grads = _run_pre_hooks(node, grads, listener)
-    if listener is not None:
-        listener.on_node_start(node, tuple(grads))
-        started = time.perf_counter_ns()
+def _run_node(node: Node, grads: list, listener, anomaly_on: bool):
+    """One node with everything around it: hooks, the listener, anomaly mode."""
+    if anomaly_on:
+        previous_node, running.node = running.node, node  # its nodes' "parent_"
     try:
-        next_grads = node._backward(grads)
+        if node._tensor_hooks or node._retained:
+            grads = _call_tensor_pre_hooks(node, grads, listener)
+        if node._pre_hooks:
+            grads = _call_pre_hooks(node, grads, listener)
+        if listener is not None:
+            listener.on_node_start(node, tuple(grads))
+            started = time.perf_counter_ns()
+        if any(grad_value is not None for grad_value in grads):
+            next_grads = node._backward(grads)
+        else:
+            next_grads = () if node._is_accumulate else (None,) * len(node.next_functions)
+        if node._post_hooks:
+            next_grads = _call_post_hooks(node, next_grads, grads, listener)
+        if listener is not None:
+            listener.on_node_end(node, tuple(next_grads), time.perf_counter_ns() - started)
+            if node._is_accumulate and grads[0] is not None:
+                listener.on_accumulate(node.variable, grads[0])
+        if anomaly_on and state.anomaly_check_nan:
+            _check_nan(node, next_grads)
     except Exception as error:
         if listener is not None:
             listener.on_error(error, node)
+        if state.anomaly:
+            anomaly.warn_forward_traceback(node)
         _annotate(error, node)
         raise
-    if node._post_hooks:
-        next_grads = _run_post_hooks(node, next_grads, grads, listener)
-    if listener is not None:
-        listener.on_node_end(node, tuple(next_grads), time.perf_counter_ns() - started)
-        if node._is_accumulate:
-            listener.on_accumulate(node.variable, grads[0])
-    if anomaly:
-        _check_nan(node, next_grads)
+    finally:
+        if anomaly_on:
+            running.node = previous_node
     return next_grads
 
 
@@ -394,27 +568,23 @@ def _annotate(error: Exception, node: Node) -> None:
             error.add_note(note)
 
 
-def _run_pre_hooks(node: Node, grads: list, listener) -> list:
+# -- hooks ---------------------------------------------------------------------------------
+def _call_tensor_pre_hooks(node: Node, grads: list, listener) -> list:
+    """The hooks of the node's output tensors, then retain_grad (which sees what they
+    returned, and nothing later hooks do)."""
     grads = list(grads)
     if node._tensor_hooks:
-        for output_nr, hooks in node._tensor_hooks.items():
-            for hook in tuple(hooks):
-                if grads[output_nr] is None:
-                    continue
-                result = hook(grads[output_nr])
+        for output_nr, hooks in tuple(node._tensor_hooks):
+            for hook in tuple(hooks.values()):
+                original = grads[output_nr]
+                result = hook(original)
                 if listener is not None:
                     listener.on_hook(node, "tensor", hook, result is not None)
                 if result is not None:
-                    grads[output_nr] = result
-    if node._pre_hooks:
-        for hook in tuple(node._pre_hooks):
-            result = hook(tuple(grads))
-            if listener is not None:
-                listener.on_hook(node, "pre", hook, result is not None)
-            if result is not None:
-                grads = list(result)
+                    grads[output_nr] = _checked_single(original, result, hook, node,
+                                                       output_nr)
     if node._retained:
-        for output_nr, tensor_ref in node._retained.items():
+        for output_nr, tensor_ref in tuple(node._retained.items()):
             tensor = tensor_ref()
             if tensor is not None and grads[output_nr] is not None:
                 _retain(tensor, grads[output_nr])
@@ -423,21 +593,99 @@ def _run_pre_hooks(node: Node, grads: list, listener) -> list:
     return grads
 
 
-def _retain(tensor, grad_value) -> None:
-    if tensor.grad is None:
-        tensor.grad = grad_value if state.grad_enabled else grad_value._detached_copy()
-    else:
-        tensor.grad = tensor.grad + grad_value
+def _call_pre_hooks(node: Node, grads: list, listener) -> list:
+    for hook in tuple(node._pre_hooks.values()):
+        result = hook(tuple(grads))
+        if listener is not None:
+            listener.on_hook(node, "pre", hook, result is not None)
+        if result is not None:
+            grads = _checked_tuple(grads, result, hook, node, "grad_outputs")
+    return grads
 
 
-def _run_post_hooks(node: Node, next_grads, grads, listener):
-    for hook in tuple(node._post_hooks):
+def _call_post_hooks(node: Node, next_grads, grads, listener):
+    for hook in tuple(node._post_hooks.values()):
         result = hook(tuple(next_grads), tuple(grads))
         if listener is not None:
             listener.on_hook(node, "post", hook, result is not None)
         if result is not None:
-            next_grads = tuple(result)
+            next_grads = tuple(_checked_tuple(next_grads, result, hook, node, "grad_inputs"))
     return next_grads
+
+
+def _checked_tuple(originals, result, hook, node: Node, what: str) -> list:
+    """PyTorch's check of what a node hook returned: a tuple of the same length, each
+    entry passing _checked_single."""
+    if not isinstance(result, tuple):
+        raise TypeError(f"expected tuple, but hook returned '{type(result).__name__}'")
+    if len(result) != len(originals):
+        raise AutogradError(
+            f"hook '{_hook_name(hook)}' has returned an incorrect number of values (got "
+            f"{len(result)}, but expected {len(originals)}) -- a {node.name()} "
+            f"{'pre' if what == 'grad_outputs' else 'post'}-hook must return one entry per "
+            f"{what} entry it was given.")
+    checked = []
+    for index, (original, value) in enumerate(zip(originals, result)):
+        checked.append(None if value is None else
+                       _checked_single(original, value, hook, node, index))
+    return checked
+
+
+def _checked_single(original, result, hook, node: Node, index: int):
+    """A hook's replacement for one gradient must be a Tensor of the same type, device
+    and size (PyTorch's check_single_result); otherwise say which hook and tensor."""
+    from ..tensor import Tensor
+
+    if original is None:
+        raise AutogradError(
+            f"can't replace a None gradient with a non-None value (hook '{_hook_name(hook)}' "
+            f"on {node.name()}, gradient {index}).")
+    if not isinstance(result, Tensor):
+        raise TypeError(f"expected Variable, but hook returned '{type(result).__name__}'")
+    name = _hook_name(hook)
+    where = f"the gradient of output {index} of {node.name()}, {_grad_description(original)}"
+    if result._array.dtype != original._array.dtype or result.device != original.device:
+        raise AutogradError(
+            f"hook '{name}' has changed the type of value (was {_legacy_type(original)} got "
+            f"{_legacy_type(result)}) -- {where}. Hint: return grad.to(grad.dtype) "
+            "(the same dtype and device as the gradient the hook was given).")
+    if result._array.shape != original._array.shape:
+        raise AutogradError(
+            f"hook '{name}' has changed the size of value (was {list(original.shape)} got "
+            f"{list(result.shape)}) -- {where}. Hint: a hook must return a gradient of the "
+            "same shape as the one it was given.")
+    return result
+
+
+def _grad_description(grad) -> str:
+    from ..errors import describe_tensor
+
+    return describe_tensor(grad)
+
+
+_LEGACY_TYPE_NAMES = {
+    "float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
+    "int64": "LongTensor", "int32": "IntTensor", "int16": "ShortTensor",
+    "int8": "CharTensor", "uint8": "ByteTensor", "bool": "BoolTensor",
+}
+
+
+def _legacy_type(tensor) -> str:
+    """PyTorch's name for a tensor's type in hook messages: torch.FloatTensor,
+    torch.cuda.DoubleTensor."""
+    name = _LEGACY_TYPE_NAMES.get(tensor._array.dtype.name, tensor.dtype.name)
+    return f"torch.cuda.{name}" if tensor.device.type == "cuda" else f"torch.{name}"
+
+
+def _retain(tensor, grad_value) -> None:
+    """retain_grad's hook: ``.grad`` becomes a copy of the gradient (recorded under
+    create_graph, as PyTorch's clone), later gradients add to it."""
+    current = tensor._grad
+    if current is None:
+        tensor._grad = grad_value.clone() if state.grad_enabled else \
+            grad_value._detached_copy()
+    else:
+        tensor._grad = current + grad_value
 
 
 def _check_nan(node: Node, next_grads) -> None:

@@ -30,9 +30,15 @@ class Listener:
     def on_tensor(self, tensor, kind: str) -> None:
         """A tensor was made outside an op (``kind``: "factory")."""
 
-    def on_inplace(self, tensor, op_name: str, site) -> None:
-        """``tensor`` was modified in place: its version was bumped; ``tensor.grad_fn`` is
-        the new node when the graph recorded it; ``site`` is the user's line."""
+    def on_inplace(self, info) -> None:
+        """A tensor was modified in place; ``info`` (autograd.views.InplaceInfo) says all a
+        record of it needs, the first time: ``tensor``, ``op_name``, ``node`` (the node the
+        graph recorded -- the tensor's new grad_fn, or a view's base's CopySlices -- or
+        None), ``inputs`` (the op's arguments, the tensor first), ``base`` (the tensor whose
+        history changed), ``previous_edge`` (base's (grad_fn, output_nr) before), ``version``
+        (after the bump), ``site`` (the user's line), ``original`` (the clone the node saved
+        as the tensor's old value, or None) and ``views`` (views whose grad_fn was
+        regenerated)."""
 
     def on_inplace_refused(self, tensor, op_name: str) -> None:
         """An in-place op on a leaf that requires grad (or a view of one) is about to raise
@@ -48,7 +54,7 @@ class Listener:
         """``node``'s backward finished."""
 
     def on_hook(self, node, kind: str, hook, changed: bool) -> None:
-        """A hook fired (``kind``: "tensor", "pre", "post", "retain_grad")."""
+        """A hook fired (``kind``: "tensor", "pre", "post", "retain_grad", "post_accumulate")."""
 
     def on_accumulate(self, tensor, grad) -> None:
         """A gradient was accumulated into a leaf's ``.grad``."""

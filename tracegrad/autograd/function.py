@@ -1,8 +1,10 @@
 """``autograd.Function``: user-defined ops, and the same machinery for built-in ops.
 
-A subclass defines ``forward(ctx, *args)`` and ``backward(ctx, *grads)`` as staticmethods
-and is called through ``apply``. ``ctx`` *is* the backward node (as in PyTorch), an
-instance of a class generated per Function and named ``<Function>Backward``.
+A subclass defines ``forward`` and ``backward`` as staticmethods and is called through
+``apply``. ``forward(ctx, *args)`` gets the context; or, PyTorch's newer style,
+``forward(*args)`` without it plus ``setup_context(ctx, inputs, output)``. ``ctx`` *is*
+the backward node (as in PyTorch), an instance of a class generated per Function and named
+``<Function>Backward``.
 
 Built-in ops (``tracegrad.ops``) subclass ``Op``: their forward takes tensors and returns
 arrays, which ``Op.apply`` wraps -- the fast path every ``a * b`` goes through.
@@ -10,16 +12,18 @@ arrays, which ``Op.apply`` wraps -- the fast path every ``a * b`` goes through.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import warnings
 from typing import Any
 
 import numpy as np
 
 from .. import backends
-from ..errors import AutogradError, InplaceError
-from . import events
+from ..errors import AutogradError
+from . import events, views
 from . import node as _node_module
-from .grad_mode import state
+from .grad_mode import anomaly_flags, state
 from .node import Node, SavedTensor, _sequence
 
 # tracegrad.tensor.Tensor. tensor.py imports this module before it defines Tensor, so it
@@ -32,61 +36,122 @@ _NO_EDGE = (None, 0)
 _new_object = object.__new__
 _generic = np.generic
 _ALL_TENSOR_SLOTS = tuple(tuple(range(count)) for count in range(9))
+_share_storage = views.share_storage
 
 
 def bind_tensor_class(cls) -> None:
     """Called once by tensor.py: the Tensor class the hot paths here and in node.py use."""
     global Tensor
     Tensor = _node_module.Tensor = cls
+    views.bind_tensor_class(cls)
 
 
-class BackwardFunction(Node):
-    """The node (and ctx) of a Function call."""
+class FunctionCtx:
+    """What ``forward``/``setup_context`` get as ``ctx``: the API for the backward pass."""
 
-    _function: type  # the Function subclass this node runs the backward of
-    _materialize_grads = True
     _to_save: tuple = ()
     _non_differentiable: tuple = ()
     _dirty: tuple = ()
+    _materialize_grads = True
+    _saved_for_forward: tuple = ()
+
+    def save_for_backward(self, *tensors) -> None:
+        """Keep tensors (or None) for ``backward``, which reads them as ``saved_tensors``;
+        using a saved tensor changed in place since then raises in backward."""
+        for position, value in enumerate(tensors):
+            if value is not None and not isinstance(value, Tensor):
+                raise TypeError(
+                    f"save_for_backward can only save variables, but argument {position} is "
+                    f"of type {type(value).__name__}. Hint: keep non-tensors as attributes "
+                    f"of ctx (ctx.value = ...).")
+        self._to_save = tensors
+
+    def save_for_forward(self, *tensors) -> None:
+        """Keep tensors for ``jvp`` (forward-mode AD, which tracegrad does not run)."""
+        for value in tensors:
+            if value is not None and not isinstance(value, Tensor):
+                raise AssertionError(
+                    "save_for_forward expects all arguments to be tensors; you should save "
+                    "non-tensors as attributes on ctx.")
+        self._saved_for_forward = tensors
+
+    def mark_dirty(self, *tensors) -> None:
+        """Declare inputs that forward modified in place (and returns)."""
+        self._dirty = tensors
+
+    def mark_non_differentiable(self, *tensors) -> None:
+        """Declare outputs that get no gradient (they will not require grad)."""
+        self._non_differentiable = tensors
+
+    def set_materialize_grads(self, value: bool) -> None:
+        """With False, backward receives None (not zeros) for outputs that got no gradient."""
+        self._materialize_grads = bool(value)
+
+    def mark_shared_storage(self, *pairs) -> None:
+        raise RuntimeError(
+            "mark_shared_storage is deprecated. Tensors with shared storages are "
+            "automatically tracked. Note that calls to `set_()` are not tracked")
+
+    # PyTorch's public names for what these hold.
+    to_save = property(lambda self: self._to_save or None)
+    dirty_tensors = property(lambda self: self._dirty or None)
+    non_differentiable = property(lambda self: self._non_differentiable or None)
+    materialize_grads = property(lambda self: self._materialize_grads)
+    saved_for_forward = property(lambda self: self._saved_for_forward or None)
+
+
+class BackwardCFunction(Node, FunctionCtx):
+    """The node (and ctx) of a Function call; ``grad_fn`` of its outputs."""
+
+    _function: type  # the Function subclass this node runs the backward of
     _arg_slots: tuple = ()  # positions of tensor args, one per next_functions edge
     _input_meta: tuple = ()  # (shape, numpy dtype) per next_functions edge
     _num_args = 0
+    _checks_non_tensor_grads = True  # custom Functions; built-in ops return None there
+    _saved_cleared = False
     needs_input_grad: tuple = ()
 
-    # -- the ctx API ------------------------------------------------------------------
-    def save_for_backward(self, *tensors) -> None:
-        self._to_save = tensors
+    @property
+    def _forward_cls(self) -> type:
+        return self._function
 
     @property
     def saved_tensors(self) -> tuple:
         unpacked = []
         for saved in self._saved:
             unpacked.append(saved.unpack(self) if type(saved) is SavedTensor else saved)
+        if self._function.clear_saved_tensors_on_access:
+            self._clear_saved()
         return tuple(unpacked)
+
+    def _clear_saved(self) -> None:
+        """``clear_saved_tensors_on_access``: the first read hands the tensors over."""
+        if self._saved_cleared:
+            raise AutogradError(
+                "saved_tensors can only be accessed once when "
+                "clear_saved_tensors_on_access=True is set on the autograd.Function. Either "
+                "access saved_tensors only once, or set clear_saved_tensors_on_access=False.")
+        self._saved_cleared = True
+        self._saved = ()
 
     @property
     def saved_variables(self) -> tuple:
-        """The pre-0.4 name of ``saved_tensors``: still accepted, with torch's warning."""
         warnings.warn("'saved_variables' is deprecated; use 'saved_tensors'",
                       DeprecationWarning, stacklevel=2)
         return self.saved_tensors
 
-    def mark_dirty(self, *tensors) -> None:
-        self._dirty = tensors
-
-    def mark_non_differentiable(self, *tensors) -> None:
-        self._non_differentiable = tensors
-
-    def set_materialize_grads(self, value: bool) -> None:
-        self._materialize_grads = bool(value)
+    def apply(self, *grads):
+        """Run the Function's backward on ``grads`` (PyTorch's ``grad_fn.apply``)."""
+        return self._function._backward_impl(self, *grads)
 
     # -- running backward --------------------------------------------------------------
     def _backward(self, grads: list) -> tuple:
         if self._materialize_grads and len(grads) > 1:
+            metas = self._output_meta
             for index, grad in enumerate(grads):
-                if grad is None:
-                    grads[index] = _zeros_for(self._output_meta[index])
-        results = self._function.backward(self, *grads)
+                if grad is None and metas[index] is not None:  # None stays for non-tensors
+                    grads[index] = _zeros_for(metas[index])
+        results = self._function._backward_impl(self, *grads)
         if results.__class__ is not tuple:
             results = (results,)
         return self._check_results(results)
@@ -99,6 +164,8 @@ class BackwardFunction(Node):
         """
         if len(results) != self._num_args:
             results = self._trim_results(results)
+        if self._checks_non_tensor_grads and len(self._arg_slots) != len(results):
+            self._check_non_tensor_grads(results)
         metas = self._input_meta
         edge_grads = []
         for edge_index, position in enumerate(self._arg_slots):
@@ -110,6 +177,15 @@ class BackwardFunction(Node):
                     grad = self._check_grad(grad, edge_index, position)
             edge_grads.append(grad)
         return tuple(edge_grads)
+
+    def _check_non_tensor_grads(self, results: tuple) -> None:
+        slots = set(self._arg_slots)
+        for position, grad in enumerate(results):
+            if grad is not None and position not in slots:
+                raise AutogradError(
+                    f"function {self.name()} returned a gradient different than None at "
+                    f"position {position + 1}, but the corresponding forward input was not a "
+                    "Variable. Hint: return None for arguments that are not tensors.")
 
     def _trim_results(self, results: tuple) -> tuple:
         expected = self._num_args
@@ -141,6 +217,19 @@ class BackwardFunction(Node):
         return grad
 
 
+BackwardFunction = BackwardCFunction  # the name tracegrad used before
+
+
+class OpNode(BackwardCFunction):
+    """The node of a built-in op: its forward may save plain values (a scalar operand) as
+    well as tensors, unchecked -- this runs once per recorded op."""
+
+    _checks_non_tensor_grads = False
+
+    def save_for_backward(self, *values) -> None:
+        self._to_save = values
+
+
 def _zeros_for(meta):
     shape, numpy_dtype, device = meta
     xp = backends.module_for(device)
@@ -167,19 +256,45 @@ class Function:
     """
 
     _node_class: type
+    _backward_cls: type
+    _node_base: type = BackwardCFunction
     _node_kind = "function"
+    _signature = None  # forward's inspect.Signature, made when apply gets keywords
+    # PyTorch's class-level switches of a Function:
+    clear_saved_tensors_on_access = False  # saved_tensors can be read once, then released
+    boxed_grads_call = False  # backward(ctx, grads) gets one mutable list of gradients
+    generate_vmap_rule = False
 
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
         node_name = cls.__dict__.get("node_name") or f"{cls.__name__}Backward"
-        cls._node_class = type(node_name, (BackwardFunction,),
-                               {"_function": cls, "_name": node_name,
-                                "__module__": cls.__module__})
+        cls._node_class = cls._backward_cls = type(
+            node_name, (cls._node_base,),
+            {"_function": cls, "_name": node_name, "__module__": cls.__module__})
+        cls._signature = None
+        cls._backward_impl = staticmethod(_user_backward(cls))
+
+    def __init__(self, *args, **kwargs) -> None:
+        warnings.warn(
+            f"{self.__class__} should not be instantiated. Methods on autograd functions "
+            "are all static, so you should invoke them on the class itself. Instantiating "
+            "an autograd function will raise an error in a future version of PyTorch.",
+            DeprecationWarning, stacklevel=2)
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError(
+            "Legacy autograd function with non-static forward method is deprecated. Please "
+            "use new-style autograd function with static forward method. (Example: "
+            "https://pytorch.org/docs/stable/autograd.html#torch.autograd.Function)")
 
     @staticmethod
     def forward(ctx, *args, **kwargs):
         raise NotImplementedError(
             "You must implement the forward function for custom autograd.Function.")
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        raise NotImplementedError("setup_context is not implemented.")
 
     @staticmethod
     def backward(ctx, *grad_outputs):
@@ -189,87 +304,218 @@ class Function:
 
     vjp = backward
 
+    @staticmethod
+    def jvp(ctx, *grad_inputs):
+        raise NotImplementedError(
+            "You must implement the jvp function for custom autograd.Function to use it "
+            "with forward mode AD.")
+
+    @staticmethod
+    def vmap(info, in_dims, *args):
+        raise NotImplementedError(
+            "To use autograd.Function with vmap, you must either override the vmap "
+            "staticmethod or set generate_vmap_rule=True.")
+
+    @classmethod
+    def _uses_setup_context(cls) -> bool:
+        return cls.setup_context is not Function.setup_context
+
     @classmethod
     def apply(cls, *args, **kwargs):
+        """Run forward (grad mode off inside, as in PyTorch) and wire the outputs into the
+        graph when an input requires grad."""
+        setup_style = cls._uses_setup_context()
+        if kwargs or setup_style:
+            args, kwargs = _bind_arguments(cls, args, kwargs, setup_style)
         ctx = cls._node_class()
         grad_enabled = state.grad_enabled
-        needs = tuple(grad_enabled and isinstance(arg, Tensor) and arg.requires_grad
+        needs = tuple(grad_enabled and isinstance(arg, Tensor) and arg._requires_grad
                       for arg in args)
         ctx.needs_input_grad = needs
-        previous = state.grad_enabled
         state.grad_enabled = False
         try:
-            outputs = cls.forward(ctx, *args, **kwargs)
+            if setup_style:
+                outputs = cls.forward(*args, **kwargs)
+                cls.setup_context(ctx, args, outputs)
+            else:
+                outputs = cls.forward(ctx, *args, **kwargs)
         finally:
-            state.grad_enabled = previous
+            state.grad_enabled = grad_enabled
         is_tuple = isinstance(outputs, tuple)
         output_tuple = outputs if is_tuple else (outputs,)
-        if any(needs):
-            output_tuple = _connect(ctx, args, output_tuple)
-            outputs = output_tuple if is_tuple else output_tuple[0]
-        elif ctx._dirty:
-            _check_dirty_leaves(ctx, args)
-        return outputs
+        output_tuple = _wrap_outputs(ctx, args, output_tuple, any(needs))
+        return output_tuple if is_tuple else output_tuple[0]
 
 
-def _check_dirty_leaves(ctx, args) -> None:
-    for tensor in ctx._dirty:
-        if tensor.is_leaf and tensor.requires_grad and state.grad_enabled:
-            if events.listener is not None:
-                events.listener.on_inplace_refused(tensor, ctx.name())
-            raise InplaceError(_leaf_inplace_message(tensor, ctx.name()))
+def _user_backward(cls):
+    """What backward runs: ``backward``, or ``vjp`` where a subclass defines that instead."""
+    backward, vjp = cls.backward, cls.vjp
+    default = Function.backward
+    if backward is not default and vjp is not default and vjp is not backward:
+        def both(ctx, *grads):
+            raise RuntimeError(
+                "Implementing both 'backward' and 'vjp' for a custom Function is not allowed. "
+                "You should only implement one of them.")
+
+        return both
+    chosen = vjp if vjp is not default and vjp is not backward else backward
+    if getattr(cls, "boxed_grads_call", False):
+        def boxed(ctx, *grads):
+            return chosen(ctx, list(grads))
+
+        return boxed
+    return chosen
 
 
-def _leaf_inplace_message(tensor, op_name: str) -> str:
-    from ..errors import describe_tensor
+def _bind_arguments(cls, args: tuple, kwargs: dict, apply_defaults: bool):
+    """Keywords naming forward's positional parameters become positional arguments (as
+    PyTorch's apply binds them); with setup_context, defaults are filled in too."""
+    signature = cls._signature
+    if signature is None:
+        signature = cls._signature = inspect.signature(cls.forward)
+    leading = () if apply_defaults else (None,)  # the ctx parameter of old-style forward
+    parameters = signature.parameters
+    if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        for name in kwargs:  # checked first, as Python's own call checks them
+            if name not in parameters:
+                raise TypeError(f"forward() got an unexpected keyword argument '{name}'")
+    try:
+        bound = signature.bind(*leading, *args, **kwargs)
+    except TypeError as error:  # inspect says "multiple values...", Python "got multiple..."
+        text = str(error)
+        if text.startswith("multiple values"):
+            text = "got " + text
+        raise TypeError(f"forward() {text}") from None
+    for name in bound.kwargs:
+        parameter = signature.parameters.get(name)
+        if parameter is not None and parameter.kind is inspect.Parameter.KEYWORD_ONLY:
+            raise TypeError(f"forward() got an unexpected keyword argument '{name}'")
+    if apply_defaults:
+        bound.apply_defaults()
+    return bound.args[len(leading):], bound.kwargs
 
-    label = f"'{tensor.name}' " if tensor.name else ""
-    return (
-        f"a leaf Variable that requires grad is being used in an in-place operation. "
-        f"Tensor: {label}{describe_tensor(tensor)}, operation: {op_name}. Hint: wrap the "
-        "update in `with tracegrad.no_grad():` (as an optimizer step does), or use an "
-        "out-of-place op.")
 
-
-def _connect(ctx: BackwardFunction, args: tuple, outputs: tuple) -> tuple:
-    """Make ctx the grad_fn of a custom Function's outputs and record its edges."""
-    slots, edges, meta = [], [], []
-    for position, arg in enumerate(args):
-        if isinstance(arg, Tensor):
-            slots.append(position)
-            edges.append(arg._edge() if arg.requires_grad else (None, 0))
-            meta.append((arg.shape, arg._array.dtype))
-    ctx._arg_slots, ctx._input_meta, ctx._num_args = tuple(slots), tuple(meta), len(args)
-    ctx.next_functions = tuple(edges)
-    if ctx._dirty:
-        _check_dirty_leaves(ctx, args)
-    non_differentiable = {id(t) for t in ctx._non_differentiable}
-    input_ids = {id(arg) for arg in args if isinstance(arg, Tensor)}
-    dirty_ids = {id(t) for t in ctx._dirty}
-    wired, output_meta = [], []
+def _wrap_outputs(ctx, args: tuple, outputs: tuple, executable: bool) -> tuple:
+    """Make ctx the grad_fn of a custom Function's outputs (when an input requires grad),
+    handle the inputs it modified in place (mark_dirty) and outputs that are views: an
+    input returned as-is becomes a fresh view of it, and any view output is marked as made
+    by a custom Function (an in-place change through it is then refused, as in PyTorch)."""
+    dirty = ctx._dirty
+    if dirty:
+        dirty = ctx._dirty = _checked_dirty(ctx, args, outputs)
+    if executable:
+        slots, edges, meta = [], [], []
+        for position, arg in enumerate(args):
+            if isinstance(arg, Tensor):
+                slots.append(position)
+                edges.append(views.edge_of(arg) if arg._requires_grad else _NO_EDGE)
+                meta.append((arg._array.shape, arg._array.dtype))
+        ctx._arg_slots, ctx._input_meta, ctx._num_args = tuple(slots), tuple(meta), len(args)
+        ctx.next_functions = tuple(edges)
+    for tensor in dirty:
+        if executable or (state.grad_enabled and tensor._requires_grad):
+            views.check_inplace(tensor, ctx.name(), tense="has been")
+    non_differentiable = ctx._non_differentiable
+    # A view among several differentiable outputs counts as one of a multi-output op's.
+    view_creation = views.IN_CUSTOM_FUNCTION
+    if executable and sum(
+            isinstance(output, Tensor) and output._array.dtype.kind == "f"
+            and not any(output is tensor for tensor in non_differentiable)
+            for output in outputs) > 1:
+        view_creation = views.MULTI_OUTPUT_NODE
+    wired, output_meta, dirty_outputs = [], [], []
     for index, output in enumerate(outputs):
         if not isinstance(output, Tensor):
             wired.append(output)
             output_meta.append(None)
             continue
-        if id(output) in input_ids and id(output) not in dirty_ids:
-            output = output.view_as(output)  # returned an input as-is: a fresh alias
-        output_meta.append((output.shape, output._array.dtype, output.device))
-        if id(output) in non_differentiable or output._array.dtype.kind != "f":
-            output.requires_grad = False
+        is_dirty = any(output is tensor for tensor in dirty)
+        if not is_dirty and any(output is arg for arg in args):
+            output = _alias(output)  # an input returned as-is: a fresh view of it
+        if output._base is not None and not is_dirty:
+            output._creation = view_creation
+        output_meta.append((output._array.shape, output._array.dtype, output.device))
+        if not executable:
+            wired.append(output)
+            continue
+        if any(output is tensor for tensor in non_differentiable) or \
+                output._array.dtype.kind != "f":
+            output._requires_grad = False
+        elif is_dirty:
+            dirty_outputs.append((output, index))
         else:
-            output.requires_grad = True
+            output._requires_grad = True
+            output._grad_from_base = False
             output.grad_fn = ctx
             output._output_nr = index
         wired.append(output)
+    if not executable:
+        for tensor in dirty:
+            views.after_inplace(tensor, ctx.name())
+        ctx._to_save = ()
+        return tuple(wired)
     ctx._output_meta = tuple(output_meta)
-    ctx._saved = _save(ctx, ctx._to_save, wired)
-    ctx._to_save = ()
-    if state.anomaly or events.listener is not None:
+    listener = events.listener
+    if state.anomaly or listener is not None:
         _note_site(ctx)
-        if events.listener is not None:
-            events.listener.on_op(ctx, args, tuple(wired))
+    changes = []
+    for tensor, index in dirty_outputs:  # PyTorch's rebase_history, then the version bump
+        previous = views.edge_of(tensor._base if tensor._base is not None else tensor)
+        views.rebase_history(tensor, ctx, index)
+        changes.append((tensor, previous) + views.bump_version(tensor, ctx.name()))
+    ctx._saved = _save(ctx, ctx._to_save, wired)  # after the bump: saved at the new version
+    ctx._to_save = ()
+    if listener is not None:
+        listener.on_op(ctx, args, tuple(wired))
+        for tensor, previous, site, regenerated in changes:
+            views.notify_inplace(tensor, ctx.name(), ctx, args, previous, site, None,
+                                 regenerated)
     return tuple(wired)
+
+
+def _checked_dirty(ctx, args: tuple, outputs: tuple) -> tuple:
+    """The tensors mark_dirty named, checked as PyTorch checks them: each must be returned;
+    one that is not an input is ignored with a warning (an error if it is a view); an input
+    that is a view can only be modified by a Function with one tensor output."""
+    kept = []
+    for tensor in ctx._dirty:
+        if not any(output is tensor for output in outputs):
+            raise AutogradError(
+                "Some elements marked as dirty during the forward method were not returned "
+                "as output. The inputs that are modified inplace must all be outputs of the "
+                "Function.")
+        if any(arg is tensor for arg in args):
+            kept.append(tensor)
+            continue
+        message = ("ctx.mark_dirty() received a tensor that was not an input. Only input "
+                   "Tensors that have been mutated should be passed to ctx.mark_dirty().")
+        if tensor._base is not None:
+            raise AutogradError(message)
+        warnings.warn(message, UserWarning, stacklevel=4)
+    if any(tensor._base is not None for tensor in kept) and \
+            sum(isinstance(output, Tensor) for output in outputs) > 1:
+        raise AutogradError(
+            "If your Function modifies inplace an input that is a view of another Tensor, "
+            "your Function cannot return more than one Tensor. This is not supported by the "
+            "current autograd engine. You should either make sure the input is not a view "
+            "(using .clone() for example) or make your Function only return one Tensor "
+            "(potentially splitting it into two Functions: one doing the inplace that "
+            "returns a single Tensor and a second one that does the other operations). You "
+            "can ask on the forum https://discuss.pytorch.org/ if you need help to do this "
+            "change.")
+    return tuple(kept)
+
+
+def _alias(tensor):
+    """A new tensor over ``tensor``'s storage: a view of it in grad mode; under no_grad an
+    alias sharing the version counter but not tracked as a view (as PyTorch's
+    ``_view_as_self_with_no_grad``)."""
+    alias = Tensor._wrap(tensor._array.view(), False)
+    if state.grad_enabled:
+        _share_storage(tensor, alias)
+    else:
+        alias._counter = tensor._version_counter
+    return alias
 
 
 def _save(node: Node, to_save: tuple, outputs) -> tuple:
@@ -288,13 +534,90 @@ def _save(node: Node, to_save: tuple, outputs) -> tuple:
     return tuple(saved)
 
 
-def _note_site(node: Node) -> None:
+def _note_site(node: Node, depth: int = 3) -> None:
+    from .module_scope import current_scope
     from .site import user_site
 
-    node._site = user_site(3)
-    from .module_scope import current_scope
-
+    node._site = user_site(depth)
     node._module = current_scope()
+    if state.anomaly:  # the forward traceback PyTorch's anomaly mode shows (graph-api)
+        from .anomaly import note_forward
+
+        note_forward(node)
+
+
+class _DelayedError(Function):
+    """What once_differentiable puts after a backward that ran with create_graph: the
+    gradient can be used, but differentiating it again raises."""
+
+    node_name = "Error"
+
+    @staticmethod
+    def forward(ctx, message, *tensors):
+        ctx.message = message
+        return tuple(tensor.view_as(tensor) if tensor is not None else None
+                     for tensor in tensors)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise AutogradError(ctx.message)
+
+
+def once_differentiable(backward):
+    """Decorate a Function's ``backward`` that cannot be differentiated again: it runs with
+    grad mode off, and differentiating its result (double backward) raises.
+
+    >>> import tracegrad as torch
+    >>> class Cube(torch.autograd.Function):
+    ...     @staticmethod
+    ...     def forward(ctx, x):
+    ...         ctx.save_for_backward(x)
+    ...         return x ** 3
+    ...     @staticmethod
+    ...     @torch.autograd.function.once_differentiable
+    ...     def backward(ctx, grad):
+    ...         (x,) = ctx.saved_tensors
+    ...         return 3 * x ** 2 * grad
+    >>> x = torch.tensor([2.0], requires_grad=True)
+    >>> (g,) = torch.autograd.grad(Cube.apply(x) ** 2, x, create_graph=True)
+    >>> g.grad_fn
+    <Error object>
+    """
+
+    @functools.wraps(backward)
+    def wrapper(ctx, *args):
+        previous = state.grad_enabled
+        state.grad_enabled = False
+        try:
+            outputs = backward(ctx, *args)
+        finally:
+            state.grad_enabled = previous
+        if not previous:
+            return outputs
+        if not any(isinstance(arg, Tensor) and arg._requires_grad for arg in args):
+            return outputs
+        is_tuple = isinstance(outputs, tuple)
+        items = outputs if is_tuple else (outputs,)
+        leaves = []
+        for item in items:
+            if isinstance(item, Tensor):
+                item = item.detach()
+                item._requires_grad = True
+            leaves.append(item)
+        wrapped = _DelayedError.apply(
+            "trying to differentiate twice a function that was marked with "
+            "@once_differentiable", *leaves)
+        return wrapped if is_tuple else wrapped[0]
+
+    return wrapper
+
+
+class InplaceFunction(Function):
+    """Kept for code written against old PyTorch; use Function."""
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+        self.inplace = inplace
 
 
 class Op(Function):
@@ -303,10 +626,11 @@ class Op(Function):
     Class attributes an op may set:
         node_name    PyTorch's grad_fn name, e.g. "MulBackward0"
         saves_output the node saves its own output (ExpBackward0 saves result)
-        is_view      the output shares storage and version counter with input 0
+        is_view      each output shares storage and version counter with input 0
     """
 
     _node_kind = "op"
+    _node_base = OpNode
     saves_output = False
     is_view = False
 
@@ -318,7 +642,7 @@ class Op(Function):
     def apply(cls, *args, **attrs):
         if state.grad_enabled:
             for arg in args:
-                if isinstance(arg, Tensor) and arg.requires_grad:
+                if isinstance(arg, Tensor) and arg._requires_grad:
                     return _record(cls, args, attrs)
         # Nothing to record: the forward runs on a shared scratch ctx.
         scratch = cls._scratch
@@ -327,7 +651,8 @@ class Op(Function):
         if data.__class__ is tuple:
             outputs = tuple(Tensor._wrap(item, False) for item in data)
             if cls.is_view:
-                _share_storage(args[0], outputs[0])
+                for output in outputs:
+                    _share_storage(args[0], output, True)
             return outputs
         output = Tensor._wrap(data, False)
         if cls.is_view:
@@ -335,21 +660,18 @@ class Op(Function):
         return output
 
 
-def _share_storage(base, view) -> None:
-    view._version_counter = base._version_counter
-    view._base = base if base._base is None else base._base
-
-
 def _device(array):
     return _CPU if array.__class__ is _ndarray else backends.device_of(array)
 
 
-def _record(cls, args, attrs):
-    """Run a built-in op with a new node wired into the graph (grad mode on, some input
-    requires grad). The edges and ``needs_input_grad`` are set before forward runs, so a
-    forward can save only what backward will use (as Mul does).
+def wire(cls, args, attrs) -> tuple:
+    """A new node of op ``cls`` wired to ``args``' current edges, and the arrays its
+    forward returns: ``(node, data)``. Nothing is told to the listener and no output tensor
+    is made -- what _record adds for an ordinary op, and an in-place op does its own way.
 
-    This runs once per recorded op, so it is written as plain loops over locals.
+    The edges and ``needs_input_grad`` are set before forward runs, so a forward can save
+    only what backward will use (as Mul does). This runs once per recorded op, so it is
+    written as plain loops over locals.
     """
     ctx = _new_object(cls._node_class)  # Node.__init__ only numbers it: done inline
     ctx._seq = next(_sequence)
@@ -362,7 +684,7 @@ def _record(cls, args, attrs):
                 slots.append(position)
             array = arg._array
             meta.append((array.shape, array.dtype))
-            if arg.requires_grad:
+            if arg._requires_grad:
                 grad_fn = arg.grad_fn
                 if grad_fn is not None:
                     edges.append((grad_fn, arg._output_nr))
@@ -382,7 +704,13 @@ def _record(cls, args, attrs):
     ctx._arg_slots, ctx._input_meta, ctx._num_args = tuple(slots), tuple(meta), position
     ctx.next_functions = tuple(edges)
     ctx.needs_input_grad = tuple(needs)
-    data = cls.forward(ctx, *args, **attrs)
+    return ctx, cls.forward(ctx, *args, **attrs)
+
+
+def _record(cls, args, attrs):
+    """Run a built-in op with a new node wired into the graph (grad mode on, some input
+    requires grad), and tell the listener."""
+    ctx, data = wire(cls, args, attrs)
     if data.__class__ is tuple:
         outputs = []
         output_meta = []
@@ -391,27 +719,30 @@ def _record(cls, args, attrs):
             outputs.append(output)
             output_meta.append((output._array.shape, output._array.dtype, _device(output._array)))
         ctx._output_meta = tuple(output_meta)
+        if cls.is_view:
+            for output in outputs:
+                _share_storage(args[0], output, True)
     else:  # one output: _output_tensor and Tensor._wrap, inline
         if data.__class__ is not _ndarray and isinstance(data, _generic):
             data = np.asarray(data)  # numpy reductions give scalars; tensors hold arrays
         output = _new_object(Tensor)
         output._array = data
         if data.dtype.kind == "f":
-            output.requires_grad = True
+            output._requires_grad = True
             output.grad_fn = ctx
         else:
-            output.requires_grad = False
+            output._requires_grad = False
         outputs = (output,)
         ctx._output_meta = _single_output_meta(data)
-    if cls.is_view:
-        _share_storage(args[0], outputs[0])
+        if cls.is_view:
+            _share_storage(args[0], output)
     to_save = ctx._to_save
     if cls.saves_output:
         to_save = to_save + (outputs[0],)
     if to_save:
         ctx._saved = _save(ctx, to_save, outputs)
         ctx._to_save = ()
-    if state.anomaly or events.listener is not None:
+    if anomaly_flags.enabled or events.listener is not None:  # not a thread-local read
         _note_site(ctx)
         if events.listener is not None:
             events.listener.on_op(ctx, args, tuple(outputs))
@@ -450,13 +781,10 @@ def _output_tensor(ctx, array, index: int):
     return output
 
 
-def once_differentiable(backward):
-    """Accepted for compatibility: marks a backward that does not support double backward."""
-    return backward
+def _leaf_inplace_message(tensor, op_name: str) -> str:
+    """Kept for callers written before autograd/views.py: the leaf message."""
+    return views.leaf_message(tensor, op_name)
 
 
-class FunctionCtx:  # kept for type annotations written against torch
-    pass
-
-
-__all__ = ["Any", "BackwardFunction", "Function", "Op", "once_differentiable"]
+__all__ = ["BackwardCFunction", "Function", "FunctionCtx", "InplaceFunction", "Op",
+           "once_differentiable"]

@@ -1,53 +1,176 @@
-"""Grad modes: no_grad, enable_grad, set_grad_enabled, and the anomaly flag.
+"""Grad modes -- no_grad, enable_grad, set_grad_enabled, inference_mode -- and the state
+the engine reads on every op.
 
-The state is module-global (one interpreter thread drives autograd here); ops read
-``state.grad_enabled`` once per call, so it must stay a plain attribute lookup.
+``state`` holds what PyTorch keeps per thread (grad mode, inference mode): it is a
+``threading.local``, so ``no_grad`` in one thread never changes another, and a new thread
+starts with grad mode on. Anomaly mode is process-wide in PyTorch, so its two flags are
+class attributes of the same object: ``state.anomaly`` reads the same value in every
+thread, and only anomaly.py sets them (on the class, and in ``anomaly_flags``, a plain
+object that per-op checks read).
+
+Ops read ``state.grad_enabled`` once per call: it must stay one attribute lookup (a
+``threading.local`` read, no function call).
+
+The context managers follow ``torch.autograd.grad_mode``: each also decorates a function,
+and a decorated generator has the mode set around every resume, not only the first call
+(PyTorch's ``_DecoratorContextManager``). As in PyTorch, decorating a class is deprecated
+(FutureWarning) and an ``async def`` function gets the mode only while its coroutine object
+is created.
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
+import sys
+import threading
+import warnings
+from collections.abc import Callable
 
 
-class _State:
-    __slots__ = ("anomaly", "anomaly_check_nan", "grad_enabled")
+class _State(threading.local):
+    """Autograd's mode flags: per thread unless noted.
+
+    ``threading.local`` runs ``__init__`` once in each thread that reads the object, so
+    every thread starts from PyTorch's defaults.
+    """
+
+    # Process-wide, as PyTorch's AnomalyMode: class attributes, set only on the class
+    # (anomaly.set_anomaly_enabled) so no thread can shadow them.
+    anomaly = False
+    anomaly_check_nan = True
 
     def __init__(self) -> None:
         self.grad_enabled = True
-        self.anomaly = False
-        self.anomaly_check_nan = True
+        self.inference = False
 
 
 state = _State()
 
 
+class _AnomalyFlags:
+    """Anomaly mode's flags as a plain object: the same values as ``state.anomaly`` and
+    ``state.anomaly_check_nan`` without the thread-local lookup, for per-op checks (an op
+    then reads one thread-local attribute, ``state.grad_enabled``, and no more)."""
+
+    __slots__ = ("check_nan", "enabled")
+
+    def __init__(self) -> None:
+        self.enabled = False
+        self.check_nan = True
+
+
+anomaly_flags = _AnomalyFlags()
+
+
 def is_grad_enabled() -> bool:
+    """Whether ops in this thread record a graph.
+
+    >>> import tracegrad as torch
+    >>> with torch.no_grad():
+    ...     torch.is_grad_enabled()
+    False
+    """
     return state.grad_enabled
 
 
-class _GradModeContext:
-    """Base for the grad-mode context managers; each also works as a decorator."""
+def is_inference_mode_enabled() -> bool:
+    """Whether this thread is inside ``inference_mode()`` (as ``torch.is_inference_mode_enabled``)."""
+    return state.inference
 
-    _enable: bool
+
+def _set_grad_enabled(mode: bool) -> None:
+    if not isinstance(mode, bool):
+        raise TypeError(
+            f"set_grad_enabled(): argument 'enabled' (position 1) must be bool, not "
+            f"{type(mode).__name__}")
+    state.grad_enabled = mode
+
+
+# -- decorating functions and generators ---------------------------------------------------
+def _wrap_generator(make_context: Callable, function: Callable) -> Callable:
+    """``function`` is a generator function: enter the mode around every step of the
+    generator (its first run, each send/throw/close) and leave it at each yield, so the
+    caller's code between steps runs in the caller's mode."""
+
+    @functools.wraps(function)
+    def generator_context(*args, **kwargs):
+        generator = function(*args, **kwargs)
+        try:
+            with make_context():
+                response = generator.send(None)
+            while True:
+                try:
+                    request = yield response
+                except GeneratorExit:
+                    with make_context():
+                        generator.close()
+                    raise
+                except BaseException:  # noqa: BLE001 - re-thrown into the generator
+                    with make_context():
+                        response = generator.throw(*sys.exc_info())
+                else:
+                    with make_context():
+                        response = generator.send(request)
+        except StopIteration as stop:
+            return stop.value
+
+    return generator_context
+
+
+def _decorate(make_context: Callable, function: Callable) -> Callable:
+    if inspect.isgeneratorfunction(function):
+        return _wrap_generator(make_context, function)
+
+    @functools.wraps(function)
+    def decorate_context(*args, **kwargs):
+        with make_context():
+            return function(*args, **kwargs)
+
+    return decorate_context
+
+
+class _DecoratorContextManager:
+    """A context manager that also decorates: each call of the decorated function runs in a
+    fresh copy of it (``clone()``), so one decorator is safe to re-enter and nest."""
+
+    def __call__(self, function: Callable) -> Callable:
+        if inspect.isclass(function):
+            warnings.warn(
+                "Decorating classes is deprecated and will be disabled in future versions. "
+                "You should only decorate functions or methods. To preserve the current "
+                "behavior of class decoration, you can directly decorate the `__init__` "
+                "method and nothing else.", FutureWarning, stacklevel=2)
+            original = function
+
+            def function(*args, **kwargs):
+                return original(*args, **kwargs)
+
+        return _decorate(self.clone, function)
 
     def __enter__(self) -> None:
-        self._previous = state.grad_enabled
-        state.grad_enabled = self._enable
+        raise NotImplementedError
 
-    def __exit__(self, *exc_info) -> None:
-        state.grad_enabled = self._previous
+    def __exit__(self, *exc_info: object) -> None:
+        raise NotImplementedError
 
-    def __call__(self, function):
-        @functools.wraps(function)
-        def wrapper(*args, **kwargs):
-            with self.__class__():
-                return function(*args, **kwargs)
-
-        return wrapper
+    def clone(self):
+        return self.__class__()
 
 
-class no_grad(_GradModeContext):
-    """Disable graph recording: ops inside make tensors with no grad_fn.
+class _NoParamDecoratorContextManager(_DecoratorContextManager):
+    """Also usable as ``@no_grad`` without parentheses, as in PyTorch."""
+
+    def __new__(cls, orig_func: Callable | None = None):
+        if orig_func is None:
+            return super().__new__(cls)
+        return cls()(orig_func)
+
+
+class no_grad(_NoParamDecoratorContextManager):
+    """Disable graph recording in this thread: ops inside make tensors with no grad_fn.
+
+    Also a decorator (``@no_grad()`` or ``@no_grad``); other threads are unaffected.
 
     >>> import tracegrad as torch
     >>> x = torch.ones(2, requires_grad=True)
@@ -57,38 +180,132 @@ class no_grad(_GradModeContext):
     False
     """
 
-    _enable = False
+    def __init__(self) -> None:
+        self.prev = False
+
+    def __enter__(self) -> None:
+        self.prev = state.grad_enabled
+        state.grad_enabled = False
+
+    def __exit__(self, *exc_info: object) -> None:
+        state.grad_enabled = self.prev
 
 
-class enable_grad(_GradModeContext):
-    """Re-enable graph recording inside a no_grad block."""
+class enable_grad(_NoParamDecoratorContextManager):
+    """Re-enable graph recording (inside a ``no_grad`` block), in this thread.
 
-    _enable = True
+    >>> import tracegrad as torch
+    >>> x = torch.ones(2, requires_grad=True)
+    >>> with torch.no_grad(), torch.enable_grad():
+    ...     (x * 2).requires_grad
+    True
+    """
+
+    def __enter__(self) -> None:
+        self.prev = state.grad_enabled
+        state.grad_enabled = True
+
+    def __exit__(self, *exc_info: object) -> None:
+        state.grad_enabled = self.prev
 
 
-class set_grad_enabled(_GradModeContext):
-    """Set grad mode on or off; takes effect at once, and as a context restores it."""
+class set_grad_enabled(_DecoratorContextManager):
+    """Set grad mode on or off in this thread: at once when called, and restored on leaving
+    the ``with`` block. As a decorator it leaves the caller's mode alone.
+
+    >>> import tracegrad as torch
+    >>> _ = torch.set_grad_enabled(False)
+    >>> torch.is_grad_enabled()
+    False
+    >>> _ = torch.set_grad_enabled(True)
+    """
 
     def __init__(self, mode: bool) -> None:
-        self._enable = bool(mode)
-        self._previous = state.grad_enabled
-        state.grad_enabled = self._enable
+        self.prev = state.grad_enabled
+        self.mode = mode
+        _set_grad_enabled(mode)
+
+    def __call__(self, function: Callable) -> Callable:
+        _set_grad_enabled(self.prev)  # undo the call's own effect: only the function gets it
+        return super().__call__(function)
+
+    def __enter__(self) -> None:
+        _set_grad_enabled(self.mode)
+
+    def __exit__(self, *exc_info: object) -> None:
+        _set_grad_enabled(self.prev)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__module__}.{type(self).__qualname__}(mode={self.mode})"
+
+    __str__ = __repr__
+
+    def clone(self) -> set_grad_enabled:
+        return self.__class__(self.mode)
+
+
+class inference_mode(_DecoratorContextManager):
+    """Inference mode: grad mode off (``inference_mode(False)`` turns it back on), in this
+    thread. Also a decorator, with or without parentheses.
+
+    tracegrad does not make "inference tensors": a tensor created here behaves as one made
+    under ``no_grad`` (PyTorch additionally refuses to save it for backward later).
+
+    >>> import tracegrad as torch
+    >>> with torch.inference_mode():
+    ...     torch.is_inference_mode_enabled(), torch.is_grad_enabled()
+    (True, False)
+    """
+
+    def __new__(cls, mode: bool = True):
+        if isinstance(mode, bool):
+            return super().__new__(cls)
+        return cls()(mode)
+
+    def __init__(self, mode: bool = True) -> None:
+        self.mode = mode
+
+    def __enter__(self) -> None:
+        self._previous = (state.grad_enabled, state.inference)
+        state.grad_enabled = not self.mode
+        state.inference = self.mode
+
+    def __exit__(self, *exc_info: object) -> None:
+        state.grad_enabled, state.inference = self._previous
+
+    def clone(self) -> inference_mode:
+        return self.__class__(self.mode)
+
+
+class _Multithreading(threading.local):
+    def __init__(self) -> None:
+        self.enabled = True
+
+
+_multithreading = _Multithreading()
+
+
+def is_multithreading_enabled() -> bool:
+    """Whether backward may use device worker threads (``torch.autograd`` keeps this per
+    thread; tracegrad always runs backward on the calling thread, so it is only a flag)."""
+    return _multithreading.enabled
+
+
+class set_multithreading_enabled(_DecoratorContextManager):
+    """Set the multithreaded-backward flag of this thread (as PyTorch, at once when
+    called, restored on leaving a ``with`` block). tracegrad's backward always runs on the
+    calling thread, so the flag changes nothing else."""
+
+    def __init__(self, mode: bool) -> None:
+        self.prev = _multithreading.enabled
+        _multithreading.enabled = bool(mode)
+        self.mode = mode
 
     def __enter__(self) -> None:
         pass
 
-    def __call__(self, function):
-        mode = self._enable
-        state.grad_enabled = self._previous  # used as a decorator: do not leak the mode
+    def __exit__(self, *exc_info: object) -> None:
+        _multithreading.enabled = self.prev
 
-        @functools.wraps(function)
-        def wrapper(*args, **kwargs):
-            with set_grad_enabled(mode):
-                return function(*args, **kwargs)
-
-        return wrapper
-
-
-class inference_mode(no_grad):
-    def __init__(self, mode: bool = True) -> None:
-        self._enable = not mode
+    def clone(self) -> set_multithreading_enabled:
+        return self.__class__(self.mode)

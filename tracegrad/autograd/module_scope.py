@@ -1,22 +1,33 @@
 """The nn.Module scope a node was created in ("encoder.layer1"), for traces and graphs.
 
 nn.Module.__call__ pushes its qualified name while tracing or anomaly mode is on; nodes
-recorded meanwhile take the innermost scope.
+recorded meanwhile take the innermost scope. The stack is per thread: a module running in
+one thread never lends its name to nodes another thread makes.
 """
 
 from __future__ import annotations
 
-_stack: list[str] = []
+import threading
+
+
+class _Scopes(threading.local):
+    def __init__(self) -> None:
+        self.stack: list[str] = []
+
+
+_scopes = _Scopes()
 
 
 def current_scope() -> str | None:
-    return _stack[-1] if _stack else None
+    stack = _scopes.stack
+    return stack[-1] if stack else None
 
 
 def push(name: str) -> None:
-    _stack.append(name)
+    _scopes.stack.append(name)
 
 
 def pop() -> None:
-    if _stack:
-        _stack.pop()
+    stack = _scopes.stack
+    if stack:
+        stack.pop()

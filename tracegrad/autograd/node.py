@@ -1,31 +1,55 @@
-"""Nodes of the backward graph (what ``tensor.grad_fn`` points to) and saved tensors."""
+"""Nodes of the backward graph (what ``tensor.grad_fn`` points to) and saved tensors.
+
+Also the per-thread state the engine and the saved-tensor hooks share: which node this
+thread's backward is running (``running``), and the stack of default saved-tensor hooks
+(``torch.autograd.graph.saved_tensors_hooks``).
+"""
 
 from __future__ import annotations
 
 import itertools
+import sys
+import threading
 import weakref
 from collections.abc import Callable
+from typing import Self
 
 from ..errors import AutogradError, InplaceError
+from . import events
 from .grad_mode import state
 
 _sequence = itertools.count()
+_handle_ids = itertools.count()
 Tensor = None  # tracegrad.tensor.Tensor, bound by function.bind_tensor_class (import order)
+
+
+class _Running(threading.local):
+    """What this thread's backward is doing: ``node`` (the node whose backward runs, kept
+    only in anomaly mode) and ``task`` (the engine's current GraphTask), None outside."""
+
+    node = None
+    task = None
+
+
+running = _Running()
 
 
 class VersionCounter:
     """Shared by a tensor and all its views; bumped by every in-place op.
 
     ``history`` is filled only while sites are wanted (tracing or anomaly mode), so the
-    version error can say which in-place op changed the tensor and where.
+    version error can say which in-place op changed the tensor and where. ``views`` holds
+    weak references to the views of the storage (autograd/views.py): a bump refreshes
+    their grad_fn, as PyTorch regenerates a view's grad_fn when its version moved.
     """
 
-    __slots__ = ("history", "last_op", "value")
+    __slots__ = ("history", "last_op", "value", "views")
 
     def __init__(self) -> None:
         self.value = 0
         self.last_op = None
         self.history = None  # list of (version, op name, Site) when recorded
+        self.views = None  # list of weakref(view), made by the first view
 
     def bump(self, op_name: str, site=None) -> None:
         self.value += 1
@@ -34,27 +58,122 @@ class VersionCounter:
             if self.history is None:
                 self.history = []
             self.history.append((self.value, op_name, site))
+        if self.views:
+            refresh_views(self)
+
+
+def refresh_views(counter: VersionCounter) -> None:
+    """Replaced by autograd/views.py when it loads (it imports this module)."""
+
+
+class HookDict(dict):
+    """Hooks by handle id, in registration order; a dict that a weak reference can point to
+    (as PyTorch's OrderedDict of hooks), so a handle never keeps its hooks alive."""
+
+    __slots__ = ("__weakref__",)
 
 
 class RemovableHandle:
-    """What ``register_hook`` returns: ``handle.remove()`` unregisters the hook."""
+    """What ``register_hook`` and friends return (as ``torch.utils.hooks.RemovableHandle``):
+    ``handle.remove()`` unregisters the hook; also a context manager.
 
-    __slots__ = ("_hook", "_hooks")
+    >>> import tracegrad as torch
+    >>> x = torch.ones(2, requires_grad=True)
+    >>> with x.register_hook(lambda grad: grad * 2):
+    ...     (x * 1).sum().backward()
+    >>> x.grad
+    tensor([2., 2.])
+    """
 
-    def __init__(self, hooks: list, hook) -> None:
-        self._hooks, self._hook = hooks, hook
+    def __init__(self, hooks_dict: HookDict, *, extra_dict=None) -> None:
+        self.hooks_dict_ref = weakref.ref(hooks_dict)
+        self.id = next(_handle_ids)
+        extras = () if extra_dict is None else (
+            extra_dict if isinstance(extra_dict, (list, tuple)) else (extra_dict,))
+        self.extra_dict_ref = tuple(weakref.ref(item) for item in extras)
 
     def remove(self) -> None:
-        try:
-            self._hooks.remove(self._hook)
-        except ValueError:
-            pass
+        for reference in (self.hooks_dict_ref, *self.extra_dict_ref):
+            hooks = reference()
+            if hooks is not None:
+                hooks.pop(self.id, None)
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc_info) -> None:
         self.remove()
+
+
+def add_hook(hooks: HookDict, hook: Callable) -> RemovableHandle:
+    handle = RemovableHandle(hooks)
+    hooks[handle.id] = hook
+    return handle
+
+
+# -- default saved-tensor hooks (torch.autograd.graph.saved_tensors_hooks) ------------------
+class _SavedHooksState(threading.local):
+    """The per-thread stack of (pack, unpack) pairs, and the message that forbids them
+    (``disable_saved_tensors_hooks``)."""
+
+    def __init__(self) -> None:
+        self.stack: list[tuple[Callable, Callable]] = []
+        self.disabled_message: str | None = None
+
+
+saved_hooks = _SavedHooksState()
+# How many saved_tensors_hooks contexts are open in all threads together: saving a tensor
+# (every op that saves one) reads this module global first, and the thread-local stack
+# only when it is non-zero.
+hooks_in_use = 0
+_hooks_in_use_lock = threading.Lock()
+
+
+def push_saved_tensors_hooks(pack_hook: Callable, unpack_hook: Callable) -> None:
+    global hooks_in_use
+    message = saved_hooks.disabled_message
+    if message is not None:
+        raise AutogradError(message)
+    saved_hooks.stack.append((pack_hook, unpack_hook))
+    with _hooks_in_use_lock:
+        hooks_in_use += 1
+
+
+def pop_saved_tensors_hooks() -> None:
+    global hooks_in_use
+    stack = saved_hooks.stack
+    if not stack:
+        return  # an extra __exit__ (PyTorch tolerates it too)
+    stack.pop()
+    with _hooks_in_use_lock:
+        hooks_in_use -= 1
+
+
+def snapshot_saved_tensors_hooks() -> tuple:
+    return tuple(saved_hooks.stack), saved_hooks.disabled_message
+
+
+def restore_saved_tensors_hooks(snapshot: tuple) -> None:
+    """Put this thread's hooks back as a backward pass found them: as in PyTorch, whose
+    engine runs each node under the thread-local state captured when backward started, a
+    hook entered or left inside backward does not outlive it."""
+    global hooks_in_use
+    stack, message = snapshot
+    current = saved_hooks.stack
+    if len(current) != len(stack) or any(a is not b for a, b in zip(current, stack)):
+        with _hooks_in_use_lock:
+            hooks_in_use += len(stack) - len(current)
+        current[:] = stack
+    saved_hooks.disabled_message = message
+
+
+def _pack_hook_error() -> InplaceError:
+    return InplaceError(
+        "A saved tensor pack hook is modifying its input in place. Tensors provided as "
+        "input to pack hook cannot be modified by in-place operations as this can lead to "
+        "unexpected side-effects. Please open an issue if you need to perform in-place "
+        "operations on the input to a pack hook. Hint: return a modified copy from the "
+        "pack hook instead (e.g. x * 2, not x *= 2).")
 
 
 class SavedTensor:
@@ -63,14 +182,20 @@ class SavedTensor:
     Unpacking checks the version and raises PyTorch's in-place error when it moved. A node
     that saves its own output keeps only the array and a weak reference back to itself
     (as PyTorch does), so output -> grad_fn -> saved output is not a reference cycle.
+
+    With saved-tensor hooks (a ``saved_tensors_hooks`` context when it was saved, or
+    ``register_hooks`` on ``grad_fn._raw_saved_<name>``), the pack hook decides what is
+    kept and the unpack hook gives the tensor back; as in PyTorch, no version check is
+    made then (the hooks own the value).
     """
 
     __slots__ = (
-        "counter",
         "_array",
+        "counter",
         "node_ref",
         "original",
         "output_nr",
+        "packed",
         "producer",
         "requires_grad",
         "tensor",
@@ -82,7 +207,10 @@ class SavedTensor:
         self.counter = tensor._version_counter
         self.version = self.counter.value
         self.output_nr = tensor._output_nr
-        self.requires_grad = tensor.requires_grad
+        self.requires_grad = tensor._requires_grad
+        # A saved input's producer is its grad_fn (None: a leaf). `packed` (what hooks keep
+        # instead of the tensor) stays unset until hooks take the value over: this runs
+        # for nearly every op, and the fast paths never read it.
         self.producer = None if is_output else tensor.grad_fn
         if is_output:
             self.tensor = None
@@ -92,14 +220,94 @@ class SavedTensor:
             self.tensor = tensor
             self.node_ref = None
             self.original = None
+        if hooks_in_use and saved_hooks.stack:
+            self._pack_with(saved_hooks.stack[-1], tensor)
 
+    # -- hooks ---------------------------------------------------------------------------
+    def _pack_with(self, hooks: tuple, tensor, accumulator=None) -> None:
+        """Hand ``tensor`` to the pack hook (under no_grad, as PyTorch does) and keep what
+        it returns instead of the tensor."""
+        if accumulator is None and self.is_saved_leaf and self.requires_grad:
+            accumulator = tensor._grad_accumulator()
+        counter = self.counter
+        version = counter.value
+        previous, state.grad_enabled = state.grad_enabled, False
+        try:
+            packed = hooks[0](tensor)
+        finally:
+            state.grad_enabled = previous
+        if counter.value != version:
+            raise _pack_hook_error()
+        self.packed = _Packed(packed, hooks[1], accumulator)
+        self.tensor = None  # the pack hook decides what is kept
+        self._array = None
+
+    def register_hooks(self, pack_hook: Callable, unpack_hook: Callable) -> None:
+        """Pack the saved tensor now with ``pack_hook``; ``unpack_hook`` gives it back in
+        backward (``grad_fn._raw_saved_<name>.register_hooks(pack, unpack)``)."""
+        if not callable(pack_hook) or not callable(unpack_hook):
+            raise TypeError(
+                f"register_hooks(): expected two callables (pack_hook, unpack_hook), got "
+                f"{type(pack_hook).__name__} and {type(unpack_hook).__name__}.")
+        if self._packed() is not None:
+            raise AutogradError(
+                "Calling register_hooks on a saved tensor whose hooks have already been set. "
+                "Hint: only one pair of hooks is allowed at a time.")
+        if self._array is None:
+            raise AutogradError(
+                "Calling register_hooks on a saved tensor after it has been freed. Saved "
+                "intermediate values of the graph are freed when you call .backward() or "
+                "autograd.grad(). Specify retain_graph=True if you need to backward through "
+                "the graph a second time or if you need to access saved variables after "
+                "calling backward.")
+        # PyTorch hands the pack hook a detached alias of the saved value.
+        alias = Tensor._wrap(self._array, False)
+        alias._version_counter = self.counter
+        accumulator = None
+        if self.is_saved_leaf and self.requires_grad:
+            original = self.source_tensor()
+            if original is not None:
+                accumulator = original._grad_accumulator()
+        self._pack_with((pack_hook, unpack_hook), alias, accumulator)
+
+    def _unpack_hooked(self, node, packed: _Packed):
+        result = packed.unpack_hook(packed.value)
+        if not isinstance(result, Tensor):
+            raise TypeError(
+                f"Output of saved tensor unpack_hook expected to be a Tensor but got result "
+                f"of type {type(result).__name__} (a tensor saved by {node.name()}). Hint: "
+                "the unpack hook must return the tensor the pack hook was given, rebuilt "
+                "from what pack returned.")
+        tensor = Tensor._wrap(result._array, self.requires_grad)
+        tensor._version_counter = result._version_counter  # not the original's counter
+        if self.requires_grad:
+            if self.node_ref is not None:  # a saved output: its grad_fn is the saving node
+                tensor.grad_fn, tensor._output_nr = node, self.output_nr
+            elif self.producer is not None:
+                tensor.grad_fn, tensor._output_nr = self.producer, self.output_nr
+            elif packed.accumulator is not None:
+                tensor._accumulator = packed.accumulator
+        return tensor
+
+    def _packed(self) -> _Packed | None:
+        try:
+            return self.packed
+        except AttributeError:  # never packed (the slot is set only by hooks)
+            return None
+
+    # -- unpacking -----------------------------------------------------------------------
     @property
     def is_output(self) -> bool:
         return self.node_ref is not None
 
+    @property
+    def is_saved_leaf(self) -> bool:
+        """A leaf saved as an input (its AccumulateGrad is where its gradient goes)."""
+        return self.node_ref is None and self.producer is None
+
     def source_tensor(self):
         """The tensor that was saved (None if a saved output has since been collected, or
-        once backward released it)."""
+        once backward released it, or when hooks packed it)."""
         if self.tensor is not None:
             return self.tensor
         if self.original is None:  # an input saved by reference, released by backward
@@ -107,14 +315,24 @@ class SavedTensor:
         return self.original()
 
     def unpack(self, node: Node):
-        if self._array is None:
+        array = self._array  # read once: another thread's backward may release it
+        if array is None:
+            packed = self._packed()
+            if packed is not None:
+                return self._unpack_hooked(node, packed)
             raise AutogradError(_freed_message(node))
         if self.counter.value != self.version:
             raise InplaceError(self._version_message(node))
-        if self.tensor is not None:
-            return self.tensor
+        tensor = self.tensor
+        if tensor is not None:
+            if self.producer is not None and tensor.grad_fn is None:
+                raise AutogradError(
+                    "Trying to use a saved tensor that has been detached in-place, i.e. with "
+                    ".detach_().This is not supported, please use out-of-place `.detach()` "
+                    f"instead. (The tensor was saved by {node.name()}.)")
+            return tensor
         saved_by = self.node_ref()
-        tensor = Tensor._wrap(self._array, self.requires_grad)
+        tensor = Tensor._wrap(array, self.requires_grad)
         tensor._version_counter = self.counter
         if saved_by is not None and self.requires_grad:
             tensor.grad_fn = saved_by
@@ -162,6 +380,27 @@ class SavedTensor:
     def release(self) -> None:
         self._array = None
         self.tensor = None
+        self.packed = None
+
+
+class _Packed:
+    """What saved-tensor hooks keep in place of the tensor: the pack hook's result, the
+    unpack hook, and a saved leaf's AccumulateGrad (so the unpacked tensor still leads
+    there in double backward)."""
+
+    __slots__ = ("accumulator", "unpack_hook", "value")
+
+    def __init__(self, value, unpack_hook: Callable, accumulator) -> None:
+        self.value, self.unpack_hook, self.accumulator = value, unpack_hook, accumulator
+
+
+class _AbsentSavedTensor:
+    """What ``grad_fn._raw_saved_<name>`` gives where nothing was saved (PyTorch's
+    default-constructed SavedVariable): hooks cannot be set on it."""
+
+    def register_hooks(self, pack_hook: Callable, unpack_hook: Callable) -> None:
+        raise AutogradError("Calling register_hooks on a saved tensor with value None is "
+                            "forbidden")
 
 
 def _freed_message(node: Node) -> str:
@@ -176,11 +415,59 @@ def _freed_message(node: Node) -> str:
     return message
 
 
+def _saved_properties(function) -> dict:
+    """``_saved_<name>`` and ``_raw_saved_<name>`` properties for a node class, from its
+    op's ``saved_names``: ``"self"`` names the next saved slot, ``"dim=dims"`` shows the
+    ctx attribute ``dims`` as ``_saved_dim``."""
+    properties = {}
+    slot = 0
+    for entry in getattr(function, "saved_names", ()):
+        name, _, attribute = entry.partition("=")
+        if attribute:
+            properties[f"_saved_{name}"] = property(_attribute_getter(attribute))
+        else:
+            properties[f"_saved_{name}"] = property(_slot_getter(slot, name, raw=False))
+            properties[f"_raw_saved_{name}"] = property(_slot_getter(slot, name, raw=True))
+            slot += 1
+    return properties
+
+
+def _attribute_getter(attribute: str):
+    def get(node):
+        return getattr(node, attribute)
+
+    return get
+
+
+def _slot_getter(slot: int, name: str, raw: bool):
+    def get(node):
+        saved = node._saved[slot] if slot < len(node._saved) else None
+        if type(saved) is SavedTensor:
+            return saved if raw else saved.unpack(node)
+        if saved is None:
+            return _AbsentSavedTensor() if raw else None
+        # A Python number operand (x * 2): PyTorch saves it as a 0-d tensor.
+        if raw:
+            raise AutogradError(
+                f"{node.name()}._raw_saved_{name} is a Python number operand ({saved!r}), "
+                "which tracegrad keeps as a plain value: it has no saved-tensor hooks.")
+        from ..factories import tensor as make_tensor
+
+        return make_tensor(saved)
+
+    return get
+
+
 class Node:
     """A function of the backward graph; ``tensor.grad_fn`` is one of these.
 
     ``next_functions`` holds one ``(node, input_nr)`` pair per differentiable input, in
     input order (``(None, 0)`` for an input that does not need grad).
+
+    Hooks, as in PyTorch, run in this order when the node's backward runs: the hooks of
+    its output tensors (``tensor.register_hook``, in the order the tensors got their first
+    hook), then retain_grad, then the node's pre-hooks (``register_prehook``), the node
+    itself, and its post-hooks (``register_hook``).
     """
 
     _name = "Node"
@@ -191,9 +478,9 @@ class Node:
     _saved: tuple = ()
     _site = None
     _module = None
-    _pre_hooks: list | None = None  # fn(grad_outputs) -> new grad_outputs | None
-    _post_hooks: list | None = None  # fn(grad_inputs, grad_outputs) -> new | None
-    _tensor_hooks: dict | None = None  # output_nr -> [fn(grad) -> grad | None]
+    _pre_hooks: HookDict | None = None  # fn(grad_outputs) -> new grad_outputs | None
+    _post_hooks: HookDict | None = None  # fn(grad_inputs, grad_outputs) -> new | None
+    _tensor_hooks: list | None = None  # [(output_nr, HookDict of fn(grad) -> grad | None)]
     _retained: dict | None = None  # output_nr -> weakref(tensor), for retain_grad
     _hooked = False  # any of the four above was ever set: the engine's one check per node
     _output_meta: tuple = ()  # (shape, numpy dtype, device) per output
@@ -205,6 +492,8 @@ class Node:
 
     @property
     def metadata(self) -> dict:
+        """A dict for the user's own notes on this node (anomaly mode keeps the forward
+        traceback here, as PyTorch does)."""
         if self._metadata is None:
             self._metadata = {}
         return self._metadata
@@ -219,31 +508,44 @@ class Node:
     def num_outputs(self) -> int:
         return len(self._output_meta)
 
-    def register_hook(self, hook: Callable) -> RemovableHandle:
-        """``hook(grad_inputs, grad_outputs)`` runs after this node's backward; it may
-        return replacement ``grad_inputs``."""
+    def register_hook(self, fn: Callable) -> RemovableHandle:
+        """``fn(grad_inputs, grad_outputs)`` runs after this node's backward; returning a
+        tuple replaces ``grad_inputs`` (the gradients flowing on to ``next_functions``).
+
+        >>> import tracegrad as torch
+        >>> x = torch.ones(2, requires_grad=True)
+        >>> y = x * 3
+        >>> _ = y.grad_fn.register_hook(lambda grad_inputs, grad_outputs: (grad_inputs[0] * 0,))
+        >>> y.sum().backward()
+        >>> x.grad
+        tensor([0., 0.])
+        """
         if self._post_hooks is None:
-            self._post_hooks = []
+            self._post_hooks = HookDict()
             self._hooked = True
-        self._post_hooks.append(hook)
-        return RemovableHandle(self._post_hooks, hook)
+        return add_hook(self._post_hooks, fn)
 
-    def register_prehook(self, hook: Callable) -> RemovableHandle:
-        """``hook(grad_outputs)`` runs before this node's backward; it may return
-        replacement ``grad_outputs``."""
+    def register_prehook(self, fn: Callable) -> RemovableHandle:
+        """``fn(grad_outputs)`` runs before this node's backward; returning a tuple replaces
+        ``grad_outputs`` (the gradients of this node's outputs)."""
         if self._pre_hooks is None:
-            self._pre_hooks = []
+            self._pre_hooks = HookDict()
             self._hooked = True
-        self._pre_hooks.append(hook)
-        return RemovableHandle(self._pre_hooks, hook)
+        return add_hook(self._pre_hooks, fn)
 
-    def _add_tensor_hook(self, output_nr: int, hook: Callable) -> RemovableHandle:
+    def _register_hook_dict(self, output_nr: int, hooks: HookDict) -> None:
+        """A tensor's hooks (``tensor.register_hook``) for output ``output_nr``: run before
+        this node's backward, after the dicts registered earlier."""
         if self._tensor_hooks is None:
-            self._tensor_hooks = {}
+            self._tensor_hooks = []
             self._hooked = True
-        hooks = self._tensor_hooks.setdefault(output_nr, [])
-        hooks.append(hook)
-        return RemovableHandle(hooks, hook)
+        self._tensor_hooks.append((output_nr, hooks))
+
+    def _add_retains_grad(self, output_nr: int, tensor_ref) -> None:
+        if self._retained is None:
+            self._retained = {}
+            self._hooked = True
+        self._retained[output_nr] = tensor_ref
 
     def _backward(self, grads: list) -> tuple:
         """Gradients for each next_functions edge, given one gradient per output."""
@@ -259,12 +561,35 @@ class Node:
 
     def __call__(self, *grads):
         """Run this node's backward directly, as ``grad_fn(grad)`` does in PyTorch."""
+        expected = max(1, len(self._output_meta))
+        if len(grads) != expected:
+            raise TypeError(f"{self.name()}: expected {expected} arguments, got {len(grads)} "
+                            "instead (one gradient per output of the forward call).")
         outputs = self._backward(list(grads))
         return outputs[0] if len(outputs) == 1 else outputs
 
+    def __init_subclass__(cls, **kwargs) -> None:
+        # grad_fn._saved_<name> as properties made once per node class (a __getattr__
+        # would slow every attribute read on every node).
+        super().__init_subclass__(**kwargs)
+        function = cls.__dict__.get("_function")
+        if function is not None:
+            for attribute, value in _saved_properties(function).items():
+                setattr(cls, attribute, value)
+
+
+_accumulate_lock = threading.Lock()
+# References to a gradient that nobody else holds, as AccumulateGrad._backward sees it: the
+# engine's list of gradients, the local `grad`, and getrefcount's own argument.
+_STEALABLE_REFS = 3
+
 
 class AccumulateGrad(Node):
-    """The node of a leaf that requires grad: adds incoming gradients into ``.grad``."""
+    """The node of a leaf that requires grad: adds incoming gradients into ``.grad``.
+
+    Then it runs the leaf's post-accumulate-grad hooks
+    (``tensor.register_post_accumulate_grad_hook``), before the node's own post-hooks.
+    """
 
     _name = "AccumulateGrad"
     _is_accumulate = True
@@ -279,13 +604,66 @@ class AccumulateGrad(Node):
         variable = self.variable
         if grad is None:
             return ()
-        if variable.grad is None:
-            if state.grad_enabled:  # create_graph: keep the gradient's own graph
-                variable.grad = grad
+        # Threads backpropagating into one shared leaf (Hogwild training) must not lose
+        # an update between reading .grad and writing it.
+        with _accumulate_lock:
+            current = variable._grad
+            if current is None:
+                if state.grad_enabled:  # create_graph: a copy that keeps the graph
+                    variable._grad = _recorded_copy(grad)
+                elif sys.getrefcount(grad) <= _STEALABLE_REFS and grad.grad_fn is None \
+                        and not grad.requires_grad and _owns_unshared_memory(grad._array):
+                    # Nobody else holds this gradient or its memory: keep it instead of a
+                    # copy, as PyTorch does (so a post-accumulate hook that changes .grad
+                    # in place changes what the node's post-hooks see, and no copy is made).
+                    variable._grad = grad
+                else:
+                    variable._grad = grad._detached_copy()
+            elif state.grad_enabled:
+                variable._grad = current + grad
             else:
-                variable.grad = grad._detached_copy()
-        elif state.grad_enabled:
-            variable.grad = variable.grad + grad
-        else:
-            variable.grad._array += grad._array
+                current._array += grad._array
+        hooks = variable._post_accumulate_grad_hooks
+        if hooks:
+            self._run_post_accumulate_hooks(variable, hooks)
         return ()
+
+    def _run_post_accumulate_hooks(self, variable, hooks: HookDict) -> None:
+        listener = events.listener
+        for hook in tuple(hooks.values()):
+            result = hook(variable)
+            if listener is not None:
+                listener.on_hook(self, "post_accumulate", hook, False)
+            if result is not None:
+                if isinstance(result, Tensor):
+                    raise AutogradError(
+                        "Tensor post accumulate grad hooks should return None. (hook "
+                        f"'{_hook_name(hook)}' on {variable._describe()} returned a tensor.) "
+                        "Hint: update the tensor or its .grad in place instead.")
+                raise TypeError(f"expected Variable, but hook returned "
+                                f"'{type(result).__name__}'")
+
+
+def _owns_unshared_memory(array) -> bool:
+    """The array owns its memory (not a view, whose base another tensor may hold or a
+    later in-place accumulation would write through), is writable and contiguous (as
+    PyTorch's layout contract asks of a gradient it keeps), and only its tensor holds it
+    (the tensor's slot, the caller's argument, getrefcount's own)."""
+    if array.base is not None or sys.getrefcount(array) > 3:
+        return False
+    flags = array.flags
+    return flags.c_contiguous and getattr(flags, "writeable", True)
+
+
+def _recorded_copy(grad):
+    """The first gradient of a leaf under create_graph: a copy that stays in the graph
+    (PyTorch's CopyBackwards), so ``.grad`` never aliases a gradient flowing elsewhere."""
+    from ..ops.arith import Copy
+
+    empty = Tensor._wrap(grad._xp.empty_like(grad._array), False)
+    return Copy.apply(empty, grad)
+
+
+def _hook_name(hook) -> str:
+    name = getattr(hook, "__name__", None)
+    return name if isinstance(name, str) else "<unknown>"

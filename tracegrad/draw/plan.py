@@ -17,7 +17,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..tracing.model import BackwardPass, NodeRecord, Step, TensorRecord, Trace, Violation
+from ..tracing.model import (
+    BackwardPass,
+    NodeRecord,
+    Step,
+    TensorRecord,
+    Trace,
+    Value,
+    Violation,
+)
 from ._text import (
     bytes_text,
     clip,
@@ -122,6 +130,7 @@ class _Planner:
         self.saved_detail_shown: set[str] = set()
         self.boxes: dict[str, Box] = {}
         self.arrows: list[Arrow] = []
+        self.grads_after: dict[int, Value] | None = None  # built on first use
 
     # -- top level -------------------------------------------------------------------
     def build(self) -> Plan:
@@ -307,11 +316,25 @@ class _Planner:
             lines.append(f"  v{change.version}: {change.op} at {site_full(change.site)}")
         if tensor.value is not None:
             lines.append(f"value: {value_detail(tensor.value)}")
-        if tensor.grad is not None:
-            lines.append(f"grad: {value_detail(tensor.grad)}")
+        lines.extend(self._grad_lines(tensor))
         for violation in self.tensor_violations.get(tensor_id, ()):
             lines.extend(_violation_lines(violation))
         return lines
+
+    def _grad_lines(self, tensor: TensorRecord) -> list[str]:
+        """``.grad`` as it was after the drawn pass (recorded per pass since schema 3);
+        traces without it show the .grad after the last pass, and say so."""
+        if self.backward is not None:
+            if self.grads_after is None:  # every leaf's .grad up to the pass, in one sweep
+                self.grads_after = {}
+                for backward_pass in self.trace.passes[:self.backward.index + 1]:
+                    self.grads_after.update(backward_pass.grads_after())
+            grad = self.grads_after.get(tensor.id)
+            if grad is not None:
+                return [f"grad: {value_detail(grad)}"]  # after the drawn pass
+        if tensor.grad is not None:
+            return [f"grad (after the last pass): {value_detail(tensor.grad)}"]
+        return []
 
     def _mark_step(self, box: Box, step: Step | None) -> None:
         if step is not None and step.index == self.options.highlight_step:

@@ -26,6 +26,7 @@ class Addmm(Op):
     """``bias + input @ weight_t`` for a 2-D input: what ``F.linear`` records in torch."""
 
     node_name = "AddmmBackward0"
+    saved_names = ("mat1", "mat2")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, bias, input, weight_t):
@@ -93,6 +94,7 @@ def _linear_dtypes(input, weight_t, bias) -> DTypeError:
 
 class MseLoss(Op):
     node_name = "MseLossBackward0"
+    saved_names = ("self", "target")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, input, target, reduction="mean"):

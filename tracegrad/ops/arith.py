@@ -10,6 +10,7 @@ from ..autograd.function import Op
 from ..tensor import Tensor
 from ._operands import broadcast_error, operands, true_divide_dtype
 from .reduce import sum_to
+from .unary import _quiet
 
 
 def _shape(value) -> tuple:
@@ -65,6 +66,7 @@ class RSub(Sub):
 
 class Mul(Op):
     node_name = "MulBackward0"
+    saved_names = ("self", "other")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a, b):
@@ -90,6 +92,7 @@ class Mul(Op):
 
 class Div(Op):
     node_name = "DivBackward0"
+    saved_names = ("self", "other")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a, b):
@@ -127,6 +130,7 @@ class PowScalar(Op):
     """``tensor ** number``."""
 
     node_name = "PowBackward0"
+    saved_names = ("self", "exponent=exponent")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a, exponent):
@@ -135,6 +139,9 @@ class PowScalar(Op):
         x = a._array
         if isinstance(exponent, float) and x.dtype.kind != "f":
             x = x.astype("float32")
+        if exponent < 0 or exponent != int(exponent):
+            with _quiet(a._xp):  # 0 ** -1 is inf, (-2) ** 1.5 nan, as in torch: no warning
+                return x ** exponent
         return x ** exponent
 
     @staticmethod
@@ -143,13 +150,15 @@ class PowScalar(Op):
         exponent = ctx.exponent
         if exponent == 0:
             return (grad * 0, None)
-        return (grad * exponent * a ** (exponent - 1), None)
+        with _quiet(grad._xp):
+            return (grad * exponent * a ** (exponent - 1), None)
 
 
 class Pow(Op):
     """``tensor ** tensor`` and ``number ** tensor``."""
 
     node_name = "PowBackward1"
+    saved_names = ("self", "exponent", "result")  # grad_fn._saved_<name>, as PyTorch names them
     saves_output = True
 
     @staticmethod
@@ -157,22 +166,37 @@ class Pow(Op):
         x, y = operands(a, b)
         ctx.save_for_backward(a, b)
         try:
-            return x ** y
+            with _quiet(b._xp if isinstance(b, Tensor) else a._xp):
+                return x ** y
         except ValueError:
             raise broadcast_error("pow", a, b) from None
 
     @staticmethod
     def backward(ctx, grad):
+        # PyTorch's formulas at 0, not NaN: d/da is 0 where b == 0 (a ** 0 is constant),
+        # and d/db is 0 where a == 0 and b >= 0 (0 ** b is constant there).
+        from .indexing import Where
+
         a, b, result = ctx.saved_tensors
         needs = ctx.needs_input_grad
-        grad_a = sum_to(grad * b * a ** (b - 1), _shape(a)) if needs[0] else None
-        grad_b = None
-        if needs[1]:
-            from .unary import log
+        grad_a = grad_b = None
+        with _quiet(grad._xp):  # inf * 0 in the branch Where drops is expected, not news
+            if needs[0] and isinstance(a, Tensor):
+                power = grad * b * a ** (b - 1)
+                grad_a = sum_to(Where.apply(b == 0, 0.0, power), _shape(a))
+            if needs[-1]:
+                from .unary import log
 
-            base = a if hasattr(a, "_array") else _like(result, a)
-            grad_b = sum_to(grad * result * log(base), b.shape)
+                base = a if isinstance(a, Tensor) else _like(result, a)
+                grad_b = Where.apply((base == 0) & (b >= 0), 0.0, grad * result * log(base))
+                grad_b = sum_to(grad_b, b.shape)
         return grad_a, grad_b
+
+
+class RPow(Pow):
+    """``number ** tensor`` (PowBackward2 in torch)."""
+
+    node_name = "PowBackward2"
 
 
 def _like(tensor, value):
@@ -182,9 +206,10 @@ def _like(tensor, value):
 
 
 class Fill(Op):
-    """``full_like(input, value)``: what ``fill_`` records (the old value gets no grad)."""
+    """``full_like(input, value)``: what ``fill_(number)`` records (the old value gets no
+    grad)."""
 
-    node_name = "FillBackward0"
+    node_name = "FillBackward2"
 
     @staticmethod
     def forward(ctx, a, value):
@@ -193,6 +218,21 @@ class Fill(Op):
     @staticmethod
     def backward(ctx, grad):
         return (grad * 0, None)
+
+
+class FillTensor(Op):
+    """``fill_(tensor)`` with a 0-dim tensor: the value's gradient is the sum."""
+
+    node_name = "FillBackward3"
+
+    @staticmethod
+    def forward(ctx, a, value):
+        return a._xp.full_like(a._array, value._array.reshape(()).astype(a._array.dtype))
+
+    @staticmethod
+    def backward(ctx, grad):
+        needs = ctx.needs_input_grad
+        return (grad * 0 if needs[0] else None, grad.sum() if needs[1] else None)
 
 
 class Zero(Fill):

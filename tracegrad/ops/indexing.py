@@ -6,93 +6,423 @@ import warnings
 
 import numpy as np
 
+from .. import backends
+from ..autograd import views
 from ..autograd.function import Op
+from ..autograd.grad_mode import state
 from ..errors import DTypeError, ShapeError
+from ..tensor import Tensor  # ops load after Tensor is defined (tensor.py imports them)
 from ._operands import operands
+from .arith import Copy, FillTensor
 from .reduce import sum_to
-from .shape import wrap_dim
-
-_UINT8 = np.dtype(np.uint8)
+from .shape import Alias, Unsqueeze, check_expandable, wrap_dim
 
 
-def normalize_index(index):
-    """Tensors inside an index become arrays; lists of ints become integer arrays."""
-    from ..tensor import Tensor
+class Select(Op):
+    """``x[i]`` / ``x.select(dim, i)``: one position along ``dim``, a view without it."""
 
-    if isinstance(index, tuple):
-        return tuple(_normalize_part(part, Tensor) for part in index)
-    return _normalize_part(index, Tensor)
+    node_name = "SelectBackward0"
+    is_view = True
 
+    @staticmethod
+    def forward(ctx, a, dim, index):
+        x = a._array
+        size = x.shape[dim]
+        if not -size <= index < size:
+            raise IndexError(f"index {index} is out of bounds for dimension {dim} with size "
+                             f"{size} (indexing {a._describe()})")
+        ctx.dim, ctx.index, ctx.input_shape = dim, index, x.shape
+        return x[(slice(None),) * dim + (index, Ellipsis)]  # a 0-d result stays a view
 
-def _normalize_part(part, tensor_class):
-    if isinstance(part, tensor_class):
-        if part._array.dtype == _UINT8:
-            # A ByteTensor index is a mask in torch (deprecated, warned); NumPy would read
-            # its 0s and 1s as positions.
-            warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a "
-                          "dtype torch.bool instead.", UserWarning, stacklevel=4)
-            return part._array.astype(bool)
-        return part._array
-    if isinstance(part, list):
-        import numpy as np
-
-        return np.asarray(part)
-    return part
+    @staticmethod
+    def backward(ctx, grad):
+        index = (slice(None),) * ctx.dim + (ctx.index,)
+        return (IndexAccumulate.apply(grad, shape=ctx.input_shape, index=index), None, None)
 
 
-def _is_basic(index) -> bool:
-    parts = index if isinstance(index, tuple) else (index,)
-    return all(part is None or part is Ellipsis or isinstance(part, (int, slice))
-               for part in parts)
+class Slice(Op):
+    """``x[start:end:step]`` along ``dim`` (and ``narrow``): a view."""
 
+    node_name = "SliceBackward0"
+    is_view = True
 
-def _is_mask(index) -> bool:
-    """One boolean array: each position is picked at most once."""
-    return getattr(index, "dtype", None) is not None and index.dtype.kind == "b"
+    @staticmethod
+    def forward(ctx, a, dim, start, end, step):
+        x = a._array
+        ctx.dim, ctx.start, ctx.end, ctx.step, ctx.input_shape = dim, start, end, step, x.shape
+        return x[(slice(None),) * dim + (slice(start, end, step),)]
 
-
-def _has_int(index) -> bool:
-    parts = index if isinstance(index, tuple) else (index,)
-    return any(isinstance(part, int) for part in parts)
+    @staticmethod
+    def backward(ctx, grad):
+        index = (slice(None),) * ctx.dim + (slice(ctx.start, ctx.end, ctx.step),)
+        return (IndexAccumulate.apply(grad, shape=ctx.input_shape, index=index),
+                None, None, None, None)
 
 
 class Index(Op):
     """Advanced indexing (integer arrays, boolean masks): a copy."""
 
     node_name = "IndexBackward0"
+    saved_names = ("self_sym_sizes=input_shape",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a, index):
         ctx.input_shape, ctx.index = a._array.shape, index
-        try:
-            return a._array[index]
-        except IndexError as error:
-            raise IndexError(f"{error} (indexing {a._describe()})") from None
+        _save_positions(ctx, index)
+        return a._array[index]
 
     @staticmethod
     def backward(ctx, grad):
+        ctx.saved_tensors  # noqa: B018 - raises, as torch does, once backward freed them
         return (IndexAccumulate.apply(grad, shape=ctx.input_shape, index=ctx.index), None)
 
 
-class Slice(Index):
-    """Basic indexing (ints, slices, None, ...): a view of the same storage."""
+def _save_positions(ctx, index) -> None:
+    """Advanced indexing saves its index tensors, as PyTorch's nodes do: a second backward
+    through a freed graph then fails the same way."""
+    if ctx.needs_input_grad:
 
-    node_name = "SliceBackward0"
-    is_view = True
+        parts = index if isinstance(index, tuple) else (index,)
+        ctx.save_for_backward(*(Tensor._wrap(part, False) for part in parts
+                                if getattr(part, "dtype", None) is not None))
 
 
-class Select(Slice):
-    node_name = "SelectBackward0"
+def slice_view(tensor, dim: int, start: int, end: int, step: int):
+    return Slice.apply(tensor, dim, start, end, step)
+
+
+# -- reading and writing through an index, PyTorch's way ---------------------------------
+# PyTorch applies the basic parts of an index one by one (select for an int, slice, an
+# unsqueeze for None), each a view, and then one advanced index for the tensors among them.
+# Numpy treats ints as advanced indices too, which moves dimensions differently
+# (``x[0, :, [0, 1]]``), so the plan below is what decides, never numpy alone.
+_SELECT, _SLICE, _UNSQUEEZE = 0, 1, 2
+
+
+class _Plan:
+    __slots__ = ("advanced", "steps")
+
+    def __init__(self) -> None:
+        self.steps = []  # (_SELECT, dim, i) / (_SLICE, dim, start, end, step) / (_UNSQUEEZE, dim)
+        self.advanced = {}  # dim of the sliced result -> index array
+
+
+def _index_array(part, tensor):
+    """An index given as a tensor, array or (nested) list, as the backend's array."""
+    if isinstance(part, Tensor):
+        array = part._array
+    else:
+        array = np.asarray(part)
+        if array.size == 0 and array.dtype.kind == "f":
+            array = array.astype(np.int64)  # ``x[[]]``: an empty list of positions
+        if tensor._array.__class__ is not np.ndarray:
+
+            array = backends.to_device(array, tensor.device)
+    kind = array.dtype.kind
+    if kind not in "iub":
+        raise IndexError(
+            f"tensors used as indices must be long, int, byte or bool tensors (got "
+            f"{array.dtype.name} for indexing {tensor._describe()})")
+    if kind == "u" and array.dtype.itemsize == 1:
+        # A ByteTensor index is a mask in torch (deprecated, warned); NumPy would read its
+        # 0s and 1s as positions.
+        warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype "
+                      "torch.bool instead.", UserWarning, stacklevel=5)
+        array = array.astype(bool)
+    return array
+
+
+def _is_sequence_index(part) -> bool:
+    return isinstance(part, (list, np.ndarray)) or (
+        isinstance(part, tuple) and not any(p is None or p is Ellipsis or isinstance(p, slice)
+                                            for p in part))
+
+
+def plan_index(tensor, index, skip_full_slices: bool) -> _Plan:
+    """How to apply ``index`` to ``tensor``, checked as PyTorch checks it."""
+    parts = index if type(index) is tuple else (index,)
+    shape = list(tensor._array.shape)
+    ndim = len(shape)
+    converted = []
+    specified = 0
+    for part in parts:
+        if part is None or part is Ellipsis:
+            pass
+        elif isinstance(part, slice):
+            specified += 1
+        elif isinstance(part, bool):
+            pass
+        elif isinstance(part, (int, np.integer)):
+            specified += 1
+            part = int(part)
+        elif isinstance(part, Tensor) or _is_sequence_index(part):
+            if isinstance(part, Tensor) and part._array.ndim == 0 and \
+                    part._array.dtype.kind in "iu":
+                part = int(part.item())  # a 0-dim integer tensor indexes like an int
+                specified += 1
+            else:
+                part = _index_array(part, tensor)
+                if part.ndim == 0 and part.dtype.kind == "b":
+                    part = bool(part)
+                else:
+                    specified += part.ndim if part.dtype.kind == "b" else 1
+        else:
+            raise IndexError(
+                "only integers, slices (`:`), ellipsis (`...`), None and long or byte "
+                f"Variables are valid indices (got {type(part).__name__})")
+        converted.append(part)
+    if specified > ndim:
+        if ndim == 0:
+            raise IndexError(
+                "invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
+                "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
+        raise IndexError(f"too many indices for tensor of dimension {ndim} (indexing "
+                         f"{tensor._describe()})")
+    plan = _Plan()
+    steps, advanced = plan.steps, plan.advanced
+    dim = 0
+    for part in converted:
+        if part is None:
+            steps.append((_UNSQUEEZE, dim))
+            shape.insert(dim, 1)
+            dim += 1
+        elif part is Ellipsis:
+            dim += ndim - specified
+        elif isinstance(part, bool):
+            steps.append((_UNSQUEEZE, dim))
+            shape.insert(dim, 1)
+            advanced[dim] = np.asarray([part]) if tensor._array.__class__ is np.ndarray \
+                else tensor._xp.asarray([part])
+            dim += 1
+        elif isinstance(part, int):
+            size = shape[dim]
+            if not -size <= part < size:
+                raise IndexError(f"index {part} is out of bounds for dimension {dim} with "
+                                 f"size {size} (indexing {tensor._describe()})")
+            steps.append((_SELECT, dim, part + size if part < 0 else part))
+            del shape[dim]
+        elif isinstance(part, slice):
+            step = 1 if part.step is None else int(part.step)
+            if step <= 0:
+                raise ValueError("step must be greater than zero")
+            start, end, _ = slice(None if part.start is None else int(part.start),
+                                  None if part.stop is None else int(part.stop),
+                                  step).indices(shape[dim])
+            end = max(start, end)
+            if not (skip_full_slices and start == 0 and end == shape[dim] and step == 1):
+                steps.append((_SLICE, dim, start, end, step))
+                shape[dim] = len(range(start, end, step))
+            dim += 1
+        else:  # an index array
+            if part.dtype.kind == "b":
+                _check_mask(part, shape, dim, tensor)
+                advanced[dim] = part
+                dim += part.ndim
+            else:
+                _check_positions(part, shape[dim], dim, tensor)
+                advanced[dim] = part
+                dim += 1
+    return plan
+
+
+def _check_mask(mask, shape: list, dim: int, tensor) -> None:
+    for axis in range(mask.ndim):
+        if dim + axis >= len(shape) or mask.shape[axis] != shape[dim + axis]:
+            raise IndexError(
+                f"The shape of the mask {list(mask.shape)} at index {axis} does not match the "
+                f"shape of the indexed tensor {shape[dim:dim + mask.ndim] or shape} at index "
+                f"{dim + axis} (indexing {tensor._describe()})")
+
+
+def _check_positions(positions, size: int, dim: int, tensor) -> None:
+    if positions.size == 0:
+        return
+    low, high = int(positions.min()), int(positions.max())
+    if low < -size or high >= size:
+        bad = high if high >= size else low
+        raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size {size} "
+                         f"(indexing {tensor._describe()})")
+
+
+def _advanced_index(plan: _Plan) -> tuple:
+    last = max(plan.advanced)
+    return tuple(plan.advanced.get(dim, slice(None)) for dim in range(last + 1))
+
+
+def _apply_steps(tensor, steps):
+    result = tensor
+    for step in steps:
+        kind = step[0]
+        if kind == _SELECT:
+            result = Select.apply(result, step[1], step[2])
+        elif kind == _SLICE:
+            result = Slice.apply(result, step[1], step[2], step[3], step[4])
+        else:
+            result = Unsqueeze.apply(result, dim=step[1])
+    return result
 
 
 def getitem(tensor, index):
-    index = normalize_index(index)
-    if _is_basic(index):
-        op = Select if _has_int(index) else Slice
-        result = op.apply(tensor, index)
-        result._view_index = index
-        return result
-    return Index.apply(tensor, index)
+    """``tensor[index]``: views for ints, slices, None and ``...``; a copy (IndexBackward0)
+    when the index holds tensors, lists or masks -- with PyTorch's node for each part."""
+    kind = type(index)
+    if kind is int:  # the common ``x[i]``: one select
+        ndim = tensor._array.ndim
+        if ndim:
+            size = tensor._array.shape[0]
+            if -size <= index < size:
+                return Select.apply(tensor, 0, index + size if index < 0 else index)
+    elif kind is slice and tensor._array.ndim and (index.step is None or (
+            type(index.step) is int and index.step > 0)):  # the common ``x[a:b]``
+        start, end, step = index.indices(tensor._array.shape[0])
+        return Slice.apply(tensor, 0, start, max(start, end), step)
+    plan = plan_index(tensor, index, skip_full_slices=kind is tuple)
+    result = _apply_steps(tensor, plan.steps)
+    if plan.advanced:
+        return Index.apply(result, _advanced_index(plan))
+    if result is tensor:
+
+        return Alias.apply(tensor)
+    return result
+
+
+def select(tensor, dim: int, index: int):
+    """``torch.select``: the view at ``index`` along ``dim``."""
+    axis = wrap_dim(dim, tensor._array.ndim)
+    size = tensor._array.shape[axis]
+    if not -size <= index < size:
+        raise IndexError(f"select(): index {index} out of range for tensor of size "
+                         f"{list(tensor.shape)} at dimension {dim}")
+    return Select.apply(tensor, axis, index + size if index < 0 else index)
+
+
+def setitem(tensor, index, value) -> None:
+    """``tensor[index] = value``, as PyTorch does it: the basic parts make a view, then
+    ``copy_`` writes into it (CopySlices on the tensor), or ``index_put_`` does when the
+    index holds tensors; without anything to record, the write goes straight to storage."""
+    recording = state.grad_enabled and (tensor._requires_grad or (
+        value.__class__ is Tensor and value._requires_grad))
+    if not recording and _assign_basic(tensor, index, value):
+        return
+    plan = plan_index(tensor, index, skip_full_slices=True)
+    if not isinstance(value, Tensor):
+        value = _value_tensor(value, tensor)
+    if state.grad_enabled and (tensor._requires_grad or value._requires_grad):
+        target = _apply_steps(tensor, plan.steps)
+        if plan.advanced:
+            target._inplace("__setitem__", IndexPut, value, index=_advanced_index(plan))
+        else:
+            _copy_to(target, value)
+        return
+    array = tensor._array
+    for step in plan.steps:
+        kind = step[0]
+        if kind == _SELECT:
+            array = array[(slice(None),) * step[1] + (step[2], Ellipsis)]
+        elif kind == _SLICE:
+            array = array[(slice(None),) * step[1] + (slice(step[2], step[3], step[4]),)]
+        else:
+            array = tensor._xp.expand_dims(array, step[1])
+    source = value._array
+    if source.__class__ is not array.__class__:
+
+        source = backends.to_device(source, tensor.device)
+    views.check_no_overlap(tensor)
+    if plan.advanced:
+        where = _advanced_index(plan)
+        try:
+            array[where] = source
+        except ValueError:
+            raise _value_shape_error(value, array[where].shape, tensor) from None
+    else:
+
+        source = source.reshape(_without_leading_ones(source.shape))
+        check_expandable(array.shape, source.shape, value)
+        array[...] = source
+    views.after_inplace(tensor, "__setitem__")
+
+
+def _is_basic_part(part) -> bool:
+    kind = type(part)
+    return kind is int or (kind is slice and (part.step is None or (
+        type(part.step) is int and part.step > 0)))
+
+
+def _assign_basic(tensor, index, value) -> bool:
+    """The common ``x[i] = v`` / ``x[a:b] = v`` with nothing to record: straight into the
+    storage (ints and positive-step slices index alike in NumPy and PyTorch). Returns False
+    to leave anything else, or any error, to the full path and its PyTorch messages."""
+    if not (_is_basic_part(index) or (type(index) is tuple and all(
+            _is_basic_part(part) for part in index))):
+        return False
+    array = tensor._array
+    if value.__class__ is Tensor:
+        source = value._array
+        if source.__class__ is not array.__class__:
+            return False
+    elif type(value) in (int, float, bool) and not (type(value) is float and
+                                                    array.dtype.kind not in "fc"):
+        source = value
+    else:
+        return False
+    if 0 in array.strides:
+        return False  # maybe an expanded tensor: the full path says why not
+    try:
+        array[index] = source
+    except (IndexError, ValueError, TypeError):
+        return False
+    views.after_inplace(tensor, "__setitem__")
+    return True
+
+
+def _without_leading_ones(shape: tuple) -> tuple:
+    """A value assigned into a slice loses its leading size-1 dims first (as in torch)."""
+    lead = 0
+    while lead < len(shape) and shape[lead] == 1:
+        lead += 1
+    return shape[lead:]
+
+
+def _copy_to(target, value) -> None:
+    """What ``t[basic index] = value`` records on the selected part, as PyTorch's copy_to:
+    ``copy_`` of a value of the same shape, ``fill_`` of a 0-dim one, else ``copy_`` of
+    the value without its leading size-1 dims, expanded."""
+    shape = value._array.shape
+    if shape == target._array.shape:
+        target._inplace("__setitem__", Copy, value)
+    elif not shape:
+        target._inplace("__setitem__", FillTensor, value)
+    else:
+        trimmed = _without_leading_ones(shape)
+        check_expandable(target._array.shape, trimmed, value)
+        if trimmed != shape:
+            value = value.reshape(trimmed)
+        target._inplace("__setitem__", Copy, value)
+
+
+def _value_tensor(value, like):
+    """A Python number (or nested list) assigned into ``like``: a tensor of like's dtype."""
+    try:
+        array = like._xp.asarray(value, dtype=like._array.dtype)
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"can't assign a {type(value).__name__} to a {like.dtype.name} tensor "
+            f"({like._describe()}). Hint: assign a tensor or a number.") from None
+    return Tensor._wrap(array, False)
+
+
+def _value_shape_error(value, target_shape, tensor) -> ShapeError:
+    return ShapeError(
+        f"shape mismatch: value tensor of shape {list(value._array.shape)} cannot be "
+        f"broadcast to indexing result of shape {list(target_shape)} (assigning into "
+        f"{tensor._describe()})")
+
+
+def _no_repeats(index) -> bool:
+    """Whether an index picks each position at most once (basic parts and one mask)."""
+    parts = index if isinstance(index, tuple) else (index,)
+    arrays = [part for part in parts if getattr(part, "dtype", None) is not None]
+    return not arrays or (len(arrays) == 1 and arrays[0].dtype.kind == "b")
 
 
 class IndexAccumulate(Op):
@@ -105,7 +435,7 @@ class IndexAccumulate(Op):
         xp = grad._xp
         ctx.index = index
         out = xp.zeros(shape, dtype=grad._array.dtype)
-        if _is_basic(index) or _is_mask(index):  # no position repeats: plain assignment
+        if _no_repeats(index):  # no position repeats: plain assignment
             out[index] = grad._array
         else:
             xp.add.at(out, index, grad._array)
@@ -126,17 +456,16 @@ class IndexPut(Op):
         out = base._array.copy()
         ctx.index = index
         ctx.value_shape = value._array.shape
+        _save_positions(ctx, index)
         try:
             out[index] = value._array
         except ValueError:
-            raise ShapeError(
-                f"shape mismatch: value tensor of shape {list(value._array.shape)} cannot be "
-                f"broadcast to indexing result of shape {list(out[index].shape)} "
-                f"(assigning into {base._describe()})") from None
+            raise _value_shape_error(value, out[index].shape, base) from None
         return out
 
     @staticmethod
     def backward(ctx, grad):
+        ctx.saved_tensors  # noqa: B018 - raises once backward freed them, as in torch
         needs = ctx.needs_input_grad
         grad_base = grad_value = None
         if needs[0]:
@@ -147,19 +476,7 @@ class IndexPut(Op):
 
 
 def _zero_like(tensor):
-    from ..tensor import Tensor
-
     return Tensor._wrap(tensor._xp.zeros((), dtype=tensor._array.dtype), False)
-
-
-def select_range(tensor, axis: int, start: int, stop: int):
-    index = (slice(None),) * axis + (slice(start, stop),)
-    return getitem(tensor, index)
-
-
-def select_index(tensor, axis: int, position: int):
-    index = (slice(None),) * axis + (position,)
-    return getitem(tensor, index)
 
 
 # -- gather / scatter -------------------------------------------------------------------
@@ -238,8 +555,6 @@ class Scatter(Op):
 
     @staticmethod
     def forward(ctx, a, dim, index, src, reduce=None):
-        from ..tensor import Tensor
-
         axis = wrap_dim(dim, a._array.ndim)
         _check_index("scatter", a, axis, index)
         xp = a._xp
@@ -311,8 +626,6 @@ class MaskedFill(Op):
 
     @staticmethod
     def forward(ctx, a, mask, value):
-        from ..tensor import Tensor
-
         if mask._array.dtype.kind != "b":
             raise DTypeError(f"masked_fill_ only supports boolean masks, but got mask with "
                              f"dtype {mask.dtype.name}")
@@ -326,8 +639,6 @@ class MaskedFill(Op):
 
 
 def _wrap_bool(array):
-    from ..tensor import Tensor
-
     return Tensor._wrap(array, False)
 
 
@@ -336,8 +647,6 @@ class Where(Op):
 
     @staticmethod
     def forward(ctx, condition, a, b):
-        from ..tensor import Tensor
-
         x, y = operands(a, b) if isinstance(a, Tensor) or isinstance(b, Tensor) else (a, b)
         cond = condition._array
         if cond.dtype.kind != "b":

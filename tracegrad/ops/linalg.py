@@ -26,6 +26,7 @@ def _inner_mismatch(op_name: str, a, b, left: int, right: int) -> ShapeError:
 
 class Mm(Op):
     node_name = "MmBackward0"
+    saved_names = ("self", "mat2")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a, b):
@@ -98,10 +99,12 @@ class Matmul(Op):
 
 class Dot(Matmul):
     node_name = "DotBackward0"
+    saved_names = ("self", "tensor")  # grad_fn._saved_<name>, as PyTorch names them
 
 
 class Mv(Matmul):
     node_name = "MvBackward0"
+    saved_names = ("self", "vec")  # grad_fn._saved_<name>, as PyTorch names them
 
 
 def matmul(a, b):

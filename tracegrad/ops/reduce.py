@@ -67,6 +67,7 @@ def _accumulate_dtype(array):
 
 class Sum(Op):
     node_name = "SumBackward1"
+    saved_names = ("keepdim=keepdim", "self_sym_sizes=input_shape")
 
     @staticmethod
     def forward(ctx, a, dim=None, keepdim=False, dtype=None):
@@ -83,10 +84,12 @@ class Sum(Op):
 
 class SumAll(Sum):
     node_name = "SumBackward0"
+    saved_names = ("self_sym_sizes=input_shape",)  # grad_fn._saved_<name>, as PyTorch names them
 
 
 class Mean(Op):
     node_name = "MeanBackward1"
+    saved_names = ("keepdim=keepdim", "self_sym_sizes=input_shape")
 
     @staticmethod
     def forward(ctx, a, dim=None, keepdim=False):
@@ -110,6 +113,7 @@ class Mean(Op):
 
 class MeanAll(Mean):
     node_name = "MeanBackward0"
+    saved_names = ("self_sym_sizes=input_shape",)  # grad_fn._saved_<name>, as PyTorch names them
 
 
 def _product(values) -> int:
@@ -123,6 +127,7 @@ class MaxAll(Op):
     """``x.max()``: the gradient is shared evenly among tied maxima, as in torch."""
 
     node_name = "MaxBackward1"
+    saved_names = ("self", "result")  # grad_fn._saved_<name>, as PyTorch names them
     saves_output = True
     _reduce = "max"
 
@@ -152,6 +157,7 @@ class MaxDim(Op):
     """``x.max(dim)``: (values, indices); the gradient goes to the selected index."""
 
     node_name = "MaxBackward0"
+    saved_names = ("keepdim=keepdim", "self_sym_sizes=input_shape")
     _reduce = "max"
 
     @staticmethod

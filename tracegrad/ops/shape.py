@@ -39,9 +39,49 @@ def infer_shape(shape, numel: int, source) -> tuple:
     return shape
 
 
-class Reshape(Op):
+def _reshaped_view(array, shape):
+    """``array`` reshaped without copying, or None when its strides do not allow it."""
+    try:
+        # copy=False raises instead of copying when the strides do not allow a view
+        return array.reshape(shape, copy=False)
+    except TypeError:  # an array module whose reshape has no copy= (cupy, numpy < 2.1)
+        from .. import backends
+
+        view = array.reshape(shape)
+        return view if backends.array_module(array).may_share_memory(view, array) else None
+    except ValueError:
+        return None
+
+
+class View(Op):
+    """``x.view(shape)``: the same storage seen with another shape; refuses (as torch does)
+    when the strides do not allow that."""
+
     node_name = "ViewBackward0"
+    saved_names = ("self_sym_sizes=input_shape",)  # grad_fn._saved_<name>, as PyTorch names them
     is_view = True
+
+    @staticmethod
+    def forward(ctx, a, shape):
+        x = a._array
+        ctx.input_shape = x.shape
+        view = _reshaped_view(x, shape)
+        if view is None:
+            raise ShapeError(
+                f"view size is not compatible with input tensor's size and stride (at least "
+                f"one dimension spans across two contiguous subspaces) for "
+                f"{a._describe()}. Use .reshape(...) instead.")
+        return view
+
+    @staticmethod
+    def backward(ctx, grad):
+        return (reshape(grad, ctx.input_shape),)
+
+
+class UnsafeView(Op):
+    """The copying half of ``reshape`` (after a clone): not a view of the input."""
+
+    node_name = "UnsafeViewBackward0"
 
     @staticmethod
     def forward(ctx, a, shape):
@@ -50,29 +90,39 @@ class Reshape(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        return (Reshape.apply(grad, shape=ctx.input_shape),)
+        return (reshape(grad, ctx.input_shape),)
 
 
-class View(Reshape):
-    """Like reshape, but refuses when the result could not share storage (as torch does)."""
+def reshape(tensor, shape):
+    """``torch.reshape``: a view when the strides allow one (ViewBackward0), else a copy
+    (CloneBackward0 then UnsafeViewBackward0), as PyTorch decides."""
+    shape = tuple(shape)
+    if tensor._array.shape == shape or _reshaped_view(tensor._array, shape) is not None:
+        return View.apply(tensor, shape=shape)
+    return UnsafeView.apply(Clone.apply(tensor), shape=shape)
 
-    node_name = "ViewBackward0"
+
+class Reshape:
+    """``Reshape.apply(t, shape=...)``: what backward formulas call; see ``reshape``."""
 
     @staticmethod
-    def forward(ctx, a, shape):
-        x = a._array
-        ctx.input_shape = x.shape
-        try:
-            # copy=False raises instead of copying when the strides do not allow a view
-            view = x.reshape(shape, copy=False)
-        except TypeError:  # an array module whose reshape has no copy= (cupy, numpy < 2.1)
-            view = x.reshape(shape)
-        except ValueError:
-            raise ShapeError(
-                f"view size is not compatible with input tensor's size and stride (at least "
-                f"one dimension spans across two contiguous subspaces) for "
-                f"{a._describe()}. Use .reshape(...) instead.") from None
-        return view
+    def apply(tensor, shape):
+        return reshape(tensor, shape)
+
+
+class Alias(Op):
+    """``x[...]``: the whole tensor as a new view of itself."""
+
+    node_name = "AliasBackward0"
+    is_view = True
+
+    @staticmethod
+    def forward(ctx, a):
+        return a._array.view()
+
+    @staticmethod
+    def backward(ctx, grad):
+        return (grad,)
 
 
 class Transpose(Op):
@@ -145,7 +195,10 @@ class Unsqueeze(Op):
 
 
 class Squeeze(Op):
+    """``x.squeeze(dim)`` with one dim (SqueezeBackward1)."""
+
     node_name = "SqueezeBackward1"
+    saved_names = ("self_sym_sizes=input_shape",)  # grad_fn._saved_<name>, as PyTorch names them
     is_view = True
 
     @staticmethod
@@ -161,15 +214,24 @@ class Squeeze(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        return (Reshape.apply(grad, shape=ctx.input_shape),)
+        return (reshape(grad, ctx.input_shape),)
 
 
 class SqueezeAll(Squeeze):
+    """``x.squeeze()``: every size-1 dim (SqueezeBackward0)."""
+
     node_name = "SqueezeBackward0"
+
+
+class SqueezeDims(Squeeze):
+    """``x.squeeze((0, 2))``: several dims at once (SqueezeBackward2)."""
+
+    node_name = "SqueezeBackward2"
 
 
 class Expand(Op):
     node_name = "ExpandBackward0"
+    saved_names = ("self_sym_sizes=input_shape",)  # grad_fn._saved_<name>, as PyTorch names them
     is_view = True
 
     @staticmethod
@@ -183,19 +245,43 @@ class Expand(Op):
         resolved = tuple(x.shape[axis - lead] if size == -1 else size
                          for axis, size in enumerate(shape))
         ctx.input_shape = x.shape
-        try:
-            return a._xp.broadcast_to(x, resolved)
-        except ValueError:
-            raise ShapeError(
-                f"The expanded size of the tensor must match the existing size at every "
-                f"non-singleton dimension: cannot expand {a._describe()} to "
-                f"{list(resolved)}") from None
+        check_expandable(resolved, x.shape, a)
+        if all(size == 1 for size in resolved[:lead]) and resolved[lead:] == x.shape:
+            return x.reshape(resolved)  # nothing repeats: a writable view, as in torch
+        return a._xp.broadcast_to(x, resolved)
 
     @staticmethod
     def backward(ctx, grad):
         from .reduce import sum_to
 
         return (sum_to(grad, ctx.input_shape),)
+
+
+def check_expandable(target: tuple, shape: tuple, tensor=None) -> None:
+    """PyTorch's expand errors, for ``expand`` and for values assigned into a slice."""
+    if len(target) < len(shape):
+        raise ShapeError(
+            f"expand({_torch_type(tensor)}{{{list(shape)}}}, size={list(target)}): the number "
+            f"of sizes provided ({len(target)}) must be greater or equal to the number of "
+            f"dimensions in the tensor ({len(shape)})")
+    lead = len(target) - len(shape)
+    for axis, size in enumerate(shape):
+        wanted = target[lead + axis]
+        if size != 1 and size != wanted:
+            raise ShapeError(
+                f"The expanded size of the tensor ({wanted}) must match the existing size "
+                f"({size}) at non-singleton dimension {lead + axis}.  Target sizes: "
+                f"{list(target)}.  Tensor sizes: {list(shape)}")
+
+
+_TORCH_TYPES = {"float32": "FloatTensor", "float64": "DoubleTensor", "int64": "LongTensor",
+                "int32": "IntTensor", "bool": "BoolTensor", "float16": "HalfTensor",
+                "uint8": "ByteTensor", "int8": "CharTensor", "int16": "ShortTensor"}
+
+
+def _torch_type(tensor) -> str:
+    name = tensor.dtype.name if tensor is not None else "float32"
+    return "tracegrad." + _TORCH_TYPES.get(name, name)
 
 
 class Clone(Op):
@@ -243,11 +329,11 @@ class Cat(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        from .indexing import select_range
+        from .indexing import Slice
 
         grads, start = [], 0
         for size, needed in zip(ctx.sizes, ctx.needs_input_grad):
-            grads.append(select_range(grad, ctx.axis, start, start + size) if needed else None)
+            grads.append(Slice.apply(grad, ctx.axis, start, start + size, 1) if needed else None)
             start += size
         return tuple(grads)
 
@@ -274,9 +360,9 @@ class Stack(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        from .indexing import select_index
+        from .indexing import Select
 
-        return tuple(select_index(grad, ctx.axis, index) if needed else None
+        return tuple(Select.apply(grad, ctx.axis, index) if needed else None
                      for index, needed in enumerate(ctx.needs_input_grad))
 
 
@@ -284,6 +370,7 @@ class Repeat(Op):
     """``x.repeat(*sizes)``: tile the tensor; the gradient sums the tiles back."""
 
     node_name = "RepeatBackward0"
+    saved_names = ("repeats=repeats", "self_sym_sizes=input_shape")
 
     @staticmethod
     def forward(ctx, a, repeats):
@@ -310,56 +397,310 @@ class Repeat(Op):
         return (Reshape.apply(summed, shape=tuple(input_shape)), None)
 
 
-def split(tensor, split_size_or_sections, dim: int = 0) -> tuple:
+class _Pieces:
+    """Several views of the input along one dim (split, split_with_sizes): each output is a
+    view, and an in-place change through one of them is refused, as in torch. (A mixin, so
+    that the registry lists only the two ops.)"""
+
+    is_view = True
+
+    @staticmethod
+    def forward(ctx, a, sizes, dim):
+        x = a._array
+        ctx.axis, ctx.sizes = dim, tuple(sizes)
+        pieces, start = [], 0
+        lead = (slice(None),) * dim
+        for size in sizes:
+            pieces.append(x[lead + (slice(start, start + size),)])
+            start += size
+        return tuple(pieces)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return (Cat.apply(*grads, dim=ctx.axis), None, None)
+
+
+class Split(_Pieces, Op):
+    node_name = "SplitBackward0"
+
+
+class SplitWithSizes(_Pieces, Op):
+    node_name = "SplitWithSizesBackward0"
+
+
+class UnsafeSplit(_Pieces, Op):
+    """``unsafe_split``: the same pieces, sharing storage, but not tracked as views (an
+    in-place change through one is allowed and autograd does not see the others change)."""
+
+    node_name = "UnsafeSplitBackward0"
+    is_view = False
+
+
+class UnsafeSplitWithSizes(_Pieces, Op):
+    node_name = "UnsafeSplitWithSizesBackward0"
+    is_view = False
+
+
+class Unbind(Op):
+    """``x.unbind(dim)``: every slice along ``dim``, each a view with that dim removed."""
+
+    node_name = "UnbindBackward0"
+    is_view = True
+
+    @staticmethod
+    def forward(ctx, a, dim):
+        x = a._array
+        ctx.axis = dim
+        lead = (slice(None),) * dim
+        return tuple(x[lead + (index, Ellipsis)] for index in range(x.shape[dim]))
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return (Stack.apply(*grads, dim=ctx.axis), None)
+
+
+def split(tensor, split_size_or_sections, dim: int = 0, unsafe: bool = False) -> tuple:
     """``torch.split``: pieces of ``split_size`` along ``dim`` (the last may be smaller), or
-    pieces of the listed sizes. Each piece is a view (a SliceBackward0 node).
+    pieces of the listed sizes. Each piece is a view (SplitBackward0 or
+    SplitWithSizesBackward0, one node for all the pieces).
 
     >>> import tracegrad as torch
     >>> [piece.tolist() for piece in torch.arange(5).split(2)]
     [[0, 1], [2, 3], [4]]
     """
-    from .indexing import select_range
-
     axis = wrap_dim(dim, tensor._array.ndim)
     length = tensor._array.shape[axis]
     if isinstance(split_size_or_sections, int):
         step = split_size_or_sections
-        if step <= 0:
-            raise ValueError(f"split expects split_size be positive, but got {step}")
-        sizes = [min(step, length - start) for start in range(0, length, step)] or [0]
-    else:
-        sizes = [int(size) for size in split_size_or_sections]
-        if sum(sizes) != length:
-            raise ShapeError(
-                f"split_with_sizes expects split_sizes to sum exactly to {length} (input "
-                f"tensor's size at dimension {axis}), but got split_sizes={sizes}")
-    pieces, start = [], 0
-    for size in sizes:
-        pieces.append(select_range(tensor, axis, start, start + size))
-        start += size
-    return tuple(pieces)
+        if step < 0 or (step == 0 and length):
+            raise ValueError(f"split expects split_size be non-negative, but got split_size={step}"
+                             if step < 0 else "split_size can only be 0 if dimension size is 0, "
+                             f"but got dimension size of {length}")
+        sizes = [min(step, length - start) for start in range(0, length, step)] if step else []
+        return (UnsafeSplit if unsafe else Split).apply(tensor, sizes or [0], axis)
+    return split_with_sizes(tensor, split_size_or_sections, axis, unsafe)
 
 
-def chunk(tensor, chunks: int, dim: int = 0) -> tuple:
+def split_with_sizes(tensor, split_sizes, dim: int = 0, unsafe: bool = False) -> tuple:
+    """Pieces of the listed sizes along ``dim`` (SplitWithSizesBackward0)."""
+    axis = wrap_dim(dim, tensor._array.ndim)
+    length = tensor._array.shape[axis]
+    sizes = [int(size) for size in split_sizes]
+    if sum(sizes) != length or any(size < 0 for size in sizes):
+        raise ShapeError(
+            f"split_with_sizes expects split_sizes to sum exactly to {length} (input "
+            f"tensor's size at dimension {axis}), but got split_sizes={sizes}")
+    return (UnsafeSplitWithSizes if unsafe else SplitWithSizes).apply(tensor, sizes, axis)
+
+
+def chunk(tensor, chunks: int, dim: int = 0, unsafe: bool = False) -> tuple:
     """``torch.chunk``: at most ``chunks`` pieces of equal size (the last may be smaller)."""
     if chunks <= 0:
         raise ValueError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     length = tensor._array.shape[wrap_dim(dim, tensor._array.ndim)]
-    return split(tensor, max(1, -(-length // chunks)), dim)
+    return split(tensor, max(1, -(-length // chunks)), dim, unsafe)
 
 
 def unbind(tensor, dim: int = 0) -> tuple:
     """``torch.unbind``: the slices along ``dim``, that dimension removed."""
-    from .indexing import select_index
-
-    axis = wrap_dim(dim, tensor._array.ndim)
-    return tuple(select_index(tensor, axis, index) for index in range(tensor._array.shape[axis]))
+    if tensor._array.ndim == 0:
+        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
+    return Unbind.apply(tensor, wrap_dim(dim, tensor._array.ndim))
 
 
 def narrow(tensor, dim: int, start: int, length: int):
-    from .indexing import select_range
+    """``torch.narrow``: ``length`` positions from ``start`` along ``dim`` (a view)."""
+    from .indexing import slice_view
 
     axis = wrap_dim(dim, tensor._array.ndim)
+    size = tensor._array.shape[axis]
     if start < 0:
-        start += tensor._array.shape[axis]
-    return select_range(tensor, axis, start, start + length)
+        start += size
+    if not 0 <= start <= size or length < 0 or start + length > size:
+        raise IndexError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
+    return slice_view(tensor, axis, start, start + length, 1)
+
+
+# -- diagonals and arbitrary strides -----------------------------------------------------
+def _as_strided(array, shape, strides):
+    from .. import backends
+
+    return backends.array_module(array).lib.stride_tricks.as_strided(
+        array, shape=tuple(shape), strides=tuple(strides))
+
+
+class Diagonal(Op):
+    """``x.diagonal(offset, dim1, dim2)``: a view of the diagonal, as the last dim."""
+
+    node_name = "DiagonalBackward0"
+    is_view = True
+
+    @staticmethod
+    def forward(ctx, a, offset=0, dim1=0, dim2=1):
+        x = a._array
+        d1, d2 = wrap_dim(dim1, x.ndim), wrap_dim(dim2, x.ndim)
+        if d1 == d2:
+            raise ShapeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+        ctx.input_shape, ctx.offset, ctx.dim1, ctx.dim2 = x.shape, offset, d1, d2
+        if offset >= 0:
+            length = max(0, min(x.shape[d1], x.shape[d2] - offset))
+            start = [0] * x.ndim
+            start[d2] = min(offset, x.shape[d2])
+        else:
+            length = max(0, min(x.shape[d1] + offset, x.shape[d2]))
+            start = [0] * x.ndim
+            start[d1] = min(-offset, x.shape[d1])
+        corner = x[tuple(slice(first, None) for first in start)]
+        kept = [axis for axis in range(x.ndim) if axis not in (d1, d2)]
+        shape = [x.shape[axis] for axis in kept] + [length]
+        strides = [x.strides[axis] for axis in kept] + [x.strides[d1] + x.strides[d2]]
+        return _as_strided(corner, shape, strides)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return (DiagonalBackward.apply(grad, ctx.input_shape, ctx.offset, ctx.dim1, ctx.dim2),
+                None, None, None)
+
+
+class DiagonalBackward(Op):
+    """zeros(shape) with ``grad`` on the diagonal: the backward of ``diagonal``."""
+
+    node_name = "DiagonalBackwardBackward0"
+
+    @staticmethod
+    def forward(ctx, grad, shape, offset, dim1, dim2):
+        ctx.offset, ctx.dim1, ctx.dim2 = offset, dim1, dim2
+        out = grad._xp.zeros(shape, dtype=grad._array.dtype)
+        target = Diagonal.forward(ctx, _wrap(out), offset, dim1, dim2)
+        target[...] = grad._array
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        return (Diagonal.apply(grad, ctx.offset, ctx.dim1, ctx.dim2), None, None, None, None)
+
+
+def _wrap(array):
+    from ..tensor import Tensor
+
+    return Tensor._wrap(array, False)
+
+
+class AsStrided(Op):
+    """``x.as_strided(size, stride, storage_offset)``: a view of x's storage with any
+    geometry. Also the grad_fn PyTorch gives a view after an in-place change of its base
+    (autograd/views.py), so the node keeps ``size``, ``stride``, ``storage_offset`` and
+    the input's own geometry."""
+
+    node_name = "AsStridedBackward0"
+    is_view = True
+
+    @staticmethod
+    def forward(ctx, a, size, stride, storage_offset=None):
+        from ..autograd import views
+
+        root = a._base if a._base is not None else a
+        input_geometry = views.geometry(a, root)
+        size, stride = tuple(int(n) for n in size), tuple(int(n) for n in stride)
+        if storage_offset is None:
+            storage_offset = input_geometry[2]
+        if len(size) != len(stride):
+            raise ShapeError(f"mismatch in length of strides and shape ({list(size)} and "
+                             f"{list(stride)})")
+        if any(n < 0 for n in size) or any(n < 0 for n in stride) or storage_offset < 0:
+            raise ShapeError(f"as_strided: sizes, strides and storage offset must be "
+                             f"non-negative (got {list(size)}, {list(stride)}, "
+                             f"{storage_offset})")
+        geometry = (size, stride, int(storage_offset))
+        root_geometry = views.geometry(root, root)
+        available = views.extent(root_geometry)
+        needed = views.extent(geometry)
+        if needed > available:
+            itemsize = a._array.itemsize
+            raise ShapeError(
+                f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset "
+                f"{storage_offset}, and itemsize {itemsize} requiring a storage size of "
+                f"{needed * itemsize} are out of bounds for storage of size "
+                f"{available * itemsize} ({a._describe()})")
+        ctx.size, ctx.stride, ctx.storage_offset = geometry
+        ctx.input_geometry = input_geometry
+        storage = _as_strided(root._array, (available,), (root._array.itemsize,)) \
+            if root_geometry[2] == 0 else None
+        if storage is None:  # a root whose first element is not its lowest address
+            raise ShapeError("as_strided of a tensor with negative strides is not supported "
+                             "by tracegrad")
+        return views.strided(storage, geometry)
+
+    @staticmethod
+    def backward(ctx, grad):
+        geometry = (ctx.size, ctx.stride, ctx.storage_offset)
+        return (StridedScatter.apply(None, grad, ctx.input_geometry, geometry, True),
+                None, None, None)
+
+
+class StridedRead(Op):
+    """The part of a tensor that ``geometry`` picks, reading the tensor as laid out with
+    ``input_geometry`` (a copy): CopySlices' view of the gradient."""
+
+    node_name = "AsStridedBackward0"
+
+    @staticmethod
+    def forward(ctx, a, input_geometry, geometry):
+        from ..autograd import views
+
+        ctx.input_geometry, ctx.geometry = input_geometry, geometry
+        x = a._array
+        storage = a._xp.empty(views.extent(input_geometry, geometry), dtype=x.dtype)
+        views.strided(storage, input_geometry)[...] = x
+        return views.strided(storage, geometry).copy()
+
+    @staticmethod
+    def backward(ctx, grad):
+        return (StridedScatter.apply(None, grad, ctx.input_geometry, ctx.geometry, True),
+                None, None)
+
+
+class StridedScatter(Op):
+    """``base`` (laid out with ``input_geometry``; zeros when None) with ``src`` written
+    (or, with ``accumulate``, added) where ``geometry`` points: the backward of a strided
+    view, and how CopySlices puts a view's gradient back into its base's."""
+
+    node_name = "AsStridedScatterBackward0"
+
+    @staticmethod
+    def forward(ctx, base, src, input_geometry, geometry, accumulate):
+        from ..autograd import views
+
+        ctx.input_geometry, ctx.geometry, ctx.accumulate = input_geometry, geometry, accumulate
+        ctx.src_shape = src._array.shape
+        xp = src._xp
+        storage = xp.zeros(views.extent(input_geometry, geometry), dtype=src._array.dtype)
+        whole = views.strided(storage, input_geometry)
+        if base is not None:
+            whole[...] = base._array
+        if accumulate and views.overlaps(geometry):
+            slots = views.strided(xp.arange(storage.size), geometry)
+            xp.add.at(storage, slots, xp.broadcast_to(src._array, geometry[0]))
+        elif accumulate:
+            views.strided(storage, geometry)[...] += src._array
+        else:
+            views.strided(storage, geometry)[...] = src._array
+        return whole.copy()
+
+    @staticmethod
+    def backward(ctx, grad):
+        needs = ctx.needs_input_grad
+        grad_base = grad_src = None
+        if needs[0]:
+            if ctx.accumulate:
+                grad_base = grad
+            else:
+                zero = _wrap(grad._xp.zeros((), dtype=grad._array.dtype))
+                grad_base = StridedScatter.apply(grad, zero, ctx.input_geometry, ctx.geometry,
+                                                 False)
+        if needs[1]:
+            from .reduce import sum_to
+
+            grad_src = sum_to(StridedRead.apply(grad, ctx.input_geometry, ctx.geometry),
+                              ctx.src_shape)
+        return grad_base, grad_src, None, None, None

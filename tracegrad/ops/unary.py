@@ -21,6 +21,7 @@ def _float(a):
 
 class Exp(Op):
     node_name = "ExpBackward0"
+    saved_names = ("result",)  # grad_fn._saved_<name>, as PyTorch names them
     saves_output = True
 
     @staticmethod
@@ -35,6 +36,7 @@ class Exp(Op):
 
 class Log(Op):
     node_name = "LogBackward0"
+    saved_names = ("self",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a):
@@ -51,6 +53,7 @@ class Log(Op):
 
 class Sqrt(Op):
     node_name = "SqrtBackward0"
+    saved_names = ("result",)  # grad_fn._saved_<name>, as PyTorch names them
     saves_output = True
 
     @staticmethod
@@ -67,6 +70,7 @@ class Sqrt(Op):
 
 class Abs(Op):
     node_name = "AbsBackward0"
+    saved_names = ("self",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a):
@@ -81,6 +85,7 @@ class Abs(Op):
 
 class Sin(Op):
     node_name = "SinBackward0"
+    saved_names = ("self",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a):
@@ -95,6 +100,7 @@ class Sin(Op):
 
 class Cos(Op):
     node_name = "CosBackward0"
+    saved_names = ("self",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a):
@@ -109,6 +115,7 @@ class Cos(Op):
 
 class Tanh(Op):
     node_name = "TanhBackward0"
+    saved_names = ("result",)  # grad_fn._saved_<name>, as PyTorch names them
     saves_output = True
 
     @staticmethod
@@ -125,6 +132,7 @@ class Tanh(Op):
 
 class Sigmoid(Op):
     node_name = "SigmoidBackward0"
+    saved_names = ("result",)  # grad_fn._saved_<name>, as PyTorch names them
     saves_output = True
 
     @staticmethod
@@ -152,6 +160,7 @@ class Silu(Op):
     """``x * sigmoid(x)`` (swish), one node as in ``torch.nn.functional.silu``."""
 
     node_name = "SiluBackward0"
+    saved_names = ("self",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a):
@@ -172,6 +181,7 @@ class Silu(Op):
 
 class Relu(Op):
     node_name = "ReluBackward0"
+    saved_names = ("result",)  # grad_fn._saved_<name>, as PyTorch names them
     saves_output = True
 
     @staticmethod
@@ -205,6 +215,7 @@ def _fused(name: str, grad, saved):
 
 class ClampMin(Op):
     node_name = "ClampMinBackward0"
+    saved_names = ("self", "min=min")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a, min):
@@ -220,6 +231,7 @@ class ClampMin(Op):
 
 class ClampMax(Op):
     node_name = "ClampMaxBackward0"
+    saved_names = ("self", "max=max")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a, max):
@@ -235,6 +247,7 @@ class ClampMax(Op):
 
 class Clamp(Op):
     node_name = "ClampBackward1"
+    saved_names = ("self", "min=min", "max=max")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a, min, max):
@@ -266,6 +279,7 @@ def clamp(a, min=None, max=None):
 
 class Maximum(Op):
     node_name = "MaximumBackward0"
+    saved_names = ("self", "other")  # grad_fn._saved_<name>, as PyTorch names them
     _pick = "maximum"
 
     @staticmethod
@@ -293,6 +307,7 @@ class Minimum(Maximum):
 
 class Softmax(Op):
     node_name = "SoftmaxBackward0"
+    saved_names = ("result",)  # grad_fn._saved_<name>, as PyTorch names them
     saves_output = True
 
     @staticmethod
@@ -316,6 +331,7 @@ class Softmax(Op):
 
 class LogSoftmax(Op):
     node_name = "LogSoftmaxBackward0"
+    saved_names = ("result",)  # grad_fn._saved_<name>, as PyTorch names them
     saves_output = True
 
     @staticmethod

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..autograd.node import Node, SavedTensor
+from ..tensor import Tensor
 from .model import NodeRecord, SavedRecord, TensorRecord, Trace
 
 # Instance attributes of a node that are machinery, not the op's parameters.
@@ -177,18 +178,22 @@ class GraphBuilder:
         record = self.trace.tensors[tensor_id]
         record.grad_fn, record.output_nr, record.is_leaf = node_id, output_nr, False
 
-    def forget_tensor(self, tensor_id: int) -> None:
-        """Drop a record made for a short-lived internal tensor (an in-place snapshot)."""
-        self.trace.tensors.pop(tensor_id, None)
-        for key, (known_id, _) in list(self._tensor_ids.items()):
-            if known_id == tensor_id:
-                del self._tensor_ids[key]
+    def live_ids(self) -> tuple[set[int], set[int]]:
+        """(node ids, tensor ids) of the recorded objects still alive; entries of objects
+        that died are dropped on the way (they can never match again)."""
+        live: list[set[int]] = []
+        for table in (self._node_ids, self._tensor_ids):
+            dead = [key for key, (_, reference) in table.items() if reference() is None]
+            for key in dead:
+                del table[key]
+            live.append({record_id for record_id, _ in table.values()})
+        return live[0], live[1]
 
-    def rewind_tensor_ids(self) -> None:
-        """Give back ids of forgotten records at the end of the sequence, so that ids stay
-        dense (t0, t1, t2 ...) after an in-place op's temporaries are dropped."""
-        while self._next_tensor_id > 0 and self._next_tensor_id - 1 not in self.trace.tensors:
-            self._next_tensor_id -= 1
+    def forget_outputs(self, output_keys) -> None:
+        """Forget the ``(node id, output_nr)`` entries of nodes dropped from the trace (a
+        pass summarized to stay within the structure budget; their objects are dead)."""
+        for key in output_keys:
+            self._output_tensors.pop(key, None)
 
     # -- nodes -------------------------------------------------------------------------
     def known_node(self, node) -> int | None:
@@ -218,6 +223,52 @@ class GraphBuilder:
             self.set_output(node_id, output_nr, tensor_id)
             output_ids.append(tensor_id)
         return self._finish_node(node, node_id, input_ids, output_ids)
+
+    def record_inplace(self, info) -> NodeRecord | None:
+        """Record what an in-place change added to the graph (``info``: an
+        autograd.views.InplaceInfo), each record once and right the first time:
+
+        * its node, with the changed tensor going in at its old version and coming out
+          (for a view, the base: its CopySlices node), the other tensor arguments after it;
+          a clone saved as the tensor's old value shows as that tensor at that version;
+        * the grad_fn each live view got anew, the view as its output.
+
+        Returns the node's record (None when the graph did not record the change).
+        """
+        node = info.node
+        record = None
+        if node is not None:
+            record = self._inplace_node(info)
+        for view in info.views:
+            view_id = self.known_tensor(view)
+            if view_id is not None and self.known_node(view.grad_fn) is None:
+                base_id = self.tensor_id(view._base)
+                view_node_id = self._reserve_node(view.grad_fn)
+                self.set_output(view_node_id, 0, view_id)
+                self._finish_node(view.grad_fn, view_node_id, [base_id], [view_id])
+        return record
+
+    def _inplace_node(self, info) -> NodeRecord:
+        node, base = info.node, info.base
+        node_id = self.known_node(node)
+        if node_id is not None:  # recorded already (a custom Function's mark_dirty)
+            return self.trace.nodes[node_id]
+        previous, previous_nr = info.previous_edge
+        if previous is not None and not previous._is_accumulate \
+                and self.known_node(previous) is None:
+            # The old history, recorded now for the first time: its output is the tensor
+            # itself, at its old version (not a stand-in made from metadata).
+            self.adopt([previous], {(previous, previous_nr): base})
+        node_id = self._reserve_node(node)
+        base_id = self.tensor_id(base)
+        others = [self.tensor_id(arg) for arg in info.inputs[1:] if isinstance(arg, Tensor)]
+        self.set_output(node_id, 0, base_id)
+        stand_ins = None
+        if info.original is not None:  # the old value the node saved: the tensor, before
+            stand_ins = {id(info.original): (self.tensor_id(info.tensor), int(info.version) - 1)}
+        record = self._finish_node(node, node_id, [base_id] + others, [base_id], stand_ins)
+        self.trace.tensors[base_id].requires_grad = True
+        return record
 
     def node_id(self, node) -> int:
         """The id of any node an edge points to, recording it (and any unseen part of the
@@ -300,7 +351,8 @@ class GraphBuilder:
             return None
         return self.output_tensor(producer, input_nr)
 
-    def _finish_node(self, node, node_id: int, input_ids, output_ids) -> NodeRecord:
+    def _finish_node(self, node, node_id: int, input_ids, output_ids,
+                     stand_ins: dict | None = None) -> NodeRecord:
         record = NodeRecord(
             id=node_id, name=node.name(), kind=node_kind(node), inputs=list(input_ids),
             outputs=list(output_ids), attrs=node_attrs(node), site=node._site,
@@ -308,15 +360,22 @@ class GraphBuilder:
         self.trace.nodes[node_id] = record
         record.next = [(self.node_id(next_node) if next_node is not None else None,
                         int(input_nr)) for next_node, input_nr in node.next_functions]
-        record.saved = self.saved_records(node, node_id)
+        record.saved = self.saved_records(node, node_id, stand_ins)
         return record
 
-    def saved_records(self, node, node_id: int) -> list[SavedRecord]:
+    def saved_records(self, node, node_id: int, stand_ins: dict | None = None
+                      ) -> list[SavedRecord]:
         records = []
         for slot, saved in enumerate(node._saved):
             if type(saved) is not SavedTensor:
                 continue
             source = saved.source_tensor()
+            if stand_ins and id(source) in stand_ins:
+                tensor_id, version = stand_ins[id(source)]
+                records.append(SavedRecord(
+                    tensor=tensor_id, version=version, nbytes=int(saved._array.nbytes),
+                    slot=str(slot)))
+                continue
             if source is not None:
                 tensor_id = self.tensor_id(source)
             elif saved.is_output:

@@ -22,7 +22,10 @@ from typing import Any
 
 import numpy as np
 
-SCHEMA_VERSION = 2  # 2: sites and values tables, arrays in one member
+# 2: sites and values tables, arrays in one member. 3: per-pass .grad (Step.grad_after),
+# pass origin and label, why a value has no array (Value.dropped), summarized passes.
+# Every field added since has a default, so files of schema 1 and 2 still load.
+SCHEMA_VERSION = 3
 FORMAT_NAME = "tracegrad-trace"
 
 
@@ -55,18 +58,28 @@ class Stats:
         return self.nan_count > 0 or self.inf_count > 0
 
 
+# Why a Value has no array (``Value.dropped``).
+DROPPED_PASS = "pass"  # the capture policy kept no arrays for this pass (keep_passes)
+DROPPED_BUDGET = "budget"  # the values memory budget was used up
+DROPPED_REASONS = {DROPPED_PASS: "not kept for this pass",
+                   DROPPED_BUDGET: "over the memory budget"}
+
+
 @dataclass
 class Value:
     """A captured forward value or gradient.
 
     ``array`` holds the whole array (always on the host, numpy) while the trace is under its
     memory budget; beyond it ``array`` is None and only ``stats`` remain (``summarized``).
+    ``dropped`` says why: ``"pass"`` (the capture policy kept no arrays for the pass) or
+    ``"budget"`` (the memory budget was used up); None in traces that predate it.
     """
 
     shape: tuple[int, ...]
     dtype: str  # "float32", "int64", ...
     stats: Stats
     array: np.ndarray | None = None
+    dropped: str | None = None  # why array is None: DROPPED_PASS or DROPPED_BUDGET
 
     @property
     def summarized(self) -> bool:
@@ -76,7 +89,8 @@ class Value:
         # The generated __eq__ would compare arrays elementwise (and fail on bool()).
         if not isinstance(other, Value):
             return NotImplemented
-        if (self.shape, self.dtype, self.stats) != (other.shape, other.dtype, other.stats):
+        if (self.shape, self.dtype, self.stats, self.dropped) != (
+                other.shape, other.dtype, other.stats, other.dropped):
             return False
         if self.array is None or other.array is None:
             return self.array is None and other.array is None
@@ -86,6 +100,13 @@ class Value:
     @property
     def nbytes(self) -> int:
         return int(np.prod(self.shape, dtype=np.int64)) * np.dtype(self.dtype).itemsize
+
+    @property
+    def dropped_reason(self) -> str:
+        """Why only statistics are kept, in words ("" when the array is here)."""
+        if self.array is not None:
+            return ""
+        return DROPPED_REASONS.get(self.dropped or "", "statistics only")
 
 
 @dataclass
@@ -112,7 +133,8 @@ class TensorRecord:
     is_parameter: bool = False
     versions: list[VersionChange] = field(default_factory=list)  # in-place history
     value: Value | None = None  # forward value, when captured
-    grad: Value | None = None  # .grad after the last pass that reached it (leaves, retain_grad)
+    grad: Value | None = None  # .grad after the last pass that reached it (per pass:
+    # Step.grad_after on the step that accumulated into it)
     site: Site | None = None  # where it was created
 
     @property
@@ -173,10 +195,23 @@ class Step:
     accumulated: int | None = None  # tensor id whose .grad this step accumulated into
     duration_ns: int = 0
     error: str | None = None  # the exception raised by this step, when it failed
+    grad_after: Value | None = None  # .grad of ``accumulated`` right after this step
+
+
+ORIGIN_USER = "user"  # the program called backward() or autograd.grad()
+ORIGIN_GRADCHECK = "gradcheck"  # a probe of gradcheck / gradgradcheck
 
 
 @dataclass
 class BackwardPass:
+    """One ``backward()`` or ``autograd.grad()`` call and the steps it ran.
+
+    ``label`` says what started it (``backward(loss)``, ``grad(y, x)``, ``gradcheck(f)``) and
+    ``site`` where. A pass whose structure was summarized to stay within the trace's
+    structure budget keeps no steps: ``summarized_steps`` counts them and ``op_counts`` says
+    how many ran each op.
+    """
+
     index: int
     kind: str = "backward"  # "backward" or "grad"
     roots: list[int] = field(default_factory=list)  # tensor ids backward started from
@@ -186,6 +221,34 @@ class BackwardPass:
     values_captured: bool = True  # False when this pass kept structure only
     steps: list[Step] = field(default_factory=list)
     error: str | None = None
+    origin: str = ORIGIN_USER  # ORIGIN_USER or ORIGIN_GRADCHECK
+    label: str = ""  # what started the pass, e.g. "backward(loss)"
+    summarized: bool = False  # steps dropped to stay within the structure budget
+    summarized_steps: int = 0  # how many steps ran, when summarized
+    op_counts: dict[str, int] = field(default_factory=dict)  # node name -> steps, summarized
+
+    @property
+    def step_count(self) -> int:
+        """Steps the pass ran (recorded or summarized)."""
+        return self.summarized_steps if self.summarized else len(self.steps)
+
+    @property
+    def is_user(self) -> bool:
+        return self.origin == ORIGIN_USER
+
+    def describe(self) -> str:
+        """``backward(loss) at train.py:31``: what started the pass, and where."""
+        label = self.label or f"{self.kind}()"
+        return f"{label} at {self.site}" if self.site is not None else label
+
+    def grads_after(self) -> dict[int, Value]:
+        """tensor id -> its ``.grad`` after this pass, for every leaf the pass accumulated
+        into (empty for traces recorded before per-pass gradients)."""
+        found: dict[int, Value] = {}
+        for step in self.steps:
+            if step.accumulated is not None and step.grad_after is not None:
+                found[step.accumulated] = step.grad_after
+        return found
 
 
 @dataclass
@@ -246,6 +309,25 @@ class Trace:
     def iter_nodes(self) -> Iterator[NodeRecord]:
         """Nodes in id (= recording) order."""
         return iter(sorted(self.nodes.values(), key=lambda node: node.id))
+
+    def user_passes(self) -> list[BackwardPass]:
+        """The passes the program itself started (not gradcheck's probes), in order.
+
+        >>> trace = Trace(passes=[BackwardPass(0), BackwardPass(1, origin="gradcheck")])
+        >>> [backward_pass.index for backward_pass in trace.user_passes()]
+        [0]
+        """
+        return [backward_pass for backward_pass in self.passes if backward_pass.is_user]
+
+    def grad_after(self, tensor_id: int, pass_index: int) -> Value | None:
+        """``.grad`` of a tensor as it was after pass ``pass_index``: the last accumulation
+        into it in that pass or before; None when no pass up to it reached the tensor or
+        the trace predates per-pass gradients."""
+        for backward_pass in reversed(self.passes[:pass_index + 1]):
+            for step in reversed(backward_pass.steps):
+                if step.accumulated == tensor_id and step.grad_after is not None:
+                    return step.grad_after
+        return None
 
     def edges(self) -> Iterator[tuple[int, int, int]]:
         """(node id, next node id, input_nr) for every edge, in a deterministic order."""

@@ -9,37 +9,75 @@
 ['SumBackward0', 'MulBackward0', 'AccumulateGrad']
 >>> tr.tensor(tr.passes[0].roots[0]).name
 'loss'
+
+Threads: a recording records the thread that started it. What other threads do meanwhile
+(their ops, backward passes, hooks) is ignored with one thread-id check at each event, so
+the recorder never touches their tensors or disturbs them (they still pay for the source
+line each op looks up while any recorder listens). Record in the thread whose work you want
+to see; one recorder per thread works too.
 """
 
 from __future__ import annotations
 
+import sys
+import threading
 import traceback as traceback_module
 import weakref
 
 from .. import __version__
 from ..autograd import events
-from ..autograd.site import user_site
+from ..autograd.site import _is_internal, user_site
 from ..tensor import Tensor
 from .graph import GraphBuilder, name_unnamed
-from .model import BackwardPass, ExceptionRecord, HookRecord, Step, Trace, Value, VersionChange
+from .keep import (
+    CHECK_EVERY,
+    DEFAULT_STRUCTURE_BUDGET_BYTES,
+    FORWARD_SHARE,
+    RESUME_SHARE,
+    Ledger,
+    summarize_pass,
+)
+from .model import (
+    DROPPED_PASS,
+    ORIGIN_GRADCHECK,
+    ORIGIN_USER,
+    BackwardPass,
+    ExceptionRecord,
+    HookRecord,
+    Step,
+    Trace,
+    Value,
+    VersionChange,
+    Violation,
+)
 from .names import names_in_frame, user_frame
 from .values import DEFAULT_BUDGET_BYTES, ValueBudget, is_finite
 from .violations import ViolationFinder, refresh_names
 
 _MAX_PENDING_FRAMES = 8
+# The functions whose backward passes are gradcheck's probes (one pass per output element).
+_GRADCHECK_MODULES = frozenset({"tracegrad.autograd.gradcheck", "tracegrad.testing.gradcheck"})
+_GRADCHECK_FUNCTIONS = frozenset({"gradcheck", "gradgradcheck", "locate_wrong_nodes"})
+_get_ident = threading.get_ident
 
 
 def record(values: bool = True, budget_bytes: int | None = None,
-           keep_passes: tuple[int, int] | None = (2, 2)) -> Recorder:
+           keep_passes: tuple[int, int] | None = (2, 2),
+           structure_budget_bytes: int | None = None) -> Recorder:
     """Start recording: ``with tracegrad.record() as tr:`` gives the Trace being built.
 
     values       capture forward values and gradients (False: structure only)
     budget_bytes memory for whole arrays (default 256 MiB); beyond it, statistics only
-    keep_passes  (first, last): keep values for the first and last N backward passes (and
-                 the forward before each); the passes between keep statistics only.
-                 None keeps values for every pass (still within the budget).
+    keep_passes  (first, last): keep values for the first and last N passes the program
+                 started (and the forward before each), and for every pass with a
+                 violation, NaN/Inf or error and the pass before it; the others keep
+                 statistics only. None keeps values for every pass (within the budget).
+    structure_budget_bytes  memory for nodes, tensors and steps (default 512 MiB); beyond
+                 it, passes whose values were not kept are summarized (steps counted per
+                 op), then ops are only counted; the trace says so.
     """
-    return Recorder(values=values, budget_bytes=budget_bytes, keep_passes=keep_passes)
+    return Recorder(values=values, budget_bytes=budget_bytes, keep_passes=keep_passes,
+                    structure_budget_bytes=structure_budget_bytes)
 
 
 class Recorder(events.Listener):
@@ -48,14 +86,22 @@ class Recorder(events.Listener):
     wants_sites = True  # nodes get the source line of their forward call
 
     def __init__(self, values: bool = True, budget_bytes: int | None = None,
-                 keep_passes: tuple[int, int] | None = (2, 2)) -> None:
+                 keep_passes: tuple[int, int] | None = (2, 2),
+                 structure_budget_bytes: int | None = None) -> None:
         if budget_bytes is None:
             budget_bytes = DEFAULT_BUDGET_BYTES
+        if structure_budget_bytes is None:
+            structure_budget_bytes = DEFAULT_STRUCTURE_BUDGET_BYTES
+        if int(budget_bytes) < 0 or int(structure_budget_bytes) < 0:
+            raise ValueError(
+                f"tracegrad.record: budgets must be byte counts >= 0, got budget_bytes="
+                f"{budget_bytes}, structure_budget_bytes={structure_budget_bytes}. Hint: "
+                "budget_bytes=256 * 2**20.")
         if keep_passes is not None:
             keep_passes = (int(keep_passes[0]), int(keep_passes[1]))
             if min(keep_passes) < 0:
                 raise ValueError(
-                    f"tracegrad.trace: keep_passes must be two counts >= 0 (first, last), "
+                    f"tracegrad.record: keep_passes must be two counts >= 0 (first, last), "
                     f"got {keep_passes}. Hint: keep_passes=(2, 2).")
         self.values = bool(values)
         self.keep_passes = keep_passes
@@ -63,12 +109,15 @@ class Recorder(events.Listener):
             "tracegrad_version": __version__, "values": self.values,
             "budget_bytes": int(budget_bytes),
             "keep_passes": list(keep_passes) if keep_passes is not None else None,
-            "summarized_values": 0, "timings": True})
+            "summarized_values": 0, "timings": True,
+            "structure_budget_bytes": int(structure_budget_bytes)})
         self.builder = GraphBuilder(self.trace)
         self.budget = ValueBudget(budget_bytes)
         self.violations = ViolationFinder(self.trace, self.builder)
-        self._group = 0  # forward values belong to the backward pass that follows them
-        self._group_values: dict[int, list[Value]] = {}
+        # Forward values belong to the group of the backward pass that follows them.
+        self.ledger = Ledger(keep_passes, structure_budget_bytes)
+        self._next_check = CHECK_EVERY  # node id at which on_op looks at the estimate again
+        self._next_step_check = CHECK_EVERY  # the same for steps
         self._engine_passes: dict[int, int] = {}  # engine pass index -> trace pass index
         self._pass: BackwardPass | None = None
         self._step: Step | None = None
@@ -79,8 +128,8 @@ class Recorder(events.Listener):
         self._looked_up: set[int] = set()  # tensor ids whose variable name was searched
         # user frame -> [(weakref to tensor, record)] waiting for a search of its variables
         self._unnamed: dict = {}
-        self._last_op = None  # (node, node id, tensor ids first seen in that op)
         self._subscription = None
+        self._thread = threading.get_ident()  # the thread recorded (set again by start)
 
     # -- the context manager -----------------------------------------------------------
     def __enter__(self) -> Trace:
@@ -92,6 +141,7 @@ class Recorder(events.Listener):
 
     def start(self) -> None:
         if self._subscription is None:
+            self._thread = threading.get_ident()
             self._subscription = events.subscribe(self)
 
     def stop(self, frame=None, exc: BaseException | None = None, scopes=()) -> Trace:
@@ -106,50 +156,125 @@ class Recorder(events.Listener):
         name_unnamed(self.trace, self.builder, frame, scopes)
         refresh_names(self.trace)
         self.trace.metadata["summarized_values"] = self.budget.summarized
+        self.trace.metadata.update(self.ledger.metadata())
         return self.trace
 
     # -- capture policy ----------------------------------------------------------------
-    def _keeps_arrays(self, group: int) -> bool:
-        """Whether values of this group (pass index) get whole arrays, as far as known now:
-        groups past ``first`` are kept tentatively and dropped when they leave the last-N
-        window."""
-        if self.keep_passes is None:
-            return True
-        first, last = self.keep_passes
-        return group < first or last > 0
-
-    def _capture(self, data, group: int | None = None) -> Value | None:
+    def _capture(self, data) -> Value | None:
+        """A Value of ``data`` for the current group: arrays are kept tentatively and
+        released when the group turns out not to be kept (see keep.py)."""
         if not self.values:
             return None
-        if group is None:
-            group = self._group
-        value = self.budget.capture(data, self._keeps_arrays(group))
-        if value.array is not None and self.keep_passes is not None \
-                and group >= self.keep_passes[0]:
-            self._group_values.setdefault(group, []).append(value)
+        group = self.ledger.current
+        value = self.budget.capture(data, True)
+        group.value_count += 1
+        self.ledger.values_alive += 1
+        if value.array is not None and self.keep_passes is not None:
+            group.values.append(value)
         return value
 
-    def _drop_old_group(self, finished_pass: int) -> None:
-        """The pass ``finished_pass`` ended: the group that just left the last-N window keeps
-        statistics only."""
-        if self.keep_passes is None:
-            return
-        first, last = self.keep_passes
-        group = finished_pass - last
-        if group < first:
-            return
-        for value in self._group_values.pop(group, ()):
-            self.budget.release(value)
-        if group < len(self.trace.passes):
-            self.trace.passes[group].values_captured = False
+    def _note_finding(self, violation: bool = True) -> None:
+        """The current group holds a violation or an error (``violation``), or a NaN/Inf:
+        keep its values and the previous group's (see keep.py)."""
+        self.ledger.mark_finding(violation)
+
+    def _end_group(self) -> None:
+        """A pass ended: decide which groups keep their arrays, and summarize structure
+        while over the structure budget."""
+        builder, ledger = self.builder, self.ledger
+        ledger.end_group(builder._next_node_id, builder._next_tensor_id)
+        for group in ledger.settle():
+            for value in group.values:
+                self.budget.release(value, DROPPED_PASS)
+            group.values = []
+            if group.pass_index is not None:
+                self.trace.passes[group.pass_index].values_captured = False
+        self._make_room()
+        if ledger.overflow and not ledger.over(self.trace, RESUME_SHARE):
+            ledger.overflow = False
+
+    def _make_room(self, share: float = 1.0) -> bool:
+        """Summarize groups whose values were not kept while the structure estimate is over
+        ``share`` of its budget; False when that was not enough (overflow)."""
+        ledger, trace = self.ledger, self.trace
+        if not ledger.over(trace, share):
+            return True
+        candidates = ledger.candidates()
+        if not candidates:
+            return False
+        builder = self.builder
+        ledger.scan(trace, builder._next_node_id, builder._next_tensor_id)
+        if self._pass is not None:
+            ledger.scan_current_pass(self._pass)
+        live_nodes, live_tensors = builder.live_ids()
+        while ledger.over(trace, share * RESUME_SHARE):
+            candidates = ledger.candidates()
+            if not candidates:
+                break
+            self._summarize_group(ledger.groups[candidates.popleft()], live_nodes,
+                                  live_tensors)
+        return not ledger.over(trace, share)
+
+    def _summarize_group(self, group, live_nodes: set[int], live_tensors: set[int]) -> None:
+        """Count a group's steps per op and drop its records (keeping what others refer
+        to), giving their arrays back to the values budget."""
+        trace, ledger, release = self.trace, self.ledger, self.budget.release
+        if group.pass_index is not None:
+            backward_pass = trace.passes[group.pass_index]
+            for step in backward_pass.steps:
+                for value in (*step.grads_in, *step.grads_out, step.grad_after):
+                    release(value)
+            summarize_pass(trace, backward_pass)
+        keep_nodes, keep_tensors = ledger.kept_in(trace, group, live_nodes, live_tensors)
+        output_keys = []
+        for node_id in range(group.node_start, group.node_end):
+            if node_id in keep_nodes:
+                continue
+            node = trace.nodes.pop(node_id, None)
+            if node is not None:
+                output_keys.extend((node_id, trace.tensors[tensor_id].output_nr)
+                                   for tensor_id in node.outputs if tensor_id in trace.tensors)
+        looked_up = self._looked_up
+        for tensor_id in range(group.tensor_start, group.tensor_end):
+            if tensor_id in keep_tensors:
+                continue
+            record = trace.tensors.pop(tensor_id, None)
+            if record is not None:
+                looked_up.discard(tensor_id)
+                release(record.value)
+                release(record.grad)
+        self.builder.forget_outputs(output_keys)
+        ledger.steps_alive -= group.step_count
+        ledger.values_alive -= group.value_count
+        group.step_count = group.value_count = 0
+        group.summarized = True
+        ledger.summarized_passes += 1
+
+    def _check_structure(self, forward: bool) -> bool:
+        """Whether there is room for more structure (summarizing first if needed); past it
+        the recorder overflows: it counts what runs instead of recording it."""
+        self._next_check = self.builder._next_node_id + CHECK_EVERY
+        ledger = self.ledger
+        if self._make_room(FORWARD_SHARE if forward else 1.0):
+            return True
+        ledger.overflow = ledger.overflowed = True
+        return False
 
     # -- forward events ----------------------------------------------------------------
     def on_op(self, node, args, outputs) -> None:
+        if _get_ident() != self._thread:
+            return  # another thread's event: see the module docstring
         builder = self.builder
+        ledger = self.ledger
+        # Checked before recording, so the previous op's in-place rewrite is complete; the
+        # first test is one comparison, what every op pays.
+        if (ledger.overflowed or builder._next_node_id >= self._next_check) and (
+                ledger.overflow or not self._room_for_op(args)):
+            self._count_op(node, args, outputs)
+            return
         inputs = [arg for arg in args if isinstance(arg, Tensor)]
         before = builder._next_tensor_id
         record = builder.record_op(node, inputs, outputs)
-        self._last_op = (node, record.id, range(before, builder._next_tensor_id))
         tensors = self.trace.tensors
         if self.values:
             for tensor, tensor_id in zip(inputs, record.inputs):
@@ -163,13 +288,60 @@ class Recorder(events.Listener):
             value = tensor_record.value = self._capture(tensor._array)
             finite = not value.stats.has_nonfinite if value is not None \
                 else is_finite(tensor._array)
-            # Inputs are checked only now, in the rare case: report where non-finite values
-            # first appear, not every op they flow through.
-            if not finite and all(is_finite(arg._array) for arg in inputs):
-                self.violations.nonfinite_forward(record, tensor, tensor_record)
+            if not finite:
+                # Inputs are checked only now, in the rare case: report where non-finite
+                # values first appear, not every op they flow through.
+                found = len(self.trace.violations)
+                if all(is_finite(arg._array) for arg in inputs):
+                    self.violations.nonfinite_forward(record, tensor, tensor_record)
+                self._note_finding(len(self.trace.violations) != found)
         if node._saved:
             self.violations.watch_saved(node, record.id)
         self._note_names(inputs, record.inputs)
+
+    def _room_for_op(self, args) -> bool:
+        """Whether this op is recorded: there is room in the structure budget, and (after
+        an overflow) its inputs come from recorded nodes, not from the part of the graph
+        that was only counted (recording it would walk that part, unbounded)."""
+        if self.builder._next_node_id >= self._next_check and not self._check_structure(True):
+            return False
+        if self.ledger.overflowed:
+            known_node = self.builder.known_node
+            for arg in args:
+                grad_fn = getattr(arg, "grad_fn", None)
+                if grad_fn is not None and known_node(grad_fn) is None:
+                    return False
+        return True
+
+    def _count_op(self, node, args, outputs) -> None:
+        """Over the structure budget: count the op, and still find where NaN/Inf appear."""
+        counts = self.ledger.unrecorded_ops
+        name = node.name()
+        counts[name] = counts.get(name, 0) + 1
+        for output in outputs:
+            if output is not None and not is_finite(output._array):
+                inputs = [arg for arg in args if isinstance(arg, Tensor)]
+                new = all(is_finite(arg._array) for arg in inputs) and \
+                    self._unrecorded_nonfinite(name, node._site, output._array, "forward")
+                self._note_finding(bool(new))
+                break
+
+    def _unrecorded_nonfinite(self, node_name: str, site, data, phase: str) -> bool:
+        """A NaN/Inf finding for an op or step counted but not recorded (no node record);
+        whether it is new."""
+        from .violations import _nonfinite_kind, _site_key, _where
+
+        kind = _nonfinite_kind(data)
+        what = "NaN" if kind == "nan" else "Inf"
+        made = "produced a non-finite value from finite inputs" if phase == "forward" \
+            else "returned a non-finite gradient from finite incoming gradients"
+        message = (
+            f"{what} first appeared in {phase}: {node_name} at {_where(site)} {made} (the "
+            "trace was over its structure budget here, so this op is counted, not "
+            "recorded). Hint: record(structure_budget_bytes=...) keeps more structure.")
+        return self.violations._add((kind, phase, _site_key(site), node_name), Violation(
+            kind=kind, message=message, site=site, phase=phase,
+            pass_index=self._pass.index if self._pass is not None else None)) is not None
 
     # -- names -------------------------------------------------------------------------
     def _note_names(self, tensors, tensor_ids) -> None:
@@ -230,58 +402,68 @@ class Recorder(events.Listener):
         self._flush_names()
 
     def on_tensor(self, tensor, kind: str) -> None:
+        if _get_ident() != self._thread:
+            return  # another thread's event: see the module docstring
+        if self.ledger.overflow:
+            return
         if tensor.requires_grad and self.builder.known_tensor(tensor) is None:
             record = self.trace.tensors[self.builder.tensor_id(tensor)]
             record.site = user_site(3)
             record.value = self._capture(tensor._array)
 
-    def on_inplace(self, tensor, op_name: str, site) -> None:
+    def on_inplace(self, info) -> None:
+        """One record per in-place change, right the first time: the node it added (the
+        tensor in at its old version and out at the new one), the views' new grad_fns, and
+        the version in the tensor's history (autograd.views.InplaceInfo has it all)."""
+        if _get_ident() != self._thread:
+            return  # another thread's event: see the module docstring
         builder = self.builder
+        tensor = info.tensor
         tensor_id = builder.known_tensor(tensor)
         watched = self.violations.is_watched(tensor)
-        if tensor_id is None and not watched and tensor.grad_fn is None:
-            return  # a tensor the graph never saw: nothing to record
+        if tensor_id is None and not watched and info.node is None and not info.views:
+            return  # a tensor the graph never saw, changed outside it: nothing to record
+        node_record = builder.record_inplace(info)
         if tensor_id is None:
             tensor_id = builder.tensor_id(tensor)
-        record = self.trace.tensors[tensor_id]
-        record.versions.append(VersionChange(tensor._version, op_name, site))
-        if tensor.grad_fn is not None and self._last_op is not None \
-                and self._last_op[0] is tensor.grad_fn:
-            self._rebase_record(tensor, tensor_id)
+        change = VersionChange(info.version, info.op_name, info.site)
+        self.trace.tensors[tensor_id].versions.append(change)
+        if info.base is not tensor:
+            base_id = builder.known_tensor(info.base)
+            if base_id is not None:
+                self.trace.tensors[base_id].versions.append(change)
+        if node_record is not None:
+            self._after_inplace_record(info, node_record)
         if watched:
-            self.violations.inplace_on_saved(tensor, tensor_id, op_name, site)
+            found = len(self.trace.violations)
+            self.violations.inplace_on_saved(tensor, tensor_id, info.op_name, info.site)
+            if len(self.trace.violations) != found:
+                self._note_finding()
 
-    def _rebase_record(self, tensor, tensor_id: int) -> None:
-        """An in-place op recorded its node on a snapshot of ``tensor`` and a temporary
-        output; show it as the tensor itself going in (old version) and coming out."""
-        _, node_id, fresh = self._last_op
-        node_record = self.trace.nodes[node_id]
-        builder = self.builder
-        snapshot_id = node_record.inputs[0] if node_record.inputs else None
-        if snapshot_id in fresh and snapshot_id != tensor_id:
-            node_record.inputs[0] = tensor_id
-            for saved in node_record.saved:
-                if saved.tensor == snapshot_id:
-                    saved.tensor, saved.version = tensor_id, tensor._version - 1
-            builder.forget_tensor(snapshot_id)
-        output_nr = tensor._output_nr
-        output_id = builder.output_tensor(node_id, output_nr)
-        if output_id in fresh and output_id != tensor_id:
-            node_record.outputs = [tensor_id if item == output_id else item
-                                   for item in node_record.outputs]
-            for saved in node_record.saved:
-                if saved.tensor == output_id:
-                    saved.tensor = tensor_id
-            value = self.trace.tensors[output_id].value
-            builder.forget_tensor(output_id)
-            self.trace.tensors[tensor_id].value = value
-        builder.set_output(node_id, output_nr, tensor_id)
-        record = self.trace.tensors[tensor_id]
-        record.requires_grad = bool(tensor.requires_grad)
-        builder.rewind_tensor_ids()
-        self._last_op = None
+    def _after_inplace_record(self, info, node_record) -> None:
+        """Values, non-finite checks, saved-tensor watches and names for a recorded change."""
+        tensors = self.trace.tensors
+        changed = info.base
+        changed_id = node_record.outputs[0]
+        record = tensors[changed_id]
+        if record.site is None:
+            record.site = info.node._site
+        before = record.value  # the old value's statistics, when it was captured
+        value = record.value = self._capture(changed._array)
+        finite = not value.stats.has_nonfinite if value is not None \
+            else is_finite(changed._array)
+        inputs = [arg for arg in info.inputs if isinstance(arg, Tensor)]
+        if not finite and (before is None or not before.stats.has_nonfinite) and all(
+                is_finite(arg._array) for arg in inputs[1:]):
+            self.violations.nonfinite_forward(node_record, changed, record)
+        if info.node._saved:
+            self.violations.watch_saved(info.node, node_record.id)
+        self._note_names(inputs, [self.builder.known_tensor(arg) for arg in inputs])
 
     def on_inplace_refused(self, tensor, op_name: str) -> None:
+        if _get_ident() != self._thread:
+            return  # another thread's event: see the module docstring
+        self._note_finding()
         self.builder.tensor_id(tensor)
         self._name_now([tensor])
         self.violations.inplace_leaf(tensor, self.builder.tensor_id(tensor), op_name,
@@ -289,35 +471,118 @@ class Recorder(events.Listener):
 
     # -- backward events ---------------------------------------------------------------
     def on_backward_start(self, info) -> None:
+        if _get_ident() != self._thread:
+            return  # another thread's event: see the module docstring
         index = len(self.trace.passes)
         self._engine_passes[info.index] = index
+        ledger = self.ledger
+        origin, checker = _pass_origin(sys._getframe(1))
+        summarized = ledger.overflow or (ledger.overflowed and not self._graph_known(info))
         roots = []
-        for tensor in info.roots:
-            if self.builder.known_tensor(tensor) is None and tensor.grad_fn is not None:
-                self.builder.adopt([tensor.grad_fn],
-                                   {(tensor.grad_fn, tensor._output_nr): tensor})
-            roots.append(self.builder.tensor_id(tensor))
-        self._name_now(info.roots)
+        if not summarized:
+            for tensor in info.roots:
+                if self.builder.known_tensor(tensor) is None and tensor.grad_fn is not None:
+                    self.builder.adopt([tensor.grad_fn],
+                                       {(tensor.grad_fn, tensor._output_nr): tensor})
+                roots.append(self.builder.tensor_id(tensor))
+            self._name_now(info.roots)
+        label = checker if checker is not None else self._call_label(info)
         self._pass = BackwardPass(
             index=index, kind=info.kind, roots=roots, site=user_site(3),
             retain_graph=bool(info.retain_graph), create_graph=bool(info.create_graph),
-            values_captured=self.values)
+            values_captured=self.values and not summarized, origin=origin, label=label,
+            summarized=summarized)
         self.trace.passes.append(self._pass)
+        ledger.start_pass(origin, index)
+        self._next_step_check = ledger.steps_alive + CHECK_EVERY
+
+    def _graph_known(self, info) -> bool:
+        """After an overflow: whether the pass starts from recorded nodes (else its steps
+        are counted, not recorded, so that the unrecorded graph is never walked)."""
+        known_node = self.builder.known_node
+        return all(tensor.grad_fn is None or known_node(tensor.grad_fn) is not None
+                   for tensor in info.roots)
+
+    def _call_label(self, info) -> str:
+        """``backward(loss)``, ``backward(loss, inputs=w)``, ``grad(y, (x, w))``; an
+        unnamed root is shown as the expression on the calling line
+        (``backward((w * 3).sum())``)."""
+        outputs = self._tensor_labels(info.roots)
+        if info.kind == "backward" and outputs.startswith("t") and outputs[1:].isdigit():
+            site = user_site(4)
+            code = site.code.partition("#")[0].strip() if site is not None else ""
+            if code.endswith(".backward()") and "=" not in code.partition("(")[0]:
+                outputs = code[:-len(".backward()")]
+        inputs = self._tensor_labels(info.inputs) if info.inputs else ""
+        if info.kind == "grad":
+            return f"grad({outputs}, {inputs})"
+        return f"backward({outputs}, inputs={inputs})" if inputs else f"backward({outputs})"
+
+    def _tensor_labels(self, tensors) -> str:
+        """Names of tensors as the program calls them: one name, or a tuple of names."""
+        labels = []
+        unnamed = {}
+        for tensor in tensors:
+            tensor_id = self.builder.known_tensor(tensor)
+            record = self.trace.tensors.get(tensor_id) if tensor_id is not None else None
+            name = tensor.name or (record.name if record is not None else None)
+            if name is None:
+                unnamed[id(tensor)] = tensor_id
+            labels.append(name or id(tensor))
+        if unnamed:
+            found = names_in_frame(user_frame(2), unnamed)
+            labels = [found.get(label, f"t{unnamed[label]}" if unnamed[label] is not None
+                                else "tensor") if isinstance(label, int) else label
+                      for label in labels]
+        return labels[0] if len(labels) == 1 else "(" + ", ".join(labels) + ")"
 
     def on_node_start(self, node, grads_in) -> None:
+        if _get_ident() != self._thread:
+            return  # another thread's event: see the module docstring
         current = self._pass
         if current is None:
             return
+        if not current.summarized:
+            ledger = self.ledger
+            if ledger.steps_alive >= self._next_step_check:
+                self._next_step_check = ledger.steps_alive + CHECK_EVERY
+                if not self._check_structure(False):
+                    self._summarize_running_pass()
+            elif ledger.overflowed and not node._is_accumulate \
+                    and self.builder.known_node(node) is None:
+                self._summarize_running_pass()
+        self._step_node = node
+        self._step_grads_in = grads_in
+        if current.summarized:
+            counts = current.op_counts
+            name = node.name()
+            counts[name] = counts.get(name, 0) + 1
+            current.summarized_steps += 1
+            self._step = None
+            return
         node_id = self.builder.node_id(node)
-        group = current.index
         step = Step(index=len(current.steps), node=node_id,
-                    grads_in=[self._gradient(grad, group) for grad in grads_in],
+                    grads_in=[self._gradient(grad) for grad in grads_in],
                     hooks=self._pending_hooks.pop(id(node), []))
         current.steps.append(step)
-        self._step, self._step_node = step, node
-        self._step_grads_in = grads_in
+        self.ledger.current.step_count += 1
+        self.ledger.steps_alive += 1
+        self._step = step
 
-    def _gradient(self, grad, group: int) -> Value | None:
+    def _summarize_running_pass(self) -> None:
+        """The structure budget ran out in the middle of a pass: count its steps instead
+        (those recorded so far included), giving back their arrays."""
+        current, ledger = self._pass, self.ledger
+        ledger.overflow = ledger.overflowed = True
+        for step in current.steps:
+            for value in (*step.grads_in, *step.grads_out, step.grad_after):
+                self.budget.release(value, DROPPED_PASS)
+        ledger.steps_alive -= len(current.steps)
+        ledger.current.step_count -= len(current.steps)
+        summarize_pass(self.trace, current)
+        self._pending_hooks.clear()
+
+    def _gradient(self, grad) -> Value | None:
         """A gradient's Value; the same array going out of one step and into the next is
         captured once (the pass holds the arrays, so their ids are not reused meanwhile)."""
         if grad is None or not self.values:
@@ -326,11 +591,15 @@ class Recorder(events.Listener):
         seen = self._pass_gradients.get(id(data))
         if seen is not None and seen[0] is data:
             return seen[1]
-        value = self._capture(data, group)
+        value = self._capture(data)
         self._pass_gradients[id(data)] = (data, value)
         return value
 
     def on_hook(self, node, kind: str, hook, changed: bool) -> None:
+        if _get_ident() != self._thread:
+            return  # another thread's event: see the module docstring
+        if self._pass is not None and self._pass.summarized:
+            return
         hook_name = getattr(hook, "__qualname__", type(hook).__name__)
         if kind == "retain_grad":
             hook_name = "retain_grad"
@@ -341,11 +610,16 @@ class Recorder(events.Listener):
             self._pending_hooks.setdefault(id(node), []).append(hook_record)
 
     def on_node_end(self, node, grads_out, duration_ns: int) -> None:
-        step = self._step
-        if step is None or self._step_node is not node:
+        if _get_ident() != self._thread:
+            return  # another thread's event: see the module docstring
+        if self._step_node is not node:
             return
-        group = self._pass.index
-        step.grads_out = [self._gradient(grad, group) for grad in grads_out]
+        step = self._step
+        if step is None:  # a summarized pass: only look for where NaN/Inf appear
+            self._check_counted_step(node, grads_out)
+            self._step_node, self._step_grads_in = None, ()
+            return
+        step.grads_out = [self._gradient(grad) for grad in grads_out]
         step.duration_ns = int(duration_ns)
         for edge_index, grad in enumerate(grads_out):
             if grad is None:
@@ -354,41 +628,90 @@ class Recorder(events.Listener):
             finite = not value.stats.has_nonfinite if value is not None \
                 else is_finite(grad._array)
             if not finite:
+                found = len(self.trace.violations)
                 if all(grad_in is None or is_finite(grad_in._array)
                        for grad_in in self._step_grads_in):
                     self.violations.nonfinite_backward(self._pass, step, node, edge_index,
                                                        grad)
+                self._note_finding(len(self.trace.violations) != found)
                 break
         self._step, self._step_node, self._step_grads_in = None, None, ()
 
+    def _check_counted_step(self, node, grads_out) -> None:
+        for grad in grads_out:
+            if grad is not None and not is_finite(grad._array):
+                new = all(grad_in is None or is_finite(grad_in._array)
+                          for grad_in in self._step_grads_in) and \
+                    self._unrecorded_nonfinite(node.name(), node._site, grad._array,
+                                               "backward")
+                self._note_finding(bool(new))
+                return
+
     def on_accumulate(self, tensor, grad) -> None:
-        tensor_id = self.builder.tensor_id(tensor)
+        if _get_ident() != self._thread:
+            return  # another thread's event: see the module docstring
         current = self._pass
-        if current is not None and current.steps:
-            current.steps[-1].accumulated = tensor_id
+        if current is not None and current.summarized:
+            tensor_id = self.builder.known_tensor(tensor)
+            if tensor_id is not None and tensor.grad is not None and self.values:
+                # Statistics only: the record keeps .grad after the last pass up to date.
+                self.trace.tensors[tensor_id].grad = self.budget.capture(
+                    tensor.grad._array, keep_array=False)
+            return
+        tensor_id = self.builder.tensor_id(tensor)
         record = self.trace.tensors[tensor_id]
-        if tensor.grad is not None:
-            self.budget.release(record.grad)
-            record.grad = self._capture(tensor.grad._array,
-                                        current.index if current else self._group)
+        value = self._capture(tensor.grad._array) if tensor.grad is not None else None
+        if value is not None:
+            # The Value stays with this pass's step (.grad per pass); the record points
+            # at the latest one (.grad after the last pass).
+            record.grad = value
+        if current is not None and current.steps:
+            step = current.steps[-1]
+            step.accumulated = tensor_id
+            step.grad_after = value
 
     def on_error(self, error, node) -> None:
+        if _get_ident() != self._thread:
+            return  # another thread's event: see the module docstring
+        self._note_finding()
         if self._step is not None and self._step_node is node:
             self._step.error = f"{type(error).__name__}: {error}"
+        if self._pass is not None and self._pass.summarized \
+                and self.builder.known_node(node) is None:
+            return  # a counted step: the pass's error says what happened
         self.violations.backward_failed(error, node, self._pass, self._engine_passes)
 
     def on_backward_end(self, info, error) -> None:
+        if _get_ident() != self._thread:
+            return  # another thread's event: see the module docstring
         current = self._pass
         if current is None:
             return
         if error is not None:
             current.error = f"{type(error).__name__}: {error}"
+            self._note_finding()
         self._pass, self._step, self._step_node = None, None, None
         self._pending_hooks.clear()
         self._pass_gradients.clear()
-        self._group = current.index + 1
-        self._drop_old_group(current.index)
+        self._end_group()
         self.violations.prune()
+
+
+def _pass_origin(frame) -> tuple[str, str | None]:
+    """(origin, label) of a pass from the frames that started it: gradcheck's probes are
+    labelled ``gradcheck(func)`` after the outermost checker on the way to user code."""
+    checker = None
+    while frame is not None and _is_internal(frame.f_code.co_filename):
+        code = frame.f_code
+        if code.co_name in _GRADCHECK_FUNCTIONS \
+                and frame.f_globals.get("__name__") in _GRADCHECK_MODULES:
+            function = frame.f_locals.get("func")
+            name = getattr(function, "__qualname__", None) or type(function).__name__
+            checker = f"{code.co_name}({name})"
+        frame = frame.f_back
+    if checker is None:
+        return ORIGIN_USER, None
+    return ORIGIN_GRADCHECK, checker
 
 
 def exception_record(exc: BaseException) -> ExceptionRecord:

@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from .. import backends
-from .model import Stats, Value
+from .model import DROPPED_BUDGET, DROPPED_PASS, Stats, Value
 
 DEFAULT_BUDGET_BYTES = 256 * 1024 * 1024
 _dtype_names: dict = {}
@@ -86,7 +86,8 @@ class ValueBudget:
     """Hands out ``Value``s, keeping whole arrays until ``limit_bytes`` is used up.
 
     ``summarized`` counts the values that had to be kept as statistics only because the
-    budget was exhausted (not those a capture policy chose to keep as structure only).
+    budget was exhausted (not those a capture policy chose to keep as statistics only).
+    Every value without its array says why in ``Value.dropped``.
     """
 
     def __init__(self, limit_bytes: int = DEFAULT_BUDGET_BYTES) -> None:
@@ -101,17 +102,21 @@ class ValueBudget:
             dtype_name = _dtype_names[array.dtype] = array.dtype.name
         value = Value(shape=tuple(map(int, array.shape)), dtype=dtype_name,
                       stats=compute_stats(array))
-        if keep_array:
-            if self.used_bytes + array.nbytes <= self.limit_bytes:
-                # A copy: tensors are mutated in place after they are captured.
-                value.array = np.array(array, copy=True)
-                self.used_bytes += array.nbytes
-            else:
-                self.summarized += 1
+        if not keep_array:
+            value.dropped = DROPPED_PASS
+        elif self.used_bytes + array.nbytes <= self.limit_bytes:
+            # A copy: tensors are mutated in place after they are captured.
+            value.array = np.array(array, copy=True)
+            self.used_bytes += array.nbytes
+        else:
+            value.dropped = DROPPED_BUDGET
+            self.summarized += 1
         return value
 
-    def release(self, value: Value | None) -> None:
-        """Drop a value's array (keep its statistics), giving its bytes back."""
+    def release(self, value: Value | None, reason: str = DROPPED_PASS) -> None:
+        """Drop a value's array (keep its statistics), giving its bytes back; ``reason``
+        is recorded in ``value.dropped``."""
         if value is not None and value.array is not None:
             self.used_bytes -= value.array.nbytes
             value.array = None
+            value.dropped = reason

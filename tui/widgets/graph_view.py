@@ -1,7 +1,9 @@
-"""The graph around the current node, drawn from Graphviz's layout.
+"""The current pass's graph around the current node, drawn from Graphviz's layout.
 
-Only a neighbourhood (a few edges out, a few dozen nodes) is laid out, and the layout is
-reused while the current node stays near its centre, so stepping does not call ``dot`` each
+Only the nodes this pass ran are drawn (a training loop records one graph per iteration;
+mixing them would show 25 MmBackward0 boxes around one AccumulateGrad), and only a
+neighbourhood: as many edges out and nodes as the pane has room for. The layout is reused
+while the current node stays near its centre, so stepping does not call ``dot`` each
 time. The current node is highlighted and the view scrolls to keep it in the middle;
 nodes already executed in this pass are green, pending ones grey.
 """
@@ -14,22 +16,35 @@ from textual.widget import Widget
 from ..graph_layout import GraphLayout, draw_edges, layout_graph
 from ..session import DebugSession
 
-RADIUS = 3
-NODE_LIMIT = 28
-# Keep the current layout while the current node is at most this many edges from its
-# centre: it still shows a neighbour beyond it, and dot runs every few steps, not each one.
-REUSE_DISTANCE = RADIUS - 1
+MIN_RADIUS = 3
+MAX_RADIUS = 8
+MIN_NODES = 28
+MAX_NODES = 120  # dot lays out 120 boxes in about 50 ms
+ROWS_PER_RANK = 3  # a box and its edge down to the next rank (ranksep 0.5 in = 2 rows)
+COLUMNS_PER_NODE = 18  # a typical box, "[MulBackward0]", and the gap beside it
 _CACHE_SIZE = 64
 
 STYLE_CURRENT = "bold black on yellow"
 STYLE_EXECUTED = "green"
 STYLE_PENDING = "grey62"
 STYLE_VIOLATION = "bold red"
-STYLE_OUTSIDE = "grey37"  # nodes this pass never ran
+
+
+def neighbourhood_size(width: int, height: int) -> tuple[int, int]:
+    """(radius, node limit) that fill a pane of ``width`` x ``height`` cells: half the
+    ranks that fit above and below the centre, and a few nodes per rank.
+
+    >>> neighbourhood_size(80, 10), neighbourhood_size(118, 27)
+    ((3, 28), (4, 54))
+    """
+    ranks = max(height // ROWS_PER_RANK, 1)
+    radius = min(max(ranks // 2, MIN_RADIUS), MAX_RADIUS)
+    limit = min(max(ranks * max(width // COLUMNS_PER_NODE, 1), MIN_NODES), MAX_NODES)
+    return radius, limit
 
 
 class GraphView(Widget):
-    """Terminal drawing of the neighbourhood of the current node."""
+    """Terminal drawing of the neighbourhood of the current node in the current pass."""
 
     def __init__(self, session: DebugSession, engine: str | None = None, **kwargs) -> None:
         super().__init__(**kwargs)
@@ -39,8 +54,9 @@ class GraphView(Widget):
         self.step_index = 0
         self.layout_data: GraphLayout | None = None
         self._center: int | None = None
+        self._key: tuple | None = None
         self._distances: dict[int, int] = {}
-        self._cache: dict[int, tuple[GraphLayout, dict[int, int]]] = {}
+        self._cache: dict[tuple, tuple[GraphLayout, dict[int, int]]] = {}
         self.layouts_made = 0  # how many times dot/grandalf ran (the cache is doing its job)
 
     @property
@@ -50,57 +66,90 @@ class GraphView(Widget):
         return self.session.step(self.pass_index, self.step_index).node
 
     def show(self, pass_index: int, step_index: int) -> None:
+        changed_pass = pass_index != self.pass_index
         self.pass_index, self.step_index = pass_index, step_index
         node_id = self.current_node
-        if node_id is not None and self._distances.get(node_id, RADIUS + 1) > REUSE_DISTANCE:
-            self._relayout(node_id)
+        radius, _ = self._extent()
+        if node_id is not None and (changed_pass or self._distances.get(
+                node_id, radius + 1) > radius - 1 or self._key is None
+                or self._key[2:] != self._extent()):
+            self._relayout(self._center_for(node_id))
+        elif node_id is None:
+            self.layout_data, self._distances, self._key = None, {}, None
+            self.border_subtitle = ""
         self.refresh()
 
+    def _center_for(self, node_id: int) -> int:
+        """Where to centre a new layout: on a node a few steps ahead that keeps the
+        current one well inside the picture, and never on an AccumulateGrad (a leaf of
+        the graph: a picture centred on it is all on one side). Stepping on then reuses
+        the layout for several steps (backward is stepped forward far more than back)."""
+        radius, limit = self._extent()
+        session = self.session
+        count = session.step_count(self.pass_index)
+        members = session.steps_by_node(self.pass_index)
+        for ahead in range(radius - 1, -1, -1):
+            candidate = session.step(self.pass_index, min(self.step_index + ahead,
+                                                          count - 1)).node
+            if session.trace.nodes[candidate].kind == "accumulate":
+                continue
+            if candidate == node_id:
+                return candidate
+            distances = session.neighbourhood(candidate, radius, limit, members)
+            if distances.get(node_id, radius) <= radius - 1:
+                return candidate
+        if session.trace.nodes[node_id].kind == "accumulate":  # the node that fed it
+            source = next((source for source in session.neighbours(node_id)
+                           if source in members), None)
+            # A hub (a stack of 100,000 inputs) fills its neighbourhood before reaching
+            # this one: then the picture centres on the current node after all.
+            if source is not None and node_id in session.neighbourhood(source, radius, limit,
+                                                                        members):
+                return source
+        return node_id
+
+    def on_resize(self) -> None:
+        if self.current_node is not None and self._key is not None \
+                and self._key[2:] != self._extent():
+            self._relayout(self.current_node)
+
+    def _extent(self) -> tuple[int, int]:
+        width, height = self.size.width, self.size.height
+        if not width or not height:  # before the first layout: a usual pane
+            width, height = 70, 12
+        return neighbourhood_size(width, height)
+
     def _relayout(self, center: int) -> None:
-        cached = self._cache.get(center)
+        radius, limit = self._extent()
+        key = (self.pass_index, center, radius, limit)
+        cached = self._cache.get(key)
         if cached is None:
-            order = self.session.neighbourhood(center, RADIUS, NODE_LIMIT)
-            members = set(order)
-            nodes = [(node_id, self.node_label(node_id)) for node_id in order]
-            edges = [(node_id, next_id) for node_id in order
+            members = self.session.steps_by_node(self.pass_index)
+            distances = self.session.neighbourhood(center, radius, limit, members)
+            nodes = [(node_id, self.node_label(node_id)) for node_id in distances]
+            edges = [(node_id, next_id) for node_id in distances
                      for next_id, _ in self.session.trace.nodes[node_id].next
-                     if next_id in members]
-            distances = {node_id: self._distance(center, node_id, members) for node_id in order}
+                     if next_id in distances]
             cached = (layout_graph(nodes, edges, self.engine), distances)
             self.layouts_made += 1
             if len(self._cache) >= _CACHE_SIZE:
                 self._cache.pop(next(iter(self._cache)))
-            self._cache[center] = cached
+            self._cache[key] = cached
         self.layout_data, self._distances = cached
-        self._center = center
-        self.border_subtitle = (f"{len(self.layout_data.nodes)} of "
-                                f"{len(self.session.trace.nodes)} nodes · {self.layout_data.engine}")
-
-    def _distance(self, center: int, node_id: int, members: set[int]) -> int:
-        # neighbourhood() is breadth first, so its order already ranks by distance; recompute
-        # the exact hop count only within the small member set.
-        frontier, seen, distance = [center], {center}, 0
-        while frontier:
-            if node_id in frontier:
-                return distance
-            distance += 1
-            frontier = [n for f in frontier for n in self.session.neighbours(f)
-                        if n in members and n not in seen]
-            seen.update(frontier)
-        return RADIUS + 1
+        self._center, self._key = center, key
+        self.border_subtitle = (
+            f"{len(self.layout_data.nodes)} of {len(self.session.steps_by_node(self.pass_index)):,}"
+            f" nodes in pass {self.pass_index} · {self.layout_data.engine}")
 
     def node_label(self, node_id: int) -> str:
-        node = self.session.trace.nodes[node_id]
-        if node.leaf is not None and node.leaf in self.session.trace.tensors:
-            return f"{node.name} {self.session.trace.tensors[node.leaf].label}"
-        return node.name
+        return self.session.node_label(self.session.trace.nodes[node_id])
 
     def node_style(self, node_id: int) -> str:
         if node_id == self.current_node:
             return STYLE_CURRENT
         step_index = self.session.steps_by_node(self.pass_index).get(node_id)
         if step_index is None:
-            return STYLE_OUTSIDE
+            return STYLE_PENDING
         if self.session.violations_at(self.pass_index, step_index):
             return STYLE_VIOLATION
         return STYLE_EXECUTED if step_index < self.step_index else STYLE_PENDING
@@ -113,7 +162,10 @@ class GraphView(Widget):
         layout = self.layout_data
         width, height = max(self.size.width, 1), max(self.size.height, 1)
         if layout is None or self.current_node not in layout.nodes:
-            return Text("(no backward steps in this pass)", style="italic grey62")
+            summarized = self.session.trace.passes and \
+                self.session.backward_pass(self.pass_index).summarized
+            return Text("(a summarized pass: no graph recorded)" if summarized
+                        else "(no backward steps in this pass)", style="italic grey62")
         grid = draw_edges(layout)
         focus_column, focus_row = layout.nodes[self.current_node].center
         left = min(max(focus_column - width // 2, 0), max(layout.width - width, 0))

@@ -1,4 +1,4 @@
-"""The help screen: every key, what it does, and the run-until language."""
+"""The help screen: every key as it is typed, what it does, and the run-until language."""
 
 from __future__ import annotations
 
@@ -11,10 +11,14 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from ..keys import key_text
+
 RUN_UNTIL_HELP = (
     "run until (u): nan | inf | nonfinite | hook | violation | error | op NAME | "
-    "norm > X | step >= N, joined with `and` / `or`, e.g. `nan or norm > 1e3`"
+    "norm > X | step >= N, joined with `and` / `or`, e.g. `nan or norm > 1e3`; it searches "
+    "forward from the current step, through later passes too"
 )
+GO_TO_HELP = "go to (:): a step of this pass (`12`), or a pass and a step (`250:3`, `250:`)"
 
 
 class HelpScreen(ModalScreen[None]):
@@ -29,12 +33,14 @@ class HelpScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         table = Table("keys", "what it does", title="tracegrad debugger — keys", box=None)
         for binding in self.bindings:
-            table.add_row(binding.key.replace(",", " / "), binding.description)
+            table.add_row(key_text(binding), binding.tooltip or binding.description)
         with VerticalScroll(id="help-box"):
             yield Static(table)
+            yield Static(GO_TO_HELP, id="help-go-to")
             yield Static(RUN_UNTIL_HELP, id="help-run-until")
             yield Static("Marks in the steps table: ! violation  N NaN/Inf  h hook fired  "
-                         "E error  * breakpoint.  Press escape to close.")
+                         "E error  * breakpoint.  ctrl+p lists every action.  Press escape "
+                         "to close.")
 
     def action_close(self) -> None:
         self.dismiss(None)

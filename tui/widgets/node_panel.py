@@ -2,9 +2,13 @@
 
 The panel is one ``Static`` holding a group of rich renderables, rebuilt when the step
 changes; it sits in a scrolling container, so long sections never push the layout around.
+Every list in it is capped (``MAX_ITEMS``): a node with 100,000 inputs shows the first
+ones and says how many more there are, so stepping onto it costs what a small node does.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from rich.console import Group, RenderableType
 from rich.syntax import Syntax
@@ -12,10 +16,18 @@ from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
-from tracegrad.tracing.model import NodeRecord, Step, Trace, Violation
+from tracegrad.tracing.model import BackwardPass, NodeRecord, Step, Trace, Violation
 
-from ..formatting import describe_tensor, describe_value, describe_violation, source_context
+from ..formatting import (
+    describe_tensor,
+    describe_value,
+    describe_violation,
+    missing_values_reason,
+    source_context,
+)
 from ..session import DebugSession
+
+MAX_ITEMS = 16  # rows per list (inputs, outputs, gradients, saved tensors, hooks)
 
 
 class NodePanel(Static):
@@ -26,6 +38,13 @@ class NodePanel(Static):
         self.session = session
 
     def show(self, pass_index: int, step_index: int) -> None:
+        if not self.session.trace.passes:
+            self.update(Text("This trace has no backward pass.", style="italic"))
+            return
+        backward_pass = self.session.backward_pass(pass_index)
+        if backward_pass.summarized:
+            self.update(Group(*summarized_sections(self.session, backward_pass)))
+            return
         if not self.session.step_count(pass_index):
             self.update(Text("This pass ran no steps.", style="italic"))
             return
@@ -46,12 +65,30 @@ def build_sections(session: DebugSession, pass_index: int, step: Step,
     sections += _gradients(session, pass_index, step, node)
     sections += _saved(trace, node)
     sections += _hooks(step)
-    sections += _leaf_grad(trace, node, step)
+    sections += _leaf_grad(session, pass_index, node, step)
     return sections
+
+
+def summarized_sections(session: DebugSession, backward_pass: BackwardPass) -> list:
+    """A pass kept as counts only: how many steps of each op, and why."""
+    text = Text()
+    text.append(f"{session.pass_label(backward_pass.index)}\n", style="bold")
+    text.append("Its steps were not recorded, only counted: the trace reached its structure "
+                "budget (record(structure_budget_bytes=...) keeps more).\n", style="yellow")
+    counts = sorted(backward_pass.op_counts.items(), key=lambda item: (-item[1], item[0]))
+    for name, count in counts[:MAX_ITEMS]:
+        text.append(f"  {name:<28} {count:,}\n")
+    if len(counts) > MAX_ITEMS:
+        text.append(f"  ... {len(counts) - MAX_ITEMS:,} more ops\n", style="grey62")
+    return [_heading("summarized pass"), text]
 
 
 def _heading(text: str) -> Text:
     return Text(text, style="bold underline")
+
+
+def _more(shown: int, total: int, what: str) -> str:
+    return f"  ... and {total - shown:,} more {what} (of {total:,})\n" if total > shown else ""
 
 
 def _title(step: Step, node: NodeRecord) -> Text:
@@ -68,16 +105,14 @@ def _title(step: Step, node: NodeRecord) -> Text:
 
 def _violations(trace: Trace, violations: list[Violation]) -> list[RenderableType]:
     parts: list[RenderableType] = []
-    for violation in violations:
+    for violation in violations[:MAX_ITEMS]:
         text = Text("⚠ ", style="bold red")
         text.append_text(describe_violation(violation, trace, full=False))
         text.append(f"\n{violation.message}\n", style="red")
         parts.append(text)
+    if len(violations) > MAX_ITEMS:
+        parts.append(Text(_more(MAX_ITEMS, len(violations), "violations"), style="red"))
     return parts
-
-
-def _code(code: str) -> str:
-    return f"  {code}" if code else ""
 
 
 def _source(node: NodeRecord) -> list[RenderableType]:
@@ -97,12 +132,19 @@ def _source(node: NodeRecord) -> list[RenderableType]:
     return parts
 
 
+def _listed(text: Text, items: Sequence, line, what: str) -> None:
+    """Append one line per item (at most MAX_ITEMS), then how many were left out."""
+    for position, item in enumerate(items[:MAX_ITEMS]):
+        line(position, item)
+    text.append(_more(min(len(items), MAX_ITEMS), len(items), what), style="grey62")
+
+
 def _tensors(trace: Trace, node: NodeRecord) -> list[RenderableType]:
     text = Text()
-    for position, tensor_id in enumerate(node.inputs):
-        text.append(f"  input {position}: {describe_tensor(trace, tensor_id)}\n")
-    for position, tensor_id in enumerate(node.outputs):
-        text.append(f"  output {position}: {describe_tensor(trace, tensor_id)}\n")
+    _listed(text, node.inputs, lambda position, tensor_id: text.append(
+        f"  input {position}: {describe_tensor(trace, tensor_id)}\n"), "inputs")
+    _listed(text, node.outputs, lambda position, tensor_id: text.append(
+        f"  output {position}: {describe_tensor(trace, tensor_id)}\n"), "outputs")
     if node.leaf is not None:
         text.append(f"  accumulates into: {describe_tensor(trace, node.leaf)}\n")
     if not text.plain:
@@ -112,18 +154,30 @@ def _tensors(trace: Trace, node: NodeRecord) -> list[RenderableType]:
 
 def _gradients(session: DebugSession, pass_index: int, step: Step,
                node: NodeRecord) -> list[RenderableType]:
-    if not session.backward_pass(pass_index).values_captured:
-        return [_heading("gradients"), Text("not captured in this pass (structure only)")]
+    backward_pass = session.backward_pass(pass_index)
+    trace = session.trace
+    if not trace.metadata.get("values", True) and not any(step.grads_in):
+        return [_heading("gradients"),
+                Text("  not captured: the trace was recorded with values=False")]
     text = Text()
-    for position, value in enumerate(step.grads_in):
+    if not backward_pass.values_captured:
+        text.append(f"  arrays {missing_values_reason(backward_pass, trace)}; statistics "
+                    "only\n", style="yellow")
+
+    def grad_in(position: int, value) -> None:
         text.append(f"  in  {position}: {describe_value(value)}\n",
                     style="red" if value is not None and value.stats.has_nonfinite else "")
-    for position, value in enumerate(step.grads_out):
+
+    def grad_out(position: int, value) -> None:
         target = ""
         if position < len(node.next) and node.next[position][0] is not None:
-            target = f" → {session.trace.nodes[node.next[position][0]].name}"
+            next_node = trace.nodes.get(node.next[position][0])
+            target = f" → {next_node.name}" if next_node is not None else ""
         text.append(f"  out {position}{target}: {describe_value(value)}\n",
                     style="red" if value is not None and value.stats.has_nonfinite else "")
+
+    _listed(text, step.grads_in, grad_in, "incoming gradients")
+    _listed(text, step.grads_out, grad_out, "outgoing gradients")
     return [_heading("gradients"), text] if text.plain else []
 
 
@@ -131,30 +185,45 @@ def _saved(trace: Trace, node: NodeRecord) -> list[RenderableType]:
     if not node.saved:
         return []
     table = Table("slot", "tensor", "saved at", "now", box=None, padding=(0, 1))
-    for saved in node.saved:
+    for saved in node.saved[:MAX_ITEMS]:
         tensor = trace.tensors.get(saved.tensor)
         current = tensor.version if tensor is not None else saved.version
         style = "bold red" if current != saved.version else ""
         label = tensor.label if tensor is not None else f"t{saved.tensor}"
         table.add_row(saved.slot or "-", label + (" (output)" if saved.is_output else ""),
                       f"version {saved.version}", f"version {current}", style=style)
-    return [_heading("saved tensors"), table]
+    parts: list[RenderableType] = [_heading("saved tensors"), table]
+    if len(node.saved) > MAX_ITEMS:
+        parts.append(Text(_more(MAX_ITEMS, len(node.saved), "saved tensors"), style="grey62"))
+    return parts
 
 
 def _hooks(step: Step) -> list[RenderableType]:
     if not step.hooks:
         return []
     text = Text()
-    for hook in step.hooks:
+
+    def hook_line(_: int, hook) -> None:
         effect = "replaced the gradient" if hook.changed else "left the gradient unchanged"
         text.append(f"  {hook.kind} hook {hook.name}: {effect}\n")
+
+    _listed(text, step.hooks, hook_line, "hooks")
     return [_heading("hooks"), text]
 
 
-def _leaf_grad(trace: Trace, node: NodeRecord, step: Step) -> list[RenderableType]:
+def _leaf_grad(session: DebugSession, pass_index: int, node: NodeRecord,
+               step: Step) -> list[RenderableType]:
+    """``.grad`` as it was right after this step, in this pass (what the program would
+    have printed then); traces recorded before per-pass gradients show the last one."""
+    trace = session.trace
     tensor_id = step.accumulated if step.accumulated is not None else node.leaf
     tensor = trace.tensors.get(tensor_id) if tensor_id is not None else None
     if tensor is None:
         return []
-    return [_heading(f"{tensor.label}.grad after accumulation"),
-            Text(f"  {describe_value(tensor.grad)}")]
+    heading = _heading(f"{tensor.label}.grad after accumulation (pass {pass_index})")
+    if step.grad_after is not None:
+        return [heading, Text(f"  {describe_value(step.grad_after)}")]
+    if session.has_grads_after(pass_index):
+        return [heading, Text("  None (no gradient reached it in this pass)")]
+    return [_heading(f"{tensor.label}.grad after the last pass"),
+            Text(f"  {describe_value(tensor.grad)}  (this trace has no per-pass .grad)")]

@@ -14,29 +14,34 @@ from textual.widgets import DataTable, Label
 
 from tracegrad.tracing.model import Step, Trace, Value
 
-from ..formatting import SUMMARIZED_NOTE, describe_value
+from ..formatting import describe_value, statistics_note
 
 MAX_ROWS = 200
 MAX_COLUMNS = 16
 
 
 def step_values(trace: Trace, step: Step) -> list[tuple[str, Value]]:
-    """Every value the step can show, labelled, in a fixed order."""
+    """Every value the step can show, labelled, in a fixed order (at most MAX_ROWS of each
+    kind: a node with 100,000 inputs lists the first ones)."""
     node = trace.nodes[step.node]
     values: list[tuple[str, Value]] = []
-    for position, value in enumerate(step.grads_in):
+    for position, value in enumerate(step.grads_in[:MAX_ROWS]):
         if value is not None:
             values.append((f"grad in {position}", value))
-    for position, value in enumerate(step.grads_out):
+    for position, value in enumerate(step.grads_out[:MAX_ROWS]):
         if value is not None:
             values.append((f"grad out {position}", value))
-    for saved in node.saved:
+    for saved in node.saved[:MAX_ROWS]:
         tensor = trace.tensors.get(saved.tensor)
         if tensor is not None and tensor.value is not None:
             values.append((f"saved {saved.slot or tensor.label}", tensor.value))
     leaf = trace.tensors.get(node.leaf) if node.leaf is not None else None
-    if leaf is not None and leaf.grad is not None:
-        values.append((f"{leaf.label}.grad", leaf.grad))
+    if leaf is not None:
+        # .grad right after this step (per pass); traces without it have the last one.
+        if step.grad_after is not None:
+            values.append((f"{leaf.label}.grad", step.grad_after))
+        elif leaf.grad is not None:
+            values.append((f"{leaf.label}.grad (after the last pass)", leaf.grad))
     return values
 
 
@@ -56,7 +61,7 @@ class ValuesTable(Vertical):
             return
         title.update(f"values: {label} {choice} — {describe_value(value)}")
         if value.summarized:
-            grid.add_column(SUMMARIZED_NOTE)
+            grid.add_column(statistics_note(value))
             return
         array = np.asarray(value.array)
         matrix = array.reshape(1, 1) if array.ndim == 0 else array.reshape(-1, array.shape[-1])

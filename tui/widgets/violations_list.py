@@ -2,7 +2,8 @@
 
 Each entry names the kind, the message and both sites (the in-place op's line and the
 forward line that saved the tensor, or where a NaN first appeared), so the list alone
-already says what to fix. The exception that ended the program, if any, comes first.
+already says what to fix. The exception that ended the program, if any, comes first. The
+list holds at most ``MAX_ENTRIES`` (a loop can report one finding per distinct line).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from textual.widgets.option_list import Option
 
 from ..formatting import describe_violation
 from ..session import DebugSession
+
+MAX_ENTRIES = 500
 
 
 class ViolationsList(OptionList):
@@ -36,22 +39,20 @@ class ViolationsList(OptionList):
             where = f" at {exception.site}" if exception.site else ""
             options.append(Option(Text(f"✗ the program raised {exception.type}{where}",
                                        style="bold red"), id="exception"))
-            self.locations.append(self._failed_step())
-        for number, violation in enumerate(session.trace.violations):
+            self.locations.append(session.failed_step())
+        violations = session.trace.violations
+        for number, violation in enumerate(violations[:MAX_ENTRIES]):
             options.append(Option(describe_violation(violation, session.trace, full=False),
                                   id=f"violation-{number}"))
             self.locations.append(session.violation_location(violation))
+        if len(violations) > MAX_ENTRIES:
+            options.append(Option(f"... {len(violations) - MAX_ENTRIES:,} more (tracegrad "
+                                  "check lists them all)", disabled=True))
+            self.locations.append(None)
         if not options:
             options.append(Option("no violations or anomalies recorded", disabled=True))
             self.locations.append(None)
         super().__init__(*options, **kwargs)
-
-    def _failed_step(self) -> tuple[int, int] | None:
-        for backward_pass in self.session.trace.passes:
-            for step in backward_pass.steps:
-                if step.error:
-                    return backward_pass.index, step.index
-        return None
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
