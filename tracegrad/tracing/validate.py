@@ -145,6 +145,20 @@ class Count(Rule):
                       lambda item: f"{item} is out of range (0 to 2**63 - 1)")
 
 
+class CountMap(Rule):
+    """A dict whose values are counts (ops by name -> how many)."""
+
+    def check(self, records, get, context):
+        values = set(chain.from_iterable(map(dict.values, map(get, records))))
+        if not values or _in_range(values):
+            return None
+        for record in records:
+            for key, item in get(record).items():
+                if not 0 <= item <= _INT64_MAX:
+                    return record, f".{key}", f"{item} is out of range (0 to 2**63 - 1)"
+        return None
+
+
 class Shape(Rule):
     """A shape: at most ``max_dims`` sizes, each >= 0, at most ``max_elements`` in all."""
 
@@ -231,6 +245,12 @@ def _keep_passes_problem(value, context: _Context) -> str | None:
     return f"{value!r} is not null or two counts"
 
 
+def _count_map_problem(value, context: _Context) -> str | None:
+    if type(value) is dict and all(map(_is_count, value.values())):
+        return None
+    return f"{value!r} is not an object of counts"
+
+
 def _type_problem(expected: type) -> Callable:
     def problem(value, context: _Context) -> str | None:
         if type(value) is expected:
@@ -246,6 +266,10 @@ _METADATA_KEYS: dict[str, Callable] = {
     "roots": _tensor_ids_problem,
     "summarized_values": _count_problem,
     "budget_bytes": _count_problem,
+    "structure_budget_bytes": _count_problem,
+    "summarized_passes": _count_problem,
+    "unrecorded_ops": _count_map_problem,
+    "structure_over_budget": _type_problem(bool),
     "keep_passes": _keep_passes_problem,
     "values": _type_problem(bool),
     "timings": _type_problem(bool),
@@ -321,6 +345,11 @@ RULES: dict[type, dict[str, Rule | None]] = {
         "values_captured": FREE,
         "steps": Records(model.Step),
         "error": FREE,
+        "origin": FREE,  # consumers compare with "user"
+        "label": FREE,
+        "summarized": FREE,
+        "summarized_steps": COUNT,
+        "op_counts": CountMap(),
     },
     model.Step: {
         "index": FREE,  # its position in its pass: _numbered
@@ -331,6 +360,7 @@ RULES: dict[type, dict[str, Rule | None]] = {
         "accumulated": TENSOR,
         "duration_ns": COUNT,
         "error": FREE,
+        "grad_after": VALUE,
     },
     model.HookRecord: {
         "kind": FREE,
@@ -367,6 +397,7 @@ RULES: dict[type, dict[str, Rule | None]] = {
         "dtype": OneOf(DTYPE_NAMES, "a dtype name torch has"),
         "stats": Records(model.Stats),
         "array": FREE,  # the codec checks it has the value's shape and dtype
+        "dropped": FREE,  # consumers look reasons up with a default
     },
     model.Stats: {
         "min": FREE,
