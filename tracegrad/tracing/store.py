@@ -5,12 +5,17 @@
 "values": [...], "trace": {...}}`` (see codec.py for the last three); array number i is the
 raw bytes of ``arrays.bin`` at its offset (C order, 16-byte aligned). One member for all
 arrays instead of one ``.npy`` each: a 50,000-node trace holds 100,000 arrays, and a zip
-member costs more than a small array. Schema-1 files (``arrays/NNNNNN.npy``) still load.
+member costs more than a small array. trace.json is deflated; arrays.bin only when that
+pays (see ``_worth_compressing``). Schema-1 files (``arrays/NNNNNN.npy``) still load.
 
 Files are written deterministically (fixed timestamps, fixed order), so the same program
-saved with ``timings=False`` gives a byte-identical file. Anything wrong with a file -- not
-a zip, truncated, a flipped bit, a missing member, data of the wrong type, a newer schema --
-raises ``TraceFileError`` naming the file and the problem.
+saved with ``timings=False`` gives a byte-identical file. A file is read as hostile input
+(reading.py: sizes within ``TraceLimits``, each member once, exact array offsets) and what
+it decodes to is validated (validate.py: references, ranges, shapes, cycles) before the
+caller sees it. Anything wrong -- not a zip, truncated, a flipped bit, a missing or repeated
+member, data of the wrong type or out of range, a dangling reference, a size over a limit,
+a newer schema -- raises ``TraceFileError`` naming the file, the problem and, where it has
+one, the place in the file (``error.where``).
 
 >>> import os, tempfile
 >>> from tracegrad.tracing.model import Trace
