@@ -481,3 +481,21 @@ def test_arrays_are_deflated_only_when_it_pays(tmp_path):
             assert archive.getinfo("arrays.bin").compress_type == method
             assert archive.getinfo("trace.json").compress_type == zipfile.ZIP_DEFLATED
         assert tg.load_trace(path) == trace
+
+
+def test_commands_say_what_is_wrong_with_a_damaged_file(tmp_path):
+    """tui --dump and render: one line naming the file and the place, no traceback."""
+    path = tmp_path / "run.tgtrace"
+    _program_trace().save(path)
+    damaged = tmp_path / "damaged.tgtrace"
+
+    def dangling_step(document, _):
+        document["trace"]["passes"][0]["steps"][1]["node"] = 991
+
+    _rewrite(path, damaged, dangling_step)
+    for argv in (["tui", "--dump", str(damaged)],
+                 ["render", "--format", "dot", "-o", str(tmp_path / "g.dot"), str(damaged)]):
+        status, out, errors = _run_cli(argv)
+        assert status in (1, 2) and not out
+        assert "trace.passes[0].steps[1].node: 991 is not a node id" in errors
+        assert "Traceback" not in errors and len(errors.strip().splitlines()) == 1
