@@ -16,6 +16,7 @@ as in torch)::
 from __future__ import annotations
 
 from .graph import from_tensor
+from .limits import TraceLimits
 from .model import Trace
 from .names import name
 from .recorder import Recorder, record
@@ -33,5 +34,5 @@ def run_script(path: str, argv: list[str] | None = None, **trace_options) -> Tra
     return _run_script(path, argv, **trace_options)
 
 
-__all__ = ["Recorder", "Trace", "from_tensor", "load_trace", "name",
-           "record", "run_script", "save_trace"]
+__all__ = ["Recorder", "Trace", "TraceLimits", "from_tensor", "load_trace", "name", "record",
+           "run_script", "save_trace"]
