@@ -70,7 +70,7 @@ def bench_dot(label: str, trace: Trace) -> None:
             return plan_graph(trace)
 
     _, plan_median, plan = best_of(3, plan_only)
-    _, median, graph = best_of(5, lambda: tg.to_dot(trace).source)
+    _, median, graph = best_of(5, lambda: tg.to_dot(trace, max_nodes=None).source)
     nodes = len(trace.nodes)
     print(f"DOT for {label}, {nodes:,} nodes ({plan.size:,} boxes, {len(plan.arrows):,} "
           f"edges, {len(graph) / 1e6:.1f} MB): median {median:.2f} s (plan alone "

@@ -8,9 +8,12 @@
 (c) the trace's memory after backward, per node, structure only (tracemalloc: what the
     Trace object holds once the program's own graph is gone): target <= 1.5 KB;
 (d) save and load of a trace of a 50,000-op chain (recorded with ``tracegrad.record()``,
-    one backward), per node: targets <= 10 µs each.
+    one backward), per node: targets <= 10 µs each; and what the loader's checks add;
+(e) save and load of training-loop traces (the two-layer net on small tensors, 500 and 2,000
+    passes), values kept for the first and last two passes and for every pass.
 
     .venv/bin/python bench/bench_trace.py [--steps 500] [--repeat 5] [--chain 50000]
+                                          [--loop 500 2000] [--files-only]
 
 How: CPU time (``process_time``), one BLAS thread, configurations interleaved round by
 round, medians (bench/_harness.py). Also printed: the two-layer net in a process that never
@@ -25,6 +28,7 @@ import os
 import statistics
 import sys
 import tempfile
+import time
 import tracemalloc
 
 from _harness import cpu_seconds, interleaved, one_blas_thread, versus
@@ -130,7 +134,7 @@ def chain_trace(length: int, values: bool):
 
 
 def bench_file(length: int, repeat: int) -> None:
-    from tracegrad.tracing import load_trace
+    from tracegrad.tracing import load_trace, store
 
     print(f"(d) trace file, a chain of {length:,} ops and one backward, median of {repeat}:")
     for values in (False, True):
@@ -147,6 +151,63 @@ def bench_file(length: int, repeat: int) -> None:
               f"load {times['load']:.3f} s")
         print(versus(f"save per node ({label})", save_us, TARGETS["save_us"], unit=" µs"))
         print(versus(f"load per node ({label})", load_us, TARGETS["load_us"], unit=" µs"))
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "chain.tgtrace")
+            trace.save(path)
+            load, unchecked = _load_with_and_without_checks(store, load_trace, path, repeat)
+        print(f"    of a load, the loader's checks (validate.py): {max(load - unchecked, 0):.3f} s"
+              f" ({100 * max(load / unchecked - 1, 0):.0f}%, best of {repeat})")
+
+
+def _load_with_and_without_checks(store, load_trace, path, repeat) -> tuple[float, float]:
+    """Best load time with the loader's consistency checks and without (interleaved, so
+    both see the same machine load)."""
+    validate = store.validate_trace
+    checked, unchecked = [], []
+    try:
+        for _ in range(repeat):
+            store.validate_trace = validate
+            checked.append(_timed(load_trace, path))
+            store.validate_trace = lambda trace, limits=None: None
+            unchecked.append(_timed(load_trace, path))
+    finally:
+        store.validate_trace = validate
+    return min(checked), min(unchecked)
+
+
+def loop_trace(passes: int, keep_passes):
+    """The two-layer net's training loop on small tensors (64x100 -> 50 -> 10), recorded."""
+    tracegrad.manual_seed(0)
+    data = (tracegrad.randn(64, 100), tracegrad.randn(64, 10),
+            tracegrad.randn(100, 50, requires_grad=True),
+            tracegrad.randn(50, 10, requires_grad=True))
+    with tracegrad.record(keep_passes=keep_passes) as trace:
+        two_layer_net.train(steps=passes, data=data)
+    return trace
+
+
+def bench_loop(passes_list: list[int], repeat: int) -> None:
+    from tracegrad.tracing import load_trace
+
+    print(f"(e) trace file, training loops, best of {repeat}:")
+    for keep_passes, label in (((2, 2), "values 2+2 passes"), (None, "values every pass")):
+        for passes in passes_list:
+            trace = loop_trace(passes, keep_passes)
+            with tempfile.TemporaryDirectory() as folder:
+                path = os.path.join(folder, "loop.tgtrace")
+                save = min(_timed(trace.save, path) for _ in range(repeat))
+                load = min(_timed(load_trace, path) for _ in range(repeat))
+                size_mb = os.path.getsize(path) / 1e6
+            per_pass = 1e3 / passes
+            print(f"  {label:<18} {passes:>5,} passes, {len(trace.nodes):,} nodes, "
+                  f"{size_mb:6.1f} MB   save {save:6.3f} s ({save * per_pass:.2f} ms/pass)"
+                  f"   load {load:6.3f} s ({load * per_pass:.2f} ms/pass)")
+
+
+def _timed(function, *args) -> float:
+    started = time.process_time()
+    function(*args)
+    return time.process_time() - started
 
 
 def main() -> None:
@@ -155,13 +216,25 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--chain", type=int, default=50_000,
                         help="ops in the chain for the file bench (0: skip it)")
+    parser.add_argument("--loop", type=int, nargs="*", default=[500, 2000],
+                        help="passes of the training-loop file bench (none: skip it)")
+    parser.add_argument("--files-only", action="store_true",
+                        help="only the trace-file benches (not the tracer's overhead)")
     args = parser.parse_args()
     print("one BLAS thread, CPU time")
+    if args.files_only:
+        if args.chain:
+            bench_file(args.chain, min(args.repeat, 3))
+        if args.loop:
+            bench_loop(args.loop, min(args.repeat, 3))
+        return
     bench_two_layer(args.steps, args.repeat)
     bench_chain(args.repeat * 2)
     bench_memory()
     if args.chain:
         bench_file(args.chain, min(args.repeat, 3))
+    if args.loop:
+        bench_loop(args.loop, min(args.repeat, 3))
 
 
 if __name__ == "__main__":

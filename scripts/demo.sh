@@ -20,8 +20,8 @@ allow_1() { "$@" || { rc=$?; [ "$rc" -eq 1 ] || exit "$rc"; }; }
 step "tracegrad check $example   (every violation, with both source lines)"
 allow_1 .venv/bin/tracegrad check "$example"
 
-step "tracegrad render $example -o out/inplace_bug.svg"
-allow_1 .venv/bin/tracegrad render "$example" -o out/inplace_bug.svg
+step "tracegrad render -o out/inplace_bug.svg $example"
+allow_1 .venv/bin/tracegrad render -o out/inplace_bug.svg "$example"
 echo "open out/inplace_bug.svg in a browser: the red boxes are the violation, with both lines"
 
 step "tracegrad tui $example   (step through backward; q quits)"

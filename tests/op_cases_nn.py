@@ -8,23 +8,10 @@ tracegrad or torch on the same float64 inputs.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
-
 import numpy as np
+from op_case import Case
 
 from tracegrad.ops import activation, recurrent, resample
-
-
-@dataclass(frozen=True)
-class Case:
-    shapes: tuple
-    call: Callable
-    positive: tuple = ()
-    in_torch: bool = True
-    gradcheck: dict = field(default_factory=dict)
-    no_derivative: bool = False  # the fields test_ops_gradients.Case has: read for every case
-    random_draw: bool = False
 
 
 def _F(lib):

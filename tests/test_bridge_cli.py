@@ -91,13 +91,13 @@ def test_check_names_the_inplace_line_and_both_saving_lines(tmp_path):
     assert result.returncode == 1, result.stderr
     lines = result.stdout.splitlines()
     headers = [line for line in lines if "[inplace_saved]" in line]
-    assert len(headers) == 2 and all(":11: in-place change" in line for line in headers)
+    assert len(headers) == 1 and ":11: in-place change" in headers[0]  # one finding, both savers
     assert "saved by     ReluBackward0 at" in result.stdout and ":8   h = x.mm(w1).relu()" \
         in result.stdout
     assert "saved by     MmBackward0 at" in result.stdout and ":9   prediction = h.mm(w2)" \
         in result.stdout
-    assert "the script raised RuntimeError" in result.stderr  # torch's own error, still
-    assert "2 violations in" in result.stderr
+    assert "raised RuntimeError at" in result.stderr  # torch's own error, still
+    assert "1 finding in" in result.stderr
 
 
 def test_check_of_a_clean_torch_training_loop(tmp_path, tracegrad_cli):
@@ -108,7 +108,7 @@ def test_check_of_a_clean_torch_training_loop(tmp_path, tracegrad_cli):
 
 def test_run_saves_a_torch_trace_that_loads(tmp_path, tracegrad_cli):
     output = tmp_path / "mlp.tgtrace"
-    result = tracegrad_cli("run", _script(tmp_path, "mlp.py", MLP), "-o", str(output))
+    result = tracegrad_cli("run", "-o", str(output), _script(tmp_path, "mlp.py", MLP))
     assert result.returncode == 0, result.stderr
     trace = tg.load_trace(output)
     assert trace.metadata["engine"] == "torch" and len(trace.passes) == 3
@@ -119,8 +119,8 @@ def test_run_saves_a_torch_trace_that_loads(tmp_path, tracegrad_cli):
 
 def test_render_draws_the_torch_graph_with_parameter_names(tmp_path, tracegrad_cli):
     output = tmp_path / "mlp.dot"
-    result = tracegrad_cli("render", _script(tmp_path, "mlp.py", MLP), "-o", str(output),
-                        "--format", "dot")
+    result = tracegrad_cli("render", "-o", str(output), "--format", "dot",
+                           _script(tmp_path, "mlp.py", MLP))
     assert result.returncode == 0, result.stderr
     source = output.read_text()
     for expected in ("AddmmBackward0", "NllLossBackward0", "0.weight", "2.bias",
@@ -131,7 +131,7 @@ def test_render_draws_the_torch_graph_with_parameter_names(tmp_path, tracegrad_c
 @pytest.mark.graphviz
 def test_render_writes_an_svg(tmp_path, tracegrad_cli):
     output = tmp_path / "bug.svg"
-    result = tracegrad_cli("render", _script(tmp_path, "bug.py", INPLACE_BUG), "-o", str(output))
+    result = tracegrad_cli("render", "-o", str(output), _script(tmp_path, "bug.py", INPLACE_BUG))
     assert result.returncode == 1  # the script raised; the picture shows what was recorded
     assert output.read_text().lstrip().startswith(("<?xml", "<svg"))
     assert "ReluBackward0" in output.read_text()
@@ -156,5 +156,6 @@ def test_a_script_without_a_graph_says_so_and_fails(tmp_path, tracegrad_cli, com
     extra += ("-o", str(tmp_path / "out.tgtrace")) if command[0] == "run" else ()
     result = tracegrad_cli(*command[:1], *extra, *command[1:], script)
     assert result.returncode != 0
-    assert f"tracegrad {command[0]}: {NOTHING}" in result.stderr.splitlines()
+    assert any(line.startswith(f"tracegrad {command[0]}: {NOTHING} (")
+               for line in result.stderr.splitlines()), result.stderr
     assert "no violations" not in result.stderr

@@ -77,14 +77,14 @@ def test_stack_dataset_tuples_and_dicts():
 
 
 def test_random_split_by_counts_and_fractions():
-    parts = random_split(range(10), [3, 7], generator=np.random.default_rng(0))
+    parts = random_split(range(10), [3, 7], generator=tg.Generator().manual_seed(0))
     assert [len(p) for p in parts] == [3, 7]
     assert sorted(list(parts[0]) + list(parts[1])) == list(range(10))
     assert [len(p) for p in random_split(range(11), [0.5, 0.25, 0.25])] == [6, 3, 2]
     with pytest.raises(ValueError, match="Sum of input lengths does not equal"):
         random_split(range(10), [3, 3])
-    first = [list(p) for p in random_split(range(8), [4, 4], np.random.default_rng(5))]
-    again = [list(p) for p in random_split(range(8), [4, 4], np.random.default_rng(5))]
+    first = [list(p) for p in random_split(range(8), [4, 4], tg.Generator().manual_seed(5))]
+    again = [list(p) for p in random_split(range(8), [4, 4], tg.Generator().manual_seed(5))]
     assert first == again
 
 
@@ -163,8 +163,8 @@ def test_shuffle_covers_every_sample_reproducibly_and_differs_between_epochs():
     assert sorted(first) == sorted(second) == list(range(20)) and first != second
     tg.manual_seed(3)
     assert [int(v) for (batch,) in loader for v in batch] == first
-    seeded = DataLoader(data, batch_size=6, shuffle=True, generator=np.random.default_rng(1))
-    again = DataLoader(data, batch_size=6, shuffle=True, generator=np.random.default_rng(1))
+    seeded = DataLoader(data, batch_size=6, shuffle=True, generator=tg.Generator().manual_seed(1))
+    again = DataLoader(data, batch_size=6, shuffle=True, generator=tg.Generator().manual_seed(1))
     assert [b[0].tolist() for b in seeded] == [b[0].tolist() for b in again]
 
 

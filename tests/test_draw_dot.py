@@ -329,7 +329,7 @@ def test_a_100000_node_chain_exports_without_recursion():
     sys.setrecursionlimit(200)  # anything recursive would die at once
     try:
         started = time.perf_counter()
-        source = tg.to_dot(trace).source
+        source = tg.to_dot(trace, max_nodes=None).source
         seconds = time.perf_counter() - started
     finally:
         sys.setrecursionlimit(limit)
@@ -376,10 +376,12 @@ def test_real_module_tree_gives_clusters_and_collapses_to_one_box_each():
     assert source.count("subgraph cluster_") == 3
     first = source[source.index("subgraph cluster_0"):]
     first = first[:first.index("}")]
-    assert "label=0 " in first and "AddmmBackward0" in first and "0.weight" in first
+    # clusters say which module class they are
+    assert 'label="0: Linear"' in first and "AddmmBackward0" in first and "0.weight" in first
+    assert 'label="2: Linear"' in source
     collapsed = tg.to_dot(trace, collapse_modules=True).source
     assert not re.search(r"^\tn\d+ \[label=\"?AddmmBackward0", collapsed, re.MULTILINE)
-    assert 'label="1\\n1 node' in collapsed
+    assert 'label="1: ReLU\\n1 node' in collapsed
     links = edges(collapsed)
     assert len(links) == len({link.split(" [")[0] + ("dir" in link) * "~"
                                  for link in links})  # no duplicate module-to-module edges
@@ -396,5 +398,18 @@ def test_a_training_loop_draws_the_selected_iteration_only():
     second = tg.to_dot(trace, pass_index=1).source
     assert re.search(r'^\tn(\d+) \[label="?MulBackward0', second, re.MULTILINE).group(1) != \
         re.search(r'^\tn(\d+) \[label="?MulBackward0', first, re.MULTILINE).group(1)
-    everything = tg.to_dot(trace, pass_index=None).source
+    everything = tg.to_dot(trace, pass_index="all").source
     assert len(re.findall(r'\[label="?MulBackward0', everything)) == 3
+
+
+def test_the_default_picture_is_the_program_s_first_pass_not_a_gradcheck_probe():
+    w = tg.randn(3, requires_grad=True)
+    with tg.record() as trace:
+        for _ in range(3):
+            (w * 2).sum().backward()
+    for probe in trace.passes[:2]:
+        probe.origin = "gradcheck"  # as the recorder marks gradcheck's probes
+    source = tg.to_dot(trace).source
+    assert 'label="backward pass 2 of 3: backward(' in source
+    probe_picture = tg.to_dot(trace, pass_index=0).source
+    assert "backward pass 0 of 3 (gradcheck probe)" in probe_picture

@@ -88,6 +88,10 @@ def test_large_graph_collapses_modules_and_says_so(tmp_path):
     assert sorted(nodes) == ["m0", "m1", "m2", "m3", "m4", "m5", "t0", "t60"]
 
 
-def test_graph_too_large_even_collapsed_says_what_to_do(tmp_path):
-    with pytest.raises(tg.errors.GraphTooLargeError, match="format='dot'"):
-        tg.render(chain_trace(60), tmp_path / "big.svg", max_nodes=50)
+def test_graph_too_large_without_modules_is_folded_not_refused(tmp_path):
+    with pytest.warns(tg.draw.GraphCollapsedWarning, match="repeated structure folded"):
+        path = tg.render(chain_trace(60), tmp_path / "big.svg", max_nodes=50)
+    nodes = svg_nodes(path)
+    assert len(nodes) == 2  # the chain (with its leaf) as one box, and the output
+    (chain,) = [node for node in nodes.values() if node["label"][0] != "t60"]
+    assert chain["label"][:2] == ["ExpBackward0 ×60", "leaves: x"]

@@ -9,11 +9,10 @@ installed, ``lib = torch`` on the same float64 data.
 from __future__ import annotations
 
 import zlib
-from collections.abc import Callable
-from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
+from op_case import Case
 from op_cases_nn import NN_CASES
 
 import tracegrad as tg
@@ -21,20 +20,6 @@ from tracegrad import ops
 from tracegrad.ops import indexing, linalg
 from tracegrad.ops import shape as shape_ops
 from tracegrad.ops.conversion import ToDevice
-
-
-@dataclass(frozen=True)
-class Case:
-    shapes: tuple  # one shape per float64 input that requires grad
-    call: Callable  # call(lib, *inputs) -> tensor or tuple of tensors
-    positive: tuple = ()  # indices of inputs drawn from [0.5, 2) (log, sqrt, pow bases)
-    in_torch: bool = True  # False for internal ops torch has no public form of
-    gradcheck: dict = field(default_factory=dict)  # extra gradcheck keywords
-    # torch defines no derivative: backward must raise (in torch and here) instead
-    no_derivative: bool = False
-    # a random draw torch differentiates as zero: the values differ from torch's stream, so
-    # only shapes, node names and the (zero) gradients are compared
-    random_draw: bool = False
 
 
 def _rows(lib):

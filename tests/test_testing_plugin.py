@@ -1,7 +1,8 @@
 """The pytest plugin, exercised in fresh temporary projects with pytester.
 
-Each run is a subprocess (``runpytest_subprocess``): the plugin is loaded there the way a
-user gets it, through the ``pytest11`` entry point of the installed package.
+Runs are in-process (``runpytest_inprocess``: a subprocess per run cost the suite about
+100 s); the one test that proves the ``pytest11`` entry point loads the plugin the way a
+user gets it runs pytest in a subprocess.
 """
 
 from __future__ import annotations
@@ -41,14 +42,22 @@ class MemoryEfficientSwish(torch.nn.Module):
 
 
 @pytest.fixture
-def project(pytester: pytest.Pytester) -> pytest.Pytester:
+def project(pytester: pytest.Pytester, monkeypatch) -> pytest.Pytester:
     """A temporary project holding the tutorial's MemoryEfficientSwish as swish.py."""
+    monkeypatch.delenv("CI", raising=False)  # snapshot policy depends on it
     pytester.makepyfile(swish=SWISH)
     return pytester
 
 
+# Plugins the inner sessions do without: textual-snapshot keeps session state in module
+# globals that an inner session would tear down under the outer one, and hypothesis's
+# terminal summary re-imports hypothesis (seconds) in every inner session.
+OTHER_PLUGINS = ("-p", "no:textual-snapshot", "-p", "no:hypothesispytest", "-p", "no:syrupy",
+                 "-p", "no:xdist", "-p", "no:xdist.looponfail", "-p", "no:cacheprovider")
+
+
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rs", *args)
+    return pytester.runpytest_inprocess(*OTHER_PLUGINS, "-rs", *args)
 
 
 def test_assert_graph_passes_and_fails_with_a_diff(project):
@@ -260,10 +269,8 @@ def test_graphviz_marker_runs_when_dot_exists(project):
 
 def test_disabled_with_p_no_tracegrad(project):
     project.makepyfile(test_off='''
-        import sys
-
-        def test_plugin_not_loaded():
-            assert "tracegrad.testing.plugin" not in sys.modules
+        def test_plugin_not_loaded(request):
+            assert not request.config.pluginmanager.has_plugin("tracegrad")
 
         def test_fixture_missing(graph_snapshot):
             pass
@@ -286,3 +293,128 @@ def test_plugin_module_imports_nothing_heavy():
     output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             check=True, env={**os.environ}).stdout.strip()
     assert output == "[]"
+
+
+def test_the_entry_point_loads_the_plugin_in_a_fresh_pytest(project):
+    project.makepyfile(test_entry='''
+        import tracegrad as torch
+
+        def test_fixture_from_the_entry_point(request, graph_snapshot):
+            assert request.config.pluginmanager.has_plugin("tracegrad")
+            graph_snapshot(torch.ones(2, requires_grad=True).exp().sum())
+    ''')
+    result = project.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["tracegrad: stored new 1 graph snapshot(s):"])
+
+
+def test_a_failure_shows_the_diff_without_tracegrad_s_frames(project):
+    project.makepyfile(test_hide='''
+        import tracegrad as torch
+        from tracegrad.testing import assert_graph, assert_op_counts
+
+        def test_graph():
+            x = torch.ones(2, requires_grad=True)
+            assert_graph(x.exp().sum(), "SumBackward0")
+
+        def test_counts():
+            x = torch.ones(2, requires_grad=True)
+            assert_op_counts(x.exp().sum(), {"MulBackward0": 1})
+
+        def test_snapshot(graph_snapshot):
+            x = torch.ones(2, requires_grad=True)
+            graph_snapshot(x.exp().sum())
+    ''')
+    run(project).assert_outcomes(passed=1, failed=2)  # the snapshot is written
+    (project.path / "__graph_snapshots__" / "test_hide" / "test_snapshot.txt").write_text(
+        "SumBackward0\n")
+    result = run(project)
+    result.assert_outcomes(failed=3)
+    result.stdout.fnmatch_lines(["*+  ExpBackward0*"])
+    result.stdout.no_fnmatch_line("*tracegrad/testing/assertions.py*")
+    result.stdout.no_fnmatch_line("*tracegrad/testing/plugin.py*")
+    result.stdout.no_fnmatch_line("*raise AssertionError(*")
+    result.stdout.fnmatch_lines(['*assert_graph(x.exp().sum(), "SumBackward0")*'])
+
+
+@pytest.mark.parametrize("how", ["CI", "option"])
+def test_a_missing_snapshot_fails_in_ci_and_is_written_only_on_update(project, monkeypatch,
+                                                                       how):
+    project.makepyfile(test_new='''
+        import tracegrad as torch
+
+        def test_new_graph(graph_snapshot):
+            graph_snapshot(torch.ones(2, requires_grad=True).exp().sum())
+    ''')
+    snapshot = project.path / "__graph_snapshots__" / "test_new" / "test_new_graph.txt"
+    args = []
+    if how == "CI":
+        monkeypatch.setenv("CI", "true")
+    else:
+        args = ["--tracegrad-snapshot-missing=fail"]
+    result = run(project, *args)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "*no graph snapshot __graph_snapshots__/test_new/test_new_graph.txt to compare with*",
+        "*run pytest with --tracegrad-update to store it*"])
+    assert not snapshot.exists()
+    run(project, *args, "--tracegrad-update").assert_outcomes(passed=1)
+    assert snapshot.read_text().startswith("SumBackward0\n")
+    run(project, *args).assert_outcomes(passed=1)
+
+
+def test_update_removes_snapshots_no_test_used_and_a_plain_run_reports_them(project):
+    project.makepyfile(test_unused='''
+        import pytest
+        import tracegrad as torch
+
+        def test_kept(graph_snapshot):
+            graph_snapshot(torch.ones(2, requires_grad=True).exp().sum())
+
+        def test_fails_before_its_snapshot(graph_snapshot):
+            assert False, "never reaches the snapshot"
+            graph_snapshot(torch.ones(2, requires_grad=True).sin().sum())
+    ''')
+    folder = project.path / "__graph_snapshots__" / "test_unused"
+    folder.mkdir(parents=True)
+    for name in ("test_removed_test.txt", "test_kept.2.txt",
+                 "test_fails_before_its_snapshot.txt"):
+        (folder / name).write_text("SumBackward0\n")
+    plain = run(project)
+    plain.assert_outcomes(passed=1, failed=1)
+    plain.stdout.fnmatch_lines(["tracegrad: found unused 2 graph snapshot(s):",
+                                "*test_unused/test_kept.2.txt",
+                                "*test_unused/test_removed_test.txt",
+                                "*--tracegrad-update to remove them*"])
+    assert len(list(folder.iterdir())) == 4  # reported, not removed
+    updated = run(project, "--tracegrad-update")
+    updated.stdout.fnmatch_lines(["tracegrad: removed unused 2 graph snapshot(s):"])
+    assert sorted(path.name for path in folder.iterdir()) == [
+        "test_fails_before_its_snapshot.txt", "test_kept.txt"]  # a failed test keeps its own
+    # Run with -k: the other tests' snapshots are not judged.
+    (folder / "test_removed_test.txt").write_text("SumBackward0\n")
+    run(project, "--tracegrad-update", "-k", "kept").assert_outcomes(passed=1)
+    assert (folder / "test_removed_test.txt").exists()
+
+
+def test_a_finding_names_the_tensor_as_tracegrad_check_does(project):
+    project.makepyfile(test_names='''
+        import tracegrad as torch
+        from tracegrad.testing import assert_no_violations
+
+        def test_inplace(tracegrad_trace):
+            x = torch.randn(8, 4)
+            w1 = torch.randn(4, 16, requires_grad=True)
+            w2 = torch.randn(16, 2, requires_grad=True)
+            h = x.mm(w1).relu()
+            loss = h.mm(w2).pow(2).mean()
+            h += 0.1
+            assert_no_violations(tracegrad_trace)
+    ''')
+    result = run(project)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "*expected no violations, found 1 finding:*",
+        ("*'h' float32 [[]8, 16[]] was modified in place by 'add_' after ReluBackward0 and "
+         "MmBackward0 saved it for backward*")])
+    result.stdout.no_fnmatch_line("*t[0-9] float32*")

@@ -3,8 +3,13 @@ TraceFileError for damaged files."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import io
 import json
+import os
 import random
+import warnings
 import zipfile
 
 import numpy as np
@@ -12,7 +17,10 @@ import pytest
 
 import tracegrad as tg
 from tracegrad.errors import TraceFileError
+from tracegrad.testing.graph_text import graph_text
+from tracegrad.tracing.limits import TraceLimits
 from tracegrad.tracing.model import SCHEMA_VERSION, Trace
+from tracegrad.tracing.validate import validate_trace
 
 
 def _program_trace(values: bool = True) -> Trace:
@@ -252,3 +260,242 @@ def test_summary_text():
     assert text.splitlines()[0].startswith("trace: ")
     assert "MmBackward0" in text and "backward passes: 1 (" in text
     assert "[inplace_saved]" in text and "[inf]" in text
+
+
+# -- semantic fuzzing: damaged files either load consistent or raise TraceFileError ------
+# FUZZ_CASES files in the default run; TRACEGRAD_FUZZ_CASES=5000 for a longer manual run
+# (which also drives the TUI for every file that loads, not only the first few).
+FUZZ_CASES = int(os.environ.get("TRACEGRAD_FUZZ_CASES", "300"))
+PILOT_FILES = None if "TRACEGRAD_FUZZ_CASES" in os.environ else 4
+FUZZ_LIMITS = TraceLimits(max_json_bytes=4 << 20, max_array_bytes=4 << 20)
+
+
+def _rich_trace() -> Trace:
+    """Two passes, a view, a retained gradient, an in-place violation, an Inf."""
+    tg.manual_seed(0)
+    x = tg.randn(4, 3)
+    w = tg.randn(3, 2, requires_grad=True)
+    with tg.record(keep_passes=None) as tr:
+        h = x.mm(w).relu()
+        h.retain_grad()
+        top = h[1:]  # a view: its record has a base
+        loss = (top.log().sum() + h.sum()) * 0.5
+        loss.backward(retain_graph=True)
+        loss.backward()
+        z = h * h
+        h.add_(1)
+        del z
+    return tr
+
+
+def _paths(item, path=(), found=None) -> list[tuple]:
+    """The path (keys from the top) of every value in a JSON document, depth first."""
+    found = [] if found is None else found
+    keys = item.keys() if isinstance(item, dict) else range(len(item)) \
+        if isinstance(item, list) else ()
+    for key in keys:
+        found.append((*path, key))
+        _paths(item[key], (*path, key), found)
+    return found
+
+
+def _slot(document, path: tuple):
+    """(container, key) at ``path``, or None when an earlier change moved it away."""
+    container = document
+    try:
+        for key in path[:-1]:
+            container = container[key]
+        container[path[-1]]
+    except (KeyError, IndexError, TypeError):
+        return None
+    return container, path[-1]
+
+
+_REPLACEMENTS = (
+    lambda rng: rng.randint(-2, 12), lambda rng: rng.randint(-2, 12),
+    lambda rng: rng.randint(-2, 12),  # mostly small ints: references that may exist
+    lambda rng: rng.choice([-1, -(2 ** 63), 2 ** 31, 2 ** 63, 2 ** 64, 10 ** 30]),
+    lambda rng: None, lambda rng: rng.choice(["", "x", "float31", "[b]oops[/]", "\x00"]),
+    lambda rng: rng.choice([0.5, 1e308, -0.0]), lambda rng: rng.choice([[], [0, 0], [[0, 0]]]),
+    lambda rng: {}, lambda rng: rng.choice([True, False]),
+    lambda rng: [1 << 20] * rng.randint(2, 70),  # a huge shape, or one with many dims
+)
+
+
+def _mutate_document(document: dict, paths: list[tuple], rng: random.Random) -> None:
+    """One to three random changes: a replaced value, a deleted key, a duplicated item."""
+    for _ in range(rng.choice((1, 1, 2, 3))):
+        slot = _slot(document, rng.choice(paths))
+        if slot is None:
+            continue
+        container, key = slot
+        if isinstance(container, dict) and rng.random() < 0.15:
+            del container[key]
+        elif isinstance(container, list) and rng.random() < 0.1:
+            container.insert(key, json.loads(json.dumps(container[key])))  # a duplicate
+        else:
+            container[key] = rng.choice(_REPLACEMENTS)(rng)
+
+
+def _edge_or_base(document: dict, rng: random.Random) -> None:
+    """Edges and bases between existing records: cycles, or harmless extra links."""
+    body = document["trace"]
+    if rng.random() < 0.5:
+        node = rng.choice(body["nodes"])
+        node.setdefault("next", []).append([rng.choice(body["nodes"])["id"], 0])
+    else:
+        rng.choice(body["tensors"])["base"] = rng.choice(body["tensors"])["id"]
+
+
+def _damaged_members(members: dict, paths: list[tuple], rng: random.Random) -> list:
+    """(name, payload) entries of a damaged archive."""
+    document = json.loads(members["trace.json"])
+    choice = rng.random()
+    entries = dict(members)
+    if choice < 0.6:
+        _mutate_document(document, paths, rng)
+    elif choice < 0.75:
+        _edge_or_base(document, rng)
+    elif choice < 0.85:  # offsets, sizes and dtypes of the arrays table
+        entry = rng.choice(document["arrays"])
+        position = rng.randrange(3)
+        entry[position] = {0: lambda: rng.choice(["<f8", "|b1", "<U3", "zz"]),
+                           1: lambda: [rng.randint(-1, 9)],
+                           2: lambda: entry[2] + rng.choice((-16, -1, 1, 8, 16))}[position]()
+    elif choice < 0.95:  # a member twice, the second different
+        twin = json.loads(json.dumps(document))
+        _mutate_document(twin, paths, rng)
+        name = rng.choice(["trace.json", "arrays.bin"])
+        payload = json.dumps(twin).encode() if name == "trace.json" \
+            else members["arrays.bin"][::-1]
+        return [*entries.items(), (name, payload)]
+    else:  # arrays.bin shorter or longer than the table says
+        blob = members["arrays.bin"]
+        entries["arrays.bin"] = blob[:rng.randrange(len(blob))] if rng.random() < 0.5 \
+            else blob + bytes(rng.choice((1, 16, 4096)))
+    entries["trace.json"] = json.dumps(document).encode()
+    return list(entries.items())
+
+
+def _write_zip(path, entries: list) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # zipfile warns about duplicate names
+        with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as archive:
+            for name, payload in entries:
+                archive.writestr(name, payload)
+
+
+def _run_cli(argv: list[str]) -> tuple[int, str, str]:
+    from tracegrad.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = main(argv)
+    return status, out.getvalue(), err.getvalue()
+
+
+def _drive_consumers(path, folder, loaded: Trace) -> None:
+    """What a user does with a trace file: --dump, render to DOT, the graph text, the
+    summary. Any exception here is a consumer meeting a trace the loader let through."""
+    status, dumped, errors = _run_cli(["tui", "--dump", str(path)])
+    assert status == 0 and not errors, errors
+    assert dumped
+    status, _, errors = _run_cli(["render", "--format", "dot", "-o", str(folder / "g.dot"),
+                                  str(path)])
+    assert status == 0, errors
+    graph_text(loaded)
+    loaded.summary()
+
+
+async def _drive_tui(trace: Trace) -> None:
+    from tracegrad.tui.app import DebuggerApp
+
+    app = DebuggerApp(trace, source="fuzz.tgtrace", layout_engine="grandalf")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("n", "G", "right_square_bracket", "c")
+        await pilot.pause()
+
+
+def _fuzz(tmp_path, cases: int, seed: int) -> dict:
+    path = tmp_path / "run.tgtrace"
+    _rich_trace().save(path, timings=False)
+    with zipfile.ZipFile(path) as archive:
+        members = {name: archive.read(name) for name in archive.namelist()}
+    paths = _paths(json.loads(members["trace.json"]))
+    damaged = tmp_path / "damaged.tgtrace"
+    counts = {"refused": 0, "loaded": 0, "driven in the TUI": 0}
+    seen: set[str] = set()
+    for case in range(cases):
+        rng = random.Random(seed + case)
+        _write_zip(damaged, _damaged_members(members, paths, rng))
+        try:
+            loaded = tg.load_trace(damaged, limits=FUZZ_LIMITS)
+        except TraceFileError as error:
+            assert str(damaged) in str(error)
+            counts["refused"] += 1
+            continue
+        counts["loaded"] += 1
+        validate_trace(loaded)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # Inf/NaN statistics
+            _drive_consumers(damaged, tmp_path, loaded)
+        # The TUI costs a second a file here: drive it for each distinct trace, the first
+        # few in the default run and all of them in a long one.
+        key = _canonical(loaded)
+        if key not in seen and (PILOT_FILES is None or len(seen) < PILOT_FILES):
+            seen.add(key)
+            asyncio.run(_drive_tui(loaded))
+            counts["driven in the TUI"] += 1
+    return counts
+
+
+def _canonical(trace: Trace) -> str:
+    from tracegrad.tracing.codec import encode_trace
+
+    return json.dumps(encode_trace(trace, [], timings=False), sort_keys=True, default=str)
+
+
+def test_fuzz_semantic_corruptions_load_consistent_or_raise(tmp_path):
+    """Dangling references, cycles, out-of-range values, huge shapes, duplicate members,
+    moved offsets: each damaged file raises TraceFileError, or loads into a trace every
+    consumer (tui --dump, render, graph_text, summary, the TUI itself) can show."""
+    pytest.importorskip("textual")
+    counts = _fuzz(tmp_path, FUZZ_CASES, seed=16_000)
+    print(f"semantic fuzz: {counts}")
+    assert counts["refused"] > FUZZ_CASES // 2 and counts["loaded"] > 0
+
+
+def test_arrays_are_deflated_only_when_it_pays(tmp_path):
+    """Random floats barely shrink and deflate is slow on them: stored as they are.
+    Zeros shrink to nothing, fast: deflated. Both load back the same."""
+    rng = np.random.default_rng(0)
+    for label, array, method in (("noise", rng.normal(size=(512, 1024)), zipfile.ZIP_STORED),
+                                 ("zeros", np.zeros((512, 1024)), zipfile.ZIP_DEFLATED)):
+        value = tg.tracing.model.Value(array.shape, "float64",
+                                       tg.tracing.model.Stats(), array)
+        trace = Trace(tensors={0: tg.tracing.model.TensorRecord(
+            0, array.shape, "float64", value=value)})
+        path = tmp_path / f"{label}.tgtrace"
+        trace.save(path)
+        with zipfile.ZipFile(path) as archive:
+            assert archive.getinfo("arrays.bin").compress_type == method
+            assert archive.getinfo("trace.json").compress_type == zipfile.ZIP_DEFLATED
+        assert tg.load_trace(path) == trace
+
+
+def test_commands_say_what_is_wrong_with_a_damaged_file(tmp_path):
+    """tui --dump and render: one line naming the file and the place, no traceback."""
+    path = tmp_path / "run.tgtrace"
+    _program_trace().save(path)
+    damaged = tmp_path / "damaged.tgtrace"
+
+    def dangling_step(document, _):
+        document["trace"]["passes"][0]["steps"][1]["node"] = 991
+
+    _rewrite(path, damaged, dangling_step)
+    for argv in (["tui", "--dump", str(damaged)],
+                 ["render", "--format", "dot", "-o", str(tmp_path / "g.dot"), str(damaged)]):
+        status, out, errors = _run_cli(argv)
+        assert status in (1, 2) and not out
+        assert "trace.passes[0].steps[1].node: 991 is not a node id" in errors
+        assert "Traceback" not in errors and len(errors.strip().splitlines()) == 1

@@ -1,8 +1,9 @@
-"""`tracegrad tui` from the command line: no-TTY refusal, --dump, bad files, and the real
-program driven in tmux."""
+"""`tracegrad tui` from the command line: no-TTY refusal, --dump, bad files (in-process,
+through ``tracegrad.cli.main``), and the real program driven in tmux."""
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import subprocess
@@ -16,12 +17,24 @@ ROOT = Path(__file__).resolve().parent.parent
 INPLACE_BUG = "examples/inplace_bug.py"
 
 
-def run_cli(*args: str, stdin=subprocess.DEVNULL) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tracegrad", "tui", *args], cwd=ROOT,
-                          stdin=stdin, check=False, capture_output=True, text=True, timeout=120)
+@pytest.fixture
+def run_cli(capsys, monkeypatch):
+    """``tracegrad tui ARGS`` in this process, from the repository root, stdin not a TTY."""
+    from tracegrad.cli import main
+
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        status = main(["tui", *args])
+        captured = capsys.readouterr()
+        return subprocess.CompletedProcess(["tracegrad", "tui", *args], status,
+                                           captured.out, captured.err)
+
+    return run
 
 
-def test_without_a_terminal_it_says_so_and_exits_non_zero():
+def test_without_a_terminal_it_says_so_and_exits_non_zero(run_cli):
     started = time.perf_counter()
     result = run_cli(INPLACE_BUG)
     assert result.returncode == 2
@@ -32,9 +45,9 @@ def test_without_a_terminal_it_says_so_and_exits_non_zero():
     assert time.perf_counter() - started < 30  # it did not hang waiting for a terminal
 
 
-def test_dump_traces_the_script_and_prints_the_steps():
+def test_dump_traces_the_script_and_prints_the_steps(run_cli):
     result = run_cli("--dump", INPLACE_BUG)
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == 1, result.stderr  # the script raised
     out = result.stdout
     assert "pass 0: backward(loss) at examples/inplace_bug.py:" in out
     assert "MeanBackward0" in out and "MmBackward0" in out
@@ -44,7 +57,7 @@ def test_dump_traces_the_script_and_prints_the_steps():
     assert "the program raised InplaceError" in out
 
 
-def test_dump_opens_a_saved_trace(tmp_path):
+def test_dump_opens_a_saved_trace(tmp_path, run_cli):
     import tracegrad as tg
     from tracegrad.tracing import save_trace
 
@@ -60,20 +73,22 @@ def test_dump_opens_a_saved_trace(tmp_path):
 
 
 @pytest.mark.parametrize("content", [b"", b"PK\x03\x04 not really a zip", b"{}"])
-def test_damaged_trace_file_gives_one_error_line(tmp_path, content):
+def test_damaged_trace_file_gives_one_error_line(tmp_path, content, run_cli):
     path = tmp_path / "broken.tgtrace"
     path.write_bytes(content)
     result = run_cli("--dump", str(path))
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert "Traceback" not in result.stderr
     assert result.stderr.startswith("tracegrad tui: cannot read trace file")
     assert str(path) in result.stderr
 
 
-def test_missing_script_gives_one_error_line():
+def test_missing_script_gives_one_error_line(run_cli):
     result = run_cli("--dump", "examples/no_such_script.py")
-    assert result.returncode == 1
-    assert "Traceback" not in result.stderr and "no such file" in result.stderr
+    assert result.returncode == 2
+    assert result.stderr == ("tracegrad tui: cannot run 'examples/no_such_script.py': no such "
+                             "file. Hint: give the path of a Python script, e.g. `tracegrad "
+                             "run examples/two_layer_net.py`.\n")
 
 
 # -- the real program in a real terminal ---------------------------------------------------
@@ -125,3 +140,18 @@ def test_real_program_in_tmux_shows_the_violation_and_steps():
     finally:
         subprocess.run(["tmux", "-L", socket, "kill-server"], capture_output=True,
                        check=False)
+
+
+def test_dump_hides_gradcheck_probes_unless_all_passes(tmp_path, run_cli):
+    script = tmp_path / "probes.py"
+    script.write_text(
+        "import tracegrad as torch\n"
+        "x = torch.randn(2, dtype=torch.float64, requires_grad=True)\n"
+        "torch.autograd.gradcheck(lambda t: (t * t).sum(), (x,))\n"
+        "(x * 3).sum().backward()\n")
+    own = run_cli("--dump", str(script))
+    assert own.returncode == 0, own.stderr
+    every = run_cli("--dump", "--all-passes", str(script))
+    assert every.returncode == 0, every.stderr
+    assert own.stdout.count("pass ") < every.stdout.count("pass ")
+    assert "gradcheck" in every.stdout

@@ -6,7 +6,7 @@ Programs written for torch.autograd run on it with ``import tracegrad as torch``
 
 Every name torch has means here what it means in torch (``tracegrad.trace`` is the matrix
 trace). tracegrad's own API uses names torch does not: ``record``, ``Trace``,
-``load_trace``, ``name``, ``render``, ``to_dot``, and the packages ``tracing``, ``draw``,
+``load_trace``, ``name``, ``render``, ``to_dot``, ``make_dot`` (torchviz's), and the packages ``tracing``, ``draw``,
 ``tui``.
 
 Importing tracegrad never imports textual, graphviz, cupy, pytest or torch.
@@ -117,7 +117,7 @@ _LAZY_MODULES = {"nn": ".nn", "optim": ".optim", "testing": ".testing", "draw": 
                  "tracing": ".tracing", "tui": ".tui", "utils": ".utils"}
 _LAZY_NAMES = {"record": ".tracing", "Trace": ".tracing", "load_trace": ".tracing",
                "name": ".tracing", "render": ".draw", "to_dot": ".draw",
-               "save": ".serialization", "load": ".serialization"}
+               "save": ".serialization", "load": ".serialization", "make_dot": ".draw"}
 
 
 def __getattr__(name: str):

@@ -62,7 +62,20 @@ class LinAlgError(TracegradError, RuntimeError):
 
 
 class TraceFileError(TracegradError, ValueError):
-    """A .tgtrace file that cannot be read: truncated, corrupted, or from a newer version."""
+    """A .tgtrace file that cannot be read: truncated, corrupted, inconsistent, over a size
+    limit, or from a newer version.
+
+    Beside the message: ``file`` (the path as given), ``where`` (the place in the file, a
+    JSON path such as ``trace.passes[3].steps[7].node``, when the problem has one) and
+    ``limit`` (the name of the ``TraceLimits`` field the file went over, if that is why).
+    """
+
+    def __init__(self, message: str, *, file: str | None = None, where: str | None = None,
+                 limit: str | None = None) -> None:
+        super().__init__(message)
+        self.file = file
+        self.where = where
+        self.limit = limit
 
 
 class ConditionError(TracegradError, ValueError):

@@ -107,7 +107,7 @@ class Generator:
 default_generator = Generator()
 
 
-def numpy_generator(generator: Generator | None) -> np.random.Generator:
+def numpy_generator(generator: Generator | None = None) -> np.random.Generator:
     """The NumPy generator to draw from: ``generator``'s, or the default one."""
     if generator is None:
         return default_generator._numpy

@@ -16,6 +16,10 @@ class _Scopes(threading.local):
 
 
 _scopes = _Scopes()
+# scope name -> the class of the module last called under it ("0" -> "Linear"), so a
+# picture can label a scope "0: Linear"; read by the recorder when it stops. Shared by
+# threads: one dict assignment per call is atomic, and a name means one class in a model.
+_classes: dict[str, str] = {}
 
 
 def current_scope() -> str | None:
@@ -23,8 +27,15 @@ def current_scope() -> str | None:
     return stack[-1] if stack else None
 
 
-def push(name: str) -> None:
+def push(name: str, class_name: str | None = None) -> None:
     _scopes.stack.append(name)
+    if class_name is not None:
+        _classes[name] = class_name
+
+
+def class_of(name: str) -> str | None:
+    """The class name of the module called under scope ``name``, if one was."""
+    return _classes.get(name)
 
 
 def pop() -> None:

@@ -47,7 +47,10 @@ def user_site(depth: int = 1):
         return None
     # A loop makes the same node on the same line every iteration: Sites are immutable, so
     # one per (code, line) is shared (relpath and linecache cost more than the op itself).
-    key = (frame.f_code, frame.f_lineno)
+    # The file is part of the key: code objects compare equal across files when their
+    # source is the same (two copies of one script), and each must keep its own file.
+    code = frame.f_code
+    key = (code, code.co_filename, frame.f_lineno)
     site = _sites.get(key)
     if site is None:
         site = _sites[key] = _make_site(frame)

@@ -6,7 +6,8 @@
 >>> dot.source.startswith("digraph tracegrad")
 True
 
-``tracegrad.render(loss, "graph.svg")`` lays it out with Graphviz's ``dot``. The
+``tracegrad.render(loss, "graph.svg")`` lays it out with Graphviz's ``dot``;
+``tracegrad.make_dot(loss)`` draws what torchviz's ``make_dot`` draws. The
 ``graphviz`` Python package is imported only when a graph is built.
 """
 
@@ -14,5 +15,6 @@ from __future__ import annotations
 
 from .dot import to_dot
 from .render import GraphCollapsedWarning, render
+from .torchviz_compat import make_dot
 
-__all__ = ["GraphCollapsedWarning", "render", "to_dot"]
+__all__ = ["GraphCollapsedWarning", "make_dot", "render", "to_dot"]

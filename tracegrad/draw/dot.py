@@ -12,7 +12,8 @@ import gc
 import re
 from typing import TYPE_CHECKING, Any
 
-from .plan import Box, Options, Plan, plan_graph
+from .plan import Box, Options, Plan
+from .sizing import MAX_NODES, sized_plan
 from .sources import as_trace
 
 if TYPE_CHECKING:
@@ -32,12 +33,14 @@ RANKDIRS = ("TB", "LR", "BT", "RL")
 
 def to_dot(tensor_or_trace: Any, *, show_saved: bool = True, show_attrs: bool = False,
            max_attr_chars: int = 50, rankdir: str = "TB", collapse_modules: bool = False,
-           highlight_step: int | None = None, pass_index: int | None = 0) -> graphviz.Digraph:
+           highlight_step: int | None = None, pass_index: int | str | None = None,
+           max_nodes: int | None = MAX_NODES) -> graphviz.Digraph:
     """The graph of a tensor, a nest of tensors or a Trace, as a ``graphviz.Digraph``.
 
     Live tensors are converted with ``tracegrad.tracing.from_tensor`` (structure only);
     a Trace recorded with ``tracegrad.record()`` adds step numbers, gradients and
-    violations. Nothing is laid out: this never needs the ``dot`` program.
+    violations. Nothing is laid out: this never needs the ``dot`` program. The options
+    are ``render``'s: a graph over ``max_nodes`` boxes is drawn smaller (None: never).
 
     >>> import tracegrad
     >>> w = tracegrad.ones(2, requires_grad=True)
@@ -49,7 +52,8 @@ def to_dot(tensor_or_trace: Any, *, show_saved: bool = True, show_attrs: bool = 
                            highlight_step=highlight_step, pass_index=pass_index)
     trace, outputs = as_trace(tensor_or_trace)
     with gc_paused():
-        return plan_to_digraph(plan_graph(trace, outputs, options), rankdir)
+        return plan_to_digraph(sized_plan(trace, outputs, options, max_nodes),
+                               rankdir)
 
 
 @contextlib.contextmanager
@@ -68,7 +72,7 @@ def gc_paused():
 
 def make_options(*, show_saved: bool, show_attrs: bool, max_attr_chars: int,
                  collapse_modules: bool, highlight_step: int | None,
-                 pass_index: int | None) -> Options:
+                 pass_index: int | str | None) -> Options:
     if max_attr_chars < 4:
         raise ValueError(f"to_dot: max_attr_chars must be at least 4 (room for '...'); "
                          f"got {max_attr_chars}.")
@@ -89,9 +93,13 @@ def plan_to_digraph(plan: Plan, rankdir: str = "TB") -> graphviz.Digraph:
     if rankdir not in RANKDIRS:
         raise ValueError(f"to_dot: rankdir must be one of {', '.join(RANKDIRS)}; "
                          f"got {rankdir!r}. Hint: 'LR' draws the graph left to right.")
-    graph = graphviz.Digraph("tracegrad", graph_attr={"rankdir": rankdir},
+    graph_attr = {"rankdir": rankdir}
+    if plan.title:  # which pass the picture shows, and what was drawn smaller
+        graph_attr.update(label=_text(plan.title), labelloc="t", labeljust="l",
+                          fontname="monospace", fontsize="10")
+    graph = graphviz.Digraph("tracegrad", graph_attr=graph_attr,
                              node_attr=dict(NODE_ATTRS), edge_attr=dict(EDGE_ATTRS))
-    clusters = _make_clusters(graphviz, plan.boxes)
+    clusters = _make_clusters(graphviz, plan.boxes, plan.module_labels)
     body = graph.body
     for box in plan.boxes:
         target = clusters[box.module].body if box.module is not None else body
@@ -137,7 +145,8 @@ def _text(lines: list[str]) -> str:
     return "\\n".join(line.replace("\\", "\\\\") for line in lines)
 
 
-def _make_clusters(graphviz, boxes: list[Box]) -> dict[str, graphviz.Digraph]:
+def _make_clusters(graphviz, boxes: list[Box], labels: dict[str, str]
+                   ) -> dict[str, graphviz.Digraph]:
     """One subgraph per scope and per enclosing scope ("a.b" also makes "a")."""
     scopes: set[str] = set()
     for box in boxes:
@@ -148,7 +157,8 @@ def _make_clusters(graphviz, boxes: list[Box]) -> dict[str, graphviz.Digraph]:
     clusters = {}
     for number, scope in enumerate(sorted(scopes)):
         cluster = graphviz.Digraph(name=f"cluster_{number}")
-        cluster.attr(label=graphviz.nohtml(_text([scope])), style="rounded", color="gray50",
+        label = labels.get(scope, scope)
+        cluster.attr(label=graphviz.nohtml(_text([label])), style="rounded", color="gray50",
                      fontname="monospace", fontsize="10")
         clusters[scope] = cluster
     return clusters

@@ -36,6 +36,7 @@ from ._text import (
     value_detail,
     value_summary,
 )
+from .fold import FOLDED, FOLDED_LEAVES
 
 # torchviz's colours, so a torchviz user reads the picture at once.
 NODE_FILL = "lightgrey"
@@ -49,6 +50,7 @@ VIOLATION_FILL = "red"
 VIOLATION_COLOR = "red"
 HIGHLIGHT_COLOR = "blue"
 EXCEPTION_FILL = "lightpink"
+TOOLTIP_ITEMS = 8  # inputs, outputs, saved tensors, gradients listed per tooltip
 
 
 @dataclass
@@ -75,6 +77,9 @@ class Arrow:
     attrs: dict[str, str] = field(default_factory=dict)
 
 
+ALL_PASSES = "all"  # pass_index that draws every recorded node, no pass selected
+
+
 @dataclass
 class Options:
     show_saved: bool = True
@@ -82,7 +87,7 @@ class Options:
     max_attr_chars: int = 50
     collapse_modules: bool = False
     highlight_step: int | None = None
-    pass_index: int | None = 0  # None: no pass, every recorded node
+    pass_index: int | str | None = None  # None: the default pass; "all": every node
 
 
 @dataclass
@@ -90,6 +95,8 @@ class Plan:
     boxes: list[Box]
     arrows: list[Arrow]
     collapsed: bool = False
+    title: list[str] = field(default_factory=list)  # which pass, what was folded
+    module_labels: dict[str, str] = field(default_factory=dict)  # scope -> "0: Linear"
 
     @property
     def size(self) -> int:
@@ -111,7 +118,9 @@ class _Planner:
         self.trace = trace
         self.options = options
         self.nodes = list(trace.iter_nodes())
-        self.backward: BackwardPass | None = _select_pass(trace, options.pass_index)
+        self.pass_index = resolve_pass(trace, options.pass_index, options.highlight_step)
+        self.backward: BackwardPass | None = (
+            trace.passes[self.pass_index] if self.pass_index is not None else None)
         self.steps: dict[int, Step] = {}
         if self.backward is not None:
             for step in self.backward.steps:
@@ -123,7 +132,6 @@ class _Planner:
         self.outputs = _unique(outputs if outputs is not None else _default_outputs(trace))
         self.node_violations: dict[int, list[Violation]] = {}
         self.tensor_violations: dict[int, list[Violation]] = {}
-        self.loose_violations: list[Violation] = []
         self.module_of_node: dict[int, str] = {}
         self.module_keys: dict[str, str] = {}
         self.scopes: set[str] | None = None
@@ -150,12 +158,21 @@ class _Planner:
         for tensor_id in self.outputs:
             self._add_output(tensor_id)
         self._add_view_bases()
-        self._add_loose_notes()
+        self._add_undrawn_violations()
         self._add_exception_note()
         if self.module_keys:
             self.arrows = _merge_parallel(self.arrows)
         return Plan(list(self.boxes.values()), self.arrows,
-                    collapsed=self.options.collapse_modules)
+                    collapsed=self.options.collapse_modules, title=self._title(),
+                    module_labels=self._module_labels())
+
+    def _module_labels(self) -> dict[str, str]:
+        classes = self.trace.metadata.get("module_classes") or {}
+        return {scope: module_label(scope, name) for scope, name in classes.items()}
+
+    def _title(self) -> list[str]:
+        return picture_title(self.trace, self.pass_index,
+                             all_nodes=self.options.pass_index == ALL_PASSES)
 
     # -- indexes ---------------------------------------------------------------------
     def _index_violations(self) -> None:
@@ -170,8 +187,6 @@ class _Planner:
                     self.tensor_violations.setdefault(violation.tensor, []).append(violation)
             elif violation.tensor is not None and violation.tensor in self.trace.tensors:
                 self.tensor_violations.setdefault(violation.tensor, []).append(violation)
-            else:
-                self.loose_violations.append(violation)
 
     def _index_modules(self) -> None:
         for node in self.nodes:
@@ -204,6 +219,11 @@ class _Planner:
                 label.append(clip(f"{attr_name}: {value}", self.options.max_attr_chars))
         box = Box(f"n{node.id}", label, self._node_tooltip(node, step), NODE_FILL,
                   module=node.module)
+        if node.kind in (FOLDED, FOLDED_LEAVES):  # many nodes drawn as one (fold.py)
+            box.fill = LEAF_FILL if node.kind == FOLDED_LEAVES else MODULE_FILL
+            box.attrs["shape"] = "box3d"
+            box.label.extend(f"{key}: {value}" for key, value in node.attrs.items()
+                             if key != "folded" and not self.options.show_attrs)
         self._mark_step(box, step)
         self._mark_violations(box, self.node_violations.get(node.id, ()))
         if step is not None and step.error:
@@ -218,31 +238,36 @@ class _Planner:
                  f"created at {site_full(node.site)}"]
         if node.module:
             lines.append(f"module: {node.module}")
-        lines.append("inputs: " + (", ".join(self._tensor_brief(tensor_id)
-                                              for tensor_id in node.inputs) or "none"))
-        lines.append("outputs: " + (", ".join(self._tensor_brief(tensor_id)
-                                               for tensor_id in node.outputs) or "none"))
-        for saved in node.saved:
+        lines.append("inputs: " + (_capped([self._tensor_brief(tensor_id)
+                                            for tensor_id in node.inputs[:TOOLTIP_ITEMS + 1]],
+                                           len(node.inputs)) or "none"))
+        lines.append("outputs: " + (_capped([self._tensor_brief(tensor_id)
+                                             for tensor_id in node.outputs[:TOOLTIP_ITEMS + 1]],
+                                            len(node.outputs)) or "none"))
+        for saved in node.saved[:TOOLTIP_ITEMS]:
             lines.append(f"saved {saved.slot or '?'}: {self._tensor_brief(saved.tensor)} "
                          f"version {saved.version}, {bytes_text(saved.nbytes)}"
                          + (" (its own output)" if saved.is_output else ""))
+        if len(node.saved) > TOOLTIP_ITEMS:
+            lines.append(f"... and {len(node.saved) - TOOLTIP_ITEMS:,} more saved tensors")
         for attr_name, value in node.attrs.items():
             lines.append(f"{attr_name} = {value}")
         if step is not None:
             lines.append(f"backward pass {self.backward.index}, step {step.index}")
-            for number, grad in enumerate(step.grads_in):
-                if grad is not None:
-                    lines.append(f"grad in {number}: {value_detail(grad)}")
-            for number, grad in enumerate(step.grads_out):
-                if grad is not None:
-                    lines.append(f"grad out {number}: {value_detail(grad)}")
+            for direction, grads in (("in", step.grads_in), ("out", step.grads_out)):
+                for number, grad in enumerate(grads[:TOOLTIP_ITEMS]):
+                    if grad is not None:
+                        lines.append(f"grad {direction} {number}: {value_detail(grad)}")
+                if len(grads) > TOOLTIP_ITEMS:
+                    lines.append(f"... and {len(grads) - TOOLTIP_ITEMS:,} more gradients "
+                                 f"{direction}")
             for hook in step.hooks:
                 changed = " (replaced the gradient)" if hook.changed else ""
                 lines.append(f"{hook.kind} hook {hook.name}{changed}")
             if step.error:
                 lines.append(f"error: {step.error}")
         for violation in self.node_violations.get(node.id, ()):
-            lines.extend(_violation_lines(violation))
+            lines.extend(violation_lines(violation))
         return lines
 
     def _tensor_brief(self, tensor_id: int | None) -> str:
@@ -318,7 +343,7 @@ class _Planner:
             lines.append(f"value: {value_detail(tensor.value)}")
         lines.extend(self._grad_lines(tensor))
         for violation in self.tensor_violations.get(tensor_id, ()):
-            lines.extend(_violation_lines(violation))
+            lines.extend(violation_lines(violation))
         return lines
 
     def _grad_lines(self, tensor: TensorRecord) -> list[str]:
@@ -346,7 +371,7 @@ class _Planner:
             box.fill = VIOLATION_FILL
             box.attrs["color"] = VIOLATION_COLOR
             box.attrs["fontcolor"] = "white"
-            box.label.extend(_violation_label(violation))
+            box.label.extend(violation_label(violation))
 
     # -- modules (collapsed) ---------------------------------------------------------
     def _add_module_boxes(self) -> None:
@@ -361,7 +386,9 @@ class _Planner:
                 counts[node.name] = counts.get(node.name, 0) + 1
             saved_bytes = sum(node.saved_bytes for node in nodes)
             saved_count = sum(len(node.saved) for node in nodes)
-            label = [module, f"{len(nodes)} node" + ("s" if len(nodes) > 1 else "")]
+            classes = self.trace.metadata.get("module_classes") or {}
+            label = [module_label(module, classes.get(module)),
+                     f"{len(nodes)} node" + ("s" if len(nodes) > 1 else "")]
             if saved_count:
                 label.append(f"saved: {saved_count} tensors, {bytes_text(saved_bytes)}")
             tooltip = [f"module {module}: {len(nodes)} nodes (collapsed)"]
@@ -455,11 +482,36 @@ class _Planner:
                 pending.append(tensor.base)
             self.arrows.append(Arrow(base_key, f"t{tensor_id}", attrs={"style": "dotted"}))
 
-    def _add_loose_notes(self) -> None:
-        for number, violation in enumerate(self.loose_violations):
-            self.boxes[f"v{number}"] = Box(
-                f"v{number}", _violation_label(violation), _violation_lines(violation),
-                VIOLATION_FILL, attrs={"shape": "note", "fontcolor": "white"})
+    def _is_drawn(self, violation: Violation) -> bool:
+        """Whether a box already shows ``violation`` (boxes mark theirs when made)."""
+        node = self.trace.nodes.get(violation.node) if violation.node is not None else None
+        if node is not None and self.key_of_node(node.id) in self.boxes:
+            return True
+        if node is not None and node.kind != "accumulate" and violation.kind != "inplace_saved":
+            return False  # indexed under the node only
+        return violation.tensor is not None and f"t{violation.tensor}" in self.boxes
+
+    def _add_undrawn_violations(self) -> None:
+        """Every violation appears in the picture: one on a tensor no node uses (a leaf
+        changed in place and never used) gets that tensor's box; one on a node outside
+        the drawn pass, or on nothing recorded, gets a note of its own."""
+        notes = 0
+        for violation in self.trace.violations:
+            if self._is_drawn(violation):
+                continue
+            tensor = self.trace.tensors.get(violation.tensor) \
+                if violation.tensor is not None else None
+            if tensor is not None and violation.node is None:
+                # _index_violations filed it under the tensor: the new box marks it.
+                self._tensor_box(tensor.id, role="leaf" if tensor.is_leaf else "base")
+                continue
+            label = violation_label(violation)
+            if violation.node is not None and self.backward is not None:
+                label.append(f"(not in the graph of pass {self.backward.index})")
+            self.boxes[f"v{notes}"] = Box(
+                f"v{notes}", label, violation_lines(violation), VIOLATION_FILL,
+                attrs={"shape": "note", "fontcolor": "white"})
+            notes += 1
 
     def _add_exception_note(self) -> None:
         exception = self.trace.exception
@@ -473,12 +525,18 @@ class _Planner:
                                       attrs={"shape": "note"})
 
 
+def _capped(items: list[str], total: int) -> str:
+    """At most TOOLTIP_ITEMS items, then how many more (a node can have 100,000 inputs)."""
+    shown = ", ".join(items[:TOOLTIP_ITEMS])
+    return shown + (f", ... and {total - TOOLTIP_ITEMS:,} more" if total > TOOLTIP_ITEMS else "")
+
+
 # The first role drawn decides the fill; a higher-ranked role (lower number) replaces it.
 _ROLE_RANK = {"output": 0, "leaf": 1, "saved": 2, "base": 3}
 _ROLE_FILL = {"output": OUTPUT_FILL, "leaf": LEAF_FILL, "saved": SAVED_FILL, "base": BASE_FILL}
 
 
-def _violation_label(violation: Violation) -> list[str]:
+def violation_label(violation: Violation) -> list[str]:
     """Short lines for the box: what went wrong and both sites."""
     if violation.kind == "inplace_saved":
         versions = ""
@@ -496,7 +554,7 @@ def _violation_label(violation: Violation) -> list[str]:
     return [clip(violation.message, 60)]
 
 
-def _violation_lines(violation: Violation) -> list[str]:
+def violation_lines(violation: Violation) -> list[str]:
     """Full lines for tooltips: the message and every site in full."""
     lines = [f"{violation.kind}: {violation.message}"]
     if violation.site is not None:
@@ -536,13 +594,104 @@ def _reachable(trace: Trace, roots: list[int]) -> list[NodeRecord]:
     return [trace.nodes[node_id] for node_id in sorted(found)]
 
 
-def _select_pass(trace: Trace, index: int | None) -> BackwardPass | None:
-    if index is None:
-        return None
-    for backward in trace.passes:
-        if backward.index == index:
-            return backward
-    return None
+def module_label(scope: str, class_name: str | None) -> str:
+    """``0: Linear`` for a module scope and its class (just the class for a root module,
+    whose scope is its class name).
+
+    >>> module_label("0", "Linear"), module_label("MLP", "MLP"), module_label("fc", None)
+    ('0: Linear', 'MLP', 'fc')
+    """
+    if class_name is None or class_name == scope:
+        return scope
+    return f"{scope}: {class_name}"
+
+
+def picture_title(trace: Trace, pass_index: int | None, all_nodes: bool = False) -> list[str]:
+    """Which pass a picture shows (a training loop records one graph per pass).
+
+    >>> picture_title(Trace(), None)
+    ['forward graph: no backward pass recorded']
+    """
+    if pass_index is not None:
+        backward = trace.passes[pass_index]
+        where = f" at {site_short(backward.site)}" if backward.site is not None else ""
+        roots = ", ".join(trace.tensors[root].label if root in trace.tensors else f"t{root}"
+                          for root in backward.roots)
+        call = backward.label or (f"{backward.kind}({roots})" if roots else backward.kind)
+        probe = "" if backward.is_user else " (gradcheck probe)"
+        return [f"backward pass {backward.index} of {len(trace.passes)}{probe}: {call}{where}"]
+    if all_nodes and trace.passes:
+        return [f"every recorded node ({_count(len(trace.passes), 'backward pass')})"]
+    if trace.metadata.get("source") == "from_tensor":
+        return ["the graph behind the tensor (no backward pass recorded)"]
+    return ["forward graph: no backward pass recorded"]
+
+
+def default_pass(trace: Trace) -> int | None:
+    """The pass a picture shows when none is asked for: the first one the program itself
+    started (not a gradcheck probe), else the first; None when there is none.
+
+    >>> default_pass(Trace(passes=[BackwardPass(0)]))
+    0
+    """
+    own = trace.user_passes()
+    if own:
+        return own[0].index
+    return 0 if trace.passes else None
+
+
+def resolve_pass(trace: Trace, pass_index: int | str | None,
+                 highlight_step: int | None = None) -> int | None:
+    """The index of the pass to draw (None: no pass); ValueError for one out of range.
+
+    ``pass_index`` None picks the default pass, ``"all"`` none (every recorded node), a
+    negative number counts from the end as in Python.
+
+    >>> resolve_pass(Trace(passes=[BackwardPass(0)]), -1)
+    0
+    >>> resolve_pass(Trace(passes=[BackwardPass(0)]), 3)
+    Traceback (most recent call last):
+    ...
+    ValueError: pass 3 is out of range: the trace has 1 backward pass (0). Hint: pass_index=0, or 'all' for every recorded node.
+    """
+    count = len(trace.passes)
+    if pass_index == ALL_PASSES:
+        index = None
+    elif pass_index is None:
+        index = default_pass(trace)
+    elif isinstance(pass_index, bool) or not isinstance(pass_index, int):
+        raise TypeError(f"pass_index must be an int, None or 'all', got {pass_index!r}")
+    elif -count <= pass_index < count:
+        index = pass_index % count
+    else:
+        which = f"{_count(count, 'backward pass')} ({_range(count)})" if count \
+            else "no backward pass"
+        hint = f"pass_index={count - 1}, or 'all'" if count else "'all'"
+        raise ValueError(f"pass {pass_index} is out of range: the trace has {which}. "
+                         f"Hint: {hint} for every recorded node.")
+    if highlight_step is not None:
+        if index is None:
+            raise ValueError(f"step {highlight_step} cannot be highlighted: no backward pass "
+                             "is drawn. Hint: pick a pass as well.")
+        backward = trace.passes[index]
+        if backward.summarized:
+            raise ValueError(f"step {highlight_step} cannot be highlighted: backward pass "
+                             f"{index} kept no steps (it was summarized to stay within the "
+                             "trace's structure budget).")
+        steps = len(backward.steps)
+        if not 0 <= highlight_step < steps:
+            raise ValueError(f"step {highlight_step} is out of range: backward pass {index} "
+                             f"has {_count(steps, 'step')} ({_range(steps)}).")
+    return index
+
+
+def _count(count: int, word: str) -> str:
+    plural_word = word + ("es" if word.endswith("s") else "s")
+    return f"1 {word}" if count == 1 else f"{count:,} {plural_word}"
+
+
+def _range(count: int) -> str:
+    return "0" if count == 1 else f"0-{count - 1}" if count else "none"
 
 
 def _default_outputs(trace: Trace) -> list[int]:

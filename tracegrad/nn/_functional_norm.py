@@ -20,7 +20,7 @@ from ..errors import DTypeError, ShapeError
 from ..ops.embedding import Embedding
 from ..ops.normalization import NativeBatchNorm, NativeGroupNorm, NativeLayerNorm
 from ..tensor import Tensor
-from ._random import numpy_generator
+from ..random import numpy_generator
 
 
 # -- normalization ------------------------------------------------------------------------

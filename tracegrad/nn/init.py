@@ -20,7 +20,7 @@ import numpy as np
 from .. import backends
 from ..autograd.grad_mode import no_grad
 from ..tensor import Tensor
-from ._random import numpy_generator
+from ..random import numpy_generator
 
 _LINEAR = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
            "conv_transpose3d")

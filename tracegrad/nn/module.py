@@ -81,7 +81,7 @@ class Module:
         if self._hooked or _hooks.any_global_hooks():
             return self._call_with_hooks(args, kwargs)
         if state.anomaly or events.listener is not None:
-            module_scope.push(self._scope_name or type(self).__name__)
+            module_scope.push(self._scope_name or type(self).__name__, type(self).__name__)
             try:
                 return self.forward(*args, **kwargs)
             finally:

@@ -46,7 +46,8 @@ def assert_graph(tensor_or_trace: Any, expected_text: str, *, saved: bool = True
     ...         AccumulateGrad  x f32[3]
     ... ''')
     """
-    trace, roots = as_trace(tensor_or_trace)
+    __tracebackhide__ = True  # pytest shows the caller's line, not ours
+    trace, roots = _as_named_trace(tensor_or_trace)
     actual = render_text(trace, roots, saved=saved)
     if normalize_text(actual) == normalize_text(expected_text):
         return
@@ -79,8 +80,15 @@ def _reachable(trace: Trace, roots: Iterable[int]) -> list[int]:
     return order
 
 
-def _graph_nodes(tensor_or_trace: Any) -> tuple[Trace, list[NodeRecord]]:
+def _as_named_trace(tensor_or_trace: Any) -> tuple[Trace, list[int]]:
+    """``as_trace``, with a trace still being recorded named first (see below)."""
     trace, roots = as_trace(tensor_or_trace)
+    _name_recorded_tensors(trace)
+    return trace, roots
+
+
+def _graph_nodes(tensor_or_trace: Any) -> tuple[Trace, list[NodeRecord]]:
+    trace, roots = _as_named_trace(tensor_or_trace)
     return trace, [trace.nodes[node_id] for node_id in _reachable(trace, roots)]
 
 
@@ -95,6 +103,7 @@ def assert_op_counts(tensor_or_trace: Any, expected: Mapping[str, int], *,
     >>> w = torch.ones(2, 2, requires_grad=True)
     >>> assert_op_counts(w.mm(w).mm(w).sum(), {"MmBackward0": 2})
     """
+    __tracebackhide__ = True  # pytest shows the caller's line, not ours
     _, nodes = _graph_nodes(tensor_or_trace)
     counts = Counter(node.name for node in nodes)
     problems = [f"  {name}: expected {count}, found {counts.get(name, 0)}"
@@ -135,6 +144,7 @@ def assert_contains_chain(tensor_or_trace: Any, names: Sequence[str]) -> None:
     >>> assert_contains_chain(((x - 1) ** 2).sum(), ["SumBackward0", "PowBackward0",
     ...                                              "SubBackward0"])
     """
+    __tracebackhide__ = True  # pytest shows the caller's line, not ours
     names = list(names)
     if not names:
         raise ValueError("assert_contains_chain needs at least one node name, got [].")
@@ -243,6 +253,7 @@ def assert_no_path(tensor_or_trace: Any, source: Any, target: Any) -> None:
     >>> out = ((w * 2).detach() * b).sum()
     >>> assert_no_path(out, out, w)
     """
+    __tracebackhide__ = True  # pytest shows the caller's line, not ours
     from ..tensor import Tensor
 
     with _TemporaryNames(source=source, target=target) as keys:
@@ -299,7 +310,8 @@ def assert_saved(tensor_or_trace: Any, node_name: str, *, count: int | None = No
     >>> x = torch.ones(8, requires_grad=True)
     >>> assert_saved(x.exp().sum(), "ExpBackward0", count=1, nbytes=32)
     """
-    trace, roots = as_trace(tensor_or_trace)
+    __tracebackhide__ = True  # pytest shows the caller's line, not ours
+    trace, roots = _as_named_trace(tensor_or_trace)
     nodes = [trace.nodes[node_id] for node_id in _reachable(trace, roots)]
     matching = [node for node in nodes if node.name == node_name]
     if not matching:
@@ -326,16 +338,26 @@ def assert_saved(tensor_or_trace: Any, node_name: str, *, count: int | None = No
 
 # -- trace contents ----------------------------------------------------------------------------
 def _whole_trace(trace_like: Any) -> Trace:
+    __tracebackhide__ = True
     from ..tracing.model import Trace
 
-    if isinstance(trace_like, Trace):
-        return trace_like
-    trace = getattr(trace_like, "trace", None)
+    trace = trace_like if isinstance(trace_like, Trace) else getattr(trace_like, "trace", None)
     if isinstance(trace, Trace):
+        _name_recorded_tensors(trace)
         return trace
     raise TypeError(
         f"expected a tracegrad Trace, got {type(trace_like).__name__}. Hint: record one with "
         "`with tracegrad.record() as tr:` (or the tracegrad_trace pytest fixture).")
+
+
+def _name_recorded_tensors(trace: Trace) -> None:
+    """A trace still being recorded (the ``tracegrad_trace`` fixture) names its tensors
+    after the test's variables now, so findings say 'h' as ``tracegrad check`` does."""
+    from ..autograd import events
+
+    for listener in events.listeners:
+        if getattr(listener, "trace", None) is trace and hasattr(listener, "name_pending"):
+            listener.name_pending()
 
 
 def assert_no_violations(trace: Any, kinds: Iterable[str] | None = None) -> None:
@@ -343,27 +365,30 @@ def assert_no_violations(trace: Any, kinds: Iterable[str] | None = None) -> None
 
     ``kinds`` limits the check to some kinds (``"inplace_saved"``, ``"nan"``, ...).
     """
+    __tracebackhide__ = True  # pytest shows the caller's line, not ours
+    from ..cli import plural
+    from ..tracing.report import findings, format_finding
+
     trace = _whole_trace(trace)
     wanted = set(kinds) if kinds is not None else None
-    found = [v for v in trace.violations if wanted is None or v.kind in wanted]
+    found = [finding for finding in findings(trace) if wanted is None or finding.kind in wanted]
     if found:
+        # The same words as `tracegrad check`, so a finding reads the same everywhere.
         raise AssertionError(
-            f"expected no violations, found {len(found)}:\n"
-            + "\n".join(_describe_violation(v) for v in found))
+            f"expected no violations, found {plural(len(found), 'finding')}:\n"
+            + "\n".join(_indent(format_finding(trace, finding)) for finding in found))
 
 
-def _describe_violation(violation) -> str:
-    where = f" at {violation.site}" if violation.site is not None else ""
-    if violation.site is not None and violation.site.code:
-        where += f" ({violation.site.code})"
-    also = f"; see also {violation.other_site}" if violation.other_site is not None else ""
-    return f"  [{violation.kind}]{where}: {violation.message}{also}"
 
 
 def assert_no_nan(trace: Any) -> None:
     """Assert no NaN or Inf appeared in any captured value or gradient of the trace."""
+    __tracebackhide__ = True  # pytest shows the caller's line, not ours
     trace = _whole_trace(trace)
-    problems = [_describe_violation(v) for v in trace.violations if v.kind in ("nan", "inf")]
+    from ..tracing.report import findings, format_finding
+
+    problems = [_indent(format_finding(trace, finding)) for finding in findings(trace)
+                if finding.kind in ("nan", "inf")]
     for record in sorted(trace.tensors.values(), key=lambda r: r.id):
         for what, value in (("value", record.value), ("grad", record.grad)):
             if value is not None and value.stats.has_nonfinite:

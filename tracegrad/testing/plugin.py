@@ -4,9 +4,12 @@ What it adds:
 
 * ``tracegrad_trace`` -- a fixture that records the test body with ``tracegrad.record()``
   and gives the recording (pass it to ``graph_text``, ``assert_no_violations``, ...).
-* ``graph_snapshot(tensor_or_trace, name=None)`` -- a fixture that stores the graph's text
-  in ``__graph_snapshots__/<test module>/<test name>.txt`` next to the test file on the
-  first run (or with ``--tracegrad-update``) and compares with it afterwards.
+* ``graph_snapshot(tensor_or_trace, name=None)`` -- a fixture that compares the graph's
+  text with ``__graph_snapshots__/<test module>/<test name>.txt`` next to the test file.
+  A missing snapshot is written on a developer's machine; with ``CI`` set (or
+  ``--tracegrad-snapshot-missing=fail``) it fails, as syrupy does, and is written only with
+  ``--tracegrad-update``. ``--tracegrad-update`` also rewrites changed snapshots and removes
+  those no test used (without it, they are reported).
 * When a test that used these fixtures fails, each graph it used is drawn into
   ``--tracegrad-artifacts DIR`` (default ``.tracegrad/failures``; SVG when Graphviz ``dot``
   is installed, else DOT text) and the path is added to the failure report.
@@ -23,6 +26,7 @@ and the exporter are imported inside fixtures and hooks, when a test uses them.
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import shutil
 from pathlib import Path
@@ -38,7 +42,10 @@ SNAPSHOT_FOLDER = "__graph_snapshots__"
 DEFAULT_ARTIFACTS = ".tracegrad/failures"
 
 _GRAPHS = pytest.StashKey[list]()  # (label, Trace or recorder) per test item
-_SNAPSHOTS = pytest.StashKey[dict]()  # "written"/"updated" -> [paths], per session
+_SNAPSHOTS = pytest.StashKey[dict]()  # "written"/"updated"/"removed"/"unused" -> [paths]
+_USED = pytest.StashKey[set]()  # snapshot paths compared or written this session
+_OUTCOMES = pytest.StashKey[dict]()  # test module path -> {test name: passed?}
+_DESELECTED = pytest.StashKey[set]()  # test module paths with deselected tests
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -47,6 +54,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--tracegrad-update", action="store_true", default=False,
         help="rewrite graph snapshots (__graph_snapshots__/...) with the current graphs "
              "instead of comparing with them")
+    group.addoption(
+        "--tracegrad-snapshot-missing", choices=("write", "fail"), default=None,
+        help="what a missing graph snapshot does: write it, or fail the test (default: fail "
+             "when the CI environment variable is set, else write); --tracegrad-update "
+             "always writes")
     group.addoption(
         "--tracegrad-artifacts", default=DEFAULT_ARTIFACTS, metavar="DIR",
         help="folder where the graphs of failing tests are drawn (default: "
@@ -58,7 +70,20 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "tracegrad_gpu: needs CuPy and a CUDA device (skipped without them)")
     config.addinivalue_line(
         "markers", "tracegrad_graphviz: needs the Graphviz `dot` binary (skipped without it)")
-    config.stash[_SNAPSHOTS] = {"written": [], "updated": []}
+    config.stash[_SNAPSHOTS] = {"written": [], "updated": [], "removed": [], "unused": []}
+    config.stash[_USED] = set()
+    config.stash[_OUTCOMES] = {}
+    config.stash[_DESELECTED] = set()
+
+
+def missing_snapshots_fail(config: pytest.Config) -> bool:
+    """Whether a missing snapshot fails the test rather than being written."""
+    if config.getoption("tracegrad_update"):
+        return False
+    choice = config.getoption("tracegrad_snapshot_missing")
+    if choice is None:
+        return bool(os.environ.get("CI"))  # set by GitHub Actions, GitLab, most CIs
+    return choice == "fail"
 
 
 # -- markers ---------------------------------------------------------------------------------
@@ -145,6 +170,7 @@ class GraphSnapshot:
         return module_file.parent / SNAPSHOT_FOLDER / module_file.stem / file_name
 
     def __call__(self, tensor_or_trace: Any, name: str | None = None) -> str:
+        __tracebackhide__ = True  # a failure shows the test's line and the diff, not ours
         from .assertions import graph_diff
         from .graph_text import as_trace, normalize_text, render_text
 
@@ -152,8 +178,15 @@ class GraphSnapshot:
         _graphs(self._request.node).append((name or "snapshot", trace))
         actual = render_text(trace, roots) + "\n"
         path = self.path_for(name)
-        stats = self._request.config.stash[_SNAPSHOTS]
+        config = self._request.config
+        config.stash[_USED].add(path)
+        stats = config.stash[_SNAPSHOTS]
         if not path.exists():
+            if missing_snapshots_fail(config):
+                raise AssertionError(
+                    f"no graph snapshot {_shown(path, config)} to compare with; the graph is:"
+                    f"\n{actual}Hint: run pytest with --tracegrad-update to store it (missing "
+                    "snapshots fail when CI is set or with --tracegrad-snapshot-missing=fail).")
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(actual, encoding="utf-8")
             stats["written"].append(path)
@@ -199,6 +232,7 @@ def graph_snapshot(request: pytest.FixtureRequest) -> GraphSnapshot:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     outcome = yield
     report = outcome.get_result()
+    _note_outcome(item, report)
     if report.when != "call" or not report.failed:
         return
     graphs = item.stash.get(_GRAPHS, None)
@@ -261,13 +295,74 @@ def _write_graph(graph: Any, stem: Path) -> Path:
     return path
 
 
+# -- unused snapshots ------------------------------------------------------------------------
+def _note_outcome(item: pytest.Item, report) -> None:
+    """Whether each test passed, per test module: a snapshot of a test that failed or was
+    skipped may just not have been reached, so it is never called unused."""
+    outcomes = item.config.stash.get(_OUTCOMES, None)
+    if outcomes is None:
+        return
+    tests = outcomes.setdefault(Path(str(item.path)), {})
+    name = item.nodeid.split("::", 1)[-1].replace("::", ".")
+    passed = tests.get(name, True) and not (report.failed or report.skipped)
+    tests[name] = passed
+
+
+def pytest_deselected(items) -> None:
+    for item in items:
+        deselected = item.config.stash.get(_DESELECTED, None)
+        if deselected is not None:
+            deselected.add(Path(str(item.path)))
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Snapshots of the test modules that ran in full that no test used: reported, and
+    removed with --tracegrad-update."""
+    config = session.config
+    if _OUTCOMES not in config.stash or exitstatus == pytest.ExitCode.INTERRUPTED:
+        return
+    if hasattr(config, "workerinput"):
+        return  # a pytest-xdist worker ran only part of each module: it cannot judge
+    stats, used = config.stash[_SNAPSHOTS], config.stash[_USED]
+    update = bool(config.getoption("tracegrad_update"))
+    for module, tests in sorted(config.stash[_OUTCOMES].items()):
+        if module in config.stash[_DESELECTED]:
+            continue  # -k or --deselect: the other tests' snapshots are not ours to judge
+        folder = module.parent / SNAPSHOT_FOLDER / module.stem
+        if not folder.is_dir():
+            continue
+        owners = {_safe_file_name(name): passed for name, passed in tests.items()}
+        for path in sorted(folder.glob("*.txt")):
+            if path in used or not _owner_passed_or_gone(path.name[:-4], owners):
+                continue
+            if update:
+                path.unlink()
+                stats["removed"].append(path)
+            else:
+                stats["unused"].append(path)
+        if update and folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()
+
+
+def _owner_passed_or_gone(stem: str, owners: dict[str, bool]) -> bool:
+    """True when the test this snapshot belongs to passed (so it would have used it) or is
+    no longer there; False when it failed or was skipped before getting to it."""
+    for owner, passed in owners.items():
+        if stem == owner or stem.startswith(owner + "."):
+            return passed
+    return True
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
     stats = config.stash.get(_SNAPSHOTS, None)
-    if not stats or not (stats["written"] or stats["updated"]):
+    if not stats:
         return
-    for key, verb in (("written", "stored new"), ("updated", "updated")):
+    for key, verb in (("written", "stored new"), ("updated", "updated"),
+                      ("removed", "removed unused"), ("unused", "found unused")):
         paths = stats[key]
         if paths:
             terminalreporter.write_line(f"tracegrad: {verb} {len(paths)} graph snapshot(s):")
             for path in paths:
                 terminalreporter.write_line(f"  {_shown(path, config)}")
+    if stats["unused"]:
+        terminalreporter.write_line("  (run pytest with --tracegrad-update to remove them)")

@@ -16,26 +16,12 @@ as in torch)::
 from __future__ import annotations
 
 from .graph import from_tensor
+from .limits import TraceLimits
 from .model import Trace
 from .names import name
 from .recorder import Recorder, record
 from .store import load_trace, save_trace
 
-NOTHING_RECORDED = ("nothing was recorded: the script did not build an autograd graph with "
-                    "tracegrad or torch")
-
-
-def nothing_recorded(trace: Trace) -> str | None:
-    """What the command line says when a script ran to the end without building an autograd
-    graph on either engine (``NOTHING_RECORDED``), else None -- so an empty trace is never
-    reported as "no violations". A script that raised is reported by its exception instead.
-
-    >>> nothing_recorded(Trace()) == NOTHING_RECORDED
-    True
-    """
-    if trace.nodes or trace.passes or trace.violations or trace.exception is not None:
-        return None
-    return NOTHING_RECORDED
 
 
 def run_script(path: str, argv: list[str] | None = None, **trace_options) -> Trace:
@@ -48,5 +34,5 @@ def run_script(path: str, argv: list[str] | None = None, **trace_options) -> Tra
     return _run_script(path, argv, **trace_options)
 
 
-__all__ = ["NOTHING_RECORDED", "Recorder", "Trace", "from_tensor", "load_trace", "name",
-           "nothing_recorded", "record", "run_script", "save_trace"]
+__all__ = ["Recorder", "Trace", "TraceLimits", "from_tensor", "load_trace", "name", "record",
+           "run_script", "save_trace"]

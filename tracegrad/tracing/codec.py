@@ -52,7 +52,11 @@ _PRIMITIVES = (int, float, bool, str)
 
 
 class DecodeError(ValueError):
-    """The data does not match the model; the message says where (a JSON path)."""
+    """The data does not match the model; the message says where (``where``, a JSON path)."""
+
+    def __init__(self, message: str, where: str | None = None) -> None:
+        super().__init__(message)
+        self.where = where
 
 
 class _Problem(Exception):
@@ -269,8 +273,8 @@ def decode_trace(body, load_array: Callable[[int], np.ndarray]) -> model.Trace:
             raise problem.at("trace") from None
     except _Problem as problem:
         where = "".join(reversed(problem.path))
-        raise DecodeError(f"{where}: {problem.message}" if where else problem.message) \
-            from None
+        raise DecodeError(f"{where}: {problem.message}" if where else problem.message,
+                          where or None) from None
 
 
 class _Decoder:

@@ -1,144 +1,182 @@
 """``tracegrad run`` and ``tracegrad check``, registered with ``tracegrad.cli``.
 
-    tracegrad run examples/two_layer_net.py -o run.tgtrace   # trace a script, save the trace
-    tracegrad check examples/inplace_bug.py                  # print violations; exit 1 if any
+    tracegrad run -o run.tgtrace examples/two_layer_net.py   # trace a script, save the trace
+    tracegrad check examples/inplace_bug.py                  # print findings; exit 1 if any
 
-Options may come before or after the script; arguments after ``--`` go to the script as
-they are. Only argparse is imported at load time (``tracegrad --help`` stays fast).
+tracegrad's options go before the script; everything after the script is the script's (see
+``tracegrad.cli``). Only argparse is imported at load time (``tracegrad --help`` stays fast).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import sys
+
+from ..cli import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, add_command, add_target, fail, plural, say
+
+RUN_DESCRIPTION = """\
+Run a Python script as __main__ under the tracer and save its trace (.tgtrace).
+
+The trace is saved however the script ends: normally, with sys.exit(n), with an
+exception, or on Ctrl-C, SIGTERM or SIGHUP (the trace recorded until then). The save
+is atomic: it writes a temporary file next to the output and renames it, so the output
+is always a complete trace (or the previous one). A second Ctrl-C (or SIGTERM, SIGHUP)
+during the save waits for the save to finish; the run then exits with 128+N."""
+
+CHECK_DESCRIPTION = """\
+Run a Python script under the tracer and print every finding (in-place change of a
+saved tensor, in-place on a leaf, NaN/Inf, backward through a freed graph) with the
+lines involved."""
 
 
 def register(subparsers) -> None:
-    run_parser = subparsers.add_parser(
-        "run", help="run a script under the tracer and save its trace (.tgtrace)",
-        description="Run a Python script as __main__ under the tracer and save the trace. "
-                    "If the script raises, the trace up to the failure is still saved and "
-                    "the exit status is 1.")
-    _add_script_arguments(run_parser)
-    _add_run_options(run_parser)
+    run_parser = add_command(
+        subparsers, "run", help="run a script under the tracer and save its trace (.tgtrace)",
+        description=RUN_DESCRIPTION)
+    add_recording_options(run_parser)
+    run_parser.add_argument("-o", "--output", default=None,
+                            help="where to write the trace (default: <script name>.tgtrace)")
+    run_parser.add_argument("--no-timings", action="store_true",
+                            help="store step durations as 0 (byte-identical files across runs)")
+    add_target(run_parser, "the Python script to run")
     run_parser.set_defaults(handler=run_command)
 
-    check_parser = subparsers.add_parser(
-        "check", help="run a script and report autograd violations with file:line",
-        description="Run a Python script under the tracer and print every violation (in-place "
-                    "change of a saved tensor, in-place on a leaf, NaN/Inf, backward through "
-                    "a freed graph) with the lines involved. Exit status: 0 clean, 1 "
-                    "violations found, 2 the script failed without a violation to explain it.")
-    _add_script_arguments(check_parser)
+    check_parser = add_command(
+        subparsers, "check", help="run a script and report autograd violations with file:line",
+        description=CHECK_DESCRIPTION)
+    add_target(check_parser, "the Python script to run")
     check_parser.set_defaults(handler=check_command)
 
 
-def _add_script_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("script", help="the Python script to run")
-    parser.add_argument("script_args", nargs=argparse.REMAINDER,
-                        help="arguments for the script (use -- before any that look like "
-                             "tracegrad options)")
-
-
-def _add_run_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("-o", "--output", default=None,
-                        help="where to write the trace (default: <script name>.tgtrace)")
+def add_recording_options(parser: argparse.ArgumentParser) -> None:
+    """What to record: shared by ``run`` and ``tui`` (which traces a script first)."""
     parser.add_argument("--no-values", action="store_true",
                         help="record structure only, no forward values or gradients")
-    parser.add_argument("--budget-mb", type=float, default=None,
+    parser.add_argument("--budget-mb", type=_positive_float, default=None, metavar="MIB",
                         help="memory for whole captured arrays, in MiB (default 256)")
-    parser.add_argument("--keep-passes", type=int, nargs=2, metavar=("FIRST", "LAST"),
+    parser.add_argument("--keep-passes", type=_count, nargs=2, metavar=("FIRST", "LAST"),
                         default=None,
                         help="keep values for the first and last N backward passes "
                              "(default 2 2)")
-    parser.add_argument("--no-timings", action="store_true",
-                        help="store step durations as 0 (byte-identical files across runs)")
 
 
-def _trailing_options(values: list[str]) -> tuple[argparse.Namespace, list[str]]:
-    """Our options given after the script name, and what is left for the script."""
-    if "--" in values:
-        split = values.index("--")
-        ours, theirs = values[:split], values[split + 1:]
-    else:
-        ours, theirs = values, []
-    parser = argparse.ArgumentParser(add_help=False)
-    _add_run_options(parser)
-    options, rest = parser.parse_known_args(ours)
-    return options, rest + theirs
+def recording_options(args: argparse.Namespace) -> dict:
+    """The keyword arguments for ``tracegrad.record()`` from ``add_recording_options``."""
+    options: dict = {"values": not args.no_values}
+    if args.budget_mb is not None:
+        options["budget_bytes"] = int(args.budget_mb * 1024 * 1024)
+    if args.keep_passes is not None:
+        options["keep_passes"] = tuple(args.keep_passes)
+    return options
 
 
-def _options(args: argparse.Namespace) -> tuple[argparse.Namespace, list[str]]:
-    trailing, script_args = _trailing_options(list(args.script_args))
-    for key, value in vars(trailing).items():
-        if value not in (None, False):
-            setattr(args, key, value)
-    return args, script_args
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of MiB, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of MiB, got {text}")
+    return value
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a count, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a count >= 0, got {value}")
+    return value
+
+
+def trace_script(command: str, args: argparse.Namespace, **trace_options):
+    """Run ``args.target`` under the tracer with a progress line; (ScriptRun, None) or
+    (None, exit status) when it cannot be run."""
+    from .progress import script_progress
+    from .runner import ScriptError, run
+
+    try:
+        with script_progress(args.target) as on_start:
+            return run(args.target, args.script_args, on_start=on_start,
+                       **trace_options), None
+    except ScriptError as error:
+        return None, fail(command, str(error), EXIT_USAGE)
+
+
+def counts(trace) -> str:
+    return (f"{plural(len(trace.nodes), 'node')}, {plural(len(trace.passes), 'backward pass')}"
+            f", {plural(len(trace.violations), 'violation')}")
 
 
 def run_command(args: argparse.Namespace) -> int:
-    from ..errors import TracegradError
-    from . import nothing_recorded
-    from .runner import format_exception_message, print_traceback, run_script
+    from .runner import signal_name, signals_deferred
 
-    args, script_args = _options(args)
-    output = args.output or os.path.splitext(os.path.basename(args.script))[0] + ".tgtrace"
-    trace_options = {"values": not args.no_values}
-    if args.budget_mb is not None:
-        trace_options["budget_bytes"] = int(args.budget_mb * 1024 * 1024)
-    if args.keep_passes is not None:
-        trace_options["keep_passes"] = tuple(args.keep_passes)
-    try:
-        trace = run_script(args.script, script_args, **trace_options)
-    except FileNotFoundError as error:
-        print(f"tracegrad run: {error}", file=sys.stderr)
-        return 2
-    if (message := nothing_recorded(trace)):  # issue 12: never an empty success
-        print(f"tracegrad run: {message}", file=sys.stderr)
-        return 2
+    def saving_continues(signum: int) -> None:
+        say("run", f"{signal_name(signum)} received while saving the trace; finishing the "
+                   "save first (the file is never left half written).")
+
+    # Signals are held from the moment the script ends (the runner hands its handlers back
+    # to these) until the trace is saved: a second Ctrl-C never interrupts the save.
+    with signals_deferred(saving_continues) as late_signals:
+        status, failed = _run_and_save(args)
+    if late_signals and not failed:
+        return 128 + late_signals[0]
+    return status
+
+
+def _run_and_save(args: argparse.Namespace) -> tuple[int, bool]:
+    """(exit status, whether the script failed) of ``tracegrad run``."""
+    from ..errors import TracegradError
+    from .runner import describe_end, nothing_recorded, print_traceback, signal_name
+
+    output = args.output or os.path.splitext(os.path.basename(args.target))[0] + ".tgtrace"
+    result, status = trace_script("run", args, **recording_options(args))
+    if result is None:
+        return status, False
+    trace = result.trace
+    if result.error is not None and result.signum is None \
+            and not isinstance(result.error, SystemExit):
+        print_traceback(trace)  # the script's own traceback, as python would print it
+    empty = nothing_recorded(trace, args.target)
+    if empty is not None:
+        ending = describe_end(result)
+        fail("run", (ending + "; " if ending else "") + empty + " No trace was written.")
+        return result.exit_status or EXIT_PROBLEMS, True
+    if result.signum is not None:
+        say("run", f"{signal_name(result.signum)} received; saving the trace recorded so far "
+                   f"to {output}")
     try:
         trace.save(output, timings=not args.no_timings)
     except (OSError, TracegradError) as error:
-        print(f"tracegrad run: could not write the trace to '{output}': {error}",
-              file=sys.stderr)
-        return 2
-    counts = (f"{len(trace.nodes)} nodes, {len(trace.passes)} backward passes, "
-              f"{len(trace.violations)} violations")
-    if trace.exception is not None:
-        print_traceback(trace)
-        print(f"tracegrad run: {format_exception_message(trace)}\n"
-              f"tracegrad run: the trace up to the failure was written to {output} "
-              f"({counts})", file=sys.stderr)
-        return 1
-    print(f"tracegrad run: wrote {output} ({counts})", file=sys.stderr)
-    return 0
+        return fail("run", f"could not write the trace to '{output}': {error}", EXIT_USAGE), True
+    if result.failed:
+        say("run", f"{describe_end(result)}; the trace up to then was written to {output} "
+                   f"({counts(trace)})")
+    else:
+        say("run", f"wrote {output} ({counts(trace)})")
+    return result.exit_status, result.failed
 
 
 def check_command(args: argparse.Namespace) -> int:
-    from . import nothing_recorded
-    from .report import format_violation
-    from .runner import format_exception_message, run_script
+    from .report import findings, format_finding
+    from .runner import describe_end, nothing_recorded
 
-    args, script_args = _options(args)
-    try:
-        trace = run_script(args.script, script_args, values=False, keep_passes=None)
-    except FileNotFoundError as error:
-        print(f"tracegrad check: {error}", file=sys.stderr)
-        return 2
-    if (message := nothing_recorded(trace)):  # issue 12: never "no violations"
-        print(f"tracegrad check: {message}", file=sys.stderr)
-        return 2
-    for violation in trace.violations:
-        print(format_violation(trace, violation))
-    if trace.exception is not None:
-        print(f"tracegrad check: {format_exception_message(trace)}", file=sys.stderr)
-    if trace.violations:
-        count = len(trace.violations)
-        print(f"tracegrad check: {count} violation{'s' if count != 1 else ''} in "
-              f"{args.script}", file=sys.stderr)
-        return 1
-    if trace.exception is not None:
-        return 2
-    print(f"tracegrad check: no violations in {args.script}", file=sys.stderr)
-    return 0
+    result, status = trace_script("check", args, values=False, keep_passes=None)
+    if result is None:
+        return status
+    trace = result.trace
+    found = findings(trace)
+    for finding in found:
+        print(format_finding(trace, finding))
+    if result.failed:
+        say("check", describe_end(result))
+    if found:
+        return fail("check", f"{plural(len(found), 'finding')} in {args.target}")
+    empty = nothing_recorded(trace, args.target)
+    if empty is not None:
+        return fail("check", empty)
+    if result.failed:
+        return EXIT_PROBLEMS
+    say("check", f"no violations in {args.target}")
+    return EXIT_OK

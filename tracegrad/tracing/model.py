@@ -289,7 +289,7 @@ class ExceptionRecord:
     traceback: str = ""
 
 
-@dataclass
+@dataclass(repr=False)
 class Trace:
     tensors: dict[int, TensorRecord] = field(default_factory=dict)
     nodes: dict[int, NodeRecord] = field(default_factory=dict)
@@ -335,6 +335,30 @@ class Trace:
             for next_id, input_nr in node.next:
                 if next_id is not None:
                     yield node.id, next_id, input_nr
+
+    # -- notebooks and the REPL -------------------------------------------------------
+    def __repr__(self) -> str:
+        """One short line, however large the trace (the generated repr printed every record).
+
+        >>> Trace()
+        <Trace: 0 nodes, 0 backward passes, 0 violations>
+        """
+        from .notebook import trace_repr
+
+        return trace_repr(self)
+
+    def _repr_svg_(self) -> str | None:
+        """The picture, for Jupyter; None (text is shown instead) without Graphviz."""
+        from .notebook import trace_svg
+
+        return trace_svg(self)
+
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict[str, str]:
+        """SVG and text for Jupyter: a cell ending in ``tr`` draws the graph; without
+        Graphviz, the summary and how to install it."""
+        from .notebook import trace_mimebundle
+
+        return trace_mimebundle(self, include, exclude)
 
     # -- file and text (implemented in store.py and summary.py) -------------------------
     def save(self, path, timings: bool = True) -> None:

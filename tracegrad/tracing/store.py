@@ -5,12 +5,17 @@
 "values": [...], "trace": {...}}`` (see codec.py for the last three); array number i is the
 raw bytes of ``arrays.bin`` at its offset (C order, 16-byte aligned). One member for all
 arrays instead of one ``.npy`` each: a 50,000-node trace holds 100,000 arrays, and a zip
-member costs more than a small array. Schema-1 files (``arrays/NNNNNN.npy``) still load.
+member costs more than a small array. trace.json is deflated; arrays.bin only when that
+pays (see ``_worth_compressing``). Schema-1 files (``arrays/NNNNNN.npy``) still load.
 
 Files are written deterministically (fixed timestamps, fixed order), so the same program
-saved with ``timings=False`` gives a byte-identical file. Anything wrong with a file -- not
-a zip, truncated, a flipped bit, a missing member, data of the wrong type, a newer schema --
-raises ``TraceFileError`` naming the file and the problem.
+saved with ``timings=False`` gives a byte-identical file. A file is read as hostile input
+(reading.py: sizes within ``TraceLimits``, each member once, exact array offsets) and what
+it decodes to is validated (validate.py: references, ranges, shapes, cycles) before the
+caller sees it. Anything wrong -- not a zip, truncated, a flipped bit, a missing or repeated
+member, data of the wrong type or out of range, a dangling reference, a size over a limit,
+a newer schema -- raises ``TraceFileError`` naming the file, the problem and, where it has
+one, the place in the file (``error.where``).
 
 >>> import os, tempfile
 >>> from tracegrad.tracing.model import Trace
@@ -24,11 +29,10 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import io
 import json
-import math
 import os
 import struct
+import tempfile
 import zipfile
 import zlib
 
@@ -37,14 +41,12 @@ import numpy as np
 from .. import __version__
 from ..errors import TraceFileError
 from .codec import DecodeError, decode_trace, encode_trace
+from .limits import TraceLimits
 from .model import FORMAT_NAME, SCHEMA_VERSION, Trace
+from .reading import ALIGN, ARRAYS_MEMBER, TRACE_MEMBER, DamagedArchive, TraceArchive
+from .validate import InvalidTrace, validate_trace
 
-TRACE_MEMBER = "trace.json"
-ARRAYS_MEMBER = "arrays.bin"
 _FIXED_TIME = (1980, 1, 1, 0, 0, 0)
-_MAX_JSON_BYTES = 1 << 31
-_ALIGN = 16
-_ARRAY_KINDS = frozenset("biufc")  # bool, integers, floats, complex: never object arrays
 
 
 @contextlib.contextmanager
@@ -75,24 +77,57 @@ def save_trace(trace: Trace, path: str | os.PathLike, timings: bool = True) -> N
                     "arrays": table, "array_bytes": len(blob), **body}
         text = json.dumps(document, allow_nan=False, separators=(",", ":"),
                           default=_json_scalar)
-    temporary = f"{os.fspath(path)}.partial"
-    with zipfile.ZipFile(temporary, "w") as archive:
-        _write_member(archive, TRACE_MEMBER, text.encode("utf-8"))
-        if blob:
-            _write_member(archive, ARRAYS_MEMBER, blob)
-    os.replace(temporary, path)  # a crash mid-write never leaves a half file under path
+    _write_atomically(os.fspath(path), text.encode("utf-8"), blob)
 
 
-def _pack_arrays(arrays: list[np.ndarray]) -> tuple[list, bytes]:
-    """([dtype, shape, offset] per array, their bytes end to end, each aligned)."""
-    table, parts, offset = [], [], 0
+def _write_atomically(path: str, text: bytes, blob: bytes) -> None:
+    """Write the zip to a temporary file in the same folder, flush it to disk, then rename
+    it over ``path``: whatever interrupts the save (an exception, a signal, a crash),
+    ``path`` holds either the complete new trace or what it held before, never part of
+    one. The temporary file has a unique name (two saves never share one) and is removed
+    when the save fails."""
+    directory = os.path.dirname(os.path.abspath(path))
+    handle, temporary = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.",
+                                         suffix=".partial", dir=directory)
+    try:
+        with os.fdopen(handle, "wb") as file:
+            with zipfile.ZipFile(file, "w") as archive:
+                _write_member(archive, TRACE_MEMBER, text)
+                if blob:
+                    _write_member(archive, ARRAYS_MEMBER, blob)
+            file.flush()
+            os.fsync(file.fileno())
+        os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes it 0600
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _pack_arrays(arrays: list[np.ndarray]) -> tuple[list, bytearray]:
+    """([dtype, shape, offset] per array, their bytes end to end, each aligned).
+
+    The bytes go straight into one buffer of the final size: a training loop's trace can
+    hold the whole values budget (256 MiB), and a copy per array plus a join would double
+    that twice."""
+    table, offset = [], 0
     for array in arrays:
-        data = array.tobytes()  # C order whatever the array's layout
         table.append([array.dtype.str, list(array.shape), offset])
-        padding = -len(data) % _ALIGN
-        parts.append(data + bytes(padding) if padding else data)
-        offset += len(data) + padding
-    return table, b"".join(parts)
+        offset += array.nbytes + (-array.nbytes % ALIGN)
+    blob = bytearray(offset)
+    for array, (_, _, start) in zip(arrays, table):
+        if array.nbytes:
+            # C order whatever the array's layout, as tobytes() would give.
+            target = np.frombuffer(blob, array.dtype, array.size, start)
+            target[...] = array.reshape(-1)
+    return table, blob
 
 
 def _json_scalar(value):
@@ -102,16 +137,42 @@ def _json_scalar(value):
     raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
-def _write_member(archive: zipfile.ZipFile, name: str, payload: bytes) -> None:
+def _write_member(archive: zipfile.ZipFile, name: str, payload: bytes | bytearray) -> None:
     info = zipfile.ZipInfo(name, date_time=_FIXED_TIME)
-    info.compress_type = zipfile.ZIP_DEFLATED
+    info.compress_type = zipfile.ZIP_DEFLATED if _worth_compressing(name, payload) \
+        else zipfile.ZIP_STORED
     info.external_attr = 0o644 << 16
     # Level 1: three times faster than the default on JSON, a few per cent larger.
     archive.writestr(info, payload, compresslevel=1)
 
 
-def load_trace(path: str | os.PathLike) -> Trace:
+_PROBES = 16  # samples of arrays.bin compressed to decide whether all of it is worth it
+_PROBE_BYTES = 64 << 10
+_WORTH_RATIO = 0.5  # compress when it at least halves the size
+
+
+def _worth_compressing(name: str, payload: bytes | bytearray) -> bool:
+    """Whether to deflate a member. trace.json always (JSON shrinks about 5:1, fast); the
+    arrays only when a few samples halve. Captured floats shrink little (0.7 on a training
+    loop's values) and deflate crawls over them (13 MB/s): a 2,000-pass loop with values in
+    every pass spent 15 of its 16 s of saving there. Zeros and repeats, which do shrink, are
+    also what deflate handles fast. Deterministic: same bytes, same choice."""
+    if name != ARRAYS_MEMBER or len(payload) <= _PROBES * _PROBE_BYTES:
+        return name != ARRAYS_MEMBER or len(zlib.compress(payload, 1)) <= \
+            _WORTH_RATIO * len(payload)
+    stride = len(payload) // _PROBES
+    compressed = sum(len(zlib.compress(payload[start:start + _PROBE_BYTES], 1))
+                     for start in range(0, stride * _PROBES, stride))
+    return compressed <= _WORTH_RATIO * _PROBES * _PROBE_BYTES
+
+
+def load_trace(path: str | os.PathLike, limits: TraceLimits | None = None) -> Trace:
     """Read a .tgtrace file. Never unpickles anything; a bad file raises TraceFileError.
+
+    The file is hostile input until checked: sizes are capped by ``limits`` (default:
+    ``TraceLimits.from_environment()``, i.e. ``TRACEGRAD_TRACE_LIMITS`` or the defaults)
+    before anything is decompressed, and the decoded trace is validated (every reference,
+    range and shape; see validate.py), so what comes back is consistent.
 
     >>> load_trace("/nonexistent.tgtrace")
     Traceback (most recent call last):
@@ -119,18 +180,28 @@ def load_trace(path: str | os.PathLike) -> Trace:
     tracegrad.errors.TraceFileError: cannot read trace file '/nonexistent.tgtrace': no such file. Hint: write one with `tracegrad run script.py -o run.tgtrace` or trace.save(path).
     """
     name = os.fspath(path)
+    if limits is None:
+        limits = TraceLimits.from_environment()
+    elif not isinstance(limits, TraceLimits):
+        raise TypeError(f"load_trace: limits must be a TraceLimits, got "
+                        f"{type(limits).__name__}. Hint: limits=TraceLimits(max_array_bytes=...)")
     if not os.path.exists(name):
         raise TraceFileError(
             f"cannot read trace file '{name}': no such file. Hint: write one with "
-            "`tracegrad run script.py -o run.tgtrace` or trace.save(path).")
+            "`tracegrad run script.py -o run.tgtrace` or trace.save(path).", file=name)
     try:
         with _gc_paused():
-            return _load(name)
+            return _load(name, limits)
     except TraceFileError:
         raise
+    except DamagedArchive as error:
+        raise _file_error(name, error.problem, limit=error.limit) from None
+    except InvalidTrace as error:
+        raise _file_error(name, f"its records do not fit together: {error}",
+                          where=error.where, limit=error.limit) from None
     except DecodeError as error:
-        raise _file_error(name, f"its data does not match the trace format ({error})") \
-            from None
+        raise _file_error(name, f"its data does not match the trace format ({error})",
+                          where=error.where) from None
     except zipfile.BadZipFile as error:
         raise _file_error(name, f"it is not a readable zip archive ({error}); the file is "
                                 "truncated, corrupted, or not a .tgtrace file") from None
@@ -139,95 +210,34 @@ def load_trace(path: str | os.PathLike) -> Trace:
     except (OSError, EOFError, ValueError, KeyError, IndexError, TypeError, OverflowError,
             NotImplementedError, RuntimeError, MemoryError, AttributeError, zlib.error,
             struct.error) as error:
-        # zlib.error, struct.error and numpy's header errors all land here: the file
-        # is damaged in some way the zip layer did not catch first.
+        # zlib.error and struct.error land here: the file is damaged in some way the zip
+        # layer did not catch first.
         raise _file_error(name, f"it is damaged ({type(error).__name__}: {error})") \
             from None
 
 
-def _file_error(name: str, problem: str) -> TraceFileError:
-    return TraceFileError(
-        f"cannot read trace file '{name}': {problem}. Hint: re-record it with "
-        "`tracegrad run script.py -o run.tgtrace`.")
+def _file_error(name: str, problem: str, where: str | None = None,
+                limit: str | None = None) -> TraceFileError:
+    hint = ("Hint: the file was damaged or changed after it was written; re-record it with "
+            "`tracegrad run script.py -o run.tgtrace`.")
+    if limit is not None:  # the problem says how to raise the limit
+        hint = "Hint: a file over a limit may be a decompression bomb; check where it came from."
+    return TraceFileError(f"cannot read trace file '{name}': {problem}. {hint}", file=name,
+                          where=where, limit=limit)
 
 
-def _load(name: str) -> Trace:
-    with zipfile.ZipFile(name) as archive:
-        members = set(archive.namelist())
-        if TRACE_MEMBER not in members:
-            raise _file_error(name, f"the archive has no {TRACE_MEMBER}; it is not a "
-                                    ".tgtrace file")
-        info = archive.getinfo(TRACE_MEMBER)
-        if info.file_size > _MAX_JSON_BYTES:
-            raise _file_error(name, f"{TRACE_MEMBER} claims {info.file_size} bytes")
-        document = json.loads(archive.read(TRACE_MEMBER).decode("utf-8"))
+def _load(name: str, limits: TraceLimits) -> Trace:
+    with zipfile.ZipFile(name) as zip_file:
+        archive = TraceArchive(zip_file, limits)
+        document = json.loads(archive.read_document_bytes())
         version = _check_header(name, document)
         if version == 1:
-            load_array = _npy_loader(name, archive, members)
+            load_array = archive.npy_arrays()
         else:
-            load_array = _packed_loader(name, archive, members, document)
-        return decode_trace(document, load_array)
-
-
-def _npy_loader(name: str, archive: zipfile.ZipFile, members: set):
-    """Schema 1: one ``arrays/NNNNNN.npy`` member per array."""
-    def load_array(index: int) -> np.ndarray:
-        member = f"arrays/{index:06d}.npy"
-        if member not in members:
-            raise _file_error(name, f"the array {member} is missing")
-        with archive.open(member) as stream:
-            return np.load(io.BytesIO(stream.read()), allow_pickle=False)
-
-    return load_array
-
-
-def _packed_loader(name: str, archive: zipfile.ZipFile, members: set, document: dict):
-    """Schema 2: every array in ``arrays.bin``, described by the document's table."""
-    table, expected_bytes = document.get("arrays"), document.get("array_bytes")
-    if type(table) is not list or type(expected_bytes) is not int:
-        raise _file_error(name, f"{TRACE_MEMBER} has no valid 'arrays' table")
-    blob: list[bytearray] = []  # read on first use: a structure-only trace has none
-
-    def load_array(index: int) -> np.ndarray:
-        if not 0 <= index < len(table):
-            raise _file_error(name, f"array number {index} is not in the table "
-                                    f"({len(table)} arrays)")
-        if not blob:
-            if ARRAYS_MEMBER not in members:
-                raise _file_error(name, f"the member {ARRAYS_MEMBER} is missing")
-            # A bytearray, so the arrays loaded from it are writable, as np.load's are.
-            blob.append(bytearray(archive.read(ARRAYS_MEMBER)))
-            if len(blob[0]) != expected_bytes:
-                raise _file_error(name, f"{ARRAYS_MEMBER} has {len(blob[0])} bytes, the "
-                                        f"table says {expected_bytes}")
-        return _unpack_array(name, blob[0], index, table[index])
-
-    return load_array
-
-
-_dtypes: dict[str, np.dtype] = {}
-
-
-def _unpack_array(name: str, blob: bytearray, index: int, entry) -> np.ndarray:
-    problem = None
-    if type(entry) is not list or len(entry) != 3 or type(entry[0]) is not str \
-            or type(entry[1]) is not list or type(entry[2]) is not int:
-        problem = "is not [dtype, shape, offset]"
-    elif not all(type(size) is int and size >= 0 for size in entry[1]):
-        problem = f"has an invalid shape {entry[1]}"
-    else:
-        dtype = _dtypes.get(entry[0])
-        if dtype is None:  # a TypeError for nonsense: reported as damage
-            dtype = _dtypes[entry[0]] = np.dtype(entry[0])
-        count = math.prod(entry[1])
-        offset = entry[2]
-        if dtype.kind not in _ARRAY_KINDS or dtype.fields is not None:
-            problem = f"has dtype {entry[0]!r}, which a trace never stores"
-        elif offset < 0 or offset + count * dtype.itemsize > len(blob):
-            problem = f"lies outside {ARRAYS_MEMBER} (offset {offset}, {count} items)"
-    if problem is not None:
-        raise _file_error(name, f"array number {index} {problem}")
-    return np.frombuffer(blob, dtype, count, offset).reshape(entry[1])
+            load_array = archive.packed_arrays(document)
+        trace = decode_trace(document, load_array)
+    validate_trace(trace, limits)
+    return trace
 
 
 def _check_header(name: str, document) -> int:

@@ -22,6 +22,7 @@ import weakref
 from ..autograd.node import SavedTensor, VersionCounter
 from .graph import GraphBuilder
 from .model import BackwardPass, NodeRecord, Site, Step, TensorRecord, Trace, Violation
+from .report import INPLACE_HINT, describe_tensor, nonfinite_hint
 
 
 def _where(site: Site | None) -> str:
@@ -31,8 +32,7 @@ def _where(site: Site | None) -> str:
 
 
 def _describe(record: TensorRecord) -> str:
-    label = f"'{record.name}' " if record.name else f"t{record.id} "
-    return f"{label}{record.dtype} {list(record.shape)}"
+    return describe_tensor(record)
 
 
 def refresh_names(trace) -> None:
@@ -116,9 +116,7 @@ class ViolationFinder:
             f"{what} was saved for backward by {node_record.name} at "
             f"{_where(node_record.site)} at version {saved.version}, then modified in place "
             f"by '{op_name}' at {_where(site)} (now version {saved.counter.value}); "
-            f"backward through {node_record.name} will fail. Hint: use the out-of-place op "
-            f"(e.g. 'y = y + 1' instead of 'y += 1'), or .clone() the tensor before changing "
-            "it.")
+            f"backward through {node_record.name} will fail. {INPLACE_HINT}")
         if phase == "backward":
             message = "backward failed: " + message.replace(" will fail", " failed")
         # One finding per (node, tensor): ``y * y`` saves y twice but it is one mistake.
@@ -158,8 +156,7 @@ class ViolationFinder:
         message = (
             f"{'NaN' if kind == 'nan' else 'Inf'} first appeared in forward: "
             f"{node_record.name} at {_where(site)} produced {_describe(record)} from finite "
-            "inputs. Hint: look for a log/sqrt/division of zero or of a negative value on "
-            "that line.")
+            f"inputs. {nonfinite_hint(kind, node_record.name, 'forward', record.dtype)}")
         self._add((kind, "forward", _site_key(site), node_record.name), Violation(
             kind=kind, message=message, tensor=record.id, node=node_record.id, site=site,
             phase="forward"))
@@ -169,12 +166,21 @@ class ViolationFinder:
         kind = _nonfinite_kind(grad._array)
         node_record = self.trace.nodes[step.node]
         site = node_record.site
+        forward = next((violation for violation in self.trace.violations
+                        if violation.kind in ("nan", "inf") and violation.phase == "forward"),
+                       None)
+        if forward is not None:
+            # A non-finite forward value flows into every derivative that uses it: the
+            # cause is the forward finding, whatever this op is.
+            hint = (f"Hint: a forward value was already non-finite (see the finding at "
+                    f"{_where(forward.site)}); fix that first.")
+        else:
+            hint = nonfinite_hint(kind, node_record.name, "backward", grad._array.dtype.name)
         message = (
             f"{'NaN' if kind == 'nan' else 'Inf'} first appeared in backward: "
             f"{node_record.name} (forward at {_where(site)}) returned a non-finite gradient "
             f"for input {edge_index} from finite incoming gradients (pass {backward_pass.index}"
-            f", step {step.index}). Hint: the derivative of that line's op is infinite or "
-            "undefined at the values it saw (log/sqrt/pow at 0, division by 0).")
+            f", step {step.index}). {hint}")
         self._add((kind, "backward", _site_key(site), node_record.name), Violation(
             kind=kind, message=message, node=node_record.id, site=site, phase="backward",
             pass_index=backward_pass.index, step_index=step.index))

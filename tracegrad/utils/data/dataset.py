@@ -9,7 +9,7 @@ import math
 import warnings
 from collections.abc import Iterable, Sequence
 
-from ...nn._random import numpy_generator
+from ...random import numpy_generator
 from ...tensor import Tensor
 
 

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
-from ...nn._random import numpy_generator
+from ...random import numpy_generator
 
 
 class Sampler:
