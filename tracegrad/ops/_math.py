@@ -14,9 +14,15 @@ array([[2., 2., 2.]], dtype=float32)
 
 from __future__ import annotations
 
+import numpy as np
+
+from ..autograd import grad_mode as _grad_mode
 from ..backends import array_module
+from ..backends import kernels as _kernels
 from ..tensor import Tensor
 from . import reduce as _reduce
+
+_ndarray = np.ndarray
 
 
 def sum_to(grad, shape):
@@ -48,3 +54,57 @@ def expand_reduced(grad, input_shape, dims, keepdim: bool):
         grad = grad.reshape((1,) * len(input_shape))
     # A read-only broadcast view: the engine copies it before anything writes to it.
     return array_module(grad).broadcast_to(grad, tuple(input_shape))
+
+
+def xp(value):
+    """The array module (NumPy or CuPy) a Tensor's or an array's data lives in."""
+    return value._xp if value.__class__ is Tensor else array_module(value)
+
+
+def sin(value):
+    """``sin`` of a Tensor (recorded) or an array."""
+    if value.__class__ is Tensor:
+        return value.sin()
+    return array_module(value).sin(value)
+
+
+def cos(value):
+    """``cos`` of a Tensor (recorded) or an array."""
+    if value.__class__ is Tensor:
+        return value.cos()
+    return array_module(value).cos(value)
+
+
+def sign(value):
+    """The sign of each element (no gradient flows through it either way)."""
+    if value.__class__ is Tensor:
+        return Tensor._wrap(value._xp.sign(value._array), False)
+    return array_module(value).sign(value)
+
+
+def mm(left, right):
+    """The matrix product of two Tensors (recorded) or two arrays."""
+    if left.__class__ is Tensor:
+        return left.mm(right)
+    return left @ right
+
+
+def t(value):
+    """A 2-D Tensor (recorded) or array, transposed."""
+    return value.t() if value.__class__ is Tensor else value.T
+
+
+def fused_activation(name: str, grad, saved):
+    """An activation's backward by a fused CUDA kernel, or None where none applies: on CPU,
+    with create_graph (a kernel's result has no history), or when the dtypes differ."""
+    if not _kernels.enabled:
+        return None
+    if grad.__class__ is Tensor:
+        if grad._array.__class__ is _ndarray or _grad_mode.state.grad_enabled or \
+                grad._array.dtype != saved._array.dtype:
+            return None
+        return Tensor._wrap(_kernels.activation_backward(name, grad._array, saved._array),
+                            False)
+    if grad.__class__ is _ndarray or grad.dtype != saved.dtype:
+        return None
+    return _kernels.activation_backward(name, grad, saved)

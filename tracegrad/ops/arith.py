@@ -11,8 +11,9 @@ import numpy as np
 from ..autograd.function import Op
 from ..errors import DTypeError
 from ..tensor import Tensor
-from ._operands import broadcast_error, operands, true_divide_dtype
+from . import _math
 from ._math import sum_to
+from ._operands import broadcast_error, operands, true_divide_dtype
 from .unary import _quiet
 
 _BOOL = np.dtype(bool)
@@ -169,6 +170,7 @@ class PowScalar(Op):
     """``tensor ** number``."""
 
     node_name = "PowBackward0"
+    array_backward = True
     saved_names = ("self", "exponent=exponent")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
@@ -189,7 +191,7 @@ class PowScalar(Op):
         exponent = ctx.exponent
         if exponent == 0:
             return (grad * 0, None)
-        with _quiet(grad._xp):
+        with _quiet(_math.xp(grad)):
             return (grad * exponent * a ** (exponent - 1), None)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ..autograd.function import Op
 from ..errors import DTypeError, ShapeError
+from . import _math
 from ._operands import broadcast_error, check_same_device
 from .reduce import sum_to
 
@@ -53,6 +54,7 @@ def _check_pair(op_name: str, a, b) -> None:
 
 class Mm(Op):
     node_name = "MmBackward0"
+    array_backward = True
     saved_names = ("self", "mat2")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
@@ -72,8 +74,8 @@ class Mm(Op):
     def backward(ctx, grad):
         a, b = ctx.saved_tensors
         needs = ctx.needs_input_grad
-        return (Mm.apply(grad, b.t()) if needs[0] else None,
-                Mm.apply(a.t(), grad) if needs[1] else None)
+        return (_math.mm(grad, _math.t(b)) if needs[0] else None,
+                _math.mm(_math.t(a), grad) if needs[1] else None)
 
 
 class Mv(Op):

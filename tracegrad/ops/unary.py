@@ -8,9 +8,10 @@ import numpy as np
 from ..autograd.function import Op
 from ..autograd.grad_mode import state
 from ..backends import kernels
+from . import _math
+from ._checks import wrap_dim
 from ._operands import broadcast_error, operands
 from .reduce import sum_to
-from ._checks import wrap_dim
 
 
 def _float(a):
@@ -21,6 +22,7 @@ def _float(a):
 
 class Exp(Op):
     node_name = "ExpBackward0"
+    array_backward = True
     saved_names = ("result",)  # grad_fn._saved_<name>, as PyTorch names them
     saves_output = True
 
@@ -36,6 +38,7 @@ class Exp(Op):
 
 class Log(Op):
     node_name = "LogBackward0"
+    array_backward = True
     saved_names = ("self",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
@@ -53,6 +56,7 @@ class Log(Op):
 
 class Sqrt(Op):
     node_name = "SqrtBackward0"
+    array_backward = True
     saved_names = ("result",)  # grad_fn._saved_<name>, as PyTorch names them
     saves_output = True
 
@@ -70,6 +74,7 @@ class Sqrt(Op):
 
 class Abs(Op):
     node_name = "AbsBackward0"
+    array_backward = True
     saved_names = ("self",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
@@ -80,11 +85,12 @@ class Abs(Op):
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
-        return (grad * sign(a),)
+        return (grad * _math.sign(a),)
 
 
 class Sin(Op):
     node_name = "SinBackward0"
+    array_backward = True
     saved_names = ("self",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
@@ -95,11 +101,12 @@ class Sin(Op):
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
-        return (grad * cos(a),)
+        return (grad * _math.cos(a),)
 
 
 class Cos(Op):
     node_name = "CosBackward0"
+    array_backward = True
     saved_names = ("self",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
@@ -110,11 +117,12 @@ class Cos(Op):
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
-        return (-grad * sin(a),)
+        return (-grad * _math.sin(a),)
 
 
 class Tanh(Op):
     node_name = "TanhBackward0"
+    array_backward = True
     saved_names = ("result",)  # grad_fn._saved_<name>, as PyTorch names them
     saves_output = True
 
@@ -125,13 +133,15 @@ class Tanh(Op):
     @staticmethod
     def backward(ctx, grad):
         (result,) = ctx.saved_tensors
-        if grad._array.__class__ is not _ndarray and _fuse(grad, result):
-            return (_fused("tanh", grad, result),)
+        fused = _math.fused_activation("tanh", grad, result)
+        if fused is not None:
+            return (fused,)
         return (grad * (1 - result * result),)
 
 
 class Sigmoid(Op):
     node_name = "SigmoidBackward0"
+    array_backward = True
     saved_names = ("result",)  # grad_fn._saved_<name>, as PyTorch names them
     saves_output = True
 
@@ -145,8 +155,9 @@ class Sigmoid(Op):
     @staticmethod
     def backward(ctx, grad):
         (result,) = ctx.saved_tensors
-        if grad._array.__class__ is not _ndarray and _fuse(grad, result):
-            return (_fused("sigmoid", grad, result),)
+        fused = _math.fused_activation("sigmoid", grad, result)
+        if fused is not None:
+            return (fused,)
         return (grad * result * (1 - result),)
 
 
@@ -181,6 +192,7 @@ class Silu(Op):
 
 class Relu(Op):
     node_name = "ReluBackward0"
+    array_backward = True
     saved_names = ("result",)  # grad_fn._saved_<name>, as PyTorch names them
     saves_output = True
 
@@ -192,8 +204,9 @@ class Relu(Op):
     @staticmethod
     def backward(ctx, grad):
         (result,) = ctx.saved_tensors
-        if grad._array.__class__ is not _ndarray and _fuse(grad, result):
-            return (_fused("relu", grad, result),)
+        fused = _math.fused_activation("relu", grad, result)
+        if fused is not None:
+            return (fused,)
         return (grad * (result > 0),)
 
 
@@ -217,6 +230,7 @@ class ClampMin(Op):
     """``clamp_min(x, number)``; ``clamp(x, min=number)`` is Clamp (ClampBackward1)."""
 
     node_name = "ClampMinBackward0"
+    array_backward = True
     saved_names = ("self", "min=min")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
@@ -233,6 +247,7 @@ class ClampMin(Op):
 
 class ClampMax(Op):
     node_name = "ClampMaxBackward0"
+    array_backward = True
     saved_names = ("self", "max=max")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
