@@ -772,38 +772,62 @@ def connect(node: Node, args: tuple) -> bool:
     keeps it honest).
     """
     edges = []
-    needs = []
-    meta = []
+    shapes_and_dtypes = []  # flat: shape, dtype, shape, dtype, ... (the meta cache's key)
+    mask = 0  # bit i: argument i needs a gradient
     slots = None  # positions of the tensor args; None while every arg is a tensor
     position = 0
     for arg in args:
         if isinstance(arg, Tensor):
             array = arg._array
-            meta.append((array.shape, array.dtype))
+            shapes_and_dtypes.append(array.shape)
+            shapes_and_dtypes.append(array.dtype)
             if arg._requires_grad:
                 grad_fn = arg.grad_fn
                 if grad_fn is not None:
                     edges.append((grad_fn, arg._output_nr))
                 else:
                     edges.append((arg._grad_accumulator(), 0))
-                needs.append(True)
+                mask |= 1 << position
             else:
                 edges.append(_NO_EDGE)
-                needs.append(False)
             if slots is not None:
                 slots.append(position)
-        else:
-            if slots is None:
-                slots = list(range(position))
-            needs.append(False)
+        elif slots is None:
+            slots = list(range(position))
         position += 1
     node.next_functions = tuple(edges)
-    node._input_meta = tuple(meta)
-    node.needs_input_grad = needs = tuple(needs)
+    node._input_meta = _input_meta(tuple(shapes_and_dtypes))
+    node.needs_input_grad = _needs(position, mask)
     if slots is not None:
         node._arg_slots = tuple(slots)
         node._num_args = position
-    return True in needs
+    return mask != 0
+
+
+# Interned per-node tuples. Every tuple a node keeps is an object the cyclic garbage
+# collector tracks and scans until it dies; made afresh for each op, they were a large part
+# of a deep forward's time (bench/bench_engine.py (b), (c)). Shared ones cost it nothing.
+_input_meta_cache: dict = {}
+_NEEDS = tuple(tuple(tuple(bool(mask >> bit & 1) for bit in range(count))
+                     for mask in range(1 << count)) for count in range(7))
+
+
+def _input_meta(key: tuple) -> tuple:
+    """``((shape, dtype), ...)`` per tensor argument, from the flat ``key``, interned."""
+    meta = _input_meta_cache.get(key)
+    if meta is None:
+        if len(_input_meta_cache) >= 4096:  # a program with ever-new shapes: start over
+            _input_meta_cache.clear()
+        meta = _input_meta_cache[key] = tuple(
+            (key[index], key[index + 1]) for index in range(0, len(key), 2))
+    return meta
+
+
+def _needs(count: int, mask: int) -> tuple:
+    """``needs_input_grad`` for ``count`` arguments from its bit ``mask``, interned."""
+    if count < 7:
+        return _NEEDS[count][mask]
+    return tuple(bool(mask >> bit & 1) for bit in range(count))
 
 
 def wire(cls, args, attrs) -> tuple:
