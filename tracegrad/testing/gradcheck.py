@@ -26,7 +26,7 @@ class WrongNode:
     """A node whose backward disagrees with finite differences of its own forward."""
 
     name: str  # "BadSquareBackward"
-    site: Any  # trace.model.Site of the forward call, or None
+    site: Any  # autograd.site.Site of the forward call, or None
     detail: str  # the local gradcheck's message
 
     def describe(self) -> str:

@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from ..autograd import site as _engine_site
+
 # 2: sites and values tables, arrays in one member. 3: per-pass .grad (Step.grad_after),
 # pass origin and label, why a value has no array (Value.dropped), summarized passes.
 # Every field added since has a default, so files of schema 1 and 2 still load.
@@ -29,17 +31,9 @@ SCHEMA_VERSION = 3
 FORMAT_NAME = "tracegrad-trace"
 
 
-@dataclass(frozen=True)
-class Site:
-    """Where in the user's source something happened."""
-
-    file: str
-    line: int
-    function: str
-    code: str = ""  # the text of that line, stripped
-
-    def __str__(self) -> str:
-        return f"{self.file}:{self.line}"
+# Site belongs to the engine (nodes carry one from the moment they are made); it stays
+# importable from here, where saved traces and their readers have always found it.
+Site = _engine_site.Site
 
 
 @dataclass
