@@ -15,6 +15,8 @@ from __future__ import annotations
 import functools
 import inspect
 import warnings
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -110,6 +112,9 @@ class BackwardCFunction(Node, FunctionCtx):
     _num_args = 0
     _input_meta: tuple = ()  # (shape, numpy dtype) per next_functions edge
     _checks_non_tensor_grads = True  # custom Functions; built-in ops return None there
+    # The keyword arguments of the apply call that made this node (an op's attributes:
+    # dim, shape, ...), set only while a listener watches: see events.Listener.on_op.
+    _call_kwargs: Mapping = MappingProxyType({})
     _saved_cleared = False
     needs_input_grad: tuple = ()
 
@@ -437,6 +442,8 @@ class Function:
                 outputs = cls.forward(ctx, *args, **kwargs)
         finally:
             state.grad_enabled = grad_enabled
+        if kwargs and events.listener is not None:
+            ctx._call_kwargs = kwargs  # (see events.Listener.on_op)
         is_tuple = isinstance(outputs, tuple)
         output_tuple = outputs if is_tuple else (outputs,)
         output_tuple = _wrap_outputs(ctx, args, output_tuple, executable)
@@ -878,7 +885,7 @@ def _record(cls, args, attrs):
         node._saved = _save(node, to_save, outputs)
         node._to_save = ()
     if anomaly_flags.enabled or events.listener is not None:  # not a thread-local read
-        _announce(node, args, outputs if outputs is not None else (result,))
+        _announce(node, args, outputs if outputs is not None else (result,), attrs)
     return result
 
 
@@ -894,12 +901,14 @@ def _outputs(node, data: tuple) -> tuple:
     return tuple(outputs)
 
 
-def _announce(node: Node, args: tuple, outputs: tuple) -> None:
+def _announce(node: Node, args: tuple, outputs: tuple, attrs: dict) -> None:
     """What a recorded op adds while someone watches (anomaly mode, a listener): the
-    user's source line on the node, and the listener's ``on_op``."""
+    user's source line on the node, its attributes, and the listener's ``on_op``."""
     _note_site(node, 4)
     listener = events.listener
     if listener is not None:
+        if attrs:
+            node._call_kwargs = attrs
         listener.on_op(node, args, outputs)
 
 
