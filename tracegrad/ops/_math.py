@@ -108,3 +108,43 @@ def fused_activation(name: str, grad, saved):
     if grad.__class__ is _ndarray or grad.dtype != saved.dtype:
         return None
     return _kernels.activation_backward(name, grad, saved)
+
+
+def transpose(value, dim0: int, dim1: int):
+    """``value`` with two (non-negative) dimensions swapped: a Tensor (recorded) or array."""
+    if value.__class__ is Tensor:
+        return value.transpose(dim0, dim1)
+    return array_module(value).swapaxes(value, dim0, dim1) if value.ndim > 1 else value
+
+
+def permute(value, dims: tuple):
+    """``value`` with its dimensions in the order ``dims``: a Tensor (recorded) or array."""
+    if value.__class__ is Tensor:
+        return value.permute(dims)
+    return value.transpose(dims)
+
+
+def bmm(left, right):
+    """The batched matrix product of two 3-D Tensors (recorded) or arrays."""
+    if left.__class__ is Tensor:
+        return left.bmm(right)
+    return left @ right
+
+
+def exp(value):
+    """``exp`` of a Tensor (recorded) or an array."""
+    if value.__class__ is Tensor:
+        return value.exp()
+    return array_module(value).exp(value)
+
+
+def sum_keepdim(value, dim: int):
+    """``value`` summed over dimension ``dim``, kept as size 1: a Tensor (recorded) or array."""
+    if value.__class__ is Tensor:
+        return value.sum(dim=dim, keepdim=True)
+    return value.sum(axis=dim, keepdims=True)
+
+
+def numel(value) -> int:
+    """How many elements a Tensor or array holds."""
+    return value.numel() if value.__class__ is Tensor else value.size

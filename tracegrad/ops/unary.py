@@ -388,6 +388,7 @@ class Minimum(Maximum):
 
 class Softmax(Op):
     node_name = "SoftmaxBackward0"
+    array_backward = True
     saved_names = ("result",)  # grad_fn._saved_<name>, as PyTorch names them
     saves_output = True
 
@@ -406,12 +407,13 @@ class Softmax(Op):
     @staticmethod
     def backward(ctx, grad):
         (result,) = ctx.saved_tensors
-        inner = (grad * result).sum(dim=ctx.axis, keepdim=True)
+        inner = _math.sum_keepdim(grad * result, ctx.axis)
         return (result * (grad - inner), None)
 
 
 class LogSoftmax(Op):
     node_name = "LogSoftmaxBackward0"
+    array_backward = True
     saved_names = ("result",)  # grad_fn._saved_<name>, as PyTorch names them
     saves_output = True
 
@@ -429,7 +431,7 @@ class LogSoftmax(Op):
     @staticmethod
     def backward(ctx, grad):
         (result,) = ctx.saved_tensors
-        return (grad - exp(result) * grad.sum(dim=ctx.axis, keepdim=True), None)
+        return (grad - _math.exp(result) * _math.sum_keepdim(grad, ctx.axis), None)
 
 
 def softmax(a, dim=None, dtype=None):
