@@ -113,3 +113,43 @@ def test_saved_tensor_modified_in_place_still_raises_in_an_array_pass():
     b.add_(1.0)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         out.backward()
+
+
+def _network(lib, x, w, b):
+    # the converted matrix, shape, activation and loss formulas in one graph
+    F = lib.nn.functional
+    h = F.linear(x, w, b[0])  # addmm
+    h = F.leaky_relu(h, 0.1) + F.softplus(h) + F.hardswish(h) + F.logsigmoid(h)
+    h = h.t().unsqueeze(0).permute(0, 2, 1).reshape(3, 4).expand(2, 3, 4)
+    h = F.log_softmax(h, dim=-1) + F.softmax(h, dim=1) + h.transpose(1, 2).sum(2).unsqueeze(1)
+    h = h.bmm(h.transpose(1, 2)).erf().reciprocal().log1p()
+    return F.mse_loss(h, lib.zeros_like(h).detach() + 0.5) + (b.exp().sqrt().tanh() ** 2).mean()
+
+
+@pytest.mark.parametrize("dtype", [tg.float32, tg.float64])
+def test_array_pass_matches_tensor_pass_through_a_network(dtype):
+    tg.manual_seed(1)
+    inputs = (tg.randn(3, 5, dtype=dtype, requires_grad=True),
+              tg.randn(4, 5, dtype=dtype, requires_grad=True),
+              tg.randn(2, 4, dtype=dtype, requires_grad=True))
+    _network(tg, *inputs).backward()
+    on_tensors = tg.autograd.grad(_network(tg, *inputs), inputs, create_graph=True)
+    for tensor, tensor_grad in zip(inputs, on_tensors):
+        assert tensor.grad.dtype == dtype and tensor.grad.shape == tensor.shape
+        np.testing.assert_allclose(tensor.grad.numpy(), tensor_grad.detach().numpy(),
+                                   rtol=1e-5 if dtype is tg.float32 else 1e-12, atol=1e-7)
+
+
+@pytest.mark.torch
+def test_array_pass_through_a_network_matches_torch():
+    torch = pytest.importorskip("torch")
+    tg.manual_seed(1)
+    ours = (tg.randn(3, 5, dtype=tg.float64, requires_grad=True),
+            tg.randn(4, 5, dtype=tg.float64, requires_grad=True),
+            tg.randn(2, 4, dtype=tg.float64, requires_grad=True))
+    theirs = [torch.tensor(tensor.detach().numpy(), requires_grad=True) for tensor in ours]
+    _network(tg, *ours).backward()
+    _network(torch, *theirs).backward()
+    for mine, reference in zip(ours, theirs):
+        np.testing.assert_allclose(mine.grad.numpy(), reference.grad.numpy(), rtol=1e-9,
+                                   atol=1e-12)

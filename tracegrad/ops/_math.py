@@ -148,3 +148,23 @@ def sum_keepdim(value, dim: int):
 def numel(value) -> int:
     """How many elements a Tensor or array holds."""
     return value.numel() if value.__class__ is Tensor else value.size
+
+
+def where(condition, a, b):
+    """``a`` where ``condition`` holds, else ``b`` (either may be a number): Tensors
+    (recorded, WhereBackward0) or arrays, by what ``condition`` is."""
+    if condition.__class__ is Tensor:
+        return _ops.indexing.Where.apply(condition, a, b)
+    return array_module(condition).where(condition, a, b)
+
+
+def sigmoid(value):
+    """The logistic function of a Tensor (recorded) or an array (overflow-free)."""
+    if value.__class__ is Tensor:
+        return value.sigmoid()
+    return _ops.unary._stable_sigmoid(array_module(value), value)
+
+
+# The package, not its op modules: they import this one, and are all loaded before any
+# backward runs (tensor.py binds them), so where() and sigmoid() read them at call time.
+from .. import ops as _ops
