@@ -266,6 +266,7 @@ class Clamp(Op):
     """``clamp(x, min, max)`` with numbers (either may be None)."""
 
     node_name = "ClampBackward1"
+    array_backward = True
     saved_names = ("self", "min=min", "max=max")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
@@ -357,6 +358,7 @@ def clamp(a, min=None, max=None):
 
 class Maximum(Op):
     node_name = "MaximumBackward0"
+    array_backward = True
     saved_names = ("self", "other")  # grad_fn._saved_<name>, as PyTorch names them
     _pick = "maximum"
 
@@ -377,8 +379,8 @@ class Maximum(Op):
         ties = (a == b)
         share_a = wins + ties * 0.5
         share_b = (1 - share_a)
-        return (sum_to(grad * share_a, a.shape) if needs[0] else None,
-                sum_to(grad * share_b, b.shape) if needs[1] else None)
+        return (_math.sum_to(grad * share_a, a.shape) if needs[0] else None,
+                _math.sum_to(grad * share_b, b.shape) if needs[1] else None)
 
 
 class Minimum(Maximum):
