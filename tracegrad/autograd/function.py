@@ -776,8 +776,35 @@ def connect(node: Node, args: tuple) -> bool:
 
     It runs before forward, so a forward can save only what backward will use (as Mul
     does). Every recorded op runs it: plain loops over locals (bench/bench_engine.py (a)
-    keeps it honest).
+    keeps it honest), and two plain Tensors -- most binary ops -- unrolled.
     """
+    if len(args) == 2:
+        first, second = args
+        if first.__class__ is Tensor and second.__class__ is Tensor:
+            mask = 0
+            if first._requires_grad:
+                grad_fn = first.grad_fn
+                edge = (grad_fn, first._output_nr) if grad_fn is not None else \
+                    (first._grad_accumulator(), 0)
+                mask = 1
+            else:
+                edge = _NO_EDGE
+            if second._requires_grad:
+                grad_fn = second.grad_fn
+                node.next_functions = (edge, (grad_fn, second._output_nr)) \
+                    if grad_fn is not None else (edge, (second._grad_accumulator(), 0))
+                mask |= 2
+            else:
+                node.next_functions = (edge, _NO_EDGE)
+            x, y = first._array, second._array
+            node._input_meta = _input_meta((x.shape, x.dtype, y.shape, y.dtype))
+            node.needs_input_grad = _NEEDS[2][mask]
+            return mask != 0
+    return _connect_any(node, args)
+
+
+def _connect_any(node: Node, args: tuple) -> bool:
+    """``connect`` for any arguments."""
     edges = []
     shapes_and_dtypes = []  # flat: shape, dtype, shape, dtype, ... (the meta cache's key)
     mask = 0  # bit i: argument i needs a gradient
