@@ -153,3 +153,16 @@ def test_array_pass_through_a_network_matches_torch():
     for mine, reference in zip(ours, theirs):
         np.testing.assert_allclose(mine.grad.numpy(), reference.grad.numpy(), rtol=1e-9,
                                    atol=1e-12)
+
+
+def test_zero_dim_gradients_that_numpy_turns_into_scalars():
+    # 0-d arrays added or multiplied give NumPy scalars, not arrays: every formula and the
+    # accumulation must take them (hypothesis found sigmoid -> sqrt on a 0-d leaf)
+    x = tg.tensor(0.5, dtype=tg.float64, requires_grad=True)
+    y = x.sigmoid()
+    (y.sqrt() + y.tanh() + y.relu() * y).backward()
+    reference = tg.autograd.grad(
+        (x.sigmoid().sqrt() + x.sigmoid().tanh() + x.sigmoid().relu() * x.sigmoid()), x,
+        create_graph=True)[0]
+    assert type(x.grad) is tg.Tensor and x.grad.shape == ()
+    np.testing.assert_allclose(x.grad.item(), reference.item(), rtol=1e-12)

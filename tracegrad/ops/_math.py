@@ -105,7 +105,9 @@ def fused_activation(name: str, grad, saved):
             return None
         return Tensor._wrap(_kernels.activation_backward(name, grad._array, saved._array),
                             False)
-    if grad.__class__ is _ndarray or grad.dtype != saved.dtype:
+    # (NumPy arrays, and NumPy scalars: what arithmetic on 0-d arrays gives)
+    if grad.__class__ is _ndarray or isinstance(grad, np.generic) or \
+            saved.__class__ is not grad.__class__ or grad.dtype != saved.dtype:
         return None
     return _kernels.activation_backward(name, grad, saved)
 
