@@ -228,15 +228,7 @@ class DebugSession:
             return None
         if violation.node is None:
             return None
-        pass_indexes = ([violation.pass_index] if violation.pass_index is not None
-                        else range(len(trace.passes)))
-        for pass_index in pass_indexes:
-            if not 0 <= pass_index < len(trace.passes):
-                continue
-            for step in trace.passes[pass_index].steps:
-                if step.node == violation.node:
-                    return pass_index, step.index
-        return None
+        return trace.locate(violation.node, violation.pass_index)
 
     def violation_location(self, violation: Violation) -> Location | None:
         return self._locate(self.trace, violation)
@@ -399,9 +391,8 @@ class DebugSession:
         """node id -> the step that ran it in this pass (built once per pass)."""
         index = self._steps_by_node.get(pass_index)
         if index is None:
-            index = {}
-            for step in self.backward_pass(pass_index).steps:
-                index.setdefault(step.node, step.index)
+            index = {node: step.index
+                     for node, step in self.backward_pass(pass_index).steps_by_node().items()}
             self._steps_by_node[pass_index] = index
         return index
 

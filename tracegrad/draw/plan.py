@@ -103,6 +103,12 @@ class Plan:
         return len(self.boxes)
 
 
+def given_outputs(trace: Trace) -> list[int] | None:
+    """The tensors the user asked to draw (a Trace made from tensors has them as roots);
+    None lets the plan choose (the selected pass's roots, or the graph's outputs)."""
+    return trace.output_tensors() if trace.roots else None
+
+
 def plan_graph(trace: Trace, outputs: list[int] | None = None,
                options: Options | None = None) -> Plan:
     """Decide every box and arrow for ``trace``.
@@ -121,15 +127,14 @@ class _Planner:
         self.pass_index = resolve_pass(trace, options.pass_index, options.highlight_step)
         self.backward: BackwardPass | None = (
             trace.passes[self.pass_index] if self.pass_index is not None else None)
-        self.steps: dict[int, Step] = {}
-        if self.backward is not None:
-            for step in self.backward.steps:
-                self.steps.setdefault(step.node, step)
+        self.steps: dict[int, Step] = (
+            self.backward.steps_by_node() if self.backward is not None else {})
         if outputs is None and self.backward is not None and self.backward.roots:
             # A training loop records one graph per iteration: draw the selected pass's.
             outputs = list(self.backward.roots)
-            self.nodes = _reachable(trace, outputs)
-        self.outputs = _unique(outputs if outputs is not None else _default_outputs(trace))
+            reached = trace.reachable(trace.tensor_nodes(outputs))
+            self.nodes = [trace.nodes[node_id] for node_id in sorted(reached)]
+        self.outputs = _unique(outputs if outputs is not None else trace.output_tensors())
         self.node_violations: dict[int, list[Violation]] = {}
         self.tensor_violations: dict[int, list[Violation]] = {}
         self.module_of_node: dict[int, str] = {}
@@ -581,19 +586,6 @@ def _merge_parallel(arrows: list[Arrow]) -> list[Arrow]:
     return list(merged.values())
 
 
-def _reachable(trace: Trace, roots: list[int]) -> list[NodeRecord]:
-    """Nodes reachable from the root tensors' grad_fns, in id order (an explicit stack)."""
-    pending = [trace.tensors[root].grad_fn for root in roots if root in trace.tensors]
-    found: set[int] = set()
-    while pending:
-        node_id = pending.pop()
-        if node_id is None or node_id in found or node_id not in trace.nodes:
-            continue
-        found.add(node_id)
-        pending.extend(next_id for next_id, _ in trace.nodes[node_id].next)
-    return [trace.nodes[node_id] for node_id in sorted(found)]
-
-
 def module_label(scope: str, class_name: str | None) -> str:
     """``0: Linear`` for a module scope and its class (just the class for a root module,
     whose scope is its class name).
@@ -692,18 +684,6 @@ def _count(count: int, word: str) -> str:
 
 def _range(count: int) -> str:
     return "0" if count == 1 else f"0-{count - 1}" if count else "none"
-
-
-def _default_outputs(trace: Trace) -> list[int]:
-    roots = [root for backward in trace.passes for root in backward.roots]
-    if roots:
-        return roots
-    consumed = {next_id for node in trace.nodes.values() for next_id, _ in node.next}
-    outputs = []
-    for node in trace.iter_nodes():
-        if node.kind != "accumulate" and node.id not in consumed and node.outputs:
-            outputs.append(node.outputs[0])
-    return outputs
 
 
 def _unique(values: list[int]) -> list[int]:

@@ -268,9 +268,11 @@ def decode_trace(body, load_array: Callable[[int], np.ndarray]) -> model.Trace:
         if "trace" not in body:
             raise _Problem("missing entry 'trace'")
         try:
-            return decoder.compile(model.Trace)(body["trace"])
+            trace = decoder.compile(model.Trace)(body["trace"])
         except _Problem as problem:
             raise problem.at("trace") from None
+        trace.read_legacy_roots()
+        return trace
     except _Problem as problem:
         where = "".join(reversed(problem.path))
         raise DecodeError(f"{where}: {problem.message}" if where else problem.message,
