@@ -212,7 +212,9 @@ def test_inplace_violation_is_red_with_both_sites_in_label_and_tooltip():
         assert "fillcolor=red" in line
         assert "modified in place v0→v1 at prog.py:9" in line
         assert "saved at prog.py:8" in line
-        assert "at prog.py:9 in <module>: y.mul_(2)" in line  # tooltip, full site
+        # the tooltip: the block `tracegrad check` prints, each site with its code
+        assert "in-place op  prog.py:9   y.mul_(2)" in line
+        assert "saved by     SigmoidBackward0 at prog.py:8   y = x.sigmoid()" in line
     saved_edge = [edge for edge in edges(source) if "dir=none" in edge]
     assert saved_edge and "color=red" in saved_edge[0] and "v0≠v1" in saved_edge[0]
 

@@ -87,10 +87,10 @@ def test_every_violation_survives_folding():
     trace.violations.append(Violation("inplace_leaf", "in-place on a leaf", tensor=0,
                                       site=Site("prog.py", 2, "<module>")))
     source, _ = dot_of(trace, max_nodes=50)
-    assert "NAN first appears here (forward) at prog.py:7" in source
+    assert "NaN first appears here (forward) at prog.py:7" in source
     assert "in-place on a leaf at prog.py:2" in source
     summary, _ = dot_of(trace, max_nodes=1)
-    assert "NAN first appears here" in summary and "in-place on a leaf" in summary
+    assert "NaN first appears here" in summary and "in-place on a leaf" in summary
 
 
 def test_the_full_graph_is_never_planned_when_its_counts_are_too_big(monkeypatch):

@@ -268,9 +268,9 @@ async def test_violation_panel_shows_sites_and_versions_and_jumps():
         await pilot.pause()
         assert (app.pass_index, app.step_index) == (0, 3)
         text = screen_text(app)
-        assert "saved at examples/hand_built_net.py:8" in text
-        assert "in-place at examples/hand_built_net.py:9" in text
-        assert "saved at version 0, now version 1" in text
+        assert "saved by     ReluBackward0 at examples/hand_built_net.py:8" in text
+        assert "in-place op  examples/hand_built_net.py:9" in text
+        assert "version      saved at 0, now 1" in text
 
 
 @run_async

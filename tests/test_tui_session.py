@@ -110,9 +110,9 @@ def test_dump_lists_every_step_with_marks_and_violations():
     assert "    3  ReluBackward0           [4, 5]          !" in lines
     assert "    1  MmBackward0             [4, 2]          h" in lines
     assert text.count("SumBackward0") == 2
-    assert "in-place at examples/hand_built_net.py:9" in text
-    assert "saved at examples/hand_built_net.py:8" in text
-    assert "saved at version 0, now version 1" in text
+    assert "in-place op  examples/hand_built_net.py:9" in text
+    assert "saved by     ReluBackward0 at examples/hand_built_net.py:8" in text
+    assert "version      saved at 0, now 1" in text
 
 
 def test_dump_of_a_crashed_program_names_the_exception():

@@ -46,7 +46,7 @@ from .widgets.pass_bar import PassBar
 from .widgets.pass_list import PassListScreen
 from .widgets.prompt import PromptScreen
 from .widgets.step_list import StepList
-from .widgets.values_table import ValuesTable, step_values
+from .widgets.values_table import ValuesTable, labelled_values
 from .widgets.violations_list import ViolationsList
 
 # Most used first: the key bar shows as many as fit, in this order.
@@ -205,7 +205,7 @@ class DebuggerApp(App[None]):
         if not self.trace.passes or not self.session.step_count(self.pass_index):
             table.show(None, None)
             return
-        values = step_values(self.trace, self.session.step(self.pass_index, self.step_index))
+        values = labelled_values(self.trace, self.session.step(self.pass_index, self.step_index))
         if not values:
             table.show(None, None)
             return

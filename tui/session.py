@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from tracegrad.tracing.model import BackwardPass, NodeRecord, Step, Trace, Value, Violation
+from tracegrad.tracing.text import shape_text
 
 # One-character marks, ASCII so every terminal (and the --dump text) shows them the same.
 MARK_VIOLATION = "!"
@@ -192,16 +193,16 @@ class DebugSession:
         tensor_id = node.leaf if node.leaf is not None else (
             node.outputs[0] if node.outputs else None)
         if tensor_id is not None and tensor_id in self.trace.tensors:
-            return format_shape(self.trace.tensors[tensor_id].shape)
+            return shape_text(self.trace.tensors[tensor_id].shape)
         if step is not None and step.grads_in and step.grads_in[0] is not None:
-            return format_shape(step.grads_in[0].shape)
+            return shape_text(step.grads_in[0].shape)
         return "?"
 
     def _marks(self, pass_index: int, step: Step) -> str:
         marks = ""
         if (pass_index, step.index) in self._violations_by_step:
             marks += MARK_VIOLATION
-        if any(value is not None and value.stats.has_nonfinite for value in step_values(step)):
+        if any(value is not None and value.stats.has_nonfinite for value in step_gradients(step)):
             marks += MARK_NONFINITE
         if step.hooks:
             marks += MARK_HOOK
@@ -397,12 +398,9 @@ class DebugSession:
         return index
 
 
-def step_values(step: Step) -> list[Value | None]:
+def step_gradients(step: Step) -> list[Value | None]:
+    """Every gradient a step saw: those flowing in, then those flowing out."""
     return [*step.grads_in, *step.grads_out]
-
-
-def format_shape(shape: tuple[int, ...]) -> str:
-    return "[" + ", ".join(str(size) for size in shape) + "]"
 
 
 def parse_location(text: str, pass_index: int) -> Location:

@@ -276,6 +276,9 @@ class Violation:
                          phase says "forward" or "backward")
         "freed_graph"    backward through a graph an earlier pass freed (pass_index = the
                          pass that freed it)
+
+    ``message`` is written from the other fields by ``tracing.text.violation_message``
+    (again once tensors are named); every view describes a violation through that module.
     """
 
     kind: str
@@ -289,6 +292,8 @@ class Violation:
     phase: str = "forward"  # "forward" or "backward"
     pass_index: int | None = None
     step_index: int | None = None
+    op: str | None = None  # the in-place op ("add_"), for the in-place kinds
+    input_nr: int | None = None  # backward NaN/Inf: the input whose gradient went bad
 
 
 @dataclass

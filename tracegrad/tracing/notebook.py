@@ -37,8 +37,8 @@ def trace_svg(trace: Trace) -> str | None:
     if shutil.which("dot") is None:
         return None
     from ..draw.dot import make_options, plan_to_digraph
-    from ..draw.sizing import MAX_NODES, GraphCollapsedWarning, sized_plan
     from ..draw.plan import given_outputs
+    from ..draw.sizing import MAX_NODES, GraphCollapsedWarning, sized_plan
     from .graph import gc_paused
 
     drawn, outputs = trace, given_outputs(trace)

@@ -362,6 +362,8 @@ RULES: dict[type, dict[str, Rule | None]] = {
         "phase": FREE,
         "pass_index": COUNT,  # and a pass that exists: _violation_places
         "step_index": COUNT,  # and a step of that pass
+        "op": FREE,
+        "input_nr": COUNT,
     },
     model.ExceptionRecord: {
         "type": FREE,
