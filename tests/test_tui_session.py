@@ -8,7 +8,6 @@ import pytest
 from test_tui_builders import chain_trace, two_layer_trace
 from tracegrad.tui.conditions import parse_condition
 from tracegrad.tui.dump import dump_steps
-from tracegrad.tui.export_svg import fallback_dot
 from tracegrad.tui.graph_layout import draw_edges, layout_graph
 from tracegrad.tui.session import DebugSession
 
@@ -119,14 +118,6 @@ def test_dump_of_a_crashed_program_names_the_exception():
     text = dump_steps(two_layer_trace(exception=True))
     assert "(failed)" in text.splitlines()[0]
     assert "the program raised RuntimeError at examples/hand_built_net.py:12" in text
-
-
-def test_fallback_dot_highlights_current_and_executed_steps():
-    source = fallback_dot(two_layer_trace(), pass_index=0, step_index=3)
-    assert 'n2 [label="ReluBackward0\\nstep 3", fillcolor=yellow];' in source
-    assert 'n5 [label="SumBackward0\\nstep 0", fillcolor=palegreen];' in source
-    assert 'n0 [label="AccumulateGrad\\nstep 5", fillcolor=white];' in source
-    assert "n4 -> n2;" in source
 
 
 # -- passes: visible ones, labels, locations across passes ----------------------------------

@@ -31,11 +31,11 @@ from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Static
 
+from tracegrad.draw import render
 from tracegrad.errors import ConditionError
 from tracegrad.tracing.model import Trace
 
 from .conditions import parse_condition
-from .export_svg import export_svg
 from .keys import key_text
 from .session import DebugSession, Location, parse_location
 from .widgets.graph_view import GraphView
@@ -427,7 +427,7 @@ class DebuggerApp(App[None]):
 
         def work() -> None:
             try:
-                export_svg(trace, path, pass_index, step_index)
+                render(trace, str(path), highlight_step=step_index, pass_index=pass_index)
             except Exception as error:  # noqa: BLE001 - shown to the user; the app keeps running
                 self.call_from_thread(self.set_status, f"export failed: {error}", True)
                 return

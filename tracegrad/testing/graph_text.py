@@ -22,23 +22,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # keep importing this module cheap: no engine import at load
+if TYPE_CHECKING:  # keep importing this module cheap: the pytest plugin loads it at startup
     from ..tracing.model import NodeRecord, Trace
 
-_SHORT_DTYPES = {
-    "float16": "f16", "float32": "f32", "float64": "f64", "bfloat16": "bf16",
-    "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
-    "uint8": "u8", "bool": "b8", "complex64": "c64", "complex128": "c128",
-}
+__all__ = ["graph_text", "named_root", "normalize_text", "render_text", "short_type",
+           "trace_and_roots"]
 
 
 def short_type(dtype: str, shape: Sequence[int]) -> str:
-    """``f32[3,4]``: a dtype's short name and a shape, jaxpr style.
+    """``f32[3,4]``: see :func:`tracegrad.tracing.text.short_type` (imported on first use,
+    so loading this module loads no tracer).
 
     >>> short_type("float32", (3, 4))
     'f32[3,4]'
     """
-    return f"{_SHORT_DTYPES.get(dtype, dtype)}[{','.join(str(size) for size in shape)}]"
+    from ..tracing.text import short_type as text_short_type
+
+    return text_short_type(dtype, shape)
 
 
 def trace_and_roots(subject: Any) -> tuple[Trace, list[int]]:
@@ -71,6 +71,9 @@ class _Namer:
         self.trace = trace
         self.assigned: dict[int, str] = {}
         self.taken = {record.name for record in trace.tensors.values() if record.name}
+        from ..tracing.text import short_type as text_short_type  # once per text, not per line
+
+        self.short_type = text_short_type
 
     def label(self, tensor_id: int | None) -> str:
         if tensor_id is None:
@@ -90,7 +93,7 @@ class _Namer:
         record = self.trace.tensors.get(tensor_id) if tensor_id is not None else None
         if record is None:
             return self.label(tensor_id)
-        return f"{self.label(tensor_id)} {short_type(record.dtype, record.shape)}"
+        return f"{self.label(tensor_id)} {self.short_type(record.dtype, record.shape)}"
 
 
 def _node_line(node: NodeRecord, namer: _Namer, saved: bool) -> str:

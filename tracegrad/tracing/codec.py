@@ -490,16 +490,11 @@ def _type_message(hint: type, value) -> str:
     return f"expected {wanted.get(hint, hint.__name__)}, got {_kind(value)}"
 
 
-_dtype_names: dict[np.dtype, str] = {}
-
-
 def _check_value_array(value: model.Value) -> None:
     array = value.array
     if array is None:
         return
-    dtype_name = _dtype_names.get(array.dtype)
-    if dtype_name is None:  # numpy works the name out anew on every access
-        dtype_name = _dtype_names[array.dtype] = array.dtype.name
+    dtype_name = model.array_dtype_name(array.dtype)
     if array.shape != value.shape or dtype_name != value.dtype:
         raise _Problem(
             f"the stored array is {array.dtype.name} {list(array.shape)} but the value "

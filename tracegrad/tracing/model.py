@@ -58,6 +58,22 @@ class Stats:
         return self.nan_count > 0 or self.inf_count > 0
 
 
+def array_dtype_name(dtype: np.dtype) -> str:
+    """``"float32"``: a NumPy dtype's name as a Value records it, cached (NumPy works the
+    name out anew on every access, and values and files name one dtype many times).
+
+    >>> array_dtype_name(np.dtype(np.float32))
+    'float32'
+    """
+    name = _array_dtype_names.get(dtype)
+    if name is None:
+        name = _array_dtype_names[dtype] = dtype.name
+    return name
+
+
+_array_dtype_names: dict[np.dtype, str] = {}
+
+
 # Why a Value has no array (``Value.dropped``).
 DROPPED_PASS = "pass"  # the capture policy kept no arrays for this pass (keep_passes)
 DROPPED_BUDGET = "budget"  # the values memory budget was used up

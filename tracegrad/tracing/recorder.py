@@ -84,8 +84,6 @@ def record(values: bool = True, budget_bytes: int | None = None,
 class Recorder(events.Listener):
     """An events listener that fills ``self.trace``; a context manager around that."""
 
-    wants_sites = True  # nodes get the source line of their forward call
-
     def __init__(self, values: bool = True, budget_bytes: int | None = None,
                  keep_passes: tuple[int, int] | None = (2, 2),
                  structure_budget_bytes: int | None = None) -> None:
