@@ -11,16 +11,14 @@ import os
 import re
 import subprocess
 import sys
-import types
 from pathlib import Path
 
 import numpy as np
 import pytest
+from example_programs import ALL_EXAMPLES, EXAMPLES, load_example
 
 import tracegrad as tg
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-ALL_EXAMPLES = sorted(path.name for path in EXAMPLES.glob("*.py"))
 # Examples that fail on purpose (they demonstrate a bug for `tracegrad check`): the exit
 # status and a line their stderr must contain, so they fail the way they say they do.
 EXPECTED_FAILURES: dict[str, tuple[int, str]] = {
@@ -40,25 +38,6 @@ def test_example_runs_as_a_script(name):
         f"--- stdout\n{result.stdout[-2000:]}\n--- stderr\n{result.stderr[-4000:]}")
     assert expected_error in result.stderr
     assert result.stdout.strip(), f"examples/{name} printed nothing"
-
-
-def load_example(name: str, real_torch: bool = False) -> types.ModuleType:
-    """The example's module; with ``real_torch`` its source runs with torch in place of
-    tracegrad (the one line the examples change)."""
-    path = EXAMPLES / f"{name}.py"
-    source = path.read_text()
-    if real_torch:
-        pytest.importorskip("torch")
-        for ours, theirs in (("import tracegrad.nn as nn", "import torch.nn as nn"),
-                             ("import tracegrad as torch", "import torch"),
-                             ("from tracegrad.autograd", "from torch.autograd")):
-            source = source.replace(ours, theirs)
-        leftover = re.search(r"^\s*(import|from)\s+tracegrad\b.*$", source, re.MULTILINE)
-        assert leftover is None, f"examples/{name}.py: cannot swap {leftover.group(0)!r}"
-    module = types.ModuleType(f"examples_{name}_{'torch' if real_torch else 'tracegrad'}")
-    module.__file__ = str(path)
-    exec(compile(source, str(path), "exec"), module.__dict__)  # noqa: S102 - our own files
-    return module
 
 
 def _numpy(value):
