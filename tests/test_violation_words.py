@@ -10,14 +10,14 @@ import shutil
 import textwrap
 
 import pytest
+from tracegrad.tui.dump import dump_steps
+from tracegrad.tui.formatting import describe_violation
 
 import tracegrad as tg
 from tracegrad.cli import main
 from tracegrad.testing import assert_no_violations
 from tracegrad.tracing import run_script
 from tracegrad.tracing.text import violation_lines
-from tui.dump import dump_steps
-from tui.formatting import describe_violation
 
 # One small program per kind; each makes exactly one violation of that kind.
 PROGRAMS = {

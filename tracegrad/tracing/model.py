@@ -24,7 +24,9 @@ import numpy as np
 
 # 2: sites and values tables, arrays in one member. 3: per-pass .grad (Step.grad_after),
 # pass origin and label, why a value has no array (Value.dropped), summarized passes.
-# Every field added since has a default, so files of schema 1 and 2 still load.
+# Every field added since has a default, so files of schema 1 and 2 still load (Trace.roots,
+# Violation.op and Violation.input_nr came later still, with defaults: older files load, and
+# their roots kept in metadata are read into Trace.roots).
 SCHEMA_VERSION = 3
 FORMAT_NAME = "tracegrad-trace"
 
