@@ -2,8 +2,8 @@
 
 Each function runs one program with ``import tracegrad as torch`` semantics and returns
 what to draw. test_draw_golden.py traces each one and compares its DOT text with
-``<function name>.dot`` here. Editing this file moves line numbers in the tooltips: run
-the golden tests with TRACEGRAD_UPDATE_GOLDEN=1 afterwards and review the diff.
+``<function name>.dot`` here (line numbers left out, so editing this file moves nothing
+there; an intended change of the picture: TRACEGRAD_UPDATE_GOLDEN=1, then review the diff).
 """
 
 from __future__ import annotations
