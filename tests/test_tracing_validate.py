@@ -151,10 +151,13 @@ CORRUPTIONS = {
     "negative violation version": (
         _set("violations", 2, "current_version", -1), "trace.violations[2].current_version",
         "out of range"),
-    "metadata root missing": (
-        _set("metadata", "root", 55), "trace.metadata.root", "55 is not a tensor id"),
-    "metadata roots not ids": (
-        _set("metadata", "roots", ["a"]), "trace.metadata.roots", "'a' is not a tensor id"),
+    # Files written before Trace.roots kept roots in metadata: read into trace.roots.
+    "old metadata root missing": (
+        _set("metadata", "root", 55), "trace.roots[0]", "55 is not a tensor id"),
+    "old metadata roots not ids": (
+        _set("metadata", "roots", ["a"]), "trace.roots[0]", "a is not a tensor id"),
+    "roots missing": (
+        _set("roots", [66]), "trace.roots[0]", "66 is not a tensor id"),
     "metadata count negative": (
         _set("metadata", "summarized_values", -4), "trace.metadata.summarized_values",
         "-4 is not a count"),

@@ -62,8 +62,6 @@ class _CallRecorder(events.Listener):
     site: a listener makes the engine note each node's line) and the call's keyword
     arguments (``node._call_kwargs``: the attributes built-in ops take as keywords)."""
 
-    wants_sites = True
-
     def __init__(self) -> None:
         self.calls: list[_Call] = []
 
