@@ -28,6 +28,7 @@ from .. import __version__, bridge
 from ..autograd import events, module_scope
 from ..autograd.site import _is_internal, user_site
 from ..tensor import Tensor
+from .flows import FlowEvents
 from .graph import GraphBuilder, name_unnamed, variable_key
 from .keep import (
     CHECK_EVERY,
@@ -80,7 +81,7 @@ def record(values: bool = True, budget_bytes: int | None = None,
                     structure_budget_bytes=structure_budget_bytes)
 
 
-class Recorder(events.Listener):
+class Recorder(FlowEvents, events.Listener):
     """An events listener that fills ``self.trace``; a context manager around that."""
 
     wants_sites = True  # nodes get the source line of their forward call
@@ -131,6 +132,8 @@ class Recorder(events.Listener):
         self._subscription = None
         self._thread = threading.get_ident()  # the thread recorded (set again by start)
         self._torch = None  # the PyTorch bridge, armed while recording
+        self._init_flows()
+        self.trace._builder = self.builder  # why_no_grad(tensor) finds a live tensor's id
 
     # -- the context manager -----------------------------------------------------------
     def __enter__(self) -> Trace:
@@ -309,6 +312,8 @@ class Recorder(events.Listener):
                     tensors[tensor_id].value = self._capture(tensor._array)  # a leaf
         for tensor, tensor_id in zip([out for out in outputs if out is not None],
                                      record.outputs):
+            if not tensor._requires_grad:  # an integer output: the gradient stops here
+                self._tainted.add(tensor_id)
             tensor_record = tensors[tensor_id]
             if tensor_record.site is None:
                 tensor_record.site = node._site
@@ -435,6 +440,8 @@ class Recorder(events.Listener):
             return  # another thread's event: see the module docstring
         if self.ledger.overflow:
             return
+        if kind == "data":
+            self._made_from_data(tensor)
         if tensor.requires_grad and self.builder.known_tensor(tensor) is None:
             record = self.trace.tensors[self.builder.tensor_id(tensor)]
             record.site = user_site(3)

@@ -215,3 +215,151 @@ def nonfinite_hint(kind: str, node_name: str, phase: str, dtype: str = "float32"
                 "Inf - Inf, 0 × Inf, or log/sqrt of a negative value on that line.")
     return ("Hint: the derivative of that line's op is undefined at the values it saw "
             "(0/0, Inf - Inf, 0 × Inf).")
+
+
+# -- why no gradient (tracing/why.py) -------------------------------------------------------
+# cause -> (what happened, hint). {label}: the tensor; {site}/{other}: the two lines;
+# {op}: the node or op; {detail}: the cause's extra word (dtype, error, loss names).
+WHY_CAUSES = {
+    "has_grad": ("'{label}' has a nonzero gradient after {other}.", ""),
+    "integer_dtype": (("'{label}' is {detail}: only floating point tensors can require "
+                      "gradients."), "make it with a float dtype (or .float() it)."),
+    "requires_grad_false": (("'{label}' does not require grad (made at {site}), so backward "
+                            "never gives it a .grad."),
+                            ("create it with requires_grad=True, or call "
+                            ".requires_grad_() on it before the forward pass.")),
+    "detach_": ("'{label}' was taken out of the graph in place by detach_() at {site}.",
+                "remove the detach_() call, or detach a copy: h = {label}.detach()."),
+    "never_called": ("no backward pass ran, so '{label}' never got a gradient.",
+                     "call loss.backward() (or autograd.grad) after the forward pass."),
+    "detach": (("the path from the loss to '{label}' is cut by detach() at {site}: the "
+               "gradient stops there."),
+               ("use the tensor itself where the gradient must flow; detach() only what "
+               "must not be trained.")),
+    "data": (("the path from the loss to '{label}' is cut by .data at {site}: a tensor "
+             "read through .data is outside the graph."),
+             "use the tensor itself (not .data) in the computation of the loss."),
+    "no_grad": (("the path from the loss to '{label}' is cut at {site}: {op} ran while "
+                "grad mode was off (inside no_grad / inference_mode / "
+                "set_grad_enabled(False)), so it built no node."),
+                "compute the loss outside the no_grad block."),
+    "untracked": (("the path from the loss to '{label}' is cut at {site}: {op} ran on "
+                  "values no longer in the graph."),
+                  "follow the path back to where the values left the graph."),
+    "integer": (("the path from the loss to '{label}' is cut at {site}: {op} gives an "
+                "integer (or bool) tensor, and gradients do not flow through those."),
+                ("keep a floating point path to the loss (e.g. a soft mask instead of a "
+                "comparison or argmax).")),
+    "item": (("the path from the loss to '{label}' is cut by a .item() round trip: the value "
+             "left the graph at {other} and came back as a new tensor at {site}."),
+             "use the tensor itself instead of rebuilding it from a Python number."),
+    "tolist": (("the path from the loss to '{label}' is cut by a .tolist() round trip: the "
+               "values left the graph at {other} and came back as a new tensor at {site}."),
+               "use the tensor itself instead of rebuilding it from a list."),
+    "numpy": (("the path from the loss to '{label}' is cut by a .numpy() round trip: the "
+              "values left the graph at {other} and came back as a new tensor at {site}."),
+              "do the computation with tensor ops instead of NumPy."),
+    "function_none": (("{op} (forward at {site}) returned None as the gradient of its input "
+                      "{detail}, on the way to '{label}'."),
+                      ("return a gradient for that input from backward (None means 'no "
+                      "gradient').")),
+    "none_gradient": (("{op} (forward at {site}) passed no gradient on its input {detail}, "
+                      "on the way to '{label}'."), ""),
+    "grad_pass": (("the last pass was autograd.grad() at {other}: it returns gradients "
+                  "instead of filling .grad."),
+                  "use the gradients grad() returns, or call backward()."),
+    "retain_graph": (("backward at {other} failed before reaching '{label}': the graph was "
+                     "freed by an earlier backward ({detail})."),
+                     ("pass retain_graph=True to the first backward, or recompute the "
+                     "forward pass before the second.")),
+    "backward_failed": ("backward at {other} failed before reaching '{label}': {detail}.",
+                        "fix that error first."),
+    "not_reached": (("the loss depends on '{label}', but backward at {other} did not reach "
+                    "it (backward(inputs=...) or a hook may have stopped it)."), ""),
+    "grad_reset": (("'{label}' got its gradient from backward at {other}, and then .grad was "
+                   "set to None at {site} (zero_grad() after backward)."),
+                   ("call zero_grad() before backward (at the top of the step), not "
+                   "between backward and the use of .grad.")),
+    "wrong_loss": (("backward at {other} started from {detail}, which does not depend on "
+                   "'{label}'; the earlier backward at {site} did."),
+                   "call backward on the loss that uses '{label}'."),
+    "unused_output": (("backward at {other} started from {detail}, which does not depend on "
+                      "'{label}': what was computed from it ends unused in {path} (made at "
+                      "{site})."),
+                      "use that result in the loss, or call backward on the right loss."),
+    "not_used": (("backward at {other} started from {detail}, which does not depend on "
+                 "'{label}': '{label}' is not used on the way to it."),
+                 "use '{label}' in the computation of the loss."),
+    "summarized": (("the pass at {other} was summarized to fit the trace's structure budget: "
+                   "its steps are not recorded."),
+                   "record(structure_budget_bytes=...) keeps more."),
+}
+
+# Why a node zeroes a gradient, by node name prefix.
+ZERO_CAUSES = {
+    "Relu": "a dead ReLU: its inputs were ≤ 0",
+    "Threshold": "a dead ReLU: its inputs were ≤ the threshold",
+    "Clamp": "a clamp: its inputs were outside the range",
+    "Hardtanh": "a clamp (hardtanh): its inputs were outside the range",
+    "Sigmoid": "a saturated sigmoid: its outputs were 0 or 1, where the slope underflows to 0",
+    "Tanh": "a saturated tanh: its outputs were ±1, where the slope underflows to 0",
+    "Mul": "a multiplication by zero: the other factor was 0",
+}
+_ZERO_HINTS = {
+    "Relu": "check the initialisation and the learning rate; LeakyReLU keeps a slope below 0.",
+    "Threshold": "check the initialisation and the learning rate; LeakyReLU keeps a slope.",
+    "Sigmoid": "scale the inputs down (normalise, smaller weights).",
+    "Tanh": "scale the inputs down (normalise, smaller weights).",
+}
+
+
+def format_why(why) -> str:
+    """A WhyNoGrad in words: what happened, where, and a hint.
+
+    >>> from tracegrad.tracing.why import WhyNoGrad
+    >>> print(format_why(WhyNoGrad(0, "w1", "detach", site=Site("a.py", 3, "f", "h = w1.detach()"))))
+    w1: no gradient [detach]
+      the path from the loss to 'w1' is cut by detach() at a.py:3: the gradient stops there.
+      at           a.py:3   h = w1.detach()
+      Hint: use the tensor itself where the gradient must flow; detach() only what must not be trained.
+    """
+    if why.cause == "zero":
+        return _format_zero(why)
+    what, hint = WHY_CAUSES.get(why.cause, ("{label}: {detail}", ""))
+    words = {"label": why.label, "site": why.site or "(unknown line)",
+                 "other": why.other_site or "(unknown line)", "op": why.op, "detail": why.detail,
+                 "path": ", ".join(f"'{name}'" for name in why.path)}
+    title = "has a gradient" if why.has_grad else "no gradient"
+    lines = [f"{why.label}: {title} [{why.cause}]", "  " + what.format(**words)]
+    if why.site is not None:
+        lines.append(f"  {'at':<12} {_line(why.site)}")
+    if why.other_site is not None and why.cause != "has_grad":
+        label = "value left" if why.cause in ("item", "tolist", "numpy") else "backward at"
+        lines.append(f"  {label:<12} {_line(why.other_site)}")
+    if len(why.path) > 1 and why.cause != "unused_output":
+        lines.append(f"  {'path':<12} " + " -> ".join(why.path))
+    if hint:
+        lines.append("  Hint: " + hint.format(**words))
+    return "\n".join(lines)
+
+
+def _format_zero(why) -> str:
+    base = why.op.removesuffix("Backward0").removesuffix("Backward1")
+    family = next((prefix for prefix in ZERO_CAUSES if base.startswith(prefix)), None)
+    share = f" ({why.fraction:.0%} of the elements reaching it)" \
+        if why.fraction is not None else ""
+    if why.op:
+        cause = ZERO_CAUSES.get(family, "it returned zeros from a nonzero gradient")
+        what = (f"the gradient of '{why.label}' is all zeros: it became zero at {why.op}"
+                f"{share}, {cause}.")
+    else:
+        what = f"the gradient of '{why.label}' is all zeros from the start of backward."
+    lines = [f"{why.label}: zero gradient [zero]", "  " + what]
+    if why.site is not None:
+        lines.append(f"  {'at':<12} {_line(why.site)}")
+    if why.other_site is not None:
+        lines.append(f"  {'backward at':<12} {_line(why.other_site)}")
+    hint = _ZERO_HINTS.get(family)
+    if hint:
+        lines.append("  Hint: " + hint)
+    return "\n".join(lines)

@@ -1,0 +1,158 @@
+"""Recording where values leave the graph: the events that build no node.
+
+``detach()``, ``.data``, an op under ``no_grad``, ``.item()``/``.numpy()``/``.tolist()`` and a
+tensor made again from that data, ``.grad = None``: none of them adds a node, so the graph
+alone cannot say why a gradient stopped. The recorder mixes ``FlowEvents`` in and keeps a
+``Flow`` for each, but only where a value that gradients could follow is involved (a tensor
+that requires grad, or one that came out of an earlier flow): a program's data pipeline and
+its optimizer steps add nothing.
+
+>>> import tracegrad
+>>> w = tracegrad.ones(2, requires_grad=True)
+>>> with tracegrad.record() as tr:
+...     h = w.detach()
+...     loss = (h * 3).sum()
+>>> [(flow.kind, flow.op) for flow in tr.flows]
+[('detach', ''), ('untracked', 'MulBackward0'), ('untracked', 'SumBackward0')]
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from ..autograd.site import user_site
+from ..tensor import Tensor
+from .model import Flow
+
+# At most this many flows per trace: a loop that detaches every step stays bounded (the
+# trace's metadata counts what was left out).
+MAX_FLOWS = 50_000
+# Values given out as data are remembered (to recognise them coming back) up to this size.
+_MAX_EXPORT_ELEMENTS = 4096
+_MAX_EXPORTS = 256
+_get_ident = threading.get_ident
+
+
+def value_key(value) -> bytes | None:
+    """The values of a number, list or array as bytes, to recognise the same data when a
+    tensor is made from it again (None: too large, or not numbers).
+
+    >>> value_key(1.5) == value_key(np.array([1.5], dtype=np.float32))
+    True
+    """
+    try:
+        array = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        return None
+    if array.size == 0 or array.size > _MAX_EXPORT_ELEMENTS:
+        return None
+    return array.tobytes()
+
+
+class FlowEvents:
+    """The listener methods for value flow outside the graph (mixed into Recorder, which
+    provides ``trace``, ``builder``, ``_pass``, ``_thread`` and ``_note_names``)."""
+
+    def _init_flows(self) -> None:
+        self._tainted: set[int] = set()  # tensor ids that came out of a flow
+        self._exports: dict[bytes, tuple[int, str, object]] = {}  # data -> (id, kind, site)
+        self._resets: dict[int, Flow] = {}  # tensor id -> its last grad_reset flow
+        self._flows_dropped = 0
+
+    def _tracked(self, tensor) -> int | None:
+        """The id of a tensor gradients could follow from: one that requires grad (recorded
+        now if new), or the result of an earlier flow; None for anything else."""
+        if tensor._requires_grad:
+            return self.builder.tensor_id(tensor)
+        tensor_id = self.builder.known_tensor(tensor)
+        return tensor_id if tensor_id in self._tainted else None
+
+    def _add_flow(self, kind: str, sources: list[int], results: list, op: str = "",
+                  other_site=None) -> Flow | None:
+        if len(self.trace.flows) >= MAX_FLOWS:
+            self._flows_dropped += 1
+            self.trace.metadata["flows_dropped"] = self._flows_dropped
+            return None
+        builder = self.builder
+        site = user_site(3)
+        result_ids = []
+        for result in results:
+            result_id = builder.tensor_id(result)
+            record = self.trace.tensors[result_id]
+            if record.site is None:
+                record.site = site
+            result_ids.append(result_id)
+            if not result._requires_grad:
+                self._tainted.add(result_id)
+        self._note_names(results, result_ids)
+        flow = Flow(kind=kind, sources=sources, results=result_ids, op=op, site=site,
+                    other_site=other_site)
+        self.trace.flows.append(flow)
+        return flow
+
+    def on_detach(self, source, result, kind: str) -> None:
+        if _get_ident() != self._thread or self._pass is not None:
+            return  # another thread, or a backward formula at work
+        source_id = self._tracked(source)
+        if source_id is None:
+            return
+        self._add_flow(kind, [source_id], [result])
+        if kind == "detach_":  # the tensor itself leaves the graph: it is the result
+            self._tainted.add(source_id)
+
+    def on_untracked_op(self, name: str, args, outputs, grad_enabled: bool) -> None:
+        if _get_ident() != self._thread or self._pass is not None:
+            return
+        sources = []
+        for arg in args:
+            if arg.__class__ is Tensor or isinstance(arg, Tensor):
+                source_id = self._tracked(arg)
+                if source_id is not None:
+                    sources.append(source_id)
+        if sources:
+            self._add_flow("untracked" if grad_enabled else "no_grad", sources,
+                           [output for output in outputs if output is not None], name)
+
+    def on_value_out(self, tensor, kind: str, value) -> None:
+        if _get_ident() != self._thread or self._pass is not None:
+            return
+        source_id = self._tracked(tensor)
+        if source_id is None:
+            return
+        key = value_key(value)
+        if key is None:
+            return
+        exports = self._exports
+        if len(exports) >= _MAX_EXPORTS:
+            del exports[next(iter(exports))]  # the oldest goes
+        exports[key] = (source_id, kind, user_site(2))
+
+    def _made_from_data(self, tensor) -> None:
+        """A tensor made from Python data or an array: a round trip when that data is what
+        a tracked tensor gave out with ``.item()``/``.tolist()``/``.numpy()``."""
+        if not self._exports:
+            return
+        data = tensor._array
+        if data.size > _MAX_EXPORT_ELEMENTS:
+            return
+        key = value_key(data if data.__class__ is np.ndarray else data.get())
+        found = self._exports.get(key) if key is not None else None
+        if found is not None:
+            source_id, kind, site = found
+            self._add_flow(kind, [source_id], [tensor], other_site=site)
+
+    def on_grad_reset(self, tensor) -> None:
+        if _get_ident() != self._thread or self._pass is not None:
+            return
+        tensor_id = self.builder.known_tensor(tensor)
+        if tensor_id is None or not self.trace.passes:
+            return
+        last_pass = len(self.trace.passes) - 1
+        flow = self._resets.get(tensor_id)
+        if flow is None:
+            flow = self._resets[tensor_id] = Flow(kind="grad_reset", sources=[tensor_id])
+            self.trace.flows.append(flow)
+        # One flow per tensor, kept up to date: zero_grad() every step adds nothing more.
+        flow.site, flow.pass_index = user_site(2), last_pass
