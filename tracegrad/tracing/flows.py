@@ -18,10 +18,12 @@ its optimizer steps add nothing.
 
 from __future__ import annotations
 
+import sys
 import threading
 
 import numpy as np
 
+from ..autograd.function import Function
 from ..autograd.site import user_site
 from ..tensor import Tensor
 from .model import Flow
@@ -33,6 +35,8 @@ MAX_FLOWS = 50_000
 _MAX_EXPORT_ELEMENTS = 4096
 _MAX_EXPORTS = 256
 _get_ident = threading.get_ident
+_APPLY_CODE = Function.apply.__func__.__code__
+_MAX_FRAMES = 64  # a forward nested deeper than this is taken for the user's no_grad
 
 
 def value_key(value) -> bytes | None:
@@ -49,6 +53,20 @@ def value_key(value) -> bytes | None:
     if array.size == 0 or array.size > _MAX_EXPORT_ELEMENTS:
         return None
     return array.tobytes()
+
+
+def _in_custom_forward() -> bool:
+    """Whether a custom Function's forward is running (it turns grad mode off for its ops).
+    Only asked for an op under no_grad that involves a tracked tensor, so walking the stack
+    costs nothing elsewhere."""
+    frame = sys._getframe(2)
+    depth = 0
+    while frame is not None and depth < _MAX_FRAMES:
+        if frame.f_code is _APPLY_CODE:
+            return True
+        frame = frame.f_back
+        depth += 1
+    return False
 
 
 class FlowEvents:
@@ -86,7 +104,10 @@ class FlowEvents:
             result_ids.append(result_id)
             if not result._requires_grad:
                 self._tainted.add(result_id)
-        self._note_names(results, result_ids)
+        if kind not in ("no_grad", "untracked", "integer"):
+            # An op's results are named where a later op uses them: one run inside a custom
+            # Function's forward would be named after the forward's variables.
+            self._note_names(results, result_ids)
         flow = Flow(kind=kind, sources=sources, results=result_ids, op=op, site=site,
                     other_site=other_site)
         self.trace.flows.append(flow)
@@ -98,6 +119,7 @@ class FlowEvents:
         source_id = self._tracked(source)
         if source_id is None:
             return
+        self._note_names([source], [source_id])
         self._add_flow(kind, [source_id], [result])
         if kind == "detach_":  # the tensor itself leaves the graph: it is the result
             self._tainted.add(source_id)
@@ -105,15 +127,26 @@ class FlowEvents:
     def on_untracked_op(self, name: str, args, outputs, grad_enabled: bool) -> None:
         if _get_ident() != self._thread or self._pass is not None:
             return
+        if not grad_enabled and _in_custom_forward():
+            return  # the Function's node links its inputs and outputs: nothing is cut
         sources = []
         for arg in args:
             if arg.__class__ is Tensor or isinstance(arg, Tensor):
                 source_id = self._tracked(arg)
                 if source_id is not None:
                     sources.append(source_id)
-        if sources:
-            self._add_flow("untracked" if grad_enabled else "no_grad", sources,
-                           [output for output in outputs if output is not None], name)
+        if not sources:
+            return
+        # The sources are not named from here: inside a custom Function's forward (grad
+        # mode off) the frame's names are the forward's parameters, not the program's.
+        results = [output for output in outputs if output is not None]
+        if not grad_enabled:
+            kind = "no_grad"
+        elif results and all(result._array.dtype.kind in "biu" for result in results):
+            kind = "integer"  # a mask or indices: no gradient flows through them
+        else:
+            kind = "untracked"
+        self._add_flow(kind, sources, results, name)
 
     def on_value_out(self, tensor, kind: str, value) -> None:
         if _get_ident() != self._thread or self._pass is not None:
@@ -124,6 +157,7 @@ class FlowEvents:
         key = value_key(value)
         if key is None:
             return
+        self._note_names([tensor], [source_id])
         exports = self._exports
         if len(exports) >= _MAX_EXPORTS:
             del exports[next(iter(exports))]  # the oldest goes

@@ -280,8 +280,8 @@ class Violation:
 
 
 # Flow kinds: how values moved without a node, so that no gradient follows them back.
-FLOW_KINDS = ("detach", "data", "detach_", "no_grad", "untracked", "item", "tolist",
-              "numpy", "grad_reset")
+FLOW_KINDS = ("detach", "data", "detach_", "no_grad", "untracked", "integer", "item",
+              "tolist", "numpy", "grad_reset")
 
 
 @dataclass
@@ -294,6 +294,7 @@ class Flow:
         "detach" / "data" / "detach_"  ``x.detach()``, ``x.data``, ``x.detach_()``
         "no_grad"      an op run while grad mode was off (``op``: its grad_fn name)
         "untracked"    an op none of whose inputs required grad (a detached value, used on)
+        "integer"      an op whose results are integer or bool (argmax, a comparison)
         "item" / "tolist" / "numpy"  a round trip: ``results`` were made from data equal
                        to what ``sources`` gave out (``other_site``: where it left)
         "grad_reset"   ``.grad`` of ``sources[0]`` set to None (``zero_grad()``) after

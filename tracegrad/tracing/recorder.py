@@ -312,9 +312,14 @@ class Recorder(FlowEvents, events.Listener):
                     tensors[tensor_id].value = self._capture(tensor._array)  # a leaf
         for tensor, tensor_id in zip([out for out in outputs if out is not None],
                                      record.outputs):
+            tensor_record = tensors[tensor_id]
             if not tensor._requires_grad:  # an integer output: the gradient stops here
                 self._tainted.add(tensor_id)
-            tensor_record = tensors[tensor_id]
+            elif tensor_id in self._tainted:  # first seen as a flow's result (an op inside
+                # a custom Function's forward): it is the Function's output now
+                self._tainted.discard(tensor_id)
+                tensor_record.requires_grad = True
+                tensor_record.site = None
             if tensor_record.site is None:
                 tensor_record.site = node._site
             value = tensor_record.value = self._capture(tensor._array)

@@ -15,6 +15,7 @@ a.py:3: NaN in forward [nan]
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from .model import Site, TensorRecord, Trace, Violation
@@ -224,7 +225,7 @@ WHY_CAUSES = {
     "has_grad": ("'{label}' has a nonzero gradient after {other}.", ""),
     "integer_dtype": (("'{label}' is {detail}: only floating point tensors can require "
                       "gradients."), "make it with a float dtype (or .float() it)."),
-    "requires_grad_false": (("'{label}' does not require grad (made at {site}), so backward "
+    "requires_grad_false": (("'{label}' does not require grad, so backward "
                             "never gives it a .grad."),
                             ("create it with requires_grad=True, or call "
                             ".requires_grad_() on it before the forward pass.")),
@@ -239,14 +240,14 @@ WHY_CAUSES = {
     "data": (("the path from the loss to '{label}' is cut by .data at {site}: a tensor "
              "read through .data is outside the graph."),
              "use the tensor itself (not .data) in the computation of the loss."),
-    "no_grad": (("the path from the loss to '{label}' is cut at {site}: {op} ran while "
+    "no_grad": (("the path from the loss to '{label}' is cut at {site}: {op_call} ran while "
                 "grad mode was off (inside no_grad / inference_mode / "
                 "set_grad_enabled(False)), so it built no node."),
                 "compute the loss outside the no_grad block."),
-    "untracked": (("the path from the loss to '{label}' is cut at {site}: {op} ran on "
+    "untracked": (("the path from the loss to '{label}' is cut at {site}: {op_call} ran on "
                   "values no longer in the graph."),
                   "follow the path back to where the values left the graph."),
-    "integer": (("the path from the loss to '{label}' is cut at {site}: {op} gives an "
+    "integer": (("the path from the loss to '{label}' is cut at {site}: {op_call} gives an "
                 "integer (or bool) tensor, and gradients do not flow through those."),
                 ("keep a floating point path to the loss (e.g. a soft mask instead of a "
                 "comparison or argmax).")),
@@ -304,6 +305,10 @@ ZERO_CAUSES = {
     "Sigmoid": "a saturated sigmoid: its outputs were 0 or 1, where the slope underflows to 0",
     "Tanh": "a saturated tanh: its outputs were ±1, where the slope underflows to 0",
     "Mul": "a multiplication by zero: the other factor was 0",
+    "Mm": "a product with zeros: the other operand was all zeros",
+    "Addmm": "a product with zeros: the other operand was all zeros",
+    "Matmul": "a product with zeros: the other operand was all zeros",
+    "Bmm": "a product with zeros: the other operand was all zeros",
 }
 _ZERO_HINTS = {
     "Relu": "check the initialisation and the learning rate; LeakyReLU keeps a slope below 0.",
@@ -311,6 +316,16 @@ _ZERO_HINTS = {
     "Sigmoid": "scale the inputs down (normalise, smaller weights).",
     "Tanh": "scale the inputs down (normalise, smaller weights).",
 }
+
+
+def op_call(node_name: str) -> str:
+    """The op behind a grad_fn name, as code calls it.
+
+    >>> op_call("MmBackward0"), op_call("argmax"), op_call("TanhBackward0")
+    ('mm()', 'argmax()', 'tanh()')
+    """
+    base = re.sub(r"Backward\d*$", "", node_name) or node_name
+    return base[:1].lower() + base[1:] + "()"
 
 
 def format_why(why) -> str:
@@ -327,6 +342,7 @@ def format_why(why) -> str:
         return _format_zero(why)
     what, hint = WHY_CAUSES.get(why.cause, ("{label}: {detail}", ""))
     words = {"label": why.label, "site": why.site or "(unknown line)",
+             "op_call": op_call(why.op),
                  "other": why.other_site or "(unknown line)", "op": why.op, "detail": why.detail,
                  "path": ", ".join(f"'{name}'" for name in why.path)}
     title = "has a gradient" if why.has_grad else "no gradient"
@@ -363,3 +379,62 @@ def _format_zero(why) -> str:
     if hint:
         lines.append("  Hint: " + hint)
     return "\n".join(lines)
+
+
+# -- where two runs part (tracing/diff.py) --------------------------------------------------
+def format_diff(result) -> str:
+    """A TraceDiff in words: the first forward and backward differences, then the graph
+    diff when the structures differ.
+
+    >>> from tracegrad.tracing.diff import TraceDiff
+    >>> print(format_diff(TraceDiff(names=("a.tgtrace", "b.tgtrace"), rtol=None, atol=None,
+    ...                             matched=4)))
+    a.tgtrace and b.tgtrace agree: 4 nodes paired, every forward value and gradient within tolerance.
+    """
+    a_name, b_name = result.names
+    tolerance = _tolerance_words(result.rtol, result.atol)
+    if result.same:
+        return (f"{a_name} and {b_name} agree: {result.matched} nodes paired, every forward "
+                f"value and gradient within tolerance{tolerance}.")
+    lines = []
+    for difference in (result.forward, result.backward):
+        if difference is not None:
+            lines.extend(_format_difference(difference, result.names, tolerance))
+    if result.structure:
+        lines.append(f"graphs differ: {result.only_a} nodes only in {a_name}, "
+                     f"{result.only_b} only in {b_name} ({result.matched} paired)")
+        lines.extend("  " + line for line in result.structure.splitlines())
+    if result.passes[0] != result.passes[1]:
+        lines.append(f"backward passes: {result.passes[0]} in {a_name}, {result.passes[1]} "
+                     f"in {b_name}")
+    return "\n".join(lines)
+
+
+def _tolerance_words(rtol, atol) -> str:
+    if rtol is None and atol is None:
+        return " (torch.testing's default tolerances)"
+    return f" (rtol={rtol}, atol={atol})" if atol is not None and rtol is not None else \
+        f" (rtol={rtol})" if rtol is not None else f" (atol={atol})"
+
+
+def _format_difference(difference, names: tuple[str, str], tolerance: str) -> list[str]:
+    a_name, b_name = names
+    where = f"{difference.site_a}: " if difference.site_a is not None else ""
+    when = "forward" if difference.phase == "forward" else \
+        f"backward pass {difference.pass_index}, step {difference.step_index}"
+    lines = [f"{where}the runs part at {difference.name} [{when}]: {difference.what} "
+             f"differs{tolerance}"]
+    if difference.shape_a is not None:
+        lines.append(f"  {'shape':<12} {list(difference.shape_a)} in {a_name}, "
+                     f"{list(difference.shape_b)} in {b_name}")
+    else:
+        element = f"[{', '.join(map(str, difference.index))}]" if difference.index else ""
+        what = "statistic" if difference.statistics_only else f"worst {element}".rstrip()
+        lines.append(f"  {what:<12} {difference.value_a!r} in {a_name}, "
+                     f"{difference.value_b!r} in {b_name} (|diff| "
+                     f"{difference.abs_diff:.3g})")
+    lines.append(f"  {a_name:<12} {_line(difference.site_a)}")
+    lines.append(f"  {b_name:<12} {_line(difference.site_b)}")
+    if difference.above:
+        lines.append(f"  {'ops above':<12} " + "; ".join(difference.above[:4]))
+    return lines

@@ -28,8 +28,8 @@ import numpy as np
 from .model import BackwardPass, Site, Trace, Value
 
 # Flow kinds that cut a path (grad_reset is about .grad, not the path).
-_CUT_FLOWS = frozenset({"detach", "data", "detach_", "no_grad", "untracked", "item",
-                        "tolist", "numpy"})
+_CUT_FLOWS = frozenset({"detach", "data", "detach_", "no_grad", "untracked", "integer",
+                        "item", "tolist", "numpy"})
 
 
 @dataclass
@@ -41,7 +41,7 @@ class WhyNoGrad:
     reaching it were zeroed there), else what cut the path or kept backward away.
     """
 
-    tensor: int
+    tensor: int | None  # None: a live tensor the trace never saw (requires_grad=False)
     label: str
     cause: str
     has_grad: bool = False
@@ -90,6 +90,11 @@ def resolve_tensor(trace: Trace, tensor) -> int:
         f"pass its name ({_leaf_names(trace)}), or record the program that made it.")
 
 
+def _live_label(tensor) -> str:
+    name = getattr(tensor, "name", None)
+    return name if isinstance(name, str) else "the tensor"
+
+
 def _by_name(trace: Trace, name: str) -> int:
     named = [record for record in trace.tensors.values() if record.name == name]
     if not named:
@@ -122,7 +127,13 @@ def label_of(trace: Trace, tensor_id: int) -> str:
 def why_no_grad(trace: Trace, tensor, pass_index: int | None = None) -> WhyNoGrad:
     """Why ``tensor`` has no gradient, or a zero one, after the last pass the program ran
     (or pass ``pass_index``)."""
-    tensor_id = resolve_tensor(trace, tensor)
+    try:
+        tensor_id = resolve_tensor(trace, tensor)
+    except ValueError:
+        if getattr(tensor, "requires_grad", True) is False:  # live, never in the graph
+            return WhyNoGrad(tensor=None, label=_live_label(tensor),
+                             cause="requires_grad_false")
+        raise
     record = trace.tensors[tensor_id]
 
     def answer(cause: str, **fields) -> WhyNoGrad:
@@ -164,7 +175,7 @@ def _after_pass(trace: Trace, backward_pass: BackwardPass, tensor_id: int, answe
                   if node.kind == "accumulate" and node.leaf == tensor_id]
     roots = [trace.tensors[root].grad_fn for root in backward_pass.roots
              if root in trace.tensors and trace.tensors[root].grad_fn is not None]
-    reached = _reachable_nodes(trace, roots)
+    reached = reachable_nodes(trace, roots)
     if accumulate and accumulate[0] in reached:
         return _connected_not_reached(trace, backward_pass, tensor_id, accumulate[0],
                                       answer)
@@ -181,7 +192,7 @@ def _connected_not_reached(trace: Trace, backward_pass: BackwardPass, tensor_id:
                     and violation.pass_index == backward_pass.index
                     for violation in trace.violations) or "freed" in backward_pass.error
         return answer("retain_graph" if freed else "backward_failed",
-                      other_site=backward_pass.site, detail=backward_pass.error)
+                      other_site=backward_pass.site, detail=_first_sentence(backward_pass.error))
     toward = _nodes_toward(trace, accumulate)
     for step in backward_pass.steps:
         node = trace.nodes.get(step.node)
@@ -232,8 +243,15 @@ def _disconnected(trace: Trace, backward_pass: BackwardPass, tensor_id: int, ans
                   site=trace.tensors[tensor_id].site)
 
 
+def _first_sentence(text: str) -> str:
+    """``AutogradError: Trying to backward ... a second time`` from a long message."""
+    head = text.split("\n", 1)[0]
+    cut = head.find(". ")
+    return head[:cut] if cut > 0 else head.rstrip(".")
+
+
 # -- graph walks ----------------------------------------------------------------------------
-def _reachable_nodes(trace: Trace, roots) -> set[int]:
+def reachable_nodes(trace: Trace, roots) -> set[int]:
     seen: set[int] = set()
     stack = [root for root in roots if root is not None]
     while stack:
