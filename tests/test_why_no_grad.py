@@ -307,3 +307,14 @@ def test_numbers_flow_out_only_when_small():
 
     assert value_key(np.zeros(5000)) is None and value_key("text") is None
     assert value_key([1, 2]) == value_key(np.array([1.0, 2.0]))
+
+
+@pytest.mark.parametrize("name", ["tracegrad.tracing.why", "tracegrad.tracing.flows",
+                                  "tracegrad.tracing.diff", "tracegrad.testing.answers"])
+def test_docstring_examples(name, tmp_path, monkeypatch):
+    import doctest
+    import importlib
+
+    monkeypatch.chdir(tmp_path)
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0

@@ -10,7 +10,7 @@ class Scale(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_output):
-        input, weight = ctx.saved_tensors
+        _, weight = ctx.saved_tensors
         return grad_output * weight, None  # forgot the weight's gradient
 
 

@@ -93,9 +93,17 @@ def _recordings() -> list[Trace]:
 
 
 def diff_traces(a: Trace, b: Trace, *, rtol: float | None = None,
-                atol: float | None = None) -> TraceDiff:
+                atol: float | None = None, names: tuple[str, str] = ("a", "b")) -> TraceDiff:
     """Where two traces of one program part: the first node whose forward value or
     gradient differs beyond the tolerance (``torch.testing``'s by dtype when not given),
     and a graph diff when their structures differ. ``result.same`` is True when they agree;
-    ``str(result)`` says it in words."""
-    return _diff_traces(a, b, rtol=rtol, atol=atol)
+    ``str(result)`` says it in words, calling the traces ``names``.
+
+    >>> import tracegrad as torch
+    >>> w = torch.ones(2, requires_grad=True)
+    >>> with torch.record() as tr:
+    ...     (w * 2).sum().backward()
+    >>> diff_traces(tr, tr).same
+    True
+    """
+    return _diff_traces(a, b, rtol=rtol, atol=atol, names=names)

@@ -389,7 +389,7 @@ def format_diff(result) -> str:
     >>> from tracegrad.tracing.diff import TraceDiff
     >>> print(format_diff(TraceDiff(names=("a.tgtrace", "b.tgtrace"), rtol=None, atol=None,
     ...                             matched=4)))
-    a.tgtrace and b.tgtrace agree: 4 nodes paired, every forward value and gradient within tolerance.
+    a.tgtrace and b.tgtrace agree: 4 nodes paired, every forward value and gradient within tolerance (torch.testing's default tolerances).
     """
     a_name, b_name = result.names
     tolerance = _tolerance_words(result.rtol, result.atol)
@@ -422,8 +422,8 @@ def _format_difference(difference, names: tuple[str, str], tolerance: str) -> li
     where = f"{difference.site_a}: " if difference.site_a is not None else ""
     when = "forward" if difference.phase == "forward" else \
         f"backward pass {difference.pass_index}, step {difference.step_index}"
-    lines = [f"{where}the runs part at {difference.name} [{when}]: {difference.what} "
-             f"differs{tolerance}"]
+    lines = [(f"{where}the runs part at {difference.name} [{when}]: {difference.what} "
+             f"differs{tolerance}")]
     if difference.shape_a is not None:
         lines.append(f"  {'shape':<12} {list(difference.shape_a)} in {a_name}, "
                      f"{list(difference.shape_b)} in {b_name}")
