@@ -318,3 +318,40 @@ def test_docstring_examples(name, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
+
+
+# -- the same programs on real torch, observed through the bridge -----------------------------
+def _on_torch(name: str, folder):
+    """(trace, the program's globals) of examples/no_grad/NAME.py run on real torch (a copy
+    with the one changed import swapped back, run as tracegrad runs a script)."""
+    pytest.importorskip("torch")
+    with open(_program(name)) as handle:
+        source = handle.read().replace("import tracegrad as torch", "import torch")
+    path = folder / f"{name}.py"
+    path.write_text(source)
+    result = run(str(path))
+    return result.trace, result.namespace
+
+
+# torch names its nodes and ops its own way: what differs, by program
+_TORCH_OPS = {"no_grad": "mm"}
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("name", sorted(set(CUTS) | set(ZEROS) | {"never_called",
+                                                                 "retain_graph"}))
+def test_the_same_answer_on_real_torch(name, tmp_path):
+    ours = run_script(_program(name)).why_no_grad("w1")
+    trace, namespace = _on_torch(name, tmp_path)
+    assert trace.metadata["engine"] == "torch"
+    theirs = trace.why_no_grad(namespace["w1"])
+    assert (theirs.cause, theirs.label) == (ours.cause, "w1"), str(theirs)
+    assert (theirs.site and theirs.site.line) == (ours.site and ours.site.line)
+    assert theirs.op == _TORCH_OPS.get(name, ours.op)
+    assert theirs.fraction == ours.fraction
+
+
+@pytest.mark.torch
+def test_requires_grad_false_on_real_torch(tmp_path):
+    trace, namespace = _on_torch("requires_grad_false", tmp_path)
+    assert trace.why_no_grad(namespace["w1"]).cause == "requires_grad_false"

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import weakref
 
 import numpy as np
 
@@ -55,6 +56,20 @@ def value_key(value) -> bytes | None:
     return array.tobytes()
 
 
+def remember_torch_tensors(trace, builder) -> None:
+    """Before the bridge lets its adapters go: torch tensor -> trace id, held weakly, so
+    that ``trace.why_no_grad(w1)`` finds a torch tensor after the recording."""
+    found = []
+    for tensor_id, reference in builder._tensor_ids.values():
+        subject = getattr(reference(), "subject", None)
+        if subject is not None:
+            try:
+                found.append((weakref.ref(subject), tensor_id))
+            except TypeError:
+                continue
+    trace._torch_tensors = found
+
+
 def _in_custom_forward() -> bool:
     """Whether a custom Function's forward is running (it turns grad mode off for its ops).
     Only asked for an op under no_grad that involves a tracked tensor, so walking the stack
@@ -82,10 +97,17 @@ class FlowEvents:
     def _tracked(self, tensor) -> int | None:
         """The id of a tensor gradients could follow from: one that requires grad (recorded
         now if new), or the result of an earlier flow; None for anything else."""
-        if tensor._requires_grad:
+        if tensor.requires_grad:
             return self.builder.tensor_id(tensor)
         tensor_id = self.builder.known_tensor(tensor)
         return tensor_id if tensor_id in self._tainted else None
+
+    def _name_source(self, tensor, tensor_id: int) -> None:
+        """Queue a search of the user's variables for a flow's source, leaving it open to
+        the later ops that use it: a parameter's name (``fc.weight``) is known only once
+        its module runs, after ``w.data.uniform_()`` in its ``__init__``."""
+        self._note_names([tensor], [tensor_id])
+        self._looked_up.discard(tensor_id)
 
     def _add_flow(self, kind: str, sources: list[int], results: list, op: str = "",
                   other_site=None) -> Flow | None:
@@ -102,7 +124,7 @@ class FlowEvents:
             if record.site is None:
                 record.site = site
             result_ids.append(result_id)
-            if not result._requires_grad:
+            if not result.requires_grad:
                 self._tainted.add(result_id)
         if kind not in ("no_grad", "untracked", "integer"):
             # An op's results are named where a later op uses them: one run inside a custom
@@ -119,7 +141,7 @@ class FlowEvents:
         source_id = self._tracked(source)
         if source_id is None:
             return
-        self._note_names([source], [source_id])
+        self._name_source(source, source_id)
         self._add_flow(kind, [source_id], [result])
         if kind == "detach_":  # the tensor itself leaves the graph: it is the result
             self._tainted.add(source_id)
@@ -157,7 +179,7 @@ class FlowEvents:
         key = value_key(value)
         if key is None:
             return
-        self._note_names([tensor], [source_id])
+        self._name_source(tensor, source_id)
         exports = self._exports
         if len(exports) >= _MAX_EXPORTS:
             del exports[next(iter(exports))]  # the oldest goes

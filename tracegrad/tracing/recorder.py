@@ -28,7 +28,7 @@ from .. import __version__, bridge
 from ..autograd import events, module_scope
 from ..autograd.site import _is_internal, user_site
 from ..tensor import Tensor
-from .flows import FlowEvents
+from .flows import FlowEvents, remember_torch_tensors
 from .graph import GraphBuilder, name_unnamed, variable_key
 from .keep import (
     CHECK_EVERY,
@@ -154,6 +154,8 @@ class Recorder(FlowEvents, events.Listener):
         """Unsubscribe, name what can be named (after the variables of ``frame`` or of
         ``scopes``), and record ``exc``, the exception that ended the program, if any."""
         if self._torch is not None:
+            if "torch" in sys.modules:  # the adapters go with the bridge's session
+                remember_torch_tensors(self.trace, self.builder)
             self._torch.detach()
             if self._torch.used:
                 self.trace.metadata["engine"] = "torch"
@@ -313,7 +315,8 @@ class Recorder(FlowEvents, events.Listener):
         for tensor, tensor_id in zip([out for out in outputs if out is not None],
                                      record.outputs):
             tensor_record = tensors[tensor_id]
-            if not tensor._requires_grad:  # an integer output: the gradient stops here
+            if not (tensor._requires_grad or tensor.requires_grad):  # an integer output
+                # (the property: a torch tensor's adapter): the gradient stops here
                 self._tainted.add(tensor_id)
             elif tensor_id in self._tainted:  # first seen as a flow's result (an op inside
                 # a custom Function's forward): it is the Function's output now

@@ -82,6 +82,9 @@ def resolve_tensor(trace: Trace, tensor) -> int:
                     break
         if known is not None:
             return known
+    for reference, tensor_id in getattr(trace, "_torch_tensors", ()):
+        if reference() is tensor:  # a torch tensor, after the recording ended
+            return tensor_id
     name = getattr(tensor, "name", None)
     if isinstance(name, str):
         return _by_name(trace, name)
