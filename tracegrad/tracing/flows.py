@@ -13,7 +13,10 @@ its optimizer steps add nothing.
 ...     h = w.detach()
 ...     loss = (h * 3).sum()
 >>> [(flow.kind, flow.op) for flow in tr.flows]
-[('detach', ''), ('untracked', 'MulBackward0'), ('untracked', 'SumBackward0')]
+[('detach', ''), ('untracked', 'MulBackward0')]
+
+A flow is recorded once its result is used (the sum above is not): a loop that updates
+weights under no_grad every step records nothing for results no one reads.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ _MAX_EXPORT_ELEMENTS = 4096
 _MAX_EXPORTS = 256
 _get_ident = threading.get_ident
 _APPLY_CODE = Function.apply.__func__.__code__
+_SWEEP_AT = 4096  # deferred results, before the first sweep of those that are gone
 _MAX_FRAMES = 64  # a forward nested deeper than this is taken for the user's no_grad
 
 
@@ -93,10 +97,17 @@ class FlowEvents:
         self._exports: dict[bytes, tuple[int, str, object]] = {}  # data -> (id, kind, site)
         self._resets: dict[int, Flow] = {}  # tensor id -> its last grad_reset flow
         self._flows_dropped = 0
+        # id(result) -> (weakref to it, [kind, sources, op, site, Flow or None]): see _defer
+        self._pending: dict[int, tuple] = {}
+        self._sweep_at = _SWEEP_AT
 
     def _tracked(self, tensor) -> int | None:
         """The id of a tensor gradients could follow from: one that requires grad (recorded
         now if new), or the result of an earlier flow; None for anything else."""
+        if self._pending:
+            tensor_id = self.materialize(tensor)
+            if tensor_id is not None:
+                return tensor_id
         if tensor.requires_grad:
             return self.builder.tensor_id(tensor)
         tensor_id = self.builder.known_tensor(tensor)
@@ -108,6 +119,44 @@ class FlowEvents:
         its module runs, after ``w.data.uniform_()`` in its ``__init__``."""
         self._note_names([tensor], [tensor_id])
         self._looked_up.discard(tensor_id)
+
+    def _defer(self, kind: str, sources: list[int], results: list, op: str = "") -> None:
+        """A flow whose results are recorded only once something uses them: ``w1 -= lr *
+        g`` under no_grad, every step, makes a result nobody reads (no record for it)."""
+        if len(self.trace.flows) >= MAX_FLOWS:
+            self._flows_dropped += 1
+            self.trace.metadata["flows_dropped"] = self._flows_dropped
+            return
+        pending = [kind, sources, op, user_site(3), None]  # the Flow, once made
+        table = self._pending
+        for result in results:
+            table[id(result)] = (weakref.ref(result), pending)
+        if len(table) > self._sweep_at:  # drop the results that are gone
+            for key in [key for key, (reference, _) in table.items() if reference() is None]:
+                del table[key]
+            self._sweep_at = max(_SWEEP_AT, 2 * len(table))
+
+    def materialize(self, tensor) -> int | None:
+        """Record ``tensor`` if it is a deferred flow's result (and the flow with it): its
+        id, or None when it is not one. The recorder calls it for each op's inputs."""
+        entry = self._pending.pop(id(tensor), None)
+        if entry is None:
+            return None
+        reference, pending = entry
+        if reference() is not tensor:
+            return None
+        kind, sources, op, site, flow = pending
+        tensor_id = self.builder.tensor_id(tensor)
+        record = self.trace.tensors[tensor_id]
+        if record.site is None:
+            record.site = site
+        if not tensor.requires_grad:
+            self._tainted.add(tensor_id)
+        if flow is None:
+            flow = pending[4] = Flow(kind=kind, sources=sources, results=[], op=op, site=site)
+            self.trace.flows.append(flow)
+        flow.results.append(tensor_id)
+        return tensor_id
 
     def _add_flow(self, kind: str, sources: list[int], results: list, op: str = "",
                   other_site=None) -> Flow | None:
@@ -142,9 +191,11 @@ class FlowEvents:
         if source_id is None:
             return
         self._name_source(source, source_id)
-        self._add_flow(kind, [source_id], [result])
         if kind == "detach_":  # the tensor itself leaves the graph: it is the result
+            self._add_flow(kind, [source_id], [result])
             self._tainted.add(source_id)
+        else:
+            self._defer(kind, [source_id], [result])
 
     def on_untracked_op(self, name: str, args, outputs, grad_enabled: bool) -> None:
         if _get_ident() != self._thread or self._pass is not None:
@@ -168,7 +219,7 @@ class FlowEvents:
             kind = "integer"  # a mask or indices: no gradient flows through them
         else:
             kind = "untracked"
-        self._add_flow(kind, sources, results, name)
+        self._defer(kind, sources, results, name)
 
     def on_value_out(self, tensor, kind: str, value) -> None:
         if _get_ident() != self._thread or self._pass is not None:

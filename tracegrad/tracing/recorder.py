@@ -305,6 +305,9 @@ class Recorder(FlowEvents, events.Listener):
             self._count_op(node, args, outputs)
             return
         inputs = [arg for arg in args if isinstance(arg, Tensor)]
+        if self._pending:  # an input that came out of a flow: recorded with it, first
+            for tensor in inputs:
+                self.materialize(tensor)
         before = builder._next_tensor_id
         record = builder.record_op(node, inputs, outputs)
         tensors = self.trace.tensors
@@ -463,6 +466,8 @@ class Recorder(FlowEvents, events.Listener):
             return  # another thread's event: see the module docstring
         builder = self.builder
         tensor = info.tensor
+        if self._pending:
+            self.materialize(tensor)
         tensor_id = builder.known_tensor(tensor)
         watched = self.violations.is_watched(tensor)
         if tensor_id is None and not watched and info.node is None and not info.views:
@@ -525,6 +530,8 @@ class Recorder(FlowEvents, events.Listener):
         roots = []
         if not summarized:
             for tensor in info.roots:
+                if self._pending:
+                    self.materialize(tensor)
                 if self.builder.known_tensor(tensor) is None and tensor.grad_fn is not None:
                     self.builder.adopt([tensor.grad_fn],
                                        {(tensor.grad_fn, tensor._output_nr): tensor})
