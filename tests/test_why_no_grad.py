@@ -355,3 +355,28 @@ def test_the_same_answer_on_real_torch(name, tmp_path):
 def test_requires_grad_false_on_real_torch(tmp_path):
     trace, namespace = _on_torch("requires_grad_false", tmp_path)
     assert trace.why_no_grad(namespace["w1"]).cause == "requires_grad_false"
+
+
+def test_a_later_backward_on_another_loss_is_the_wrong_loss():
+    w1 = tg.ones(3, requires_grad=True)
+    w2 = tg.ones(3, requires_grad=True)
+    with tg.record() as trace:
+        first = (w1 * 2).sum()
+        first.backward()
+        w1.grad = None
+        second = (w2 * 3).sum()
+        second.backward()
+    why = trace.why_no_grad(w1)
+    assert why.cause == "wrong_loss" and why.detail == "second"
+    assert why.site.code == "first.backward()" and why.other_site.code == "second.backward()"
+
+
+def test_a_zero_gradient_is_found_from_statistics_when_arrays_were_not_kept():
+    w1 = tg.full((3, 2), -1.0, requires_grad=True)
+    x = tg.ones(4, 3)
+    with tg.record(budget_bytes=0) as trace:  # statistics only, for every value
+        x.mm(w1).relu().sum().backward()
+    assert trace.passes[-1].steps[-1].grad_after.array is None
+    why = trace.why_no_grad(w1)
+    assert (why.cause, why.op, why.fraction) == ("zero", "ReluBackward0", None)
+    assert "(100% of" not in str(why)
