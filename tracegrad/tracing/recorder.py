@@ -154,7 +154,8 @@ class Recorder(FlowEvents, events.Listener):
         """Unsubscribe, name what can be named (after the variables of ``frame`` or of
         ``scopes``), and record ``exc``, the exception that ended the program, if any."""
         if self._torch is not None:
-            if "torch" in sys.modules:  # the adapters go with the bridge's session
+            if bridge._session is not None and bridge._session.emitted:
+                # the adapters go with the bridge's session: keep torch tensor -> id
                 remember_torch_tensors(self.trace, self.builder)
             self._torch.detach()
             if self._torch.used:
