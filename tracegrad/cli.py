@@ -1,4 +1,4 @@
-"""The ``tracegrad`` command: run | check | render | tui.
+"""The ``tracegrad`` command: run | check | render | tui | why | diff.
 
 Each subcommand lives with the part it belongs to and exposes ``register(subparsers)``,
 which adds its parser and sets ``handler`` (a function taking the parsed args and
@@ -54,6 +54,7 @@ COMMANDS = (
     "tracegrad.tracing.commands",  # run, check
     "tracegrad.draw.commands",  # render
     "tracegrad.tui.commands",  # tui
+    "tracegrad.tracing.answer_commands",  # why, diff
 )
 
 

@@ -51,22 +51,22 @@ def initial_seed() -> int:
     return _random.initial_seed()
 
 
-def _finish(array: np.ndarray, device, requires_grad: bool) -> Tensor:
+def _finish(array: np.ndarray, device, requires_grad: bool, kind: str = "factory") -> Tensor:
     target = _default_device if device is None else backends.as_device(device)
     if target.type != "cpu":
         array = backends.to_device(array, target)
     result = Tensor._wrap(array, False)
     if requires_grad:
         result.requires_grad_(True)
-    _announce(result)
+    _announce(result, kind)
     return result
 
 
-def _announce(tensor: Tensor) -> None:
+def _announce(tensor: Tensor, kind: str = "factory") -> None:
     from .autograd import events
 
     if events.listener is not None:
-        events.listener.on_tensor(tensor, "factory")
+        events.listener.on_tensor(tensor, kind)
 
 
 def _size(size, op_name: str = "zeros") -> tuple:
@@ -142,7 +142,7 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     array = _as_array(data, dtype, copy=True)
     if device is None and isinstance(data, Tensor):
         device = data.device
-    return _finish(array, device, requires_grad)
+    return _finish(array, device, requires_grad, "data")
 
 
 def as_tensor(data, dtype=None, device=None) -> Tensor:
@@ -157,15 +157,15 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
         return result
     if isinstance(data, np.ndarray) and (dtype is None or
                                          _dtype.to_numpy_dtype(dtype) == data.dtype):
-        return _finish(_normalize_array(data), device, False)
-    return _finish(_as_array(data, dtype, copy=False), device, False)
+        return _finish(_normalize_array(data), device, False, "data")
+    return _finish(_as_array(data, dtype, copy=False), device, False, "data")
 
 
 def from_numpy(array: np.ndarray) -> Tensor:
     """A tensor sharing memory with ``array``."""
     if not isinstance(array, np.ndarray):
         raise ArgumentTypeError(f"expected np.ndarray (got {type(array).__name__})")
-    return _finish(_normalize_array(array), backends.CPU, False)
+    return _finish(_normalize_array(array), backends.CPU, False, "data")
 
 
 def _normalize_array(array: np.ndarray) -> np.ndarray:

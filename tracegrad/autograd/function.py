@@ -547,6 +547,10 @@ def _wrap_outputs(ctx, args: tuple, outputs: tuple, executable: bool) -> tuple:
         for tensor in dirty:
             views.after_inplace(tensor, ctx.name())
         ctx._to_save = ()
+        listener = events.listener
+        if listener is not None:
+            listener.on_untracked_op(ctx.name(), args, tuple(
+                output for output in wired if isinstance(output, Tensor)), state.grad_enabled)
         return tuple(wired)
     ctx._output_meta = tuple(output_meta)
     listener = events.listener
@@ -755,10 +759,16 @@ class Op(Function):
             if cls.is_view:
                 for output in outputs:
                     _share_storage(args[0], output, True)
+            if events.listener is not None:  # one check when nobody listens
+                events.listener.on_untracked_op(cls._node_class._name, args, outputs,
+                                                state.grad_enabled)
             return outputs
         output = Tensor._wrap(data, False)
         if cls.is_view:
             _share_storage(args[0], output)
+        if events.listener is not None:  # one check when nobody listens
+            events.listener.on_untracked_op(cls._node_class._name, args, (output,),
+                                            state.grad_enabled)
         return output
 
 

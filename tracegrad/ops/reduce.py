@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..autograd import events
 from ..autograd.function import Op
 from ..errors import ShapeError
 from . import _math
@@ -225,7 +226,10 @@ def _arg_reduce(a, dim, keepdim, which):
         result = getattr(xp, which)(x, axis=axis)
         if keepdim:
             result = xp.expand_dims(result, axis)
-    return Tensor._wrap(xp.asarray(result, dtype="int64"), False)
+    output = Tensor._wrap(xp.asarray(result, dtype="int64"), False)
+    if events.listener is not None:  # indices: the gradient stops here (tracing/flows.py)
+        events.listener.on_untracked_op(which, (a,), (output,), True)
+    return output
 
 
 def var(a, dim=None, keepdim: bool = False, correction: float = 1, unbiased=None):

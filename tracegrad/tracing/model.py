@@ -308,6 +308,37 @@ class Violation:
     input_nr: int | None = None  # backward NaN/Inf: the input whose gradient went bad
 
 
+# Flow kinds: how values moved without a node, so that no gradient follows them back.
+FLOW_KINDS = ("detach", "data", "detach_", "no_grad", "untracked", "integer", "item",
+              "tolist", "numpy", "grad_reset")
+
+
+@dataclass
+class Flow:
+    """Values that moved from ``sources`` to ``results`` without a node in the graph: the
+    gradient stops here. Recorded only when a source is in the graph (requires grad) or
+    came out of an earlier flow.
+
+    kind is one of:
+        "detach" / "data" / "detach_"  ``x.detach()``, ``x.data``, ``x.detach_()``
+        "no_grad"      an op run while grad mode was off (``op``: its grad_fn name)
+        "untracked"    an op none of whose inputs required grad (a detached value, used on)
+        "integer"      an op whose results are integer or bool (argmax, a comparison)
+        "item" / "tolist" / "numpy"  a round trip: ``results`` were made from data equal
+                       to what ``sources`` gave out (``other_site``: where it left)
+        "grad_reset"   ``.grad`` of ``sources[0]`` set to None (``zero_grad()``) after
+                       pass ``pass_index``
+    """
+
+    kind: str
+    sources: list[int] = field(default_factory=list)  # tensor ids
+    results: list[int] = field(default_factory=list)  # tensor ids
+    op: str = ""  # the op's grad_fn name, for "no_grad" and "untracked"
+    site: Site | None = None
+    other_site: Site | None = None  # round trips: where the value left the graph
+    pass_index: int | None = None  # "grad_reset": the last pass before the reset
+
+
 @dataclass
 class ExceptionRecord:
     """The exception that ended a traced program, if any."""
@@ -325,6 +356,7 @@ class Trace:
     passes: list[BackwardPass] = field(default_factory=list)
     violations: list[Violation] = field(default_factory=list)
     exception: ExceptionRecord | None = None
+    flows: list[Flow] = field(default_factory=list)  # value flow outside the graph
     # program, argv, tracegrad version, budget, capture policy, summarized-value count...
     metadata: dict[str, Any] = field(default_factory=dict)
     # The tensor ids the trace was made from (``from_tensor``, ``render(t)``), in the order
@@ -502,6 +534,23 @@ class Trace:
         from .notebook import trace_mimebundle
 
         return trace_mimebundle(self, include, exclude)
+
+    # -- answers (implemented in why.py) -----------------------------------------------
+    def why_no_grad(self, tensor, pass_index: int | None = None):
+        """Why ``tensor`` (a live tensor, a name such as ``"w1"``, or a tensor id) has no
+        gradient, or a zero one, after the last backward pass (or pass ``pass_index``):
+        a ``WhyNoGrad`` that prints as the explanation.
+
+        >>> import tracegrad
+        >>> w = tracegrad.ones(2, requires_grad=True)
+        >>> with tracegrad.record() as tr:
+        ...     loss = (w.detach() * 3).sum()
+        >>> tr.why_no_grad(w).cause
+        'never_called'
+        """
+        from .why import why_no_grad
+
+        return why_no_grad(self, tensor, pass_index)
 
     # -- file and text (implemented in store.py and summary.py) -------------------------
     def save(self, path, timings: bool = True) -> None:

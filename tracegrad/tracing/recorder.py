@@ -28,6 +28,7 @@ from .. import __version__, bridge
 from ..autograd import events, module_scope
 from ..autograd.site import _is_internal, user_site
 from ..tensor import Tensor
+from .flows import FlowEvents, remember_torch_tensors
 from .graph import GraphBuilder, name_unnamed, variable_key
 from .keep import (
     CHECK_EVERY,
@@ -81,7 +82,7 @@ def record(values: bool = True, budget_bytes: int | None = None,
                     structure_budget_bytes=structure_budget_bytes)
 
 
-class Recorder(events.Listener):
+class Recorder(FlowEvents, events.Listener):
     """An events listener that fills ``self.trace``; a context manager around that."""
 
     def __init__(self, values: bool = True, budget_bytes: int | None = None,
@@ -130,6 +131,8 @@ class Recorder(events.Listener):
         self._subscription = None
         self._thread = threading.get_ident()  # the thread recorded (set again by start)
         self._torch = None  # the PyTorch bridge, armed while recording
+        self._init_flows()
+        self.trace._builder = self.builder  # why_no_grad(tensor) finds a live tensor's id
 
     # -- the context manager -----------------------------------------------------------
     def __enter__(self) -> Trace:
@@ -150,6 +153,9 @@ class Recorder(events.Listener):
         """Unsubscribe, name what can be named (after the variables of ``frame`` or of
         ``scopes``), and record ``exc``, the exception that ended the program, if any."""
         if self._torch is not None:
+            if bridge._session is not None and bridge._session.emitted:
+                # the adapters go with the bridge's session: keep torch tensor -> id
+                remember_torch_tensors(self.trace, self.builder)
             self._torch.detach()
             if self._torch.used:
                 self.trace.metadata["engine"] = "torch"
@@ -299,6 +305,9 @@ class Recorder(events.Listener):
             self._count_op(node, args, outputs)
             return
         inputs = [arg for arg in args if isinstance(arg, Tensor)]
+        if self._pending:  # an input that came out of a flow: recorded with it, first
+            for tensor in inputs:
+                self.materialize(tensor)
         before = builder._next_tensor_id
         record = builder.record_op(node, inputs, outputs)
         tensors = self.trace.tensors
@@ -309,6 +318,14 @@ class Recorder(events.Listener):
         for tensor, tensor_id in zip([out for out in outputs if out is not None],
                                      record.outputs):
             tensor_record = tensors[tensor_id]
+            if not (tensor._requires_grad or tensor.requires_grad):  # an integer output
+                # (the property: a torch tensor's adapter): the gradient stops here
+                self._tainted.add(tensor_id)
+            elif tensor_id in self._tainted:  # first seen as a flow's result (an op inside
+                # a custom Function's forward): it is the Function's output now
+                self._tainted.discard(tensor_id)
+                tensor_record.requires_grad = True
+                tensor_record.site = None
             if tensor_record.site is None:
                 tensor_record.site = node._site
             value = tensor_record.value = self._capture(tensor._array)
@@ -434,6 +451,8 @@ class Recorder(events.Listener):
             return  # another thread's event: see the module docstring
         if self.ledger.overflow:
             return
+        if kind == "data":
+            self._made_from_data(tensor)
         if tensor.requires_grad and self.builder.known_tensor(tensor) is None:
             record = self.trace.tensors[self.builder.tensor_id(tensor)]
             record.site = user_site(3)
@@ -447,6 +466,8 @@ class Recorder(events.Listener):
             return  # another thread's event: see the module docstring
         builder = self.builder
         tensor = info.tensor
+        if self._pending:
+            self.materialize(tensor)
         tensor_id = builder.known_tensor(tensor)
         watched = self.violations.is_watched(tensor)
         if tensor_id is None and not watched and info.node is None and not info.views:
@@ -509,6 +530,8 @@ class Recorder(events.Listener):
         roots = []
         if not summarized:
             for tensor in info.roots:
+                if self._pending:
+                    self.materialize(tensor)
                 if self.builder.known_tensor(tensor) is None and tensor.grad_fn is not None:
                     self.builder.adopt([tensor.grad_fn],
                                        {(tensor.grad_fn, tensor._output_nr): tensor})

@@ -273,8 +273,18 @@ RULES: dict[type, dict[str, Rule | None]] = {
         "passes": Records(model.BackwardPass),
         "violations": Records(model.Violation),
         "exception": Records(model.ExceptionRecord),
+        "flows": Records(model.Flow),
         "metadata": Metadata(),
         "roots": Reference("tensor", many=True),
+    },
+    model.Flow: {
+        "kind": OneOf(model.FLOW_KINDS, "a flow kind"),
+        "sources": Reference("tensor", many=True),
+        "results": Reference("tensor", many=True),
+        "op": FREE,
+        "site": SITE,
+        "other_site": SITE,
+        "pass_index": FREE,
     },
     model.TensorRecord: {
         "id": COUNT,  # the key it is filed under; the decoder refuses duplicates
