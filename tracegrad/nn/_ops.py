@@ -14,6 +14,7 @@ from ..autograd.function import Op
 from ..autograd.grad_mode import state
 from ..errors import DTypeError, ShapeError
 from ..ops.indexing import ScatterInto
+from ..ops.linalg import save_operands
 from ..ops.reduce import sum_to
 from ..tensor import Tensor
 
@@ -26,7 +27,7 @@ class Addmm(Op):
     """``bias + input @ weight_t`` for a 2-D input: what ``F.linear`` records in torch."""
 
     node_name = "AddmmBackward0"
-    saved_names = ("mat1", "mat2")  # grad_fn._saved_<name>, as PyTorch names them
+    saved_names = ("mat1", "mat2", "alpha=alpha", "beta=beta")  # as PyTorch names them
 
     @staticmethod
     def forward(ctx, bias, input, weight_t):
@@ -35,7 +36,7 @@ class Addmm(Op):
             raise _linear_mismatch(input, weight_t)
         if x.dtype != w.dtype or x.dtype != bias._array.dtype:
             raise _linear_dtypes(input, weight_t, bias)
-        ctx.save_for_backward(input, weight_t)
+        save_operands(ctx, input, weight_t, first=1)  # each only if the other needs grad
         out = x @ w
         out += bias._array  # in place: the product is fresh, and this saves one array pass
         return out
@@ -51,6 +52,11 @@ class Addmm(Op):
         # array, so .grad and the optimizer's passes over it stay cache-friendly.
         grad_weight_t = grad.t().mm(input).t() if needs[2] else None
         return grad_bias, grad_input, grad_weight_t
+
+
+# F.linear's addmm scales nothing: _saved_alpha and _saved_beta are 1 on every node, set
+# once on the node class rather than per call.
+Addmm._node_class.alpha = Addmm._node_class.beta = 1
 
 
 def _bias_grad(grad, shape):

@@ -124,7 +124,11 @@ class Div(Op):
     @staticmethod
     def forward(ctx, a, b):
         x, y = operands(a, b)
-        ctx.save_for_backward(a, b)
+        # As PyTorch does: the divisor is always kept, the dividend only for the
+        # divisor's gradient (needs_input_grad is empty when nothing is recorded).
+        needs = ctx.needs_input_grad
+        if needs:
+            ctx.save_for_backward(a if needs[-1] else None, b)
         try:
             result = x / y
         except ValueError:
@@ -136,8 +140,9 @@ class Div(Op):
     def backward(ctx, grad):
         a, b = ctx.saved_tensors
         needs = ctx.needs_input_grad
-        grad_a = sum_to(grad / b, a.shape) if needs[0] else None
-        grad_b = sum_to(-grad * a / (b * b), b.shape) if needs[1] else None
+        meta = ctx._input_meta  # (shape, dtype) per tensor argument: a first, b last
+        grad_a = sum_to(grad / b, meta[0][0]) if needs[0] else None
+        grad_b = sum_to(-grad * a / (b * b), meta[-1][0]) if needs[-1] else None
         return grad_a, grad_b
 
 
