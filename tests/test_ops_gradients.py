@@ -605,12 +605,6 @@ COMPOSITES: dict[str, list[Case]] = {
 # torch comparison asserts the name of every other case's outputs.
 KNOWN_NAME_DIFFERENCES = {
     ("Scatter", 1): "views-inplace: scatter with a number is ScatterBackward1",
-    ("inplace_on_view", 0): "views-inplace: torch names the node torch::autograd::CopySlices",
-    ("inplace_on_view", 1): "views-inplace: torch names the node torch::autograd::CopySlices",
-    ("inplace_on_view", 2): "views-inplace: torch names the node torch::autograd::CopySlices",
-    ("inplace_on_view", 3): "views-inplace: torch names the node torch::autograd::CopySlices",
-    ("setitem_view", 0): "views-inplace: torch names the node torch::autograd::CopySlices",
-    ("setitem_view", 1): "views-inplace: torch names the node torch::autograd::CopySlices",
     ("repeat_interleave", 1): "torch flattens with a view of the input first",
     ("matrix_power", 0): "torch ends square-and-multiply with a different pairing",
     ("tensordot", 0): "torch ends tensordot with a reshape of mm's result (UnsafeView)",

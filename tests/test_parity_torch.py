@@ -5,6 +5,7 @@ compares what PyTorch shows (issues 10 and 11)."""
 from __future__ import annotations
 
 import itertools
+import warnings
 
 import pytest
 
@@ -73,3 +74,101 @@ def test_products_saving_less_still_give_torchs_gradients(needs):
                 for value in t.grad.flatten().tolist()]
 
     assert grads(tracegrad) == pytest.approx(grads(torch))
+
+
+def _version_error(lib, program) -> str:
+    with pytest.raises(RuntimeError) as info:
+        program(lib)
+    return str(info.value)
+
+
+def _saved_output_changed(lib):
+    x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x.exp()  # ExpBackward0 saves its output
+    y.add_(1)
+    y.sum().backward()
+
+
+def _saved_input_changed(lib):
+    x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    h = x.add(1)
+    product = h * h  # saves h, then h's grad_fn becomes MulBackward0
+    h.mul_(2)
+    product.sum().backward()
+
+
+def _saved_leaf_changed(lib):
+    x = lib.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=lib.float64, requires_grad=True)
+    y = x.sin()
+    with lib.no_grad():
+        x.add_(1)
+    y.sum().backward()
+
+
+def _saved_base_changed_through_a_view(lib):
+    x = lib.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+    h = x.clone()
+    product = h * h
+    h[1:3] = 0.0  # h's grad_fn becomes CopySlices
+    product.sum().backward()
+
+
+def _custom_function_output_changed(lib):
+    class Twice(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad * 2
+
+    x = lib.tensor([1.0, 2.0], requires_grad=True)
+    y = Twice.apply(x)
+    product = y * y
+    y.add_(1)
+    product.sum().backward()
+
+
+@pytest.mark.parametrize("program", [
+    _saved_output_changed, _saved_input_changed, _saved_leaf_changed,
+    _saved_base_changed_through_a_view, _custom_function_output_changed],
+    ids=lambda program: program.__name__.strip("_"))
+@pytest.mark.parametrize("anomaly", [False, True], ids=["plain", "anomaly"])
+def test_the_version_error_begins_with_torchs_message_word_for_word(program, anomaly):
+    def message(lib):
+        with lib.autograd.set_detect_anomaly(anomaly), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # torch's anomaly mode warns with the traceback
+            return _version_error(lib, program)
+
+    theirs = message(torch)
+    ours = message(tracegrad)
+    assert ours.startswith(theirs)  # what tracegrad adds comes after
+
+
+def test_forward_op_name_strips_only_a_numbered_backward_suffix():
+    from tracegrad.autograd.node import Node, forward_op_name
+
+    def named(name):
+        return type("Named", (Node,), {"_name": name})()
+
+    assert [forward_op_name(named(name)) for name in (
+        "AddBackward0", "AddBackward1", "MyFunctionBackward", "CopySlices",
+        "torch::autograd::CopySlices", "BackwardHookFunctionBackward", "XBackwardY")] == [
+        "Add", "Add1", "MyFunction", "CopySlices", "torch::autograd::CopySlices",
+        "BackwardHookFunction", "XBackwardY"]
+
+
+def _named_nodes(lib):
+    x = lib.ones(3, requires_grad=True)
+    base = x.clone()
+    base[0] = 2.0
+    copied = lib.empty(3)
+    copied.copy_(x)
+    accumulate = (x * 2).grad_fn.next_functions[0][0]
+    return [(node.name(), type(node).__name__, repr(node).split(" object")[0])
+            for node in (accumulate, base.grad_fn, copied.grad_fn)] + [repr(base), repr(copied)]
+
+
+def test_node_names_class_names_and_reprs_match_torch():
+    assert _named_nodes(tracegrad) == _named_nodes(torch)

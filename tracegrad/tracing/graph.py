@@ -120,6 +120,13 @@ def _device_name(tensor) -> str:
     return "cpu" if type(tensor._array) is np.ndarray else str(tensor.device)
 
 
+def shown_name(node: Node) -> str:
+    """A node's name as traces, graph text and DOT show it: the class name, as torchviz
+    shows it -- ``AccumulateGrad`` and ``CopySlices``, where ``name()`` says
+    ``torch::autograd::AccumulateGrad`` as PyTorch's does."""
+    return node.name().rpartition("::")[2]
+
+
 def node_kind(node: Node) -> str:
     if node._is_accumulate:
         return "accumulate"
@@ -309,7 +316,7 @@ class GraphBuilder:
         node_id = self._reserve_node(node)
         leaf = self.tensor_id(node.variable)
         self.trace.nodes[node_id] = NodeRecord(
-            id=node_id, name=node.name(), kind="accumulate", inputs=[leaf], leaf=leaf,
+            id=node_id, name=shown_name(node), kind="accumulate", inputs=[leaf], leaf=leaf,
             site=node._site, module=node._module)
         return node_id
 
@@ -378,7 +385,7 @@ class GraphBuilder:
     def _finish_node(self, node, node_id: int, input_ids, output_ids,
                      stand_ins: dict | None = None) -> NodeRecord:
         record = NodeRecord(
-            id=node_id, name=node.name(), kind=node_kind(node), inputs=list(input_ids),
+            id=node_id, name=shown_name(node), kind=node_kind(node), inputs=list(input_ids),
             outputs=list(output_ids), attrs=node_attrs(node), site=node._site,
             module=node._module)
         self.trace.nodes[node_id] = record

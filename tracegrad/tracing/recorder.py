@@ -28,7 +28,7 @@ from .. import __version__, bridge
 from ..autograd import events, module_scope
 from ..autograd.site import _is_internal, user_site
 from ..tensor import Tensor
-from .graph import GraphBuilder, name_unnamed, variable_key
+from .graph import GraphBuilder, name_unnamed, shown_name, variable_key
 from .keep import (
     CHECK_EVERY,
     DEFAULT_STRUCTURE_BUDGET_BYTES,
@@ -343,7 +343,7 @@ class Recorder(events.Listener):
     def _count_op(self, node, args, outputs) -> None:
         """Over the structure budget: count the op, and still find where NaN/Inf appear."""
         counts = self.ledger.unrecorded_ops
-        name = node.name()
+        name = shown_name(node)
         counts[name] = counts.get(name, 0) + 1
         for output in outputs:
             if output is not None and not is_finite(output._array):
@@ -584,7 +584,7 @@ class Recorder(events.Listener):
         self._step_grads_in = grads_in
         if current.summarized:
             counts = current.op_counts
-            name = node.name()
+            name = shown_name(node)
             counts[name] = counts.get(name, 0) + 1
             current.summarized_steps += 1
             self._step = None
@@ -671,7 +671,7 @@ class Recorder(events.Listener):
             if grad is not None and not is_finite(grad._array):
                 new = all(grad_in is None or is_finite(grad_in._array)
                           for grad_in in self._step_grads_in) and \
-                    self._unrecorded_nonfinite(node.name(), node._site, grad._array,
+                    self._unrecorded_nonfinite(shown_name(node), node._site, grad._array,
                                                "backward")
                 self._note_finding(bool(new))
                 return
