@@ -172,3 +172,71 @@ def _named_nodes(lib):
 
 def test_node_names_class_names_and_reprs_match_torch():
     assert _named_nodes(tracegrad) == _named_nodes(torch)
+
+
+# Programs whose grad_fn edges torch lays out other than "one per tensor argument": a
+# number operand's (None, 0) edge, and no edge for an index, mask or condition.
+EDGE_PROGRAMS = {
+    "mul number": lambda L, u, v, m, i, r: u * 2,
+    "number mul": lambda L, u, v, m, i, r: 2 * u,
+    "add number": lambda L, u, v, m, i, r: u + 2,
+    "number add": lambda L, u, v, m, i, r: 2 + u,
+    "sub number": lambda L, u, v, m, i, r: u - 2.5,
+    "rsub": lambda L, u, v, m, i, r: 2 - u,
+    "div number": lambda L, u, v, m, i, r: u / 2,
+    "number div": lambda L, u, v, m, i, r: 2 / u,
+    "floor div number": lambda L, u, v, m, i, r: u.div(2, rounding_mode="floor"),
+    "add alpha": lambda L, u, v, m, i, r: u.add(2, alpha=3),
+    "pow number": lambda L, u, v, m, i, r: u ** 2,
+    "number pow": lambda L, u, v, m, i, r: 2 ** u,
+    "where": lambda L, u, v, m, i, r: L.where(m, u, v),
+    "where number": lambda L, u, v, m, i, r: L.where(m, u, 0.0),
+    "masked_fill number": lambda L, u, v, m, i, r: u.masked_fill(m, 0.0),
+    "masked_fill tensor": lambda L, u, v, m, i, r: u.masked_fill(m, L.tensor(1.0)),
+    "index_select": lambda L, u, v, m, i, r: u.index_select(1, r),
+    "gather": lambda L, u, v, m, i, r: u.gather(1, i),
+    "scatter": lambda L, u, v, m, i, r: u.scatter(1, i, v),
+    "scatter number": lambda L, u, v, m, i, r: u.scatter(1, i, 1.0),
+    "scatter_add": lambda L, u, v, m, i, r: u.scatter_add(1, i, v),
+    "scatter_reduce": lambda L, u, v, m, i, r: u.scatter_reduce(1, i, v, "sum"),
+    "take": lambda L, u, v, m, i, r: u.take(r),
+    "index_add": lambda L, u, v, m, i, r: u.index_add(0, r, v),
+    "index_copy": lambda L, u, v, m, i, r: u.index_copy(0, r, v),
+    "index_fill": lambda L, u, v, m, i, r: u.index_fill(0, r, 1.0),
+    "masked_select": lambda L, u, v, m, i, r: u.masked_select(m),
+    "masked_scatter": lambda L, u, v, m, i, r: u.masked_scatter(m, v),
+    "nll_loss": lambda L, u, v, m, i, r: L.nn.functional.nll_loss(u, r),
+    "soft_margin_loss": lambda L, u, v, m, i, r: L.nn.functional.soft_margin_loss(u, v),
+    "clamp tensor": lambda L, u, v, m, i, r: u.clamp(min=v),
+    "layer_norm": lambda L, u, v, m, i, r: L.nn.functional.layer_norm(u, (3,)),
+    "batch_norm": lambda L, u, v, m, i, r: L.nn.functional.batch_norm(
+        u, L.zeros(3), L.ones(3), training=True),
+}
+
+
+def _edges(lib, program):
+    u = lib.tensor([[0.5, -1.0, 2.0], [1.0, 3.0, -2.0]], requires_grad=True)
+    v = lib.tensor([[1.5, 2.0, -0.5], [0.1, 0.2, 0.3]])
+    m = lib.tensor([[True, False, True], [False, False, True]])
+    i = lib.tensor([[0, 2, 1], [1, 0, 0]])
+    r = lib.tensor([1, 0])
+    node = program(lib, u, v, m, i, r).grad_fn
+    return node.name(), [(None if next_node is None else type(next_node).__name__, number)
+                         for next_node, number in node.next_functions]
+
+
+@pytest.mark.parametrize("name", sorted(EDGE_PROGRAMS))
+def test_next_functions_are_torchs(name):
+    assert _edges(tracegrad, EDGE_PROGRAMS[name]) == _edges(torch, EDGE_PROGRAMS[name])
+
+
+@pytest.mark.parametrize("value_grad", [False, True])
+def test_masked_fill_with_a_tensor_value_gives_it_the_masked_gradient(value_grad):
+    def grads(lib):
+        x = lib.tensor([[1.0, -2.0], [3.0, 4.0]], requires_grad=True)
+        value = lib.tensor(0.5, requires_grad=value_grad)
+        mask = lib.tensor([[True, False], [True, True]])
+        (x.masked_fill(mask, value) * lib.tensor([[1.0, 2.0], [3.0, 4.0]])).sum().backward()
+        return x.grad.tolist(), (value.grad.item() if value_grad else None)
+
+    assert grads(tracegrad) == grads(torch)

@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..tensor import Tensor
     from ..ops import arith, indexing, unary
+    from ..tensor import Tensor
 
 
 class InplaceMethods:
@@ -90,11 +90,13 @@ class InplaceMethods:
         return self._inplace("tanh_", unary.Tanh)
 
     def masked_fill_(self, mask, value):
-        return self._inplace("masked_fill_", indexing.MaskedFill, mask, value)
+        op = indexing.MaskedFillTensor if isinstance(value, Tensor) else indexing.MaskedFill
+        return self._inplace("masked_fill_", op, mask, value)
 
     def scatter_(self, dim, index, src=None, value=None, reduce=None):
         source = src if src is not None else value
-        return self._inplace("scatter_", indexing.Scatter, dim, index, source, reduce=reduce)
+        op = indexing.Scatter if isinstance(source, Tensor) else indexing.ScatterValue
+        return self._inplace("scatter_", op, dim, index, source, reduce=reduce)
 
     def scatter_add_(self, dim, index, src):
         return self._inplace("scatter_add_", indexing.ScatterAdd, dim, index, src)

@@ -13,6 +13,7 @@ from .. import backends
 from ..autograd.function import Op
 from ..autograd.grad_mode import state
 from ..errors import DTypeError, ShapeError
+from ..ops._edges import select_edges
 from ..ops.indexing import ScatterInto
 from ..ops.linalg import save_operands
 from ..ops.reduce import sum_to
@@ -141,6 +142,7 @@ class NllLoss(Op):
 
     @staticmethod
     def forward(ctx, log_probs, target, weight=None, reduction="mean", ignore_index=-100):
+        select_edges(ctx, (0,))  # torch's edges: log_probs (no index/mask edge)
         xp = log_probs._xp
         x = log_probs._array
         class_axis = 0 if x.ndim == 1 else 1

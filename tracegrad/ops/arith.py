@@ -11,6 +11,7 @@ import numpy as np
 from ..autograd.function import Op
 from ..errors import DTypeError
 from ..tensor import Tensor
+from ._edges import number_edge
 from ._operands import broadcast_error, operands, true_divide_dtype
 from .reduce import sum_to
 from .unary import _quiet
@@ -47,6 +48,8 @@ class Add(Op):
     @staticmethod
     def forward(ctx, a, b):
         x, y = operands(a, b)
+        if len(ctx.next_functions) == 1:  # a recorded tensor + number: torch's 2nd edge
+            number_edge(ctx, 1 if isinstance(a, Tensor) else 0)
         ctx.shapes = (_shape(a), _shape(b))
         try:
             return x + y
@@ -66,16 +69,9 @@ class Sub(Op):
 
     @staticmethod
     def forward(ctx, a, b):
-        x, y = operands(a, b)
-        # identity, not ==: builtin dtypes are singletons, and this runs on every subtraction
-        if getattr(x, "dtype", None) is _BOOL or getattr(y, "dtype", None) is _BOOL or \
-                x.__class__ is bool or y.__class__ is bool:
-            raise _bool_subtraction_error(a, b)
-        ctx.shapes = (_shape(a), _shape(b))
-        try:
-            return x - y
-        except ValueError:
-            raise broadcast_error("sub", a, b) from None
+        if len(ctx.next_functions) == 1:  # a recorded tensor - number: torch's 2nd edge
+            number_edge(ctx, 1 if isinstance(a, Tensor) else 0)
+        return _subtract(ctx, a, b)
 
     @staticmethod
     def backward(ctx, grad):
@@ -86,9 +82,26 @@ class Sub(Op):
 
 
 class RSub(Sub):
-    """``scalar - tensor``."""
+    """``scalar - tensor``: one edge, the tensor's (rsub.Scalar in torch)."""
 
     node_name = "RsubBackward1"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        return _subtract(ctx, a, b)
+
+
+def _subtract(ctx, a, b):
+    x, y = operands(a, b)
+    # identity, not ==: builtin dtypes are singletons, and this runs on every subtraction
+    if getattr(x, "dtype", None) is _BOOL or getattr(y, "dtype", None) is _BOOL or \
+            x.__class__ is bool or y.__class__ is bool:
+        raise _bool_subtraction_error(a, b)
+    ctx.shapes = (_shape(a), _shape(b))
+    try:
+        return x - y
+    except ValueError:
+        raise broadcast_error("sub", a, b) from None
 
 
 class Mul(Op):
@@ -103,6 +116,8 @@ class Mul(Op):
         needs = ctx.needs_input_grad
         if needs:
             ctx.save_for_backward(a if needs[1] else None, b if needs[0] else None)
+            if len(ctx.next_functions) == 1:  # tensor * number: torch's 2nd edge
+                number_edge(ctx, 1 if isinstance(a, Tensor) else 0)
         try:
             return x * y
         except ValueError:
@@ -129,6 +144,8 @@ class Div(Op):
         needs = ctx.needs_input_grad
         if needs:
             ctx.save_for_backward(a if needs[-1] else None, b)
+            if len(ctx.next_functions) == 1:  # tensor / number: torch's 2nd edge
+                number_edge(ctx, 1 if isinstance(a, Tensor) else 0)
         try:
             result = x / y
         except ValueError:

@@ -17,6 +17,7 @@ from ..autograd.function import Op
 from ..autograd.grad_mode import state
 from ..errors import ShapeError
 from ..tensor import Tensor
+from ._edges import select_edges
 
 
 def _statistics(xp, x, axes, eps):
@@ -55,6 +56,7 @@ class NativeBatchNorm(Op):
     @staticmethod
     def forward(ctx, input, weight, bias, training, momentum, eps, running_mean=None,
                 running_var=None):
+        select_edges(ctx, (0, 1, 2))  # torch's edges: input, weight, bias (None ones too)
         xp = input._xp
         x = input._array
         channels = x.shape[1]
@@ -117,6 +119,7 @@ class NativeLayerNorm(Op):
 
     @staticmethod
     def forward(ctx, input, normalized_shape, weight, bias, eps):
+        select_edges(ctx, (0, 2, 3))  # torch's edges: input, weight, bias (None ones too)
         x = input._array
         count = len(normalized_shape)
         if x.shape[x.ndim - count:] != tuple(normalized_shape) or x.ndim < count:
@@ -156,6 +159,7 @@ class NativeGroupNorm(Op):
 
     @staticmethod
     def forward(ctx, input, weight, bias, num_groups, eps):
+        select_edges(ctx, (0, 1, 2))  # torch's edges: input, weight, bias (None ones too)
         x = input._array
         batch, channels = x.shape[:2]
         if channels % num_groups:

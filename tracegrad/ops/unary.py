@@ -8,9 +8,10 @@ import numpy as np
 from ..autograd.function import Op
 from ..autograd.grad_mode import state
 from ..backends import kernels
+from ._checks import wrap_dim
+from ._edges import select_edges
 from ._operands import broadcast_error, operands
 from .reduce import sum_to
-from ._checks import wrap_dim
 
 
 def _float(a):
@@ -286,6 +287,7 @@ class ClampTensor(Op):
 
     @staticmethod
     def forward(ctx, a, min, max):
+        select_edges(ctx, (0, 1, 2))  # torch's edges: input, min, max (None ones too)
         ctx.save_for_backward(a, min, max)
         xp = a._xp
         x = a._array
