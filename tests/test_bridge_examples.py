@@ -99,30 +99,10 @@ NOT_COMPARED = {
 # Where the graph texts differ: (tracegrad's line, torch's line, why), lines compared without
 # indentation and with unnamed tensors' labels (t1, t2, ...) blanked to "t", so that one
 # extra saved tensor does not renumber the rest. Each is an engine difference for the lead.
-_NLL_SAVES = ("NllLossBackward0", "NllLossBackward0  saves: t f32[300,3], labels i64[300]",
-              ("torch's NllLossBackward0 saves its input and target; tracegrad's engine's "
-              "saves nothing"))
-DIFFERENCES = {
-    "train_mlp": [_NLL_SAVES] * 2,
-    "cnn_mnist": [
-        ("NativeBatchNormBackward0  saves: t f32[4,6,24,24], features.1.weight f32[6]",
-         "NativeBatchNormBackward0  saves: t f32[4,6,24,24], features.1.weight f32[6], "
-         "features.1.running_mean f32[6], features.1.running_var f32[6], t f32[6], t f32[6]",
-         "torch's batch-norm node also keeps the running statistics and the saved mean and "
-         "inverse std; tracegrad's keeps its own (not tensors, so not shown)"),
-        ("MaxPool2DWithIndicesBackward0",
-         "MaxPool2DWithIndicesBackward0  saves: t f32[4,6,24,24], t i64[4,6,12,12]",
-         "torch's max-pool node saves its input and the indices; tracegrad's keeps the "
-         "argmax internally"),
-        ("MaxPool2DWithIndicesBackward0",
-         "MaxPool2DWithIndicesBackward0  saves: t f32[4,16,8,8], t i64[4,16,4,4]",
-         "as above"),
-        ("NllLossBackward0", "NllLossBackward0  saves: t f32[4,10], targets i64[4]",
-         _NLL_SAVES[2])],
-}
+DIFFERENCES: dict[str, list[tuple[str, str, str]]] = {}
 # Programs whose graphs differ node for node, and why (an engine difference for the lead).
 GRAPHS_DIFFER = {
-    "char_lstm": "nn.Linear on a 3-d input, as above (torch: UnsafeView, Mm, Add); and torch's "
+    "char_lstm": "nn.Linear on a 3-d input (torch: UnsafeView, Mm, Add); and torch's "
                  "MkldnnRnnLayerBackward0 also saves its outputs and a workspace",
     "pinn": "double backward through tanh: torch records one TanhBackwardBackward0; "
             "tracegrad's engine differentiates tanh's backward formula op by op (Mul, Rsub)",

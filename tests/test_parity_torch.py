@@ -240,3 +240,49 @@ def test_masked_fill_with_a_tensor_value_gives_it_the_masked_gradient(value_grad
         return x.grad.tolist(), (value.grad.item() if value_grad else None)
 
     assert grads(tracegrad) == grads(torch)
+
+
+def _shown(value):
+    if hasattr(value, "shape"):
+        return (tuple(value.shape), str(value.dtype).rpartition(".")[2],
+                [round(number, 4) for number in value.flatten().tolist()]
+                if value.numel() <= 4 else None)
+    return value
+
+
+def _saved_by_losses_and_layers(lib):
+    lib.manual_seed(0)
+    logits = lib.tensor([[0.5, -1.0, 2.0], [1.0, 3.0, -2.0]], requires_grad=True)
+    target = lib.tensor([2, 0])
+    nll = lib.nn.functional.nll_loss(logits.log_softmax(1), target).grad_fn
+    images = lib.arange(32.0).reshape(1, 2, 4, 4).requires_grad_()
+    pool = lib.nn.functional.max_pool2d(images, 2, stride=2).grad_fn
+    norm = lib.nn.BatchNorm2d(2)
+    train = norm(images).grad_fn
+    norm.eval()
+    evaluate = norm(images).grad_fn
+    return ([_shown(getattr(nll, f"_saved_{name}"))
+             for name in ("self", "target", "weight", "total_weight")]
+            + [_shown(getattr(pool, f"_saved_{name}")) for name in (
+                "self", "result1", "kernel_size", "stride", "padding", "dilation", "ceil_mode")]
+            + [_shown(getattr(node, f"_saved_{name}")) for node in (train, evaluate)
+               for name in ("input", "weight", "running_mean", "running_var", "result1",
+                            "result2", "eps", "training")])
+
+
+def test_nll_loss_max_pool_and_batch_norm_save_what_torch_saves():
+    assert _saved_by_losses_and_layers(tracegrad) == _saved_by_losses_and_layers(torch)
+
+
+def test_batch_norm_steps_leave_the_running_statistics_version_alone():
+    def versions(lib):
+        norm = lib.nn.BatchNorm1d(3)
+        x = lib.tensor([[1.0, 2.0, 3.0], [0.5, -1.0, 4.0]], requires_grad=True)
+        before = norm.running_mean._version
+        first, second = norm(x), norm(x)  # the second forward moves the statistics again
+        (first.sum() + second.sum()).backward()  # and the first's saved buffers still unpack
+        return norm.running_mean._version - before, x.grad.flatten().tolist()
+
+    ours, theirs = versions(tracegrad), versions(torch)
+    assert ours[0] == theirs[0] == 0
+    assert ours[1] == pytest.approx(theirs[1], abs=1e-6)

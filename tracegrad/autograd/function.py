@@ -627,7 +627,8 @@ class Op(Function):
 
     Class attributes an op may set:
         node_name    PyTorch's grad_fn name, e.g. "MulBackward0"
-        saves_output the node saves its own output (ExpBackward0 saves result)
+        saves_output the node saves its own output (ExpBackward0 saves result), or a
+                     tuple of output indices: those outputs, after what forward saved
         is_view      each output shares storage and version counter with input 0
     """
 
@@ -740,7 +741,9 @@ def _record(cls, args, attrs):
             _share_storage(args[0], output)
     to_save = ctx._to_save
     if cls.saves_output:
-        to_save = to_save + (outputs[0],)
+        # True: output 0 (ExpBackward0's result); a tuple names outputs (max_pool's indices)
+        to_save = to_save + ((outputs[0],) if cls.saves_output is True
+                             else tuple(outputs[index] for index in cls.saves_output))
     if to_save:
         ctx._saved = _save(ctx, to_save, outputs)
         ctx._to_save = ()

@@ -139,10 +139,12 @@ class NllLoss(Op):
     """Negative log likelihood of class-index targets, picked along ``class_axis``."""
 
     node_name = "NllLossBackward0"
+    saved_names = ("self", "target", "weight")  # as PyTorch names them; total_weight below
 
     @staticmethod
     def forward(ctx, log_probs, target, weight=None, reduction="mean", ignore_index=-100):
         select_edges(ctx, (0,))  # torch's edges: log_probs (no index/mask edge)
+        ctx.save_for_backward(log_probs, target, weight)  # what torch's node keeps
         xp = log_probs._xp
         x = log_probs._array
         class_axis = 0 if x.ndim == 1 else 1
@@ -176,6 +178,16 @@ class NllLoss(Op):
         grad_input = ScatterInto.apply(src, shape=ctx.input_shape, dim=ctx.class_axis,
                                        index=ctx.index, accumulate=False)
         return grad_input, None, None
+
+
+def _saved_total_weight(node) -> Tensor:
+    """``grad_fn._saved_total_weight``: the summed weight of the targets not ignored (the
+    mean's divisor), a 0-d tensor as torch shows it."""
+    weights = node.weights
+    return Tensor._wrap(weights.sum(keepdims=False).reshape(()), False)
+
+
+NllLoss._node_class._saved_total_weight = property(_saved_total_weight)
 
 
 def _checked_targets(xp, log_probs, target, class_axis: int, ignore_index: int):

@@ -51,7 +51,13 @@ def _channel_shape(ndim: int) -> tuple:
 
 
 class NativeBatchNorm(Op):
+    """torch's native_batch_norm. Its node keeps what torch's keeps: the input, weight,
+    running statistics, and the batch's mean and inverse std (torch's non-differentiable
+    outputs 1 and 2; empty in eval mode)."""
+
     node_name = "NativeBatchNormBackward0"
+    saved_names = ("input", "weight", "running_mean", "running_var", "result1", "result2",
+                   "eps=eps", "training=batch_statistics")  # as PyTorch names them
 
     @staticmethod
     def forward(ctx, input, weight, bias, training, momentum, eps, running_mean=None,
@@ -85,7 +91,13 @@ class NativeBatchNorm(Op):
             out *= weight._array.reshape(shape)
         if bias is not None:
             out += bias._array.reshape(shape)
-        ctx.save_for_backward(input, weight)
+        if ctx.needs_input_grad:
+            if batch_statistics:  # copies: backward reads its own mean and rstd
+                statistics = (mean.reshape(-1).copy(), rstd.reshape(-1).copy())
+            else:
+                statistics = (xp.empty(0, dtype=x.dtype), xp.empty(0, dtype=x.dtype))
+            ctx.save_for_backward(input, weight, running_mean, running_var,
+                                  *(Tensor._wrap(array, False) for array in statistics))
         ctx.mean, ctx.rstd, ctx.eps, ctx.axes = mean, rstd, eps, axes
         ctx.batch_statistics = batch_statistics
         ctx.has_bias = bias is not None
@@ -93,7 +105,7 @@ class NativeBatchNorm(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        input, weight = ctx.saved_tensors
+        input, weight = ctx.saved_tensors[:2]
         needs = ctx.needs_input_grad
         shape = _channel_shape(input.ndim)
         g = grad if weight is None else grad * weight.reshape(shape)
@@ -106,12 +118,12 @@ class NativeBatchNorm(Op):
 
 
 def _update_running(running: Tensor, value, momentum: float) -> None:
-    """``running = (1 - momentum) * running + momentum * value``, in place (as torch's
-    kernel writes the buffer; its version counter moves)."""
+    """``running = (1 - momentum) * running + momentum * value``, in place, as torch's
+    kernel writes the buffer: its version counter stays (torch 2.13 bumps no version here,
+    so the buffer saved by an earlier step's node still unpacks after the next forward)."""
     array = running._array
     array *= 1 - momentum
     array += (momentum * value).astype(array.dtype, copy=False)
-    running._version_counter.bump("native_batch_norm")
 
 
 class NativeLayerNorm(Op):
