@@ -127,6 +127,13 @@ def shown_name(node: Node) -> str:
     return node.name().rpartition("::")[2]
 
 
+def _slot_names(node: Node) -> tuple:
+    """The saved slots' names as torch gives them (``self``, ``mat2``, ``result``), from
+    the op's ``saved_names``; empty for a custom Function (its slots are numbered)."""
+    names = getattr(getattr(node, "_function", None), "saved_names", ())
+    return tuple(entry for entry in names if "=" not in entry)
+
+
 def node_kind(node: Node) -> str:
     if node._is_accumulate:
         return "accumulate"
@@ -397,6 +404,7 @@ class GraphBuilder:
     def saved_records(self, node, node_id: int, stand_ins: dict | None = None
                       ) -> list[SavedRecord]:
         records = []
+        names = _slot_names(node)
         for slot, saved in enumerate(node._saved):
             if not isinstance(saved, SavedTensor):
                 continue
@@ -405,7 +413,7 @@ class GraphBuilder:
                 tensor_id, version = stand_ins[id(source)]
                 records.append(SavedRecord(
                     tensor=tensor_id, version=version, nbytes=int(saved._array.nbytes),
-                    slot=str(slot)))
+                    slot=names[slot] if slot < len(names) else str(slot)))
                 continue
             if source is not None:
                 tensor_id = self.tensor_id(source)
@@ -416,7 +424,8 @@ class GraphBuilder:
             else:
                 continue  # freed by backward before we saw it: nothing left to describe
             nbytes = int(saved._array.nbytes) if saved._array is not None else 0
-            slot_name = "result" if saved.is_output else str(slot)
+            slot_name = names[slot] if slot < len(names) else (
+                "result" if saved.is_output else str(slot))
             if type(saved) is not SavedTensor:  # torch's own slot names: self, mat2, result
                 slot_name = saved.slot
             records.append(SavedRecord(
