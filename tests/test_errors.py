@@ -115,9 +115,13 @@ def test_detect_anomaly_names_node_and_forward_line_on_nan():
 
 
 def test_requires_grad_on_integer_tensor():
-    with pytest.raises(RuntimeError, match="only Tensors of floating point and complex dtype "
+    # torch's requires_grad_() says "floating point dtype"; its setter adds "and complex"
+    with pytest.raises(RuntimeError, match="only Tensors of floating point dtype "
                                            "can require gradients"):
         tg.tensor([1, 2]).requires_grad_()
+    with pytest.raises(RuntimeError, match="only Tensors of floating point and complex dtype "
+                                           "can require gradients"):
+        tg.tensor([1, 2]).requires_grad = True
 
 
 def test_requires_grad_false_on_non_leaf():

@@ -139,6 +139,8 @@ CASES: dict[str, list[Case]] = {
                     Case(((3, 4), (3, 4)), lambda L, x, low: L.clamp(x, min=low))],
     "ClampMax": [Case(((3, 4),), lambda L, x: x.clamp_max(0.3))],
     "ClampMin": [Case(((3, 4),), lambda L, x: L.clamp_min(x, -0.2))],
+    "ClampMinTensor": [Case(((3, 4), (4,)), lambda L, x, low: x.clamp_min(low))],
+    "ClampMaxTensor": [Case(((3, 4), (3, 1)), lambda L, x, high: L.clamp_max(x, high))],
     "Clone": [Case(((3, 4),), lambda L, x: x.clone())],
     "Copy": [Case(((3, 4), (4,)), _copy_into)],
     "Cos": [Case(((3, 4),), lambda L, x: x.cos())],

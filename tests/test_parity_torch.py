@@ -286,3 +286,84 @@ def test_batch_norm_steps_leave_the_running_statistics_version_alone():
     ours, theirs = versions(tracegrad), versions(torch)
     assert ours[0] == theirs[0] == 0
     assert ours[1] == pytest.approx(theirs[1], abs=1e-6)
+
+
+CLAMPS = {
+    "clamp_ min": lambda L, u, low, high: (u * 1).clamp_(min=0),
+    "clamp_ max": lambda L, u, low, high: (u * 1).clamp_(max=0),
+    "clamp_ both": lambda L, u, low, high: (u * 1).clamp_(0, 1),
+    "clamp_ tensor": lambda L, u, low, high: (u * 1).clamp_(min=low),
+    "clip_": lambda L, u, low, high: (u * 1).clip_(0, 1),
+    "clamp_min_": lambda L, u, low, high: (u * 1).clamp_min_(0),
+    "clamp_min": lambda L, u, low, high: u.clamp_min(0),
+    "clamp_max": lambda L, u, low, high: u.clamp_max(0),
+    "clamp_min tensor": lambda L, u, low, high: u.clamp_min(low),
+    "clamp_max tensor": lambda L, u, low, high: u.clamp_max(high),
+    "clamp_max_ tensor": lambda L, u, low, high: (u * 1).clamp_max_(high),
+    "clamp tensors": lambda L, u, low, high: u.clamp(low, high),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CLAMPS))
+def test_clamp_family_records_torchs_nodes_and_gradients(name):
+    def run(lib):
+        u = lib.tensor([0.5, -1.0, 2.0, 0.25], requires_grad=True)
+        low = lib.tensor([0.0, 0.0, 2.5, 0.25], requires_grad=True)
+        high = lib.tensor([1.0, -2.0, 1.0, 0.5], requires_grad=True)
+        out = CLAMPS[name](lib, u, low, high)
+        node = out.grad_fn
+        (out * lib.tensor([1.0, 2.0, 3.0, 4.0])).sum().backward()
+        return (node.name(), len(node.next_functions),
+                [None if t.grad is None else t.grad.tolist() for t in (u, low, high)])
+
+    assert run(tracegrad) == run(torch)
+
+
+def _raised(program):
+    try:
+        program()
+    except Exception as error:  # noqa: BLE001 - the test compares what each raises
+        return error
+    return None
+
+
+@pytest.mark.parametrize("case", ["setter", "method", "tensor", "zeros"])
+def test_an_integer_tensor_refuses_requires_grad_in_torchs_words(case):
+    def program(lib):
+        if case == "setter":
+            lib.tensor([1, 2]).requires_grad = True
+        elif case == "method":
+            lib.tensor([1, 2]).requires_grad_()
+        elif case == "tensor":
+            lib.tensor([1, 2], requires_grad=True)
+        else:
+            lib.zeros(2, dtype=lib.int64, requires_grad=True)
+
+    ours, theirs = _raised(lambda: program(tracegrad)), _raised(lambda: program(torch))
+    assert isinstance(ours, type(theirs)) and str(ours).startswith(str(theirs))
+
+
+def test_a_number_written_through_a_byte_mask_is_refused_as_torch_does():
+    def program(lib):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            target = lib.zeros(4)
+            target[lib.tensor([1, 0, 1, 0], dtype=lib.uint8)] = 1.0
+
+    ours, theirs = _raised(lambda: program(tracegrad)), _raised(lambda: program(torch))
+    assert isinstance(ours, type(theirs)) and str(ours).startswith(str(theirs))
+
+
+@pytest.mark.parametrize("data", ["one-element 1-d", "one-element 0-d", "two 1-d"])
+def test_tensors_inside_a_list_are_read_as_numbers(data):
+    def program(lib):
+        items = {"one-element 1-d": [lib.tensor([3.0]), lib.tensor([4.0])],
+                 "one-element 0-d": [[lib.tensor(3.0)]],
+                 "two 1-d": [lib.tensor([3.0, 1.0])]}[data]
+        return lib.tensor(items)
+
+    ours, theirs = _raised(lambda: program(tracegrad)), _raised(lambda: program(torch))
+    if theirs is not None:
+        assert isinstance(ours, type(theirs)) and str(ours).startswith(str(theirs))
+    else:
+        assert tuple(program(tracegrad).shape) == tuple(program(torch).shape)

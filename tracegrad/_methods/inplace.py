@@ -71,11 +71,10 @@ class InplaceMethods:
         return self._inplace("index_put_", indexing.IndexPut, values, index=index)
 
     def clamp_(self, min=None, max=None):
-        if max is None:
-            return self._inplace("clamp_", unary.ClampMin, min)
-        if min is None:
-            return self._inplace("clamp_", unary.ClampMax, max)
-        return self._inplace("clamp_", unary.Clamp, min, max)
+        # what clamp records (ClampBackward1 for numbers, even one), not clamp_min's node
+        if min is None and max is None:
+            unary.clamp(self, min, max)  # raises torch's "at least one" error
+        return self._inplace("clamp_", unary.clamp_op(min, max), min, max)
 
     def relu_(self):
         return self._inplace("relu_", unary.Relu)

@@ -301,10 +301,24 @@ def select(tensor, dim: int, index: int):
     return Select.apply(tensor, axis, index + size if index < 0 else index)
 
 
+def _refuse_byte_mask_fill(tensor, index) -> None:
+    """torch writes a number (or 0-d tensor) through a mask with masked_fill_, which takes
+    only bool masks: a uint8 mask there raises (reading through it is a deprecated mask)."""
+    parts = index if index.__class__ is tuple else (index,)
+    for part in parts:
+        if isinstance(part, Tensor) and part._array.dtype.kind == "u" and \
+                part._array.dtype.itemsize == 1:
+            raise DTypeError(
+                f"masked_fill_ only supports boolean masks, but got mask with dtype unsigned "
+                f"char (assigning into {tensor._describe()}). Hint: index with mask.bool().")
+
+
 def setitem(tensor, index, value) -> None:
     """``tensor[index] = value``, as PyTorch does it: the basic parts make a view, then
     ``copy_`` writes into it (CopySlices on the tensor), or ``index_put_`` does when the
     index holds tensors; without anything to record, the write goes straight to storage."""
+    if not isinstance(value, Tensor) or value._array.ndim == 0:
+        _refuse_byte_mask_fill(tensor, index)
     recording = state.grad_enabled and (tensor._requires_grad or (
         value.__class__ is Tensor and value._requires_grad))
     if not recording and _assign_basic(tensor, index, value):
