@@ -102,8 +102,8 @@ NOT_COMPARED = {
 DIFFERENCES: dict[str, list[tuple[str, str, str]]] = {}
 # Programs whose graphs differ node for node, and why (an engine difference for the lead).
 GRAPHS_DIFFER = {
-    "char_lstm": "nn.Linear on a 3-d input (torch: UnsafeView, Mm, Add); and torch's "
-                 "MkldnnRnnLayerBackward0 also saves its outputs and a workspace",
+    "char_lstm": "torch's LSTM runs on oneDNN: a CloneBackward0 (contiguous input) before "
+                 "MkldnnRnnLayerBackward0, which also saves its outputs and a workspace",
     "pinn": "double backward through tanh: torch records one TanhBackwardBackward0; "
             "tracegrad's engine differentiates tanh's backward formula op by op (Mul, Rsub)",
     "wgan_gp": "double backward through leaky_relu: torch records LeakyReluBackwardBackward0; "

@@ -367,3 +367,35 @@ def test_tensors_inside_a_list_are_read_as_numbers(data):
         assert isinstance(ours, type(theirs)) and str(ours).startswith(str(theirs))
     else:
         assert tuple(program(tracegrad).shape) == tuple(program(torch).shape)
+
+
+def _node_tree(node, depth=0, lines=None):
+    lines = [] if lines is None else lines
+    if node is not None:
+        lines.append("  " * depth + node.name().rpartition("::")[2])
+        for next_node, _ in node.next_functions:
+            _node_tree(next_node, depth + 1, lines)
+    return lines
+
+
+@pytest.mark.parametrize("shape", [(5, 4), (2, 3, 4), (2, 2, 3, 4)], ids=str)
+@pytest.mark.parametrize("bias", [True, False], ids=["bias", "no-bias"])
+@pytest.mark.parametrize("strided", [False, True], ids=["contiguous", "strided"])
+def test_linear_records_torchs_nodes_for_every_input_rank(shape, bias, strided):
+    def tree(lib):
+        layer = lib.nn.Linear(4, 3, bias=bias)
+        x = lib.ones(*shape[:-2], shape[-1], shape[-2]).transpose(-1, -2) if strided \
+            else lib.ones(*shape)
+        return _node_tree(layer(x.requires_grad_() if not strided else x).grad_fn)
+
+    assert tree(tracegrad) == tree(torch)
+
+
+def test_embedding_saves_its_indices_as_torch_does():
+    def saved(lib):
+        weight = lib.ones(5, 3, requires_grad=True)
+        node = lib.nn.functional.embedding(lib.tensor([[1, 2], [0, 4]]), weight).grad_fn
+        return (node._saved_indices.tolist(), node._saved_weight_sym_argsize_0,
+                node._saved_scale_grad_by_freq, len(node.next_functions))
+
+    assert saved(tracegrad) == saved(torch)

@@ -77,12 +77,13 @@ def linear(input, weight, bias=None):
         return Addmm.apply(bias, input, weight.t())
     if input.ndim == 2:
         out = input.mm(weight.t())
-    elif input.ndim > 2 and weight.ndim == 2 and (bias is None or bias.ndim <= 1):
-        # torch folds the batch dims into one matrix product and views the result back
-        leading = tuple(input.shape[:-1])
-        flat = input.reshape(-1, input.shape[-1])
-        out = Addmm.apply(bias, flat, weight.t()) if bias is not None else flat.mm(weight.t())
-        return out.view(leading + (weight.shape[0],))
+    elif input.ndim > 2 and weight.ndim == 2 and bias is not None and bias.ndim <= 1 and \
+            input.is_contiguous():
+        # torch folds a contiguous input's batch dims into one addmm and views it back;
+        # otherwise (no bias, or a strided input) it is matmul, then add (below)
+        flat = input.view(-1, input.shape[-1])
+        out = Addmm.apply(bias, flat, weight.t())
+        return out.view(tuple(input.shape[:-1]) + (weight.shape[0],))
     else:
         out = input.matmul(weight.t())
     return out if bias is None else out + bias
