@@ -399,3 +399,30 @@ def test_embedding_saves_its_indices_as_torch_does():
                 node._saved_scale_grad_by_freq, len(node.next_functions))
 
     assert saved(tracegrad) == saved(torch)
+
+
+ALPHA_AND_NUMBER_FIRST = {
+    "add alpha": lambda L, u, v: u.add(v, alpha=2),
+    "sub alpha": lambda L, u, v: u.sub(v, alpha=0.5),
+    "add_ alpha": lambda L, u, v: (u * 1).add_(v, alpha=3),
+    "torch.add number first": lambda L, u, v: L.add(2, u),
+    "torch.add number first alpha": lambda L, u, v: L.add(2, u, alpha=2),
+    "torch.sub number first": lambda L, u, v: L.sub(2, u),
+    "torch.mul number first": lambda L, u, v: L.mul(2, u),
+    "torch.div number first": lambda L, u, v: L.div(2, u),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ALPHA_AND_NUMBER_FIRST))
+def test_alpha_and_a_leading_number_record_one_torch_node(name):
+    def run(lib):
+        u = lib.tensor([0.5, -1.0, 2.0], requires_grad=True)
+        v = lib.tensor([1.5, 2.0, -0.5], requires_grad=True)
+        out = ALPHA_AND_NUMBER_FIRST[name](lib, u, v)
+        edges = [None if node is None else type(node).__name__
+                 for node, _ in out.grad_fn.next_functions]
+        out.sum().backward()
+        return (out.grad_fn.name(), edges, out.tolist(),
+                [None if t.grad is None else t.grad.tolist() for t in (u, v)])
+
+    assert run(tracegrad) == run(torch)

@@ -67,10 +67,14 @@ class ArithmeticMethods:
         return unary.Abs.apply(self)
 
     def add(self, other, alpha=1):
-        return arith.Add.apply(self, other if alpha == 1 else other * alpha)
+        if alpha == 1:
+            return arith.Add.apply(self, other)
+        return arith.Add.apply(self, other, alpha=alpha)  # one node, as torch records it
 
     def sub(self, other, alpha=1):
-        return arith.Sub.apply(self, other if alpha == 1 else other * alpha)
+        if alpha == 1:
+            return arith.Sub.apply(self, other)
+        return arith.Sub.apply(self, other, alpha=alpha)
 
     def mul(self, other):
         return arith.Mul.apply(self, other)

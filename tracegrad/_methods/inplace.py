@@ -17,10 +17,14 @@ class InplaceMethods:
     __slots__ = ()
 
     def add_(self, other, alpha=1):
-        return self._inplace("add_", arith.Add, other if alpha == 1 else other * alpha)
+        if alpha == 1:
+            return self._inplace("add_", arith.Add, other)
+        return self._inplace("add_", arith.Add, other, alpha=alpha)
 
     def sub_(self, other, alpha=1):
-        return self._inplace("sub_", arith.Sub, other if alpha == 1 else other * alpha)
+        if alpha == 1:
+            return self._inplace("sub_", arith.Sub, other)
+        return self._inplace("sub_", arith.Sub, other, alpha=alpha)
 
     def mul_(self, other):
         return self._inplace("mul_", arith.Mul, other)

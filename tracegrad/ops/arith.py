@@ -43,14 +43,20 @@ def _shape(value) -> tuple:
 
 
 class Add(Op):
+    """``a + alpha * b``: alpha is part of the node, as in torch (one AddBackward0)."""
+
     node_name = "AddBackward0"
+    saved_names = ("alpha=alpha",)  # grad_fn._saved_alpha, as PyTorch names it
 
     @staticmethod
-    def forward(ctx, a, b):
+    def forward(ctx, a, b, alpha=1):
         x, y = operands(a, b)
         if len(ctx.next_functions) == 1:  # a recorded tensor + number: torch's 2nd edge
             number_edge(ctx, 1 if isinstance(a, Tensor) else 0)
         ctx.shapes = (_shape(a), _shape(b))
+        if alpha != 1:
+            ctx.alpha = alpha
+            y = y * alpha
         try:
             return x + y
         except ValueError:
@@ -60,25 +66,32 @@ class Add(Op):
     def backward(ctx, grad):
         needs = ctx.needs_input_grad
         shape_a, shape_b = ctx.shapes
+        alpha = ctx.alpha
         return (sum_to(grad, shape_a) if needs[0] else None,
-                sum_to(grad, shape_b) if needs[1] else None)
+                sum_to(grad if alpha == 1 else grad * alpha, shape_b) if needs[1] else None)
 
 
 class Sub(Op):
+    """``a - alpha * b``: alpha is part of the node, as in torch (one SubBackward0)."""
+
     node_name = "SubBackward0"
+    saved_names = ("alpha=alpha",)  # grad_fn._saved_alpha, as PyTorch names it
 
     @staticmethod
-    def forward(ctx, a, b):
+    def forward(ctx, a, b, alpha=1):
         if len(ctx.next_functions) == 1:  # a recorded tensor - number: torch's 2nd edge
             number_edge(ctx, 1 if isinstance(a, Tensor) else 0)
-        return _subtract(ctx, a, b)
+        if alpha != 1:
+            ctx.alpha = alpha
+        return _subtract(ctx, a, b, alpha)
 
     @staticmethod
     def backward(ctx, grad):
         needs = ctx.needs_input_grad
         shape_a, shape_b = ctx.shapes
+        alpha = ctx.alpha
         return (sum_to(grad, shape_a) if needs[0] else None,
-                sum_to(-grad, shape_b) if needs[1] else None)
+                sum_to(-grad if alpha == 1 else grad * -alpha, shape_b) if needs[1] else None)
 
 
 class RSub(Sub):
@@ -91,17 +104,23 @@ class RSub(Sub):
         return _subtract(ctx, a, b)
 
 
-def _subtract(ctx, a, b):
+def _subtract(ctx, a, b, alpha=1):
     x, y = operands(a, b)
     # identity, not ==: builtin dtypes are singletons, and this runs on every subtraction
     if getattr(x, "dtype", None) is _BOOL or getattr(y, "dtype", None) is _BOOL or \
             x.__class__ is bool or y.__class__ is bool:
         raise _bool_subtraction_error(a, b)
     ctx.shapes = (_shape(a), _shape(b))
+    if alpha != 1:
+        y = y * alpha
     try:
         return x - y
     except ValueError:
         raise broadcast_error("sub", a, b) from None
+
+
+# alpha is 1 on every node that was not given one: a class default, not a per-call write
+Add._node_class.alpha = Sub._node_class.alpha = RSub._node_class.alpha = 1
 
 
 class Mul(Op):
