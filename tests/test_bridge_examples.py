@@ -13,7 +13,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from test_examples import EXAMPLES, load_example
+from example_programs import ALL_EXAMPLES, EXAMPLES, load_example
 
 import tracegrad as tg
 from tracegrad.testing import graph_text
@@ -143,8 +143,6 @@ def _lines(text: str) -> list[str]:
 
 
 def test_every_example_that_builds_a_graph_is_compared():
-    from test_examples import ALL_EXAMPLES
-
     compared = {example for example, _ in PROGRAMS.values()}
     assert {name[:-3] for name in ALL_EXAMPLES if name != "__init__.py"} == \
         compared | set(NOT_COMPARED)

@@ -12,8 +12,8 @@ MODULES = [
     "tracegrad.cli", "tracegrad.tracing.runner", "tracegrad.tracing.report",
     "tracegrad.tracing.progress", "tracegrad.tracing.violations", "tracegrad.draw",
     "tracegrad.draw.fold", "tracegrad.draw.plan", "tracegrad.draw.render",
-    "tracegrad.draw.sources", "tracegrad.draw._text", "tracegrad.draw.torchviz_compat",
-    "tracegrad.tracing.notebook",
+    "tracegrad.draw._text", "tracegrad.draw.torchviz_compat",
+    "tracegrad.tracing.notebook", "tracegrad.tracing.query", "tracegrad.tracing.model",
 ]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from tutorial_programs import MemoryEfficientSwish
 
 import tracegrad as tg
 from tracegrad.testing import (
@@ -15,25 +16,6 @@ from tracegrad.testing import (
     assert_saved,
     graph_text,
 )
-
-
-class SwishImplementation(tg.autograd.Function):
-    @staticmethod
-    def forward(ctx, i):
-        result = i * tg.sigmoid(i)
-        ctx.save_for_backward(i)
-        return result
-
-    @staticmethod
-    def backward(ctx, grad_output):
-        (i,) = ctx.saved_tensors
-        sigmoid_i = tg.sigmoid(i)
-        return grad_output * (sigmoid_i * (1 + i * (1 - sigmoid_i)))
-
-
-class MemoryEfficientSwish(tg.nn.Module):
-    def forward(self, x):
-        return SwishImplementation.apply(x)
 
 
 def test_the_issue_example_verbatim():

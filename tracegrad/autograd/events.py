@@ -25,7 +25,11 @@ class Listener:
 
     def on_op(self, node, inputs, outputs) -> None:
         """A node was recorded in forward: ``inputs`` are the op's arguments (tensors and
-        plain values, in call order), ``outputs`` its output tensors."""
+        plain values, in call order), ``outputs`` its output tensors. The keyword arguments
+        of the call (a built-in op's attributes: ``dim``, ``shape``, ...; a Function's
+        keywords that forward takes as such) are ``node._call_kwargs``, a mapping (empty
+        when there were none): ``type(node)._function.apply(*inputs, **node._call_kwargs)``
+        makes the same op again."""
 
     def on_tensor(self, tensor, kind: str) -> None:
         """A tensor was made outside an op (``kind``: "factory")."""

@@ -339,6 +339,17 @@ class SavedTensor:
             tensor._output_nr = self.output_nr
         return tensor
 
+    def unpack_array(self, node: Node):
+        """``unpack(node)._array`` without making the Tensor: what a backward running on
+        backend arrays reads (OpNode._backward_arrays). Anything unusual (freed, hooked,
+        modified in place, detached in place) goes through ``unpack`` and its errors."""
+        array = self._array
+        if array is None or self.counter.value != self.version or (
+                self.producer is not None and self.tensor is not None
+                and self.tensor.grad_fn is None):
+            return self.unpack(node)._array
+        return array
+
     def _version_message(self, node: Node) -> str:
         """PyTorch's message, word for word, then what tracegrad adds: the in-place op and
         its line when they are known, and where the saving node was made."""
@@ -516,6 +527,9 @@ class Node:
 
     _name = "Node"
     _is_accumulate = False
+    # Whether a backward pass without create_graph may hand this node backend arrays
+    # (``_backward_arrays``) rather than Tensors (``_backward``): see engine._execute.
+    _takes_arrays = False
     # Defaults live on the class so that making a node per op sets one attribute; an
     # instance attribute replaces a default only when it differs (they are never mutated).
     next_functions: tuple = ()
@@ -637,6 +651,7 @@ class AccumulateGrad(Node):
 
     _name = "torch::autograd::AccumulateGrad"  # PyTorch's name(); the class name stays
     _is_accumulate = True
+    _takes_arrays = True
 
     def __init__(self, variable) -> None:
         super().__init__()
@@ -672,6 +687,29 @@ class AccumulateGrad(Node):
             self._run_post_accumulate_hooks(variable, hooks)
         return ()
 
+    def _backward_arrays(self, grads: list) -> tuple:
+        """``_backward`` for a pass without create_graph: the gradient is a backend array,
+        kept as the leaf's ``.grad`` when nothing else holds it, else copied or added."""
+        grad = grads[0]
+        if grad is None:
+            return ()
+        variable = self.variable
+        with _accumulate_lock:  # (see _backward)
+            current = variable._grad
+            if current is None:
+                # The references a gradient nobody else holds has here: the engine's list,
+                # the local `grad`, the argument, getrefcount's own.
+                if _owns_unshared_memory(grad, 4):
+                    variable._grad = Tensor._wrap(grad, False)
+                else:
+                    variable._grad = Tensor._wrap(grad.copy(), False)
+            else:
+                current._array += grad
+        hooks = variable._post_accumulate_grad_hooks
+        if hooks:
+            self._run_post_accumulate_hooks(variable, hooks)
+        return ()
+
     def _run_post_accumulate_hooks(self, variable, hooks: HookDict) -> None:
         listener = events.listener
         for hook in tuple(hooks.values()):
@@ -688,12 +726,13 @@ class AccumulateGrad(Node):
                                 f"'{type(result).__name__}'")
 
 
-def _owns_unshared_memory(array) -> bool:
+def _owns_unshared_memory(array, references: int = 3) -> bool:
     """The array owns its memory (not a view, whose base another tensor may hold or a
     later in-place accumulation would write through), is writable and contiguous (as
-    PyTorch's layout contract asks of a gradient it keeps), and only its tensor holds it
-    (the tensor's slot, the caller's argument, getrefcount's own)."""
-    if array.base is not None or sys.getrefcount(array) > 3:
+    PyTorch's layout contract asks of a gradient it keeps), and nothing else holds it:
+    ``references`` counts the holders the caller knows of (by default the tensor's slot,
+    the caller's argument, getrefcount's own)."""
+    if array.base is not None or sys.getrefcount(array) > references:
         return False
     flags = array.flags
     return flags.c_contiguous and getattr(flags, "writeable", True)

@@ -13,6 +13,7 @@ from .. import backends
 from ..autograd.function import Op
 from ..autograd.grad_mode import state
 from ..errors import DTypeError, ShapeError
+from ..ops import _math
 from ..ops._edges import select_edges
 from ..ops.indexing import ScatterInto
 from ..ops.linalg import save_operands
@@ -108,6 +109,7 @@ def _linear_dtypes(input, weight_t, bias) -> DTypeError:
 
 class MseLoss(Op):
     node_name = "MseLossBackward0"
+    array_backward = True
     saved_names = ("self", "target")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
@@ -129,10 +131,10 @@ class MseLoss(Op):
         input, target = ctx.saved_tensors
         needs = ctx.needs_input_grad
         diff = input - target
-        scale = 2.0 / diff.numel() if ctx.reduction == "mean" else 2.0
+        scale = 2.0 / _math.numel(diff) if ctx.reduction == "mean" else 2.0
         grad_diff = diff * (grad * scale) if ctx.reduction != "none" else diff * grad * scale
-        grad_input = sum_to(grad_diff, input.shape) if needs[0] else None
-        grad_target = sum_to(-grad_diff, target.shape) if needs[1] else None
+        grad_input = _math.sum_to(grad_diff, input.shape) if needs[0] else None
+        grad_target = _math.sum_to(-grad_diff, target.shape) if needs[1] else None
         return grad_input, grad_target, None
 
 

@@ -38,7 +38,7 @@ def number_edge(ctx, position: int) -> None:
     else:
         ctx.next_functions = (_NO_EDGE, ctx.next_functions[0])
         ctx._input_meta = (_NUMBER_META, ctx._input_meta[0])
-    ctx._arg_slots = (0, 1)
+    ctx._arg_slots, ctx._num_args = (0, 1), 2
 
 
 def select_edges(ctx, positions: tuple) -> None:
@@ -55,6 +55,8 @@ def select_edges(ctx, positions: tuple) -> None:
     if not ctx.needs_input_grad:
         return
     slots, edges, metas = ctx._arg_slots, ctx.next_functions, ctx._input_meta
+    if slots is None:  # every argument is a tensor: edge i is argument i
+        slots = range(len(edges))
     kept_edges, kept_metas = [], []
     for position in positions:
         if position in slots:
@@ -65,4 +67,4 @@ def select_edges(ctx, positions: tuple) -> None:
             kept_edges.append(_NO_EDGE)
             kept_metas.append(_NUMBER_META)
     ctx.next_functions, ctx._input_meta = tuple(kept_edges), tuple(kept_metas)
-    ctx._arg_slots = tuple(positions)
+    ctx._arg_slots, ctx._num_args = tuple(positions), len(ctx.needs_input_grad)

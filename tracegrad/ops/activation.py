@@ -16,7 +16,7 @@ import numpy as np
 from ..autograd.function import Op
 from ..errors import ShapeError
 from ..tensor import Tensor
-from . import unary
+from . import _math, unary
 from ._special import erf  # the one erf (float64 exact, float32 vectorised; CuPy: cupyx)
 from .reduce import sum_to
 from .shape import wrap_dim
@@ -48,6 +48,7 @@ def _mask(array) -> Tensor:
 
 class LeakyRelu(Op):
     node_name = "LeakyReluBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, negative_slope=0.01):
@@ -59,7 +60,7 @@ class LeakyRelu(Op):
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
-        return (unary_where(a > 0, grad, grad * ctx.negative_slope), None)
+        return (_math.where(a > 0, grad, grad * ctx.negative_slope), None)
 
 
 def unary_where(condition: Tensor, a, b) -> Tensor:
@@ -174,6 +175,7 @@ class Softplus(Op):
     """``log(1 + exp(beta * x)) / beta``, linear above ``threshold``."""
 
     node_name = "SoftplusBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, beta=1.0, threshold=20.0):
@@ -189,11 +191,13 @@ class Softplus(Op):
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
         scaled = a * ctx.beta
-        return (unary_where(scaled > ctx.threshold, grad, grad * scaled.sigmoid()), None, None)
+        return (_math.where(scaled > ctx.threshold, grad, grad * _math.sigmoid(scaled)), None,
+                None)
 
 
 class Hardtanh(Op):
     node_name = "HardtanhBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, min_val=-1.0, max_val=1.0):
@@ -213,6 +217,7 @@ class Hardtanh(Op):
 
 class Hardsigmoid(Op):
     node_name = "HardsigmoidBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a):
@@ -232,6 +237,7 @@ _ONE_SIXTH = float(np.float32(1.0) / np.float32(6.0))
 
 class Hardswish(Op):
     node_name = "HardswishBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a):
@@ -243,7 +249,7 @@ class Hardswish(Op):
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
         middle = grad * (a * (1 / 3) + 0.5)
-        return (unary_where(a < -3, 0.0, unary_where(a <= 3, middle, grad)),)
+        return (_math.where(a < -3, 0.0, _math.where(a <= 3, middle, grad)),)
 
 
 class Mish(Op):
@@ -267,6 +273,7 @@ class Mish(Op):
 
 class LogSigmoid(Op):
     node_name = "LogSigmoidBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a):
@@ -278,7 +285,7 @@ class LogSigmoid(Op):
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
-        return (grad * (-a).sigmoid(),)
+        return (grad * _math.sigmoid(-a),)
 
 
 class Glu(Op):

@@ -11,9 +11,10 @@ import numpy as np
 from ..autograd.function import Op
 from ..errors import DTypeError
 from ..tensor import Tensor
+from . import _math
 from ._edges import number_edge
+from ._math import sum_to
 from ._operands import broadcast_error, operands, true_divide_dtype
-from .reduce import sum_to
 from .unary import _quiet
 
 _BOOL = np.dtype(bool)
@@ -46,6 +47,7 @@ class Add(Op):
     """``a + alpha * b``: alpha is part of the node, as in torch (one AddBackward0)."""
 
     node_name = "AddBackward0"
+    array_backward = True
     saved_names = ("alpha=alpha",)  # grad_fn._saved_alpha, as PyTorch names it
 
     @staticmethod
@@ -75,6 +77,7 @@ class Sub(Op):
     """``a - alpha * b``: alpha is part of the node, as in torch (one SubBackward0)."""
 
     node_name = "SubBackward0"
+    array_backward = True
     saved_names = ("alpha=alpha",)  # grad_fn._saved_alpha, as PyTorch names it
 
     @staticmethod
@@ -125,6 +128,7 @@ Add._node_class.alpha = Sub._node_class.alpha = RSub._node_class.alpha = 1
 
 class Mul(Op):
     node_name = "MulBackward0"
+    array_backward = True
     saved_names = ("self", "other")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
@@ -153,6 +157,7 @@ class Mul(Op):
 
 class Div(Op):
     node_name = "DivBackward0"
+    array_backward = True
     saved_names = ("self", "other")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
@@ -184,6 +189,7 @@ class Div(Op):
 
 class Neg(Op):
     node_name = "NegBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a):
@@ -205,6 +211,7 @@ class PowScalar(Op):
     """``tensor ** number``."""
 
     node_name = "PowBackward0"
+    array_backward = True
     saved_names = ("self", "exponent=exponent")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
@@ -225,7 +232,7 @@ class PowScalar(Op):
         exponent = ctx.exponent
         if exponent == 0:
             return (grad * 0, None)
-        with _quiet(grad._xp):
+        with _quiet(_math.xp(grad)):
             return (grad * exponent * a ** (exponent - 1), None)
 
 

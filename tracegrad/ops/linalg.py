@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from ..autograd.function import Op
 from ..errors import DTypeError, ShapeError
+from . import _math
 from ._operands import broadcast_error, check_same_device
-from .reduce import sum_to
 
 
 def _torch_dtype_name(tensor) -> str:
@@ -64,6 +64,7 @@ def _check_pair(op_name: str, a, b) -> None:
 
 class Mm(Op):
     node_name = "MmBackward0"
+    array_backward = True
     saved_names = ("self", "mat2")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
@@ -88,8 +89,8 @@ class Mm(Op):
     def backward(ctx, grad):
         a, b = ctx.saved_tensors
         needs = ctx.needs_input_grad
-        return (Mm.apply(grad, b.t()) if needs[0] else None,
-                Mm.apply(a.t(), grad) if needs[1] else None)
+        return (_math.mm(grad, _math.t(b)) if needs[0] else None,
+                _math.mm(_math.t(a), grad) if needs[1] else None)
 
 
 class Mv(Op):
@@ -190,6 +191,7 @@ class Vdot(Dot):
 
 class Bmm(Op):
     node_name = "BmmBackward0"
+    array_backward = True
     saved_names = ("self", "mat2")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
@@ -218,8 +220,8 @@ class Bmm(Op):
     def backward(ctx, grad):
         a, b = ctx.saved_tensors
         needs = ctx.needs_input_grad
-        return (Bmm.apply(grad, b.transpose(1, 2)) if needs[0] else None,
-                Bmm.apply(a.transpose(1, 2), grad) if needs[1] else None)
+        return (_math.bmm(grad, _math.transpose(b, 1, 2)) if needs[0] else None,
+                _math.bmm(_math.transpose(a, 1, 2), grad) if needs[1] else None)
 
 
 class SqueezeRow(Op):
@@ -350,8 +352,8 @@ def _scaled(tensor, factor):
 
 def _input_grad(grad, beta, shape):
     if beta == 0:
-        return grad * 0 if shape == tuple(grad._array.shape) else sum_to(grad * 0, shape)
-    return sum_to(_scaled(grad, beta), shape)
+        return grad * 0 if shape == tuple(grad.shape) else _math.sum_to(grad * 0, shape)
+    return _math.sum_to(_scaled(grad, beta), shape)
 
 
 def _combine(xp, base, product, beta, alpha, op_name, input_tensor):
@@ -373,6 +375,7 @@ class Addmm(Op):
     """``beta * input + alpha * (mat1 @ mat2)``."""
 
     node_name = "AddmmBackward0"
+    array_backward = True
     saved_names = ("mat1", "mat2", "alpha=alpha", "beta=beta")  # as PyTorch names them
 
     @staticmethod
@@ -388,8 +391,8 @@ class Addmm(Op):
         needs = ctx.needs_input_grad
         alpha = ctx.alpha
         return (_input_grad(grad, ctx.beta, ctx._input_meta[0][0]) if needs[0] else None,
-                _scaled(Mm.apply(grad, m2.t()), alpha) if needs[1] else None,
-                _scaled(Mm.apply(m1.t(), grad), alpha) if needs[2] else None, None, None)
+                _scaled(_math.mm(grad, _math.t(m2)), alpha) if needs[1] else None,
+                _scaled(_math.mm(_math.t(m1), grad), alpha) if needs[2] else None, None, None)
 
 
 class Addmv(Op):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..autograd.function import Op
 from ..errors import ShapeError
+from . import _math
 from ._checks import wrap_dim
 
 
@@ -66,6 +67,7 @@ def _accumulate_dtype(array):
 
 class Sum(Op):
     node_name = "SumBackward1"
+    array_backward = True
     saved_names = ("keepdim=keepdim", "self_sym_sizes=input_shape")
 
     @staticmethod
@@ -78,7 +80,7 @@ class Sum(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        return (expand_reduced(grad, ctx.input_shape, ctx.dims, ctx.keepdim),)
+        return (_math.expand_reduced(grad, ctx.input_shape, ctx.dims, ctx.keepdim),)
 
 
 class SumAll(Sum):
@@ -88,6 +90,7 @@ class SumAll(Sum):
 
 class Mean(Op):
     node_name = "MeanBackward1"
+    array_backward = True
     saved_names = ("keepdim=keepdim", "self_sym_sizes=input_shape")
 
     @staticmethod
@@ -108,7 +111,7 @@ class Mean(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        return (expand_reduced(grad / ctx.count, ctx.input_shape, ctx.dims, ctx.keepdim),)
+        return (_math.expand_reduced(grad / ctx.count, ctx.input_shape, ctx.dims, ctx.keepdim),)
 
 
 class MeanAll(Mean):

@@ -8,6 +8,7 @@ import numpy as np
 from ..autograd.function import Op
 from ..autograd.grad_mode import state
 from ..backends import kernels
+from . import _math
 from ._checks import wrap_dim
 from ._edges import select_edges
 from ._operands import broadcast_error, operands
@@ -22,6 +23,7 @@ def _float(a):
 
 class Exp(Op):
     node_name = "ExpBackward0"
+    array_backward = True
     saved_names = ("result",)  # grad_fn._saved_<name>, as PyTorch names them
     saves_output = True
 
@@ -37,6 +39,7 @@ class Exp(Op):
 
 class Log(Op):
     node_name = "LogBackward0"
+    array_backward = True
     saved_names = ("self",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
@@ -54,6 +57,7 @@ class Log(Op):
 
 class Sqrt(Op):
     node_name = "SqrtBackward0"
+    array_backward = True
     saved_names = ("result",)  # grad_fn._saved_<name>, as PyTorch names them
     saves_output = True
 
@@ -71,6 +75,7 @@ class Sqrt(Op):
 
 class Abs(Op):
     node_name = "AbsBackward0"
+    array_backward = True
     saved_names = ("self",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
@@ -81,11 +86,12 @@ class Abs(Op):
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
-        return (grad * sign(a),)
+        return (grad * _math.sign(a),)
 
 
 class Sin(Op):
     node_name = "SinBackward0"
+    array_backward = True
     saved_names = ("self",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
@@ -96,11 +102,12 @@ class Sin(Op):
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
-        return (grad * cos(a),)
+        return (grad * _math.cos(a),)
 
 
 class Cos(Op):
     node_name = "CosBackward0"
+    array_backward = True
     saved_names = ("self",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
@@ -111,11 +118,12 @@ class Cos(Op):
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
-        return (-grad * sin(a),)
+        return (-grad * _math.sin(a),)
 
 
 class Tanh(Op):
     node_name = "TanhBackward0"
+    array_backward = True
     saved_names = ("result",)  # grad_fn._saved_<name>, as PyTorch names them
     saves_output = True
 
@@ -126,13 +134,15 @@ class Tanh(Op):
     @staticmethod
     def backward(ctx, grad):
         (result,) = ctx.saved_tensors
-        if grad._array.__class__ is not _ndarray and _fuse(grad, result):
-            return (_fused("tanh", grad, result),)
+        fused = _math.fused_activation("tanh", grad, result)
+        if fused is not None:
+            return (fused,)
         return (grad * (1 - result * result),)
 
 
 class Sigmoid(Op):
     node_name = "SigmoidBackward0"
+    array_backward = True
     saved_names = ("result",)  # grad_fn._saved_<name>, as PyTorch names them
     saves_output = True
 
@@ -146,8 +156,9 @@ class Sigmoid(Op):
     @staticmethod
     def backward(ctx, grad):
         (result,) = ctx.saved_tensors
-        if grad._array.__class__ is not _ndarray and _fuse(grad, result):
-            return (_fused("sigmoid", grad, result),)
+        fused = _math.fused_activation("sigmoid", grad, result)
+        if fused is not None:
+            return (fused,)
         return (grad * result * (1 - result),)
 
 
@@ -182,6 +193,7 @@ class Silu(Op):
 
 class Relu(Op):
     node_name = "ReluBackward0"
+    array_backward = True
     saved_names = ("result",)  # grad_fn._saved_<name>, as PyTorch names them
     saves_output = True
 
@@ -193,8 +205,9 @@ class Relu(Op):
     @staticmethod
     def backward(ctx, grad):
         (result,) = ctx.saved_tensors
-        if grad._array.__class__ is not _ndarray and _fuse(grad, result):
-            return (_fused("relu", grad, result),)
+        fused = _math.fused_activation("relu", grad, result)
+        if fused is not None:
+            return (fused,)
         return (grad * (result > 0),)
 
 
@@ -218,6 +231,7 @@ class ClampMin(Op):
     """``clamp_min(x, number)``; ``clamp(x, min=number)`` is Clamp (ClampBackward1)."""
 
     node_name = "ClampMinBackward0"
+    array_backward = True
     saved_names = ("self", "min=min")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
@@ -234,6 +248,7 @@ class ClampMin(Op):
 
 class ClampMax(Op):
     node_name = "ClampMaxBackward0"
+    array_backward = True
     saved_names = ("self", "max=max")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
@@ -252,6 +267,7 @@ class Clamp(Op):
     """``clamp(x, min, max)`` with numbers (either may be None)."""
 
     node_name = "ClampBackward1"
+    array_backward = True
     saved_names = ("self", "min=min", "max=max")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
@@ -394,6 +410,7 @@ def clamp(a, min=None, max=None):
 
 class Maximum(Op):
     node_name = "MaximumBackward0"
+    array_backward = True
     saved_names = ("self", "other")  # grad_fn._saved_<name>, as PyTorch names them
     _pick = "maximum"
 
@@ -414,8 +431,8 @@ class Maximum(Op):
         ties = (a == b)
         share_a = wins + ties * 0.5
         share_b = (1 - share_a)
-        return (sum_to(grad * share_a, a.shape) if needs[0] else None,
-                sum_to(grad * share_b, b.shape) if needs[1] else None)
+        return (_math.sum_to(grad * share_a, a.shape) if needs[0] else None,
+                _math.sum_to(grad * share_b, b.shape) if needs[1] else None)
 
 
 class Minimum(Maximum):
@@ -425,6 +442,7 @@ class Minimum(Maximum):
 
 class Softmax(Op):
     node_name = "SoftmaxBackward0"
+    array_backward = True
     saved_names = ("result",)  # grad_fn._saved_<name>, as PyTorch names them
     saves_output = True
 
@@ -443,12 +461,13 @@ class Softmax(Op):
     @staticmethod
     def backward(ctx, grad):
         (result,) = ctx.saved_tensors
-        inner = (grad * result).sum(dim=ctx.axis, keepdim=True)
+        inner = _math.sum_keepdim(grad * result, ctx.axis)
         return (result * (grad - inner), None)
 
 
 class LogSoftmax(Op):
     node_name = "LogSoftmaxBackward0"
+    array_backward = True
     saved_names = ("result",)  # grad_fn._saved_<name>, as PyTorch names them
     saves_output = True
 
@@ -466,7 +485,7 @@ class LogSoftmax(Op):
     @staticmethod
     def backward(ctx, grad):
         (result,) = ctx.saved_tensors
-        return (grad - exp(result) * grad.sum(dim=ctx.axis, keepdim=True), None)
+        return (grad - _math.exp(result) * _math.sum_keepdim(grad, ctx.axis), None)
 
 
 def softmax(a, dim=None, dtype=None):

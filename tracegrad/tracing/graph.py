@@ -473,8 +473,7 @@ def from_tensor(tensor, name_from_caller: bool = True) -> Trace:
         builder = GraphBuilder(trace)
         if tensor.grad_fn is not None:
             builder.adopt([tensor.grad_fn], {(tensor.grad_fn, tensor._output_nr): tensor})
-        root_id = builder.tensor_id(tensor)
-        trace.metadata["root"] = root_id
+        trace.roots = [builder.tensor_id(tensor)]
         if frame is not None:
             name_unnamed(trace, builder, frame)
     return trace

@@ -51,8 +51,9 @@ from .model import (
     Violation,
 )
 from .names import names_in_frame, user_frame
+from .text import describe_violations, site_inline
 from .values import DEFAULT_BUDGET_BYTES, ValueBudget, is_finite
-from .violations import ViolationFinder, refresh_names
+from .violations import ViolationFinder
 
 _MAX_PENDING_FRAMES = 8
 # The functions whose backward passes are gradcheck's probes (one pass per output element).
@@ -82,8 +83,6 @@ def record(values: bool = True, budget_bytes: int | None = None,
 
 class Recorder(events.Listener):
     """An events listener that fills ``self.trace``; a context manager around that."""
-
-    wants_sites = True  # nodes get the source line of their forward call
 
     def __init__(self, values: bool = True, budget_bytes: int | None = None,
                  keep_passes: tuple[int, int] | None = (2, 2),
@@ -164,7 +163,7 @@ class Recorder(events.Listener):
             self.trace.exception = exception_record(exc)
         self._flush_names()
         name_unnamed(self.trace, self.builder, frame, scopes)
-        refresh_names(self.trace)
+        describe_violations(self.trace)
         self.trace.metadata["summarized_values"] = self.budget.summarized
         self.trace.metadata.update(self.ledger.metadata())
         self._note_module_classes()
@@ -175,7 +174,7 @@ class Recorder(events.Listener):
         does at the end: an assertion made while the recording goes on (the pytest fixture)
         then says 'h', as ``tracegrad check`` does, not a placeholder."""
         self._flush_names()
-        refresh_names(self.trace)
+        describe_violations(self.trace)
 
     def _note_module_classes(self) -> None:
         """``{"0": "Linear", ...}`` for the module scopes of recorded nodes (pictures label
@@ -356,14 +355,14 @@ class Recorder(events.Listener):
     def _unrecorded_nonfinite(self, node_name: str, site, data, phase: str) -> bool:
         """A NaN/Inf finding for an op or step counted but not recorded (no node record);
         whether it is new."""
-        from .violations import _nonfinite_kind, _site_key, _where
+        from .violations import _nonfinite_kind, _site_key
 
         kind = _nonfinite_kind(data)
         what = "NaN" if kind == "nan" else "Inf"
         made = "produced a non-finite value from finite inputs" if phase == "forward" \
             else "returned a non-finite gradient from finite incoming gradients"
         message = (
-            f"{what} first appeared in {phase}: {node_name} at {_where(site)} {made} (the "
+            f"{what} first appeared in {phase}: {node_name} at {site_inline(site)} {made} (the "
             "trace was over its structure budget here, so this op is counted, not "
             "recorded). Hint: record(structure_budget_bytes=...) keeps more structure.")
         return self.violations._add((kind, phase, _site_key(site), node_name), Violation(

@@ -14,14 +14,7 @@ from __future__ import annotations
 from collections import Counter
 
 from .model import Trace
-
-
-def _bytes(count: int) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if count < 1024 or unit == "GiB":
-            return f"{count} {unit}" if unit == "B" else f"{count:.1f} {unit}"
-        count /= 1024
-    return f"{count} B"
+from .text import bytes_text, violation_lines
 
 
 def _plural(count: int, word: str, many: str | None = None) -> str:
@@ -40,7 +33,7 @@ def summarize(trace: Trace) -> str:
             lines.append(f"  {op_name:<28} {count}")
         saved = sum(node.saved_bytes for node in trace.nodes.values())
         saved_count = sum(len(node.saved) for node in trace.nodes.values())
-        lines.append(f"saved tensors: {saved_count} ({_bytes(saved)})")
+        lines.append(f"saved tensors: {saved_count} ({bytes_text(saved)})")
     if trace.passes:
         lines += _passes(trace)
     summarized = trace.metadata.get("summarized_values", 0)
@@ -49,8 +42,8 @@ def summarize(trace: Trace) -> str:
     lines += _structure(trace)
     if trace.violations:
         lines.append("violations:")
-        for violation in trace.violations:
-            lines.append(f"  [{violation.kind}] {violation.message}")
+        for violation in trace.violations:  # the heading and what happened, as check says
+            lines += ["  " + line for line in violation_lines(trace, violation)[:2]]
     if trace.exception is not None:
         where = f" at {trace.exception.site}" if trace.exception.site else ""
         lines.append(f"exception: {trace.exception.type}: {trace.exception.message}{where}")
@@ -83,7 +76,7 @@ def _structure(trace: Trace) -> list[str]:
     if not summarized and not unrecorded and not metadata.get("structure_over_budget"):
         return []
     budget = metadata.get("structure_budget_bytes")
-    lines = [f"structure budget{f' {_bytes(budget)}' if budget else ''} reached:"]
+    lines = [f"structure budget{f' {bytes_text(budget)}' if budget else ''} reached:"]
     counted_passes = sum(1 for backward_pass in trace.passes if backward_pass.summarized)
     if counted_passes:
         lines.append(f"  {_plural(counted_passes, 'pass', 'passes')} summarized: steps counted "
