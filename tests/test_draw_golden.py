@@ -83,7 +83,8 @@ def test_the_same_program_gives_the_same_text_twice(monkeypatch):
 def test_two_layer_net_shows_what_torchviz_shows_and_more(monkeypatch):
     source = tg.to_dot(traced("two_layer_net", monkeypatch)).source
     assert 'label="MyReLUBackward\\nstep 5"' in source  # user Function, its step
-    assert 'label="w1\\n(3, 5)\\nstep 7\\nv0 · 60 B"' in source  # leaf also saved: one box
+    assert 'label="w2\\n(5, 2)\\nstep 4\\nv0 · 40 B"' in source  # leaf also saved: one box
+    assert 'label="w1\\n(3, 5)\\nstep 7"' in source  # x's gradient is not needed: w1 unsaved
     assert source.count("\tt0 [") == 1
     assert 'label="loss\\n()" fillcolor=darkolivegreen1' in source
     assert "v0≠v1" not in source  # the optimizer step after backward is no violation

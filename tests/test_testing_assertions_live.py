@@ -44,7 +44,7 @@ TWO_LAYER = """
         SubBackward0
           MmBackward0  saves: t2 f32[4,5], t3 f32[5,2]
             ClampBackward1  saves: t4 f32[4,5]
-              MmBackward0  saves: t5 f32[4,3], t6 f32[3,5]
+              MmBackward0  saves: t5 f32[4,3]
                 AccumulateGrad  t6 f32[3,5]
             AccumulateGrad  t3 f32[5,2]
 """
@@ -66,7 +66,7 @@ def test_two_layer_net_graph_with_names_from_the_callers_variables():
         SumBackward0
           MmBackward0  saves: h_relu f32[4,5], w2 f32[5,2]
             ClampBackward1  saves: t1 f32[4,5]
-              MmBackward0  saves: x f32[4,3], w1 f32[3,5]
+              MmBackward0  saves: x f32[4,3]
                 AccumulateGrad  w1 f32[3,5]
             AccumulateGrad  w2 f32[5,2]
     """)

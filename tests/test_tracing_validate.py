@@ -86,7 +86,7 @@ CORRUPTIONS = {
         _set("nodes", 2, "next", 0, [0, -1]), "trace.nodes[2].next[0]",
         "input number -1 is out of range"),
     "saved tensor missing": (
-        _set("nodes", 0, "saved", 1, "tensor", 50), "trace.nodes[0].saved[1].tensor",
+        _set("nodes", 0, "saved", 0, "tensor", 50), "trace.nodes[0].saved[0].tensor",
         "50 is not a tensor id"),
     "negative saved version": (
         _set("nodes", 0, "saved", 0, "version", -1), "trace.nodes[0].saved[0].version",

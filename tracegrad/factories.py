@@ -57,6 +57,11 @@ def _finish(array: np.ndarray, device, requires_grad: bool, kind: str = "factory
         array = backends.to_device(array, target)
     result = Tensor._wrap(array, False)
     if requires_grad:
+        if array.dtype.kind != "f":  # torch's factory wording (capital O), not the method's
+            raise DTypeError(
+                f"Only Tensors of floating point and complex dtype can require gradients "
+                f"(got {result._describe()}). Hint: pass dtype=torch.float32 or build it "
+                "from floats.")
         result.requires_grad_(True)
     _announce(result, kind)
     return result
@@ -260,7 +265,13 @@ def _item_shape(item, depth: int) -> tuple:
     if isinstance(item, (list, tuple)):
         return _nested_shape(item, depth)
     if isinstance(item, Tensor):
-        return tuple(item.shape)
+        # torch reads a tensor in a list as a Python number: [tensor([3.])] is shape (1,)
+        if item._array.size != 1:
+            raise ArgumentValueError(
+                f"only one element tensors can be converted to Python scalars (an element "
+                f"at dim {depth} is {item._describe()}). Hint: torch.stack or torch.cat "
+                "joins tensors; torch.tensor takes numbers.")
+        return ()
     if isinstance(item, np.ndarray):
         return item.shape
     return ()

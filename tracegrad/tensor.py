@@ -272,8 +272,10 @@ class Tensor(ArithmeticMethods, ComparisonMethods, InplaceMethods, MathMethods, 
 
     def _set_requires_grad(self, requires_grad: bool, setter: bool) -> None:
         if requires_grad and self._array.dtype.kind != "f":
+            # torch's two wordings: the property setter's and requires_grad_()'s
+            kinds = "floating point and complex dtype" if setter else "floating point dtype"
             raise DTypeError(
-                "only Tensors of floating point and complex dtype can require gradients "
+                f"only Tensors of {kinds} can require gradients "
                 f"(got {describe_tensor(self)}). Hint: convert it first with .float() or "
                 ".double().")
         if self.grad_fn is not None:

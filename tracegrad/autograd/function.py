@@ -723,7 +723,8 @@ class Op(Function):
 
     Class attributes an op may set:
         node_name      PyTorch's grad_fn name, e.g. "MulBackward0"
-        saves_output   the node saves its own output (ExpBackward0 saves result)
+        saves_output   the node saves its own output (ExpBackward0 saves result), or a
+                       tuple of output indices: those outputs, after what forward saved
         is_view        each output shares storage and version counter with input 0
         array_backward backward is written against ``tracegrad.ops._math`` (see
                        ``tracegrad/ops/__init__.py``): it runs on backend arrays when no
@@ -918,7 +919,10 @@ def _record(cls, args, attrs):
         if outputs is None:
             outputs = (result,)
         if cls.saves_output:
-            to_save = to_save + (outputs[0],)
+            # True: output 0 (ExpBackward0's result); a tuple names outputs (max_pool's
+            # indices)
+            to_save = to_save + ((outputs[0],) if cls.saves_output is True
+                                 else tuple(outputs[index] for index in cls.saves_output))
         node._saved = _save(node, to_save, outputs)
         node._to_save = ()
     if anomaly_flags.enabled or events.listener is not None:  # not a thread-local read

@@ -351,27 +351,44 @@ class SavedTensor:
         return array
 
     def _version_message(self, node: Node) -> str:
+        """PyTorch's message, word for word, then what tracegrad adds: the in-place op and
+        its line when they are known, and where the saving node was made."""
         from .._dtype import from_numpy_dtype
 
-        producer = self.node_ref() if self.node_ref is not None else self.producer
-        what = f"[{from_numpy_dtype(self._array.dtype).name} {list(self._array.shape)}]"
+        producer = self.node_ref() if self.node_ref is not None else self._current_producer()
+        what = f"[{_legacy_type_name(from_numpy_dtype(self._array.dtype))} " \
+               f"{list(self._array.shape)}]"
         if producer is not None:
-            what += f", which is output {self.output_nr} of {producer.name()},"
+            what += f", which is output {self.output_nr} of {forward_op_name(producer)},"
         message = (
             "one of the variables needed for gradient computation has been modified by an "
             f"inplace operation: {what} is at version {self.counter.value}; expected version "
             f"{self.version} instead.")
+        if state.anomaly:
+            message += (" Hint: the backtrace further above shows the operation that failed "
+                        "to compute its gradient. The variable in question was changed in "
+                        "there or anywhere later. Good luck!")
+        else:
+            message += (" Hint: enable anomaly detection to find the operation that failed to "
+                        "compute its gradient, with torch.autograd.set_detect_anomaly(True, "
+                        "check_nan=False).")
         culprit = self._culprit()
         if culprit:
             message += f" {culprit}"
-        else:
-            message += (
-                " Hint: enable anomaly detection to find the operation that failed to compute "
-                "its gradient, with tracegrad.autograd.set_detect_anomaly(True) -- tracegrad "
-                "then also names the in-place operation and its line.")
+        elif not state.anomaly:
+            message += (" (tracegrad: under anomaly detection or tracegrad.record() it also "
+                        "names the in-place operation and its line.)")
         if node._site is not None:
             message += f" The tensor was saved by {node.name()} created at {node._site}."
         return message
+
+    def _current_producer(self):
+        """A saved input's grad_fn now (an in-place op on it since gave it a new one), as
+        PyTorch names it; the one it had when saved if the tensor is gone."""
+        tensor = self.tensor
+        if tensor is not None:
+            return tensor.grad_fn
+        return self.producer
 
     def _culprit(self) -> str:
         history = self.counter.history
@@ -412,6 +429,33 @@ class _AbsentSavedTensor:
     def register_hooks(self, pack_hook: Callable, unpack_hook: Callable) -> None:
         raise AutogradError("Calling register_hooks on a saved tensor with value None is "
                             "forbidden")
+
+
+def forward_op_name(node: Node) -> str:
+    """The forward op a node belongs to, as PyTorch's version-counter message names it:
+    ``name()`` less a ``Backward<digits>`` suffix, the digits kept unless they are 0.
+
+    >>> forward_op_name(type("AddBackward0", (Node,), {"_name": "AddBackward0"})())
+    'Add'
+    """
+    name = node.name()
+    cut = name.rfind("Backward")
+    if cut < 0 or not name[cut + 8:].isdigit() and name[cut + 8:] != "":
+        return name
+    suffix = name[cut + 8:]
+    return name[:cut] + ("" if suffix in ("", "0") else suffix)
+
+
+def _legacy_type_name(dtype) -> str:
+    """``torch.FloatTensor`` for float32 (what ``Tensor.type()`` says), as the message
+    prints it."""
+    return {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor",
+            "float16": "torch.HalfTensor", "bfloat16": "torch.BFloat16Tensor",
+            "int64": "torch.LongTensor", "int32": "torch.IntTensor", "int16": "torch.ShortTensor",
+            "int8": "torch.CharTensor", "uint8": "torch.ByteTensor",
+            "bool": "torch.BoolTensor", "complex64": "torch.ComplexFloatTensor",
+            "complex128": "torch.ComplexDoubleTensor"}.get(dtype.name,
+                                                            dtype.name)
 
 
 def _freed_message(node: Node) -> str:
@@ -516,7 +560,7 @@ class Node:
         return self._name
 
     def __repr__(self) -> str:
-        return f"<{self._name} object>"
+        return f"<{self._name.rpartition('::')[2]} object>"  # the class name, as in PyTorch
 
     @property
     def num_outputs(self) -> int:
@@ -605,7 +649,7 @@ class AccumulateGrad(Node):
     (``tensor.register_post_accumulate_grad_hook``), before the node's own post-hooks.
     """
 
-    _name = "AccumulateGrad"
+    _name = "torch::autograd::AccumulateGrad"  # PyTorch's name(); the class name stays
     _is_accumulate = True
     _takes_arrays = True
 

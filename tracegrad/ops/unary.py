@@ -10,6 +10,7 @@ from ..autograd.grad_mode import state
 from ..backends import kernels
 from . import _math
 from ._checks import wrap_dim
+from ._edges import select_edges
 from ._operands import broadcast_error, operands
 from .reduce import sum_to
 
@@ -302,6 +303,7 @@ class ClampTensor(Op):
 
     @staticmethod
     def forward(ctx, a, min, max):
+        select_edges(ctx, (0, 1, 2))  # torch's edges: input, min, max (None ones too)
         ctx.save_for_backward(a, min, max)
         xp = a._xp
         x = a._array
@@ -338,6 +340,58 @@ class ClampTensor(Op):
         return (sum_to(grad * inside, a.shape) if needs[0] else None), grad_low, grad_high
 
 
+class ClampMinTensor(Op):
+    """``clamp_min(x, tensor)``: the gradient goes to x where x >= min, else to min."""
+
+    node_name = "ClampMinBackward1"
+    saved_names = ("self", "min")  # grad_fn._saved_<name>, as PyTorch names them
+
+    @staticmethod
+    def forward(ctx, a, min):
+        ctx.save_for_backward(a, min)
+        try:
+            return a._xp.maximum(a._array, min._array)
+        except ValueError:
+            raise broadcast_error("clamp_min", a, min) from None
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, low = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        kept = a >= low
+        return (sum_to(grad * kept, a.shape) if needs[0] else None,
+                sum_to(grad * ~kept, low.shape) if needs[1] else None)
+
+
+class ClampMaxTensor(Op):
+    """``clamp_max(x, tensor)``: the gradient goes to x where x <= max, else to max."""
+
+    node_name = "ClampMaxBackward1"
+    saved_names = ("self", "max")  # grad_fn._saved_<name>, as PyTorch names them
+
+    @staticmethod
+    def forward(ctx, a, max):
+        ctx.save_for_backward(a, max)
+        try:
+            return a._xp.minimum(a._array, max._array)
+        except ValueError:
+            raise broadcast_error("clamp_max", a, max) from None
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, high = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        kept = a <= high
+        return (sum_to(grad * kept, a.shape) if needs[0] else None,
+                sum_to(grad * ~kept, high.shape) if needs[1] else None)
+
+
+def clamp_op(min, max) -> type:
+    """The op torch records for clamp with these bounds: ClampBackward0 when either is a
+    tensor, ClampBackward1 for numbers (whether one or both are given)."""
+    return ClampTensor if hasattr(min, "_array") or hasattr(max, "_array") else Clamp
+
+
 def _bound(a, value):
     if hasattr(value, "_array"):
         return value._array
@@ -351,9 +405,7 @@ def clamp(a, min=None, max=None):
         raise InvalidValueError(
             f"torch.clamp: At least one of 'min' or 'max' must not be None "
             f"({a._describe()}). Hint: pass min=, max= or both.")
-    if hasattr(min, "_array") or hasattr(max, "_array"):
-        return ClampTensor.apply(a, min, max)
-    return Clamp.apply(a, min, max)
+    return clamp_op(min, max).apply(a, min, max)
 
 
 class Maximum(Op):

@@ -29,7 +29,7 @@ from ..autograd import events, module_scope
 from ..autograd.site import _is_internal, user_site
 from ..tensor import Tensor
 from .flows import FlowEvents, remember_torch_tensors
-from .graph import GraphBuilder, name_unnamed, variable_key
+from .graph import GraphBuilder, name_unnamed, shown_name, variable_key
 from .keep import (
     CHECK_EVERY,
     DEFAULT_STRUCTURE_BUDGET_BYTES,
@@ -359,7 +359,7 @@ class Recorder(FlowEvents, events.Listener):
     def _count_op(self, node, args, outputs) -> None:
         """Over the structure budget: count the op, and still find where NaN/Inf appear."""
         counts = self.ledger.unrecorded_ops
-        name = node.name()
+        name = shown_name(node)
         counts[name] = counts.get(name, 0) + 1
         for output in outputs:
             if output is not None and not is_finite(output._array):
@@ -606,7 +606,7 @@ class Recorder(FlowEvents, events.Listener):
         self._step_grads_in = grads_in
         if current.summarized:
             counts = current.op_counts
-            name = node.name()
+            name = shown_name(node)
             counts[name] = counts.get(name, 0) + 1
             current.summarized_steps += 1
             self._step = None
@@ -693,7 +693,7 @@ class Recorder(FlowEvents, events.Listener):
             if grad is not None and not is_finite(grad._array):
                 new = all(grad_in is None or is_finite(grad_in._array)
                           for grad_in in self._step_grads_in) and \
-                    self._unrecorded_nonfinite(node.name(), node._site, grad._array,
+                    self._unrecorded_nonfinite(shown_name(node), node._site, grad._array,
                                                "backward")
                 self._note_finding(bool(new))
                 return
