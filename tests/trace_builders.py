@@ -101,7 +101,9 @@ def two_layer_trace(*, violation: bool = False, nan: bool = False, hook: bool = 
     grad_w2 = r.T @ grad_y
 
     def steps(pass_index: int) -> list[Step]:
-        v = lambda array: value_of(array, summarized)
+        def v(array):
+            return value_of(array, summarized)
+
         # .grad after each pass: the gradients accumulate, pass after pass.
         return [
             Step(0, 5, [v(np.float32(1.0))], [v(grad_y)], duration_ns=1200),

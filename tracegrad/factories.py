@@ -456,7 +456,7 @@ def arange(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=
         raise InvalidValueError(
             f"step must be nonzero (arange({start}, {end}, {step})). Hint: the step is the "
             "distance between neighbours; for a number of points use linspace.")
-    for name, value in (("start", start), ("end", end)):
+    for value in (start, end):
         if isinstance(value, float) and not math.isfinite(value):
             raise InvalidValueError(f"unsupported range: {start} -> {end}")
     if (end - start) / step < 0:

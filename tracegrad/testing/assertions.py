@@ -254,7 +254,7 @@ def assert_no_path(tensor_or_trace: Any, source: Any, target: Any) -> None:
             f"assert_no_path: no tensor or node named {_label(target)} in the graph. Tensor "
             f"names in the graph: {names}. Hint: to assert that a tensor is cut off entirely, "
             "pass the tensor itself rather than its name.")
-    parent: dict[int, int | None] = {start: None for start in starts}
+    parent: dict[int, int | None] = dict.fromkeys(starts)
     queue = list(starts)
     while queue:
         node_id = queue.pop(0)
