@@ -11,7 +11,8 @@ import pytest
 MODULES = [
     "tracegrad.tracing.keep", "tracegrad.tracing.model", "tracegrad.tracing.recorder",
     "tracegrad.tracing.summary", "tracegrad.tracing.values", "tracegrad.tui.app",
-    "tracegrad.tui.conditions", "tracegrad.tui.dump", "tracegrad.tui.formatting",
+    "tracegrad.tui.conditions", "tracegrad.tui.diff_app", "tracegrad.tui.diff_view",
+    "tracegrad.tui.dump", "tracegrad.tui.formatting",
     "tracegrad.tui.keys", "tracegrad.tui.session", "tracegrad.tui.widgets.graph_view",
     "tracegrad.tui.widgets.key_bar", "tracegrad.tui.widgets.step_list",
 ]

@@ -6,6 +6,8 @@ Only argparse is imported at load time; tracing, loading and textual come in the
     tracegrad tui --keep-passes 5 5 train.py -- --epochs 3
     tracegrad tui run.tgtrace
     tracegrad tui --dump run.tgtrace          # the steps table as text, no terminal needed
+    tracegrad tui a.tgtrace b.tgtrace         # two runs side by side, where they part
+    tracegrad tui --dump a.tgtrace b.tgtrace  # the same, as text
 
 tracegrad's options (``--dump`` included) go before the target; what follows the target is
 the script's (``tracegrad tui x.py --dump`` is refused as ambiguous, see tracegrad.cli).
@@ -25,7 +27,8 @@ NO_TERMINAL = (
 
 DESCRIPTION = """\
 Open the backward debugger on a script (traced first, with the same recording
-options as `tracegrad run`) or on a saved .tgtrace file."""
+options as `tracegrad run`) or on a saved .tgtrace file. Given two .tgtrace files,
+show them side by side at the node where the runs part (as `tracegrad diff`)."""
 
 
 def register(subparsers) -> None:
@@ -44,13 +47,12 @@ def register(subparsers) -> None:
 
 
 def run_tui(args: argparse.Namespace) -> int:
+    if _two_traces(args):
+        return run_diff_tui(args.target, args.script_args[0], dump=args.dump)
     if not args.dump:
-        not_tty = [name for name, stream in (("stdin", sys.stdin), ("stdout", sys.stdout))
-                   if not _is_tty(stream)]
-        if not_tty:
-            which = " and ".join(not_tty) + (" are" if len(not_tty) > 1 else " is")
-            return fail("tui", NO_TERMINAL.format(which=which, target=args.target),
-                        EXIT_USAGE)
+        refusal = no_terminal(args.target)
+        if refusal is not None:
+            return refusal
     from tracegrad.draw.commands import load_target
     from tracegrad.tracing.runner import describe_end, nothing_recorded
 
@@ -74,6 +76,51 @@ def run_tui(args: argparse.Namespace) -> int:
     DebuggerApp(trace, source=args.target, layout_engine=args.layout,
                 show_probes=args.all_passes).run()
     return status
+
+
+def no_terminal(target: str, command: str = "tui") -> int | None:
+    """None when stdin and stdout are terminals, else the exit status after saying so."""
+    not_tty = [name for name, stream in (("stdin", sys.stdin), ("stdout", sys.stdout))
+               if not _is_tty(stream)]
+    if not not_tty:
+        return None
+    which = " and ".join(not_tty) + (" are" if len(not_tty) > 1 else " is")
+    return fail(command, NO_TERMINAL.format(which=which, target=target), EXIT_USAGE)
+
+
+def _two_traces(args: argparse.Namespace) -> bool:
+    return (args.target.endswith(".tgtrace") and len(args.script_args) == 1
+            and args.script_args[0].endswith(".tgtrace"))
+
+
+def run_diff_tui(first: str, second: str, dump: bool = False, rtol: float | None = None,
+                 atol: float | None = None, command: str = "tui") -> int:
+    """Two saved traces side by side where they part (``dump``: as text); exits 0 when
+    they agree, 1 when they differ, 2 when one cannot be read or there is no terminal."""
+    if not dump:
+        refusal = no_terminal(f"{first} {second}", command)
+        if refusal is not None:
+            return refusal
+    from tracegrad.errors import TraceFileError
+    from tracegrad.tracing import load_trace
+
+    traces = []
+    for path in (first, second):
+        try:
+            traces.append(load_trace(path))
+        except (TraceFileError, OSError) as error:
+            return fail(command, str(error), EXIT_USAGE)
+    if dump:
+        from .diff_view import DiffView, view_text
+
+        view = DiffView(traces[0], traces[1], names=(first, second), rtol=rtol, atol=atol)
+        sys.stdout.write(view_text(view))
+        return EXIT_OK if view.result.same else EXIT_PROBLEMS
+    from .diff_app import DiffApp
+
+    app = DiffApp(traces[0], traces[1], names=(first, second), rtol=rtol, atol=atol)
+    app.run()
+    return EXIT_OK if app.view.result.same else EXIT_PROBLEMS
 
 
 def _is_tty(stream) -> bool:

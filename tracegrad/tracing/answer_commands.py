@@ -58,6 +58,9 @@ def register(subparsers) -> None:
     diff_parser.add_argument("--atol", type=float, default=None,
                              help="absolute tolerance (default 1e-5 for float32, 1e-7 "
                                   "for float64)")
+    diff_parser.add_argument("--tui", action="store_true",
+                             help="show both traces side by side in the terminal, at the "
+                                  "node where they part")
     diff_parser.add_argument("first", metavar="A", help="a .tgtrace file")
     diff_parser.add_argument("second", metavar="B", help="the .tgtrace file to compare with")
     diff_parser.set_defaults(handler=diff_command)
@@ -142,6 +145,11 @@ def _leaves(trace) -> list[str]:
 
 
 def diff_command(args: argparse.Namespace) -> int:
+    if args.tui:
+        from tracegrad.tui.commands import run_diff_tui
+
+        return run_diff_tui(args.first, args.second, rtol=args.rtol, atol=args.atol,
+                            command="diff")
     from ..errors import TraceFileError
     from . import load_trace
     from .diff import diff_traces

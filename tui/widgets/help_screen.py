@@ -26,16 +26,23 @@ class HelpScreen(ModalScreen[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q,question_mark", "close", "Close")]
 
-    def __init__(self, bindings: list[Binding], **kwargs) -> None:
+    def __init__(self, bindings: list[Binding], notes: list[str] | None = None,
+                 title: str = "tracegrad debugger — keys", **kwargs) -> None:
         super().__init__(**kwargs)
         self.bindings = bindings
+        self.notes = notes  # None: the debugger's own notes (go to, run until, marks)
+        self.title_text = title
 
     def compose(self) -> ComposeResult:
-        table = Table("keys", "what it does", title="tracegrad debugger — keys", box=None)
+        table = Table("keys", "what it does", title=self.title_text, box=None)
         for binding in self.bindings:
             table.add_row(key_text(binding), binding.tooltip or binding.description)
         with VerticalScroll(id="help-box"):
             yield Static(table)
+            if self.notes is not None:
+                for note in self.notes:
+                    yield Static(note, markup=False)
+                return
             yield Static(GO_TO_HELP, id="help-go-to")
             yield Static(RUN_UNTIL_HELP, id="help-run-until")
             yield Static("Marks in the steps table: ! violation  N NaN/Inf  h hook fired  "
