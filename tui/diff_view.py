@@ -142,7 +142,9 @@ class DiffView:
         lines.append(f"{node.name}  [{when}]")
         lines.append(f"at {site_line(node.site)}")
         if difference is None:
-            lines.append("no difference at this step")
+            # Not "no difference": a gradient gone wrong flows on, but diff_traces
+            # reports only the first step where it shows.
+            lines.append(f"(the runs part at step {self.differences[0].step_index})")
         else:
             lines.extend(self._difference_lines(difference, which))
         above = self._above(trace, node_id, place.pass_index is None)
