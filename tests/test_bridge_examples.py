@@ -31,7 +31,7 @@ def _small_net(lib):
 
 
 def _run_script(module, lib):
-    """Nothing to call: the example runs at load (inplace_bug, nan_bug)."""
+    """Nothing to call: the example runs at load (inplace_bug, nan_bug, where_trap)."""
 
 
 def _load_legacy(name: str, real_torch: bool):
@@ -76,6 +76,7 @@ PROGRAMS = {
     "train_mlp": ("train_mlp", lambda m, lib: m.train(steps=2)),
     "inplace_bug": ("inplace_bug", _run_script),
     "nan_bug": ("nan_bug", _run_script),
+    "where_trap": ("where_trap", _run_script),
     "legacy_two_layer_net": ("legacy_two_layer_net", _run_script),
     "legacy_bad_fft": ("legacy_bad_fft", _run_script),
     "legacy_autograd_mechanics": ("legacy_autograd_mechanics", _run_script),
@@ -110,6 +111,9 @@ _NLL_SAVES = ("NllLossBackward0", "NllLossBackward0  saves: t f32[300,3], labels
               ("torch's NllLossBackward0 saves its input and target; tracegrad's engine's "
               "saves nothing"))
 DIFFERENCES = {
+    "where_trap": [("WhereBackward0", "WhereBackward0  saves: t b8[4]",
+                    "torch saves where's condition as a tensor (grad_fn._saved_condition); "
+                    "tracegrad keeps it as an array the trace does not list")] * 3,
     "two_layer_net": [_MM_SAVES] * 2,
     "two_layer_net_clamp": [_MM_SAVES] * 2,
     "train_mlp": [_ADDMM_SAVES, _NLL_SAVES] * 2,

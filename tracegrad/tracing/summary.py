@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from collections import Counter
 
+from .memory import memory_report
 from .model import Trace
+from .report import format_memory
 
 
 def _bytes(count: int) -> str:
@@ -41,6 +43,8 @@ def summarize(trace: Trace) -> str:
         saved = sum(node.saved_bytes for node in trace.nodes.values())
         saved_count = sum(len(node.saved) for node in trace.nodes.values())
         lines.append(f"saved tensors: {saved_count} ({_bytes(saved)})")
+        if saved_count:
+            lines += _memory(trace)
     if trace.passes:
         lines += _passes(trace)
     summarized = trace.metadata.get("summarized_values", 0)
@@ -55,6 +59,15 @@ def summarize(trace: Trace) -> str:
         where = f" at {trace.exception.site}" if trace.exception.site else ""
         lines.append(f"exception: {trace.exception.type}: {trace.exception.message}{where}")
     return "\n".join(lines)
+
+
+def _memory(trace: Trace) -> list[str]:
+    """What backward keeps, under the saved-tensors line (the words are report.py's)."""
+    report = memory_report(trace)
+    when = f" (as pass {report.peak_pass} started)" if report.peak_pass is not None else ""
+    return [(f"  distinct storage {_bytes(report.distinct_bytes)}; peak held between forward "
+            f"and backward {_bytes(report.peak_bytes)}{when}"),
+            *format_memory(trace, report)[1:]]
 
 
 def _passes(trace: Trace) -> list[str]:

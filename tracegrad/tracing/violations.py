@@ -22,7 +22,8 @@ import weakref
 from ..autograd.node import SavedTensor, VersionCounter
 from .graph import GraphBuilder
 from .model import BackwardPass, NodeRecord, Site, Step, TensorRecord, Trace, Violation
-from .report import INPLACE_HINT, describe_tensor, nonfinite_hint
+from .nonfinite import explain
+from .report import INPLACE_HINT, describe_tensor, nonfinite_message
 
 
 def _where(site: Site | None) -> str:
@@ -43,11 +44,26 @@ def refresh_names(trace) -> None:
     (``t4 float32 [8, 16]``) becomes the name (``'h' float32 [8, 16]``).
     """
     for violation in trace.violations:
+        _name_cause_input(trace, violation)
         record = trace.tensors.get(violation.tensor) if violation.tensor is not None else None
         if record is None or not record.name:
             continue
         unnamed = f"t{record.id} {record.dtype} {list(record.shape)}"
         violation.message = violation.message.replace(unnamed, _describe(record))
+
+
+def _name_cause_input(trace, violation) -> None:
+    """The input a NaN/Inf cause names (``elements of t4``), after its variable."""
+    detail = violation.detail
+    tensor_id = detail.get("tensor") if detail else None
+    record = trace.tensors.get(tensor_id) if tensor_id is not None else None
+    if record is None or not record.name or detail.get("input") != f"t{record.id}":
+        return
+    named = f"'{record.name}'"
+    for before in (" of {} (", " in {} ("):
+        violation.message = violation.message.replace(before.format(detail["input"]),
+                                                      before.format(named))
+    detail["input"] = named
 
 
 class ViolationFinder:
@@ -150,40 +166,65 @@ class ViolationFinder:
             other_site=record.site, current_version=int(tensor._version)))
 
     # -- NaN / Inf -----------------------------------------------------------------------
-    def nonfinite_forward(self, node_record: NodeRecord, tensor, record: TensorRecord) -> None:
-        kind = _nonfinite_kind(tensor._array)
+    def nonfinite_forward(self, node_record: NodeRecord, tensor, record: TensorRecord,
+                          inputs=(), from_nonfinite: bool = False) -> None:
+        """The first NaN/Inf of ``node_record``'s output (``from_nonfinite``: the first NaN,
+        its inputs already holding Inf); ``inputs`` are the live input tensors, in the
+        order of ``node_record.inputs``, whose values explain it."""
+        kind = "nan" if from_nonfinite else _nonfinite_kind(tensor._array)
         site = node_record.site
-        message = (
-            f"{'NaN' if kind == 'nan' else 'Inf'} first appeared in forward: "
-            f"{node_record.name} at {_where(site)} produced {_describe(record)} from finite "
-            f"inputs. {nonfinite_hint(kind, node_record.name, 'forward', record.dtype)}")
-        self._add((kind, "forward", _site_key(site), node_record.name), Violation(
-            kind=kind, message=message, tensor=record.id, node=node_record.id, site=site,
-            phase="forward"))
+        violation = self._add((kind, "forward", _site_key(site), node_record.name), Violation(
+            kind=kind, message="", tensor=record.id, node=node_record.id, site=site,
+            phase="forward", from_nonfinite=from_nonfinite))
+        if violation is None:
+            return
+        # (an in-place op passes None for the changed tensor: its old value is gone)
+        live = {tensor_id: arg._array for arg, tensor_id in zip(inputs, node_record.inputs)
+                if arg is not None and tensor_id is not None}
+        explain(self.trace, violation, live)
+        inputs_were = "inputs that held Inf but no NaN" if from_nonfinite else "finite inputs"
+        violation.message = nonfinite_message(
+            self.trace, violation, f"produced {_describe(record)} from {inputs_were}")
 
     def nonfinite_backward(self, backward_pass: BackwardPass, step: Step, node,
-                           edge_index: int, grad) -> None:
-        kind = _nonfinite_kind(grad._array)
+                           edge_index: int, grad, grads_in=(),
+                           from_nonfinite: bool = False) -> None:
+        kind = "nan" if from_nonfinite else _nonfinite_kind(grad._array)
         node_record = self.trace.nodes[step.node]
         site = node_record.site
-        forward = next((violation for violation in self.trace.violations
-                        if violation.kind in ("nan", "inf") and violation.phase == "forward"),
-                       None)
-        if forward is not None:
-            # A non-finite forward value flows into every derivative that uses it: the
-            # cause is the forward finding, whatever this op is.
-            hint = (f"Hint: a forward value was already non-finite (see the finding at "
-                    f"{_where(forward.site)}); fix that first.")
-        else:
-            hint = nonfinite_hint(kind, node_record.name, "backward", grad._array.dtype.name)
-        message = (
-            f"{'NaN' if kind == 'nan' else 'Inf'} first appeared in backward: "
-            f"{node_record.name} (forward at {_where(site)}) returned a non-finite gradient "
-            f"for input {edge_index} from finite incoming gradients (pass {backward_pass.index}"
-            f", step {step.index}). {hint}")
-        self._add((kind, "backward", _site_key(site), node_record.name), Violation(
-            kind=kind, message=message, node=node_record.id, site=site, phase="backward",
-            pass_index=backward_pass.index, step_index=step.index))
+        violation = self._add((kind, "backward", _site_key(site), node_record.name), Violation(
+            kind=kind, message="", node=node_record.id, site=site, phase="backward",
+            pass_index=backward_pass.index, step_index=step.index,
+            from_nonfinite=from_nonfinite))
+        if violation is None:
+            return
+        explain(self.trace, violation, self._live_saved(node, node_record.id),
+                tuple(getattr(grad_in, "_array", None) for grad_in in grads_in))
+        incoming = "incoming gradients that held Inf but no NaN" if from_nonfinite \
+            else "finite incoming gradients"
+        violation.message = nonfinite_message(
+            self.trace, violation,
+            f"returned a non-finite gradient for input {edge_index} from {incoming} "
+            f"(pass {backward_pass.index}, step {step.index})")
+
+    def _live_saved(self, node, node_id: int) -> dict:
+        """tensor id -> the array a node saved, while backward still holds it."""
+        live = {}
+        for saved in node._saved:
+            if not isinstance(saved, SavedTensor) or saved._array is None:
+                continue
+            if saved.is_output:
+                tensor_id = self.builder.output_tensor(node_id, saved.output_nr)
+            else:
+                source = saved.source_tensor()
+                tensor_id = self.builder.known_tensor(source) if source is not None else None
+            if tensor_id is None:
+                continue
+            # A torch saved tensor (the bridge) holds a stand-in: ask for its values.
+            array = saved._array if type(saved) is SavedTensor else saved.host_values()
+            if array is not None:
+                live[tensor_id] = array
+        return live
 
     # -- failures in backward ------------------------------------------------------------
     def backward_failed(self, error, node, backward_pass: BackwardPass | None,
@@ -235,6 +276,22 @@ def _watch_group(saved):
     with its views; a torch saved tensor (the bridge) names the group of its storage."""
     counter = saved.counter
     return counter if type(counter) is VersionCounter else counter.group
+
+
+def first_nan(output, inputs) -> bool:
+    """Whether ``output`` holds a NaN that none of ``inputs`` (tensors or None) held: the
+    first NaN, made from values that were only Inf (rare path: after a finite check)."""
+    from .. import backends
+
+    xp = backends.array_module(output)
+    if not bool(xp.isnan(output).any()):
+        return False
+    for tensor in inputs:
+        data = getattr(tensor, "_array", None)
+        if data is not None and data.dtype.kind in "fc" and bool(
+                backends.array_module(data).isnan(data).any()):
+            return False
+    return True
 
 
 def _nonfinite_kind(data) -> str:
