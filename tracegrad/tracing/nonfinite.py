@@ -83,7 +83,8 @@ def _backward(trace: Trace, node: NodeRecord, violation: Violation, operands: li
         return WHERE_TRAP, detail
     if cause is not None:
         return cause, detail
-    bad = nonfinite_operands(operands)
+    # A saved input or the saved result (ExpBackward0 multiplies by it) was non-finite.
+    bad = nonfinite_operands(operands + ([result] if result is not None else []))
     if bad:
         detail = nonfinite_elements(bad[0]) or _stats_only(bad[0])
         detail["upstream"] = upstream_node(trace, bad[0].tensor)
