@@ -120,6 +120,8 @@ def _draw_step(draw, probe, leaf_count: int, rng) -> tuple[Step, np.ndarray | No
         return ("flatten()", lambda x, leaves: x.flatten()), None
     # index
     size = shape[0]
+    if size == 0:  # an earlier mask selected nothing: no element to index
+        return ("flatten()", lambda x, leaves: x.flatten()), None
     name = choice
     if name == "int":
         position = draw(st.integers(-size, size - 1))

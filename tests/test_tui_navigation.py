@@ -276,10 +276,10 @@ async def test_a_node_with_100000_inputs_does_not_freeze_the_panels():
     app = DebuggerApp(wide_trace(100_000))
     async with app.run_test(size=BIG) as pilot:
         await pilot.pause()
-        started = time.perf_counter()
+        started = time.process_time()  # CPU time: a loaded CI machine stretches wall time
         await pilot.press("n")  # StackBackward0: 100,000 inputs and outgoing gradients
         await pilot.pause()
-        assert time.perf_counter() - started < 2.0
+        assert time.process_time() - started < 2.0  # a freeze guard (it took minutes)
         text = screen_text(app)
         assert "input 0: x0" in text
         await answer(pilot, "colon", "50000")
