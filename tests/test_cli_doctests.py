@@ -13,7 +13,8 @@ MODULES = [
     "tracegrad.tracing.progress", "tracegrad.tracing.violations", "tracegrad.draw",
     "tracegrad.draw.fold", "tracegrad.draw.plan", "tracegrad.draw.render",
     "tracegrad.draw.sources", "tracegrad.draw._text", "tracegrad.draw.torchviz_compat",
-    "tracegrad.tracing.notebook",
+    "tracegrad.tracing.notebook", "tracegrad.tracing.causes", "tracegrad.tracing.nonfinite",
+    "tracegrad.tracing.memory", "tracegrad.tracing.summary",
 ]
 
 

@@ -164,53 +164,76 @@ def _copied_from(trace: Trace, tensor_id: int) -> int | None:
 
 
 def _peak(trace: Trace, storage_bytes: dict, twice: dict) -> _Peak:
-    """The most distinct saved bytes alive at once (and the pass that started then, the
-    nodes holding them); fills ``twice`` with what was kept twice at those moments.
+    """The most distinct saved bytes alive at once, the pass that started then and the
+    nodes holding them; fills ``twice`` with what those nodes keep twice.
 
     Saved tensors live from their node's forward until a pass without retain_graph runs
     that node. Nodes recorded before a pass started are those with a smaller id than the
     first node recorded after it (``metadata["pass_node_marks"]``; older traces: the
-    largest node the pass ran).
+    largest node the pass ran). Two replays, each linear in nodes and steps: the first
+    finds the peak, the second stops there to list its nodes (copying the live set at
+    every new peak would be passes x nodes on a long gradcheck or retained loop).
     """
+    peak = _Peak()
+    for moment, held, _ in _replay(trace, storage_bytes):
+        if held > peak.held:
+            peak.held, peak.pass_index = held, moment
+    if peak.held:
+        for moment, _, alive in _replay(trace, storage_bytes):
+            if moment == peak.pass_index:
+                peak.nodes = list(alive.values())
+                break
+    _note_twice(trace, peak.nodes, storage_bytes, twice)
+    return peak
+
+
+def _replay(trace: Trace, storage_bytes: dict):
+    """(pass index or None at the end, distinct bytes held, live nodes) as each pass
+    starts and once at the end."""
     nodes = sorted(trace.nodes.values(), key=lambda node: node.id)
     marks = trace.metadata.get("pass_node_marks") or []
-    holding: dict[int, int] = {}  # storage -> saved slots alive
+    # storage -> saved slots alive; the running total of their bytes sits under key -1
+    # (kept as it changes: summing at every pass would be passes x storages on a long loop)
+    holding: dict[int, int] = {-1: 0}
     alive: dict[int, NodeRecord] = {}
     added = 0
-    peak = _Peak()
-
-    def snapshot(pass_index: int | None) -> None:
-        _note_twice(trace, list(alive.values()), storage_bytes, twice)
-        held = sum(storage_bytes[key] for key, count in holding.items() if count > 0)
-        if held > peak.held:
-            peak.held, peak.pass_index, peak.nodes = held, pass_index, list(alive.values())
-
     for index, backward_pass in enumerate(trace.passes):
         mark = marks[index] if index < len(marks) else \
             max((step.node for step in backward_pass.steps), default=-1) + 1
         while added < len(nodes) and nodes[added].id < mark:
-            _hold(trace, nodes[added], holding, 1)
+            _hold(trace, nodes[added], holding, 1, storage_bytes)
             alive[nodes[added].id] = nodes[added]
             added += 1
-        snapshot(backward_pass.index)
+        yield backward_pass.index, holding[-1], alive
         if backward_pass.retain_graph:
             continue
-        ran = {step.node for step in backward_pass.steps} if not backward_pass.summarized \
-            else set(alive)
-        for node_id in sorted(ran & set(alive)):
-            _hold(trace, alive.pop(node_id), holding, -1)
+        if backward_pass.summarized:
+            ran = list(alive)
+        else:
+            ran = [step.node for step in backward_pass.steps if step.node in alive]
+        for node_id in ran:
+            if node_id in alive:
+                _hold(trace, alive.pop(node_id), holding, -1, storage_bytes)
     while added < len(nodes):
-        _hold(trace, nodes[added], holding, 1)
+        _hold(trace, nodes[added], holding, 1, storage_bytes)
         alive[nodes[added].id] = nodes[added]
         added += 1
-    snapshot(None)
-    return peak
+    yield None, holding[-1], alive
 
 
-def _hold(trace: Trace, node: NodeRecord, holding: dict, change: int) -> None:
+def _hold(trace: Trace, node: NodeRecord, holding: dict, change: int,
+          storage_bytes: dict) -> None:
+    """Count ``node``'s saved slots in (``change`` 1) or out (-1), keeping the total of
+    the storage held (``holding[-1]``): a storage counts from its first slot to its last."""
     for saved in node.saved:
         key = storage_of(trace, saved.tensor)
-        holding[key] = holding.get(key, 0) + change
+        before = holding.get(key, 0)
+        after = holding[key] = before + change
+        if before == 0 and after > 0:
+            holding[-1] += storage_bytes[key]
+        elif before > 0 and after == 0:
+            holding[-1] -= storage_bytes[key]
+            del holding[key]
 
 
 def _site_key(site: Site | None):

@@ -7,7 +7,7 @@ recorded values (statistics when the arrays were not kept; the detail says so). 
 traces of both engines: it reads only the Trace.
 
 >>> import tracegrad
->>> x = tracegrad.tensor([1.0, 0.0, 4.0])
+>>> x = tracegrad.tensor([1.0, 0.0, 4.0], requires_grad=True)
 >>> with tracegrad.record() as tr:
 ...     y = x.log()
 >>> (violation,) = tr.violations

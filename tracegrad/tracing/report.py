@@ -213,58 +213,6 @@ def _site_key(site: Site | None):
     return (site.file, site.line) if site is not None else None
 
 
-# -- hints for non-finite values, by the op that made them ---------------------------------
-# Node name prefix -> what makes that op's result (forward) or derivative (backward) NaN/Inf.
-_NONFINITE_CAUSES = {
-    "Log": "log of 0 or of a negative value",
-    "Sqrt": "sqrt of a negative value (or its derivative at 0)",
-    "Rsqrt": "rsqrt of 0 or of a negative value",
-    "Pow": "pow of 0 to a negative power (or of a negative value to a fractional power)",
-    "Div": "division by 0",
-    "Reciprocal": "reciprocal of 0",
-    "Exp": "exp of a large value (overflow)",
-    "Acos": "acos/asin outside [-1, 1] (or their derivative at ±1)",
-    "Asin": "acos/asin outside [-1, 1] (or their derivative at ±1)",
-    "Atanh": "atanh at ±1",
-    "Mm": "a product whose values overflow",
-    "Bmm": "a product whose values overflow",
-    "Addmm": "a product whose values overflow",
-    "Matmul": "a product whose values overflow",
-    "Mv": "a product whose values overflow",
-    "Dot": "a product whose values overflow",
-    "Mul": "a product whose values overflow (or 0 × Inf)",
-    "Sum": "a sum whose values overflow (or Inf - Inf)",
-    "Mean": "a mean whose values overflow (or Inf - Inf)",
-}
-_OVERFLOW_HINT = ("the values grew too large for {dtype}: check the scale of the inputs and "
-                  "weights, lower the learning rate, or clip gradients")
-
-
-def nonfinite_hint(kind: str, node_name: str, phase: str, dtype: str = "float32") -> str:
-    """A hint for a NaN/Inf that ``node_name`` produced, right for that op.
-
-    >>> nonfinite_hint("inf", "MmBackward0", "backward")
-    'Hint: a product whose values overflow; the values grew too large for float32: check the scale of the inputs and weights, lower the learning rate, or clip gradients.'
-    >>> nonfinite_hint("inf", "LogBackward0", "forward")
-    'Hint: look for log of 0 or of a negative value on that line.'
-    """
-    base = node_name.removesuffix("Backward0").removesuffix("Backward1")
-    cause = _NONFINITE_CAUSES.get(base)
-    if cause is not None and "overflow" in cause:
-        return f"Hint: {cause}; {_OVERFLOW_HINT.format(dtype=dtype)}."
-    if cause is not None:
-        where = "on that line" if phase == "forward" else "at the values that line saw"
-        return f"Hint: look for {cause} {where}."
-    if kind == "inf":
-        return (f"Hint: an Inf usually means an overflow or a division by 0; "
-                f"{_OVERFLOW_HINT.format(dtype=dtype)}.")
-    if phase == "forward":
-        return ("Hint: a NaN from finite inputs comes from an undefined operation: 0/0, "
-                "Inf - Inf, 0 × Inf, or log/sqrt of a negative value on that line.")
-    return ("Hint: the derivative of that line's op is undefined at the values it saw "
-            "(0/0, Inf - Inf, 0 × Inf).")
-
-
 # -- why a NaN / Inf: the words for each cause (causes.py and nonfinite.py find them) -------
 # cause -> (what happened, the hint). ``{limit}`` and ``{dtype}`` come from the finding.
 CAUSE_TEXT: dict[str, tuple[str, str]] = {
