@@ -1,9 +1,21 @@
-"""Shared bench plumbing: best-of-N timing, loading an example with torch swapped in, and
-running a bench under each BLAS thread setting in turn (never two at once)."""
+"""Shared bench plumbing: CPU-time measurement with interleaved repeats and medians, one BLAS
+thread, loading an example with torch swapped in, and printing a figure next to its target.
+
+How we measure (the machine is small and shared, so wall time mostly measures the others):
+
+* CPU time of this process (``time.process_time``), not wall time: another process running
+  on the same core does not add to it;
+* one BLAS thread (``one_blas_thread()`` before NumPy loads; ``torch.set_num_threads(1)``),
+  so CPU time is the work of one core and no thread pool spins;
+* contenders interleaved round by round (a, b, c, a, b, c, ...), so a burst of load or a
+  frequency change hits all of them alike, and the median of the rounds (not the best:
+  the median is what a user sees, and it is stable under interleaving).
+"""
 
 from __future__ import annotations
 
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -14,16 +26,47 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 THREAD_SETTINGS = ("1", "default")
+_BLAS_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def one_blas_thread() -> None:
+    """One BLAS thread for NumPy (and torch): call before either is imported."""
+    for name in _BLAS_VARIABLES:
+        os.environ.setdefault(name, "1")
+
+
+def cpu_seconds(function: Callable[[], object]) -> float:
+    """CPU time of one call, in seconds."""
+    started = time.process_time()
+    function()
+    return time.process_time() - started
+
+
+def interleaved(functions: dict[str, Callable[[], object]], repeats: int,
+                warmup: int = 1) -> dict[str, float]:
+    """Median CPU seconds of each function over ``repeats`` rounds, run in turns."""
+    for _ in range(warmup):
+        for function in functions.values():
+            function()
+    samples: dict[str, list[float]] = {name: [] for name in functions}
+    for _ in range(repeats):
+        for name, function in functions.items():
+            samples[name].append(cpu_seconds(function))
+    return {name: statistics.median(values) for name, values in samples.items()}
 
 
 def best_of(function: Callable[[], object], repeats: int) -> float:
-    """The fastest of ``repeats`` runs, in seconds: the least disturbed by other processes."""
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        function()
-        best = min(best, time.perf_counter() - start)
-    return best
+    """The fastest of ``repeats`` runs, in CPU seconds (kept for the GPU/TUI benches, where
+    one contender runs at a time)."""
+    return min(cpu_seconds(function) for _ in range(repeats))
+
+
+def versus(label: str, value: float, target: float, figures: str = "", unit: str = "x") -> str:
+    """``label  1.23x  (target <= 1.2x: MISSES)``: one line per target, as the issue's table
+    has it (``unit``: "x" for a ratio, or " µs", " KB", ... for an absolute figure)."""
+    verdict = "meets" if value <= target else "MISSES"
+    tail = f"   [{figures}]" if figures else ""
+    return f"  {label:<52} {value:7.2f}{unit}  (target <= {target}{unit}: {verdict}){tail}"
 
 
 def load_example(name: str, real_torch: bool = False) -> types.ModuleType:
@@ -43,6 +86,7 @@ def torch_or_none():
         import torch
     except ImportError:
         return None
+    torch.set_num_threads(1)
     return torch
 
 
@@ -53,10 +97,11 @@ def run_each_thread_setting(script: str, argv: list[str]) -> int:
     for setting in THREAD_SETTINGS:
         environment = dict(os.environ)
         if setting == "default":
-            for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+            for name in _BLAS_VARIABLES:
                 environment.pop(name, None)
         else:
-            environment["OMP_NUM_THREADS"] = setting
+            for name in _BLAS_VARIABLES:
+                environment[name] = setting
         print(f"== OMP_NUM_THREADS={setting}", flush=True)
         status |= subprocess.call([sys.executable, script, "--child", *argv], env=environment)
     return status

@@ -1,32 +1,41 @@
-"""Engine overhead: tracegrad vs PyTorch CPU vs raw NumPy, side by side, in one run.
+"""Engine overhead: tracegrad vs PyTorch CPU vs raw NumPy, and how it scales (issue 14).
 
-    .venv/bin/python bench/bench_engine.py            # OMP_NUM_THREADS=1, then the default
-    .venv/bin/python bench/bench_engine.py --quick    # fewer repeats
-    .venv/bin/python bench/bench_engine.py --profile  # cProfile of tracegrad's hot path
+    .venv/bin/python bench/bench_engine.py            # all three parts
+    .venv/bin/python bench/bench_engine.py --quick    # fewer repeats, no 1,000,000-op chain
+    .venv/bin/python bench/bench_engine.py --profile  # cProfile of tracegrad's chain
 
-(a) per-op overhead: a chain of 2,000 elementwise ops on shape (8,), forward and backward,
-    in microseconds per op (best of several runs);
-(b) a 100,000-op chain: forward and backward seconds and peak memory (ru_maxrss of a fresh
-    process: total, and growth over the process after imports), no RecursionError.
+(a) per-op cost: a chain of 2,000 elementwise ops (``y * w`` and ``y + b`` in turn) on shape
+    (8,), forward and backward, in microseconds per op; target <= 1.0x PyTorch each way;
+(b) a 100,000-op chain: forward and backward seconds, peak memory; target <= 1.2x PyTorch
+    forward, <= 1.0x backward;
+(c) the per-op forward cost of a 1,000,000-op chain over that of a 10,000-op one; target
+    <= 1.1x (flat, as PyTorch's).
 
-Every measurement runs in a child process of its own, so one library's allocations and
-thread pools never colour another's figures. PyTorch is a reference only: it is skipped
-when not installed.
+How: CPU time (``process_time``), one BLAS thread, medians. In (a) the libraries share one
+process and run round by round; (b) and (c) run each chain in a fresh process (peak memory
+is then the process's own), alternating the libraries, and take the median of the runs.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import resource
+import statistics
 import subprocess
 import sys
 import time
 
+from _harness import cpu_seconds, one_blas_thread, versus
+
+one_blas_thread()
+
 CHAIN = 2_000
 DEEP = 100_000
+SCALE = (10_000, 1_000_000)
 WIDTH = 8
+TARGETS = {"forward": 1.0, "backward": 1.0, "deep_forward": 1.2, "deep_backward": 1.0,
+           "scale": 1.1}
 
 
 # -- the workloads, one per library ------------------------------------------------------
@@ -57,6 +66,7 @@ def _tracegrad_chain(length: int):
 def _torch_chain(length: int):
     import torch
 
+    torch.set_num_threads(1)
     torch.set_grad_enabled(True)
     return _autograd_chain(torch, length)
 
@@ -100,91 +110,121 @@ def _maxrss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
-def child_per_op(library: str, repeats: int) -> dict:
-    forward, backward = WORKLOADS[library](CHAIN)
-    backward(forward())  # warm up
-    best_forward = best_backward = float("inf")
-    for _ in range(repeats):
-        started = time.perf_counter()
-        result = forward()
-        middle = time.perf_counter()
-        backward(result)
-        ended = time.perf_counter()
-        best_forward = min(best_forward, middle - started)
-        best_backward = min(best_backward, ended - middle)
-    return {"forward_us": best_forward / CHAIN * 1e6, "backward_us": best_backward / CHAIN * 1e6}
+def child_per_op(repeats: int) -> dict:
+    """Every installed library in this one process, round by round."""
+    chains = {}
+    for library, make in WORKLOADS.items():
+        try:
+            chains[library] = make(CHAIN)
+        except ImportError:
+            continue
+    samples = {library: ([], []) for library in chains}
+    for round_index in range(repeats + 1):
+        for library, (forward, backward) in chains.items():
+            started = time.process_time()
+            result = forward()
+            middle = time.process_time()
+            backward(result)
+            ended = time.process_time()
+            if round_index:  # the first round warms up
+                samples[library][0].append(middle - started)
+                samples[library][1].append(ended - middle)
+    return {library: {"forward_us": statistics.median(f) / CHAIN * 1e6,
+                      "backward_us": statistics.median(b) / CHAIN * 1e6}
+            for library, (f, b) in samples.items()}
 
 
-def child_deep(library: str) -> dict:
+def child_deep(library: str, length: int) -> dict:
     forward, backward = WORKLOADS[library](10)
     backward(forward())  # imports and first-call costs out of the way
     baseline = _maxrss_mb()
-    forward, backward = WORKLOADS[library](DEEP)
-    started = time.perf_counter()
+    forward, backward = WORKLOADS[library](length)
+    started = time.process_time()
     result = forward()
-    middle = time.perf_counter()
+    middle = time.process_time()
     backward(result)
-    ended = time.perf_counter()
+    ended = time.process_time()
     peak = _maxrss_mb()
     return {"forward_s": middle - started, "backward_s": ended - middle, "peak_mb": peak,
             "growth_mb": peak - baseline}
 
 
-def _run_child(kind: str, library: str, threads: str | None, repeats: int) -> dict | None:
-    env = dict(os.environ)
-    if threads is None:
-        env.pop("OMP_NUM_THREADS", None)
-    else:
-        env["OMP_NUM_THREADS"] = threads
-    command = [sys.executable, __file__, "--child", kind, library, "--repeats", str(repeats)]
-    done = subprocess.run(command, env=env, capture_output=True, text=True)
+def child_scale(length: int, repeats: int) -> dict:
+    """tracegrad's forward CPU time per op for a chain of ``length`` (median of repeats)."""
+    warm_up, _ = _tracegrad_chain(1_000)
+    warm_up()
+    per_op = []
+    for _ in range(repeats):
+        forward, _ = _tracegrad_chain(length)
+        per_op.append(cpu_seconds(forward) / length * 1e6)
+        del forward
+    return {"forward_us": statistics.median(per_op)}
+
+
+def _run_child(*arguments: str) -> dict | None:
+    command = [sys.executable, __file__, "--child", *arguments]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         if "ModuleNotFoundError" in done.stderr:
             return None
-        raise RuntimeError(f"{kind}/{library} failed:\n{done.stderr}")
+        raise RuntimeError(f"{arguments} failed:\n{done.stderr}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 # -- the report ------------------------------------------------------------------------------
-def _ratio(mine: float, theirs: float | None) -> str:
-    return f"{mine / theirs:5.2f}x" if theirs else "   - "
-
-
-def report(threads: str | None, repeats: int) -> None:
-    label = f"OMP_NUM_THREADS={threads}" if threads else "default threads"
-    print(f"\n== {label} ==")
-    per_op = {lib: _run_child("per_op", lib, threads, repeats) for lib in WORKLOADS}
-    print(f"(a) per-op overhead, chain of {CHAIN:,} elementwise ops on shape ({WIDTH},), "
-          f"best of {repeats}")
+def report_per_op(repeats: int) -> None:
+    per_op = _run_child("per_op", str(repeats))
+    print(f"(a) per op, chain of {CHAIN:,} elementwise ops on shape ({WIDTH},), median of "
+          f"{repeats} interleaved rounds, CPU time")
     print(f"    {'':10} {'forward µs/op':>14} {'backward µs/op':>15}")
-    for lib, figures in per_op.items():
-        if figures is None:
-            print(f"    {lib:10} (not installed)")
-            continue
-        print(f"    {lib:10} {figures['forward_us']:14.2f} {figures['backward_us']:15.2f}")
-    ours, torch = per_op["tracegrad"], per_op["torch"]
+    for library, figures in per_op.items():
+        print(f"    {library:10} {figures['forward_us']:14.2f} {figures['backward_us']:15.2f}")
+    ours, torch = per_op["tracegrad"], per_op.get("torch")
     if torch:
-        print(f"    tracegrad / torch: forward {_ratio(ours['forward_us'], torch['forward_us'])}"
-              f", backward {_ratio(ours['backward_us'], torch['backward_us'])}")
-    numpy = per_op["numpy"]
-    print(f"    tracegrad / numpy: forward {_ratio(ours['forward_us'], numpy['forward_us'])}, "
-          f"backward {_ratio(ours['backward_us'], numpy['backward_us'])}")
+        for way in ("forward", "backward"):
+            print(versus(f"tracegrad / torch, {way}", ours[f"{way}_us"] / torch[f"{way}_us"],
+                         TARGETS[way]))
 
-    deep = {lib: _run_child("deep", lib, threads, 1) for lib in WORKLOADS}
-    print(f"(b) a {DEEP:,}-op chain, forward + backward (a fresh process each)")
+
+def report_deep(runs: int) -> None:
+    samples: dict = {library: [] for library in WORKLOADS}
+    for _ in range(runs):
+        for library in WORKLOADS:
+            figures = _run_child("deep", library, str(DEEP))
+            if figures is not None:
+                samples[library].append(figures)
+    print(f"(b) a {DEEP:,}-op chain, forward + backward, a fresh process each, median of "
+          f"{runs} alternating runs")
     print(f"    {'':10} {'forward s':>10} {'backward s':>11} {'peak MB':>9} {'growth MB':>10}")
-    for lib, figures in deep.items():
-        if figures is None:
-            print(f"    {lib:10} (not installed)")
+    medians = {}
+    for library, runs_of in samples.items():
+        if not runs_of:
+            print(f"    {library:10} (not installed)")
             continue
-        print(f"    {lib:10} {figures['forward_s']:10.3f} {figures['backward_s']:11.3f} "
+        medians[library] = {key: statistics.median(run[key] for run in runs_of)
+                            for key in runs_of[0]}
+        figures = medians[library]
+        print(f"    {library:10} {figures['forward_s']:10.3f} {figures['backward_s']:11.3f} "
               f"{figures['peak_mb']:9.0f} {figures['growth_mb']:10.0f}")
-    ours, torch = deep["tracegrad"], deep["torch"]
-    if torch:
-        print(f"    tracegrad / torch: forward {_ratio(ours['forward_s'], torch['forward_s'])}, "
-              f"backward {_ratio(ours['backward_s'], torch['backward_s'])}, peak memory "
-              f"{_ratio(ours['peak_mb'], torch['peak_mb'])}, growth "
-              f"{_ratio(ours['growth_mb'], torch['growth_mb'])}")
+    if "torch" in medians:
+        ours, torch = medians["tracegrad"], medians["torch"]
+        print(versus("tracegrad / torch, forward", ours["forward_s"] / torch["forward_s"],
+                     TARGETS["deep_forward"]))
+        print(versus("tracegrad / torch, backward", ours["backward_s"] / torch["backward_s"],
+                     TARGETS["deep_backward"]))
+
+
+def report_scale(runs: int) -> None:
+    small, large = SCALE
+    small_runs, large_runs = [], []
+    for _ in range(runs):
+        small_runs.append(_run_child("scale", str(small), "5")["forward_us"])
+        large_runs.append(_run_child("scale", str(large), "1")["forward_us"])
+    small_us, large_us = statistics.median(small_runs), statistics.median(large_runs)
+    print(f"(c) tracegrad forward per op: {small:,} ops {small_us:.2f} µs, {large:,} ops "
+          f"{large_us:.2f} µs (fresh processes, median of {runs})")
+    print(versus(f"per-op forward, {large:,} ops vs {small:,}", large_us / small_us,
+                 TARGETS["scale"]))
 
 
 def profile(repeats: int) -> None:
@@ -203,23 +243,34 @@ def profile(repeats: int) -> None:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer repeats")
+    parser.add_argument("--quick", action="store_true", help="fewer repeats, no (c)")
     parser.add_argument("--profile", action="store_true", help="cProfile tracegrad's chain")
     parser.add_argument("--repeats", type=int, default=None)
-    parser.add_argument("--child", nargs=2, metavar=("KIND", "LIBRARY"), help=argparse.SUPPRESS)
+    parser.add_argument("--only", choices=("a", "b", "c"), action="append")
+    parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    repeats = args.repeats or (5 if args.quick else 20)
+    repeats = args.repeats or (5 if args.quick else 15)
     if args.child:
-        kind, library = args.child
-        figures = child_per_op(library, repeats) if kind == "per_op" else child_deep(library)
+        kind, *rest = args.child
+        if kind == "per_op":
+            figures = child_per_op(int(rest[0]))
+        elif kind == "deep":
+            figures = child_deep(rest[0], int(rest[1]))
+        else:
+            figures = child_scale(int(rest[0]), int(rest[1]))
         print(json.dumps(figures))
         return 0
     if args.profile:
         profile(repeats)
         return 0
-    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
-    for threads in ("1", None):
-        report(threads, repeats)
+    parts = args.only or (["a", "b"] if args.quick else ["a", "b", "c"])
+    print(f"python {sys.version.split()[0]}, one BLAS thread, CPU time")
+    if "a" in parts:
+        report_per_op(repeats)
+    if "b" in parts:
+        report_deep(1 if args.quick else 3)
+    if "c" in parts:
+        report_scale(2)
     return 0
 
 

@@ -1,47 +1,125 @@
-"""What tracing costs: the tutorial's two-layer net (500 steps) with the tracer off, with
-values captured, and structure only. Prints seconds (best of N) and ratios to tracer-off.
-Then the .tgtrace file: save and load of a 50,000-node trace (a chain of 50,000 ops recorded
-with ``tracegrad.record()`` and one backward), structure only and with values, and what the
-loader's consistency checks (validate.py) add to a load; and save and load of training-loop
-traces (the two-layer net on small tensors, 500 and 2,000 passes), with values kept for the
-first and last two passes (the default) and for every pass (``keep_passes=None``, which fills
-the 256 MiB values budget).
+"""What tracing costs (issue 14's tracer targets), each figure next to its target:
+
+(a) the tutorial's two-layer net (500 steps) with the tracer off, structure only
+    (``record(values=False)``) and with values (``record()``): targets <= 1.2x and
+    <= 1.6x tracer-off;
+(b) a tiny-op chain (2,000 ops on shape (8,), forward and backward) under ``record()``,
+    per op, against the same chain untraced: target <= 3x;
+(c) the trace's memory after backward, per node, structure only (tracemalloc: what the
+    Trace object holds once the program's own graph is gone): target <= 1.5 KB;
+(d) save and load of a trace of a 50,000-op chain (recorded with ``tracegrad.record()``,
+    one backward), per node: targets <= 10 µs each; and what the loader's checks add;
+(e) save and load of training-loop traces (the two-layer net on small tensors, 500 and 2,000
+    passes), values kept for the first and last two passes and for every pass.
 
     .venv/bin/python bench/bench_trace.py [--steps 500] [--repeat 5] [--chain 50000]
-                                          [--loop 500 2000]
+                                          [--loop 500 2000] [--files-only]
 
-Targets (issue #3): values <= 2x tracer-off, structure-only <= 1.3x, tracer off within noise
-of a process that never imported the tracer (the "untraced" row is measured before
-tracegrad.trace is imported at all). Issue #5: save and load of the 50,000-node trace each
-well under 1 s. Issue #16: save and load time grow with the trace's size, not faster with
-its passes (a 2,000-pass loop took 16-35 s to save); validation a small part of a load.
+How: CPU time (``process_time``), one BLAS thread, configurations interleaved round by
+round, medians (bench/_harness.py). Also printed: the two-layer net in a process that never
+imported the tracer, which tracer-off should match.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import os
+import statistics
 import sys
 import tempfile
 import time
+import tracemalloc
 
+from _harness import cpu_seconds, interleaved, one_blas_thread, versus
+
+one_blas_thread()
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
 
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # the machine is shared: no thread contention
-
-import two_layer_net
+import two_layer_net  # after the BLAS thread count is set
 
 import tracegrad
 
+TARGETS = {"structure": 1.2, "values": 1.6, "chain": 3.0, "memory_kb": 1.5, "save_us": 10.0,
+           "load_us": 10.0}
+CHAIN = 2_000
+MEMORY_CHAIN = 10_000
 
-def _train(steps: int) -> float:
-    started = time.perf_counter()
+
+def _train(steps: int) -> None:
     two_layer_net.train(steps=steps)
-    return time.perf_counter() - started
 
 
-def _best(function, repeat: int) -> float:
-    return min(function() for _ in range(repeat))
+def bench_two_layer(steps: int, repeat: int) -> None:
+    _train(20)  # warm up numpy and the op caches
+    untraced = statistics.median(cpu_seconds(lambda: _train(steps)) for _ in range(repeat))
+    assert "tracegrad.tracing.recorder" not in sys.modules
+
+    def traced(**options) -> None:
+        with tracegrad.record(**options) as trace:
+            _train(steps)
+        assert len(trace.passes) == steps
+
+    with tracegrad.record():  # import the tracer and subscribe/unsubscribe once
+        pass
+    times = interleaved({"off": lambda: _train(steps),
+                         "structure": lambda: traced(values=False),
+                         "values": lambda: traced(values=True)}, repeat, warmup=0)
+    off = times["off"]
+    print(f"(a) two-layer net, {steps} steps, median of {repeat} interleaved rounds:")
+    print(f"  untraced (tracer never imported) {untraced:7.3f} s   tracer off {off:7.3f} s   "
+          f"structure {times['structure']:7.3f} s   values {times['values']:7.3f} s")
+    print(versus("tracer on, structure only, vs tracer off", times["structure"] / off,
+                 TARGETS["structure"]))
+    print(versus("tracer on, with values, vs tracer off", times["values"] / off,
+                 TARGETS["values"]))
+
+
+def _chain(length: int):
+    w = tracegrad.full((8,), 0.999)
+    b = tracegrad.full((8,), 0.001)
+    x = tracegrad.ones(8, requires_grad=True)
+
+    def run() -> None:
+        y = x
+        for index in range(length):
+            y = y * w if index % 2 == 0 else y + b
+        y.sum().backward()
+
+    return run
+
+
+def bench_chain(repeat: int) -> None:
+    run = _chain(CHAIN)
+
+    def traced() -> None:
+        with tracegrad.record():
+            run()
+
+    times = interleaved({"off": run, "on": traced}, repeat)
+    off, on = (times[key] / CHAIN * 1e6 for key in ("off", "on"))
+    print(f"(b) tiny-op chain, {CHAIN:,} ops on shape (8,), forward + backward, median of "
+          f"{repeat}:")
+    print(versus("tracer on (record()), per op, vs tracer off", on / off, TARGETS["chain"],
+                 f"{on:.1f} µs vs {off:.1f} µs"))
+
+
+def bench_memory() -> None:
+    run = _chain(MEMORY_CHAIN)
+    run()
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    with tracegrad.record(values=False) as trace:
+        run()  # the chain's own graph is freed when run() returns
+    gc.collect()
+    held = tracemalloc.get_traced_memory()[0] - before
+    tracemalloc.stop()
+    per_node = held / len(trace.nodes) / 1024
+    print(f"(c) trace memory after backward, structure only: {held / 2**20:.1f} MiB for "
+          f"{len(trace.nodes):,} nodes, {len(trace.tensors):,} tensors, "
+          f"{sum(len(p.steps) for p in trace.passes):,} steps")
+    print(versus("per node", per_node, TARGETS["memory_kb"], unit=" KB"))
 
 
 def chain_trace(length: int, values: bool):
@@ -58,18 +136,27 @@ def chain_trace(length: int, values: bool):
 def bench_file(length: int, repeat: int) -> None:
     from tracegrad.tracing import load_trace, store
 
-    print(f"trace file, a chain of {length:,} ops and one backward, best of {repeat}:")
+    print(f"(d) trace file, a chain of {length:,} ops and one backward, median of {repeat}:")
     for values in (False, True):
         trace = chain_trace(length, values)
+        nodes = len(trace.nodes)
         with tempfile.TemporaryDirectory() as folder:
             path = os.path.join(folder, "chain.tgtrace")
-            save = min(_timed(trace.save, path) for _ in range(repeat))
-            load, unchecked = _load_with_and_without_checks(store, load_trace, path, repeat)
+            times = interleaved({"save": lambda t=trace, p=path: t.save(p),
+                                 "load": lambda p=path: load_trace(p)}, repeat)
             size_mb = os.path.getsize(path) / 1e6
         label = "values" if values else "structure only"
-        print(f"  {label:<15} {len(trace.nodes):,} nodes, {size_mb:5.1f} MB   save "
-              f"{save:6.3f} s   load {load:6.3f} s (of which checks "
-              f"{max(load - unchecked, 0):.3f} s, {100 * max(load / unchecked - 1, 0):.0f}%)")
+        save_us, load_us = times["save"] / nodes * 1e6, times["load"] / nodes * 1e6
+        print(f"  {label}: {nodes:,} nodes, {size_mb:5.1f} MB, save {times['save']:.3f} s, "
+              f"load {times['load']:.3f} s")
+        print(versus(f"save per node ({label})", save_us, TARGETS["save_us"], unit=" µs"))
+        print(versus(f"load per node ({label})", load_us, TARGETS["load_us"], unit=" µs"))
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "chain.tgtrace")
+            trace.save(path)
+            load, unchecked = _load_with_and_without_checks(store, load_trace, path, repeat)
+        print(f"    of a load, the loader's checks (validate.py): {max(load - unchecked, 0):.3f} s"
+              f" ({100 * max(load / unchecked - 1, 0):.0f}%, best of {repeat})")
 
 
 def _load_with_and_without_checks(store, load_trace, path, repeat) -> tuple[float, float]:
@@ -102,7 +189,7 @@ def loop_trace(passes: int, keep_passes):
 def bench_loop(passes_list: list[int], repeat: int) -> None:
     from tracegrad.tracing import load_trace
 
-    print(f"trace file, training loops, best of {repeat}:")
+    print(f"(e) trace file, training loops, best of {repeat}:")
     for keep_passes, label in (((2, 2), "values 2+2 passes"), (None, "values every pass")):
         for passes in passes_list:
             trace = loop_trace(passes, keep_passes)
@@ -118,9 +205,9 @@ def bench_loop(passes_list: list[int], repeat: int) -> None:
 
 
 def _timed(function, *args) -> float:
-    started = time.perf_counter()
+    started = time.process_time()
     function(*args)
-    return time.perf_counter() - started
+    return time.process_time() - started
 
 
 def main() -> None:
@@ -134,46 +221,20 @@ def main() -> None:
     parser.add_argument("--files-only", action="store_true",
                         help="only the trace-file benches (not the tracer's overhead)")
     args = parser.parse_args()
+    print("one BLAS thread, CPU time")
     if args.files_only:
         if args.chain:
             bench_file(args.chain, min(args.repeat, 3))
         if args.loop:
             bench_loop(args.loop, min(args.repeat, 3))
         return
-    steps, repeat = args.steps, args.repeat
-
-    _train(20)  # warm up numpy and the op caches
-    untraced = _best(lambda: _train(steps), repeat)
-    assert "tracegrad.tracing.recorder" not in sys.modules
-
-    def traced(**options) -> float:
-        with tracegrad.record(**options) as trace:
-            elapsed = _train(steps)
-        assert len(trace.passes) == steps
-        return elapsed
-
-    with tracegrad.record():  # import the tracer and subscribe/unsubscribe once
-        pass
-    # Round-robin, best of N each: on a shared machine the load drifts, and interleaving
-    # exposes every configuration to the same drift.
-    configurations = {"off": lambda: _train(steps),
-                      "values": lambda: traced(values=True),
-                      "structure": lambda: traced(values=False)}
-    best = dict.fromkeys(configurations, float("inf"))
-    for _ in range(repeat):
-        for label, function in configurations.items():
-            best[label] = min(best[label], function())
-    off = best["off"]
-    rows = [("untraced (tracer never imported)", untraced), ("tracer off", off),
-            ("tracer on, values (keep 2+2 passes)", best["values"]),
-            ("tracer on, structure only", best["structure"])]
-    print(f"two-layer net, {steps} steps, best of {repeat}:")
-    for label, seconds in rows:
-        print(f"  {label:<38} {seconds:8.3f} s   {seconds / off:5.2f}x tracer-off")
+    bench_two_layer(args.steps, args.repeat)
+    bench_chain(args.repeat * 2)
+    bench_memory()
     if args.chain:
-        bench_file(args.chain, min(repeat, 3))
+        bench_file(args.chain, min(args.repeat, 3))
     if args.loop:
-        bench_loop(args.loop, min(repeat, 3))
+        bench_loop(args.loop, min(args.repeat, 3))
 
 
 if __name__ == "__main__":

@@ -1,10 +1,12 @@
 """Two-layer net, 500 steps with MyReLU: tracegrad vs hand-written NumPy backprop vs PyTorch.
 
 Runs the loops of examples/two_layer_net.py, examples/two_layer_net_numpy.py and (with
-``import torch``) the first again, on identical data, best of N, under OMP_NUM_THREADS=1
-and the default thread count. Target: tracegrad / NumPy <= 1.2.
+``import torch``) the first again, on identical data: CPU time, one BLAS thread, the
+contenders interleaved round by round, medians (bench/_harness.py). Target (issue 14):
+tracegrad / NumPy <= 1.15.
 
     .venv/bin/python bench/bench_two_layer.py [--repeats 5] [--steps 500] [--profile]
+    .venv/bin/python bench/bench_two_layer.py --all-threads   # then the default BLAS threads
 """
 
 from __future__ import annotations
@@ -12,10 +14,21 @@ from __future__ import annotations
 import argparse
 import sys
 
-import numpy as np
-from _harness import best_of, describe_threads, load_example, run_each_thread_setting, torch_or_none
+from _harness import (
+    describe_threads,
+    interleaved,
+    load_example,
+    one_blas_thread,
+    run_each_thread_setting,
+    torch_or_none,
+    versus,
+)
 
-TARGET = 1.2
+one_blas_thread()
+
+import numpy as np  # after the BLAS thread count is set
+
+TARGET = 1.15
 
 
 def measure(steps: int, repeats: int) -> dict[str, float]:
@@ -32,8 +45,7 @@ def measure(steps: int, repeats: int) -> dict[str, float]:
         ours.train(steps, data=[tg.tensor(a.copy(), requires_grad=i >= 2)
                                 for i, a in enumerate(arrays)])
 
-    times = {"numpy": best_of(numpy_run, repeats), "tracegrad": best_of(tracegrad_run,
-                                                                        repeats)}
+    runs = {"numpy": numpy_run, "tracegrad": tracegrad_run}
     torch = torch_or_none()
     if torch is not None:
         theirs = load_example("two_layer_net", real_torch=True)
@@ -42,8 +54,8 @@ def measure(steps: int, repeats: int) -> dict[str, float]:
             theirs.train(steps, data=[torch.tensor(a.copy(), requires_grad=i >= 2)
                                       for i, a in enumerate(arrays)])
 
-        times["pytorch"] = best_of(torch_run, repeats)
-    return times
+        runs["pytorch"] = torch_run
+    return interleaved(runs, repeats)
 
 
 def overhead_per_step(steps: int, repeats: int) -> dict[str, float]:
@@ -55,20 +67,19 @@ def overhead_per_step(steps: int, repeats: int) -> dict[str, float]:
     for module in (numpy_example, ours):
         module.N = module.D_in = module.H = module.D_out = 1
     arrays = numpy_example.make_data(np.float32)
-    numpy_time = best_of(lambda: numpy_example.train(steps, [a.copy() for a in arrays]),
-                         repeats)
-    ours_time = best_of(lambda: ours.train(steps, [tg.tensor(a.copy(), requires_grad=i >= 2)
-                                                   for i, a in enumerate(arrays)]), repeats)
-    return {"numpy": numpy_time / steps, "tracegrad": ours_time / steps}
+    times = interleaved({
+        "numpy": lambda: numpy_example.train(steps, [a.copy() for a in arrays]),
+        "tracegrad": lambda: ours.train(steps, [tg.tensor(a.copy(), requires_grad=i >= 2)
+                                                for i, a in enumerate(arrays)])}, repeats)
+    return {name: seconds / steps for name, seconds in times.items()}
 
 
 def report(times: dict[str, float], steps: int) -> None:
-    print(f"two-layer net, {steps} steps, best of N (OMP_NUM_THREADS={describe_threads()})")
+    print(f"two-layer net, {steps} steps, CPU time, median of interleaved runs "
+          f"(OMP_NUM_THREADS={describe_threads()})")
     for name, seconds in times.items():
         print(f"  {name:<10} {seconds:8.3f} s   {seconds / steps * 1e3:7.3f} ms/step")
-    ratio = times["tracegrad"] / times["numpy"]
-    verdict = "meets" if ratio <= TARGET else "MISSES"
-    print(f"  tracegrad / numpy   = {ratio:.3f}  ({verdict} target <= {TARGET})")
+    print(versus("tracegrad / numpy", times["tracegrad"] / times["numpy"], TARGET))
     if "pytorch" in times:
         print(f"  tracegrad / pytorch = {times['tracegrad'] / times['pytorch']:.3f}")
         print(f"  pytorch / numpy     = {times['pytorch'] / times['numpy']:.3f}")
@@ -93,13 +104,15 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--steps", type=int, default=500)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--profile", action="store_true", help="cProfile tracegrad's loop")
+    parser.add_argument("--all-threads", action="store_true",
+                        help="run once with one BLAS thread, then with the default")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.profile:
         profile(args.steps)
         return 0
-    if not args.child:
-        return run_each_thread_setting(__file__, argv)
+    if args.all_threads and not args.child:
+        return run_each_thread_setting(__file__, [a for a in argv if a != "--all-threads"])
     report(measure(args.steps, args.repeats), args.steps)
     overhead = overhead_per_step(args.steps, args.repeats)
     print(f"  per-step cost with all sizes 1 (pure overhead): numpy "

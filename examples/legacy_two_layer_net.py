@@ -61,7 +61,7 @@ for t in range(500):
   # Tensors, but we do not need to keep references to intermediate values since
   # we are not implementing the backward pass by hand.
   y_pred = x.mm(w1).clamp(min=0).mm(w2)
-  
+
   # Compute and print loss using operations on Variables.
   # Now loss is a Variable of shape (1,) and loss.data is a Tensor of shape
   # (1,); loss.data[0] is a scalar value holding the loss.

@@ -293,7 +293,7 @@ def test_register_hooks_twice_or_after_free_raises(lib):
 # -- saved_tensors_hooks ------------------------------------------------------------------
 def test_default_hooks_on_saved_inputs(lib):
     def pack(x):
-        warnings.warn("pack")
+        warnings.warn("pack", stacklevel=2)
         return x
 
     with lib.autograd.graph.saved_tensors_hooks(pack, lambda x: x):

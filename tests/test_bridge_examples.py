@@ -13,7 +13,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from test_examples import EXAMPLES, load_example
+from example_programs import ALL_EXAMPLES, EXAMPLES, load_example
 
 import tracegrad as tg
 from tracegrad.testing import graph_text
@@ -100,50 +100,15 @@ NOT_COMPARED = {
 # Where the graph texts differ: (tracegrad's line, torch's line, why), lines compared without
 # indentation and with unnamed tensors' labels (t1, t2, ...) blanked to "t", so that one
 # extra saved tensor does not renumber the rest. Each is an engine difference for the lead.
-_MM_SAVES = ("MmBackward0  saves: x f32[4,6], w1 f32[6,3]", "MmBackward0  saves: x f32[4,6]",
-             ("torch saves only the operand a needed gradient uses (x needs none, so not w1); "
-             "tracegrad's engine saves both"))
-_ADDMM_SAVES = ("AddmmBackward0  saves: points f32[300,2], t f32[2,32]",
-                "AddmmBackward0  saves: points f32[300,2]",
-                ("as for mm: torch keeps the weight's transpose only when the input needs a "
-                "gradient"))
-_NLL_SAVES = ("NllLossBackward0", "NllLossBackward0  saves: t f32[300,3], labels i64[300]",
-              ("torch's NllLossBackward0 saves its input and target; tracegrad's engine's "
-              "saves nothing"))
-DIFFERENCES = {
+DIFFERENCES: dict[str, list[tuple[str, str, str]]] = {
     "where_trap": [("WhereBackward0", "WhereBackward0  saves: t b8[4]",
                     "torch saves where's condition as a tensor (grad_fn._saved_condition); "
                     "tracegrad keeps it as an array the trace does not list")] * 3,
-    "two_layer_net": [_MM_SAVES] * 2,
-    "two_layer_net_clamp": [_MM_SAVES] * 2,
-    "train_mlp": [_ADDMM_SAVES, _NLL_SAVES] * 2,
-    "inplace_bug": [("MmBackward0  saves: x f32[8,4], w1 f32[4,16]",
-                     "MmBackward0  saves: x f32[8,4]", _MM_SAVES[2])],
-    "legacy_two_layer_net": [
-        ("MmBackward0  saves: x f32[64,1000], w1 f32[1000,100]",
-         "MmBackward0  saves: x f32[64,1000]", _MM_SAVES[2])] * 2,
-    "cnn_mnist": [
-        ("NativeBatchNormBackward0  saves: t f32[4,6,24,24], features.1.weight f32[6]",
-         "NativeBatchNormBackward0  saves: t f32[4,6,24,24], features.1.weight f32[6], "
-         "features.1.running_mean f32[6], features.1.running_var f32[6], t f32[6], t f32[6]",
-         "torch's batch-norm node also keeps the running statistics and the saved mean and "
-         "inverse std; tracegrad's keeps its own (not tensors, so not shown)"),
-        ("MaxPool2DWithIndicesBackward0",
-         "MaxPool2DWithIndicesBackward0  saves: t f32[4,6,24,24], t i64[4,6,12,12]",
-         "torch's max-pool node saves its input and the indices; tracegrad's keeps the "
-         "argmax internally"),
-        ("MaxPool2DWithIndicesBackward0",
-         "MaxPool2DWithIndicesBackward0  saves: t f32[4,16,8,8], t i64[4,16,4,4]",
-         "as above"),
-        ("NllLossBackward0", "NllLossBackward0  saves: t f32[4,10], targets i64[4]",
-         _NLL_SAVES[2])],
 }
 # Programs whose graphs differ node for node, and why (an engine difference for the lead).
 GRAPHS_DIFFER = {
-    "legacy_autograd_mechanics": "nn.Linear on a 4-d input: torch's is view, addmm, view "
-                                 "(ViewBackward0 out); tracegrad's engine's is matmul + add",
-    "char_lstm": "nn.Linear on a 3-d input, as above (torch: UnsafeView, Mm, Add); and torch's "
-                 "MkldnnRnnLayerBackward0 also saves its outputs and a workspace",
+    "char_lstm": "torch's LSTM runs on oneDNN: a CloneBackward0 (contiguous input) before "
+                 "MkldnnRnnLayerBackward0, which also saves its outputs and a workspace",
     "pinn": "double backward through tanh: torch records one TanhBackwardBackward0; "
             "tracegrad's engine differentiates tanh's backward formula op by op (Mul, Rsub)",
     "wgan_gp": "double backward through leaky_relu: torch records LeakyReluBackwardBackward0; "
@@ -155,6 +120,8 @@ RENAMED: dict[str, str] = {}
 NODES_DIFFER = {
     "autograd_basics.accumulation": "torch makes a new AccumulateGrad for a leaf once the "
                                     "graph holding the old one is freed; tracegrad keeps one",
+    "legacy_autograd_mechanics": "as above: each freed graph's leaves get new AccumulateGrad "
+                                 "nodes in torch",
 }
 
 
@@ -181,8 +148,6 @@ def _lines(text: str) -> list[str]:
 
 
 def test_every_example_that_builds_a_graph_is_compared():
-    from test_examples import ALL_EXAMPLES
-
     compared = {example for example, _ in PROGRAMS.values()}
     assert {name[:-3] for name in ALL_EXAMPLES if name != "__init__.py"} == \
         compared | set(NOT_COMPARED)

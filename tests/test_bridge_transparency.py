@@ -7,7 +7,7 @@ import warnings
 
 import numpy as np
 import pytest
-from test_examples import load_example
+from example_programs import load_example
 
 import tracegrad as tg
 

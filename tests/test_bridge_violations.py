@@ -46,7 +46,8 @@ def test_inplace_on_a_saved_tensor_is_reported_at_the_inplace_line_at_once():
         assert tr.node(violation.node).name == saver
         assert (violation.saved_version, violation.current_version) == (0, 1)
         assert tr.tensor(violation.tensor).name == "h"
-        assert "'h' float32 [8, 16] was saved for backward by " + saver in violation.message
+        assert (f"'h' float32 [8, 16] was modified in place by 'add_' after {saver} saved it "
+                "for backward") in violation.message
     # PyTorch's own version-counter error still fires, word for word
     assert (type(caught.value).__name__, str(caught.value)) == _error_of(_inplace_bug)
     assert "is at version 1; expected version 0 instead" in str(caught.value)

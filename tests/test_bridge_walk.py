@@ -37,7 +37,7 @@ def test_from_tensor_reads_saved_versions_and_shared_subgraphs():
     y = h.exp()  # saves its result
     total = (y * h).sum()  # h is used twice: one node, two edges into it
     trace = from_tensor(total)
-    assert trace.metadata["root"] in trace.tensors
+    assert trace.roots and trace.roots[0] in trace.tensors
     names = [node.name for node in trace.iter_nodes()]
     assert sorted(names) == ["AccumulateGrad", "ExpBackward0", "MulBackward0", "MulBackward0",
                              "SumBackward0"]

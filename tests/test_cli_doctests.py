@@ -12,9 +12,10 @@ MODULES = [
     "tracegrad.cli", "tracegrad.tracing.runner", "tracegrad.tracing.report",
     "tracegrad.tracing.progress", "tracegrad.tracing.violations", "tracegrad.draw",
     "tracegrad.draw.fold", "tracegrad.draw.plan", "tracegrad.draw.render",
-    "tracegrad.draw.sources", "tracegrad.draw._text", "tracegrad.draw.torchviz_compat",
-    "tracegrad.tracing.notebook", "tracegrad.tracing.causes", "tracegrad.tracing.nonfinite",
-    "tracegrad.tracing.memory", "tracegrad.tracing.summary",
+    "tracegrad.draw._text", "tracegrad.draw.torchviz_compat",
+    "tracegrad.tracing.notebook", "tracegrad.tracing.query", "tracegrad.tracing.model",
+    "tracegrad.tracing.causes", "tracegrad.tracing.nonfinite", "tracegrad.tracing.memory",
+    "tracegrad.tracing.summary",
 ]
 
 

@@ -173,7 +173,7 @@ def test_custom_dataset_collate_fn_sampler_and_batch_sampler():
     batch = next(iter(DataLoader(data, batch_size=3)))
     assert batch["x"].dtype == tg.float64 and batch["y"].tolist() == [0, 1, 4]
     assert batch["name"] == ["item0", "item1", "item2"]
-    names = [b for b in DataLoader(data, batch_size=2, collate_fn=lambda s: [x["y"] for x in s])]
+    names = list(DataLoader(data, batch_size=2, collate_fn=lambda s: [x["y"] for x in s]))
     assert names == [[0, 1], [4, 9], [16]]
     by_sampler = DataLoader(data, batch_size=2, sampler=[4, 3, 2])
     assert [b["y"].tolist() for b in by_sampler] == [[16, 9], [4]]

@@ -9,7 +9,7 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 import pytest
-from test_draw_dot import chain_trace, mul_sum_trace
+from trace_builders import exp_chain_trace, mul_sum_trace
 
 import tracegrad as tg
 from tracegrad.cli import main
@@ -149,7 +149,7 @@ def test_without_dot_images_fail_in_one_sentence_but_dot_text_works(tmp_path, mo
 
 def test_a_big_graph_is_drawn_smaller_and_the_command_says_how(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    tg.tracing.save_trace(chain_trace(300), tmp_path / "chain.tgtrace")
+    tg.tracing.save_trace(exp_chain_trace(300), tmp_path / "chain.tgtrace")
     assert main(["render", "--max-nodes", "100", "-o", "chain.dot", "chain.tgtrace"]) == 0
     error = capsys.readouterr().err
     assert ("tracegrad render: render: the graph has about 303 boxes, more than "

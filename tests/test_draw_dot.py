@@ -1,7 +1,7 @@
 """DOT export from hand-built Traces: vocabulary, roles, violations, modules, quoting, size.
 
 These need no tracer and no `dot` program; SVG checks live in test_draw_svg.py. The
-hand-built traces here are imported by the other test_draw_* modules.
+hand-built traces are trace_builders.py's.
 """
 
 from __future__ import annotations
@@ -14,92 +14,18 @@ import sys
 import time
 
 import pytest
+from trace_builders import exp_chain_trace, inplace_violation_trace, mul_sum_trace
 
 import tracegrad as tg
 from tracegrad.draw.plan import Options, plan_graph
 from tracegrad.tracing.model import (
     BackwardPass,
     NodeRecord,
-    SavedRecord,
     Site,
-    Stats,
     Step,
     TensorRecord,
-    Trace,
-    Value,
-    VersionChange,
     Violation,
 )
-
-# -- hand-built traces ------------------------------------------------------------------
-
-
-def grad_value(shape=(2, 3), norm=1.5, nan_count=0) -> Value:
-    return Value(tuple(shape), "float32", Stats(min=0.0, max=1.0, mean=0.5, norm=norm,
-                                                nan_count=nan_count))
-
-
-def mul_sum_trace(w_name: str = "w", nan_count: int = 0) -> Trace:
-    """loss = (w * x).sum(): w a leaf requiring grad (saved as self), x saved as other."""
-    trace = Trace()
-    trace.tensors[0] = TensorRecord(0, (2, 3), "float32", name=w_name, requires_grad=True)
-    trace.tensors[1] = TensorRecord(1, (2, 3), "float32", name="x")
-    trace.tensors[2] = TensorRecord(2, (2, 3), "float32", is_leaf=False, grad_fn=1,
-                                    requires_grad=True)
-    trace.tensors[3] = TensorRecord(3, (), "float32", name="loss", is_leaf=False, grad_fn=2,
-                                    requires_grad=True)
-    trace.nodes[0] = NodeRecord(0, "AccumulateGrad", kind="accumulate", leaf=0)
-    trace.nodes[1] = NodeRecord(
-        1, "MulBackward0", inputs=[0, 1], outputs=[2], next=[(0, 0), (None, 0)],
-        saved=[SavedRecord(0, 0, 24, "self"), SavedRecord(1, 0, 24, "other")],
-        site=Site("prog.py", 3, "<module>", "y = w * x"))
-    trace.nodes[2] = NodeRecord(2, "SumBackward0", inputs=[2], outputs=[3], next=[(1, 0)],
-                                site=Site("prog.py", 4, "<module>", "loss = y.sum()"))
-    trace.passes.append(BackwardPass(0, roots=[3], steps=[
-        Step(0, 2, grads_out=[grad_value(nan_count=nan_count)]),
-        Step(1, 1, grads_out=[grad_value(nan_count=nan_count), None]),
-        Step(2, 0, accumulated=0),
-    ]))
-    return trace
-
-
-def chain_trace(length: int, module_every: int = 0) -> Trace:
-    """x -> ExpBackward0 -> ... (``length`` nodes) -> output; no pass.
-
-    With ``module_every`` > 0, every run of that many nodes sits in its own module scope.
-    """
-    trace = Trace()
-    trace.tensors[0] = TensorRecord(0, (1,), "float32", name="x", requires_grad=True)
-    trace.nodes[0] = NodeRecord(0, "AccumulateGrad", kind="accumulate", leaf=0)
-    for number in range(1, length + 1):
-        module = f"block{(number - 1) // module_every}" if module_every else None
-        trace.tensors[number] = TensorRecord(number, (1,), "float32", is_leaf=False,
-                                             grad_fn=number, requires_grad=True)
-        trace.nodes[number] = NodeRecord(number, "ExpBackward0", inputs=[number - 1],
-                                         outputs=[number], next=[(number - 1, 0)],
-                                         module=module)
-    return trace
-
-
-def inplace_violation_trace() -> Trace:
-    """y = x.sigmoid(); y.mul_(2) -> SigmoidBackward0's saved result is at version 1."""
-    trace = Trace()
-    trace.tensors[0] = TensorRecord(0, (3,), "float32", name="x", requires_grad=True)
-    trace.tensors[1] = TensorRecord(1, (3,), "float32", name="y", is_leaf=False, grad_fn=1,
-                                    requires_grad=True)
-    trace.tensors[1].versions.append(
-        VersionChange(1, "mul_", Site("prog.py", 9, "<module>", "y.mul_(2)")))
-    trace.nodes[0] = NodeRecord(0, "AccumulateGrad", kind="accumulate", leaf=0)
-    trace.nodes[1] = NodeRecord(1, "SigmoidBackward0", inputs=[0], outputs=[1],
-                                next=[(0, 0)],
-                                saved=[SavedRecord(1, 0, 12, "result", is_output=True)],
-                                site=Site("prog.py", 8, "<module>", "y = x.sigmoid()"))
-    trace.violations.append(Violation(
-        "inplace_saved", "a tensor saved for backward was modified in place", tensor=1,
-        node=1, site=Site("prog.py", 9, "<module>", "y.mul_(2)"),
-        other_site=Site("prog.py", 8, "<module>", "y = x.sigmoid()"),
-        saved_version=0, current_version=1))
-    return trace
 
 
 def statement(source: str, dot_id: str) -> str:
@@ -212,7 +138,9 @@ def test_inplace_violation_is_red_with_both_sites_in_label_and_tooltip():
         assert "fillcolor=red" in line
         assert "modified in place v0→v1 at prog.py:9" in line
         assert "saved at prog.py:8" in line
-        assert "at prog.py:9 in <module>: y.mul_(2)" in line  # tooltip, full site
+        # the tooltip: the block `tracegrad check` prints, each site with its code
+        assert "in-place op  prog.py:9   y.mul_(2)" in line
+        assert "saved by     SigmoidBackward0 at prog.py:8   y = x.sigmoid()" in line
     saved_edge = [edge for edge in edges(source) if "dir=none" in edge]
     assert saved_edge and "color=red" in saved_edge[0] and "v0≠v1" in saved_edge[0]
 
@@ -261,7 +189,7 @@ def test_crashed_program_gets_an_exception_note():
 
 
 def test_one_cluster_per_module_scope_nested_by_dotted_name():
-    trace = chain_trace(4)
+    trace = exp_chain_trace(4)
     trace.nodes[1].module = "encoder.layer1"
     trace.nodes[2].module = "encoder.layer1"
     trace.nodes[3].module = "encoder"
@@ -274,7 +202,7 @@ def test_one_cluster_per_module_scope_nested_by_dotted_name():
 
 
 def test_parameters_sit_in_their_module_cluster():
-    trace = chain_trace(2, module_every=2)
+    trace = exp_chain_trace(2, module_every=2)
     trace.tensors[0].name, trace.tensors[0].is_parameter = "block0.weight", True
     source = tg.to_dot(trace).source
     cluster = source[source.index("subgraph cluster_0"):]
@@ -282,7 +210,7 @@ def test_parameters_sit_in_their_module_cluster():
 
 
 def test_collapse_modules_draws_one_box_per_module_with_edges_between_them():
-    trace = chain_trace(9, module_every=3)
+    trace = exp_chain_trace(9, module_every=3)
     source = tg.to_dot(trace, collapse_modules=True).source
     assert "ExpBackward0\\n" not in source.split("tooltip")[0]
     for number in range(3):
@@ -324,7 +252,7 @@ def test_bad_options_say_what_is_expected():
 
 
 def test_a_100000_node_chain_exports_without_recursion():
-    trace = chain_trace(100_000)
+    trace = exp_chain_trace(100_000)
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(200)  # anything recursive would die at once
     try:
@@ -339,8 +267,8 @@ def test_a_100000_node_chain_exports_without_recursion():
 
 
 def test_plan_counts_boxes_for_the_size_check():
-    assert plan_graph(chain_trace(10)).size == 12  # x, 10 nodes, the output
-    collapsed = plan_graph(chain_trace(10, module_every=5),
+    assert plan_graph(exp_chain_trace(10)).size == 12  # x, 10 nodes, the output
+    collapsed = plan_graph(exp_chain_trace(10, module_every=5),
                            options=Options(collapse_modules=True))
     assert collapsed.size == 4  # x, two module boxes, the output
 

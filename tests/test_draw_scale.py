@@ -7,7 +7,7 @@ from __future__ import annotations
 import warnings
 
 import pytest
-from test_draw_dot import chain_trace
+from trace_builders import exp_chain_trace
 
 import tracegrad as tg
 from tracegrad.draw import plan as plan_module
@@ -65,13 +65,13 @@ def test_a_wide_graph_folds_its_leaves_into_one_box():
 
 
 def test_a_long_chain_is_one_box():
-    source, notes = dot_of(chain_trace(5000), max_nodes=100)
+    source, notes = dot_of(exp_chain_trace(5000), max_nodes=100)
     assert "a chain of 5,001 nodes drawn as 1 box" in notes[0]
     assert "ExpBackward0 ×5,000" in source and "leaves: x" in source
 
 
 def test_if_even_folded_it_is_too_big_a_summary_is_drawn():
-    trace = chain_trace(50)
+    trace = exp_chain_trace(50)
     for number in range(51, 400, 2):  # many short chains joined: nothing folds enough
         trace.nodes[number] = NodeRecord(number, "AddBackward0",
                                          next=[(number - 50, 0), (number - 51, 0)])
@@ -81,16 +81,16 @@ def test_if_even_folded_it_is_too_big_a_summary_is_drawn():
 
 
 def test_every_violation_survives_folding():
-    trace = chain_trace(300)
+    trace = exp_chain_trace(300)
     trace.violations.append(Violation("nan", "NaN first appeared", node=150,
                                       site=Site("prog.py", 7, "<module>")))
     trace.violations.append(Violation("inplace_leaf", "in-place on a leaf", tensor=0,
                                       site=Site("prog.py", 2, "<module>")))
     source, _ = dot_of(trace, max_nodes=50)
-    assert "NAN first appears here (forward) at prog.py:7" in source
+    assert "NaN first appears here (forward) at prog.py:7" in source
     assert "in-place on a leaf at prog.py:2" in source
     summary, _ = dot_of(trace, max_nodes=1)
-    assert "NAN first appears here" in summary and "in-place on a leaf" in summary
+    assert "NaN first appears here" in summary and "in-place on a leaf" in summary
 
 
 def test_the_full_graph_is_never_planned_when_its_counts_are_too_big(monkeypatch):
@@ -102,12 +102,12 @@ def test_the_full_graph_is_never_planned_when_its_counts_are_too_big(monkeypatch
         return real(trace, outputs, options)
 
     monkeypatch.setattr(sizing, "plan_graph", recording_plan)
-    dot_of(chain_trace(20_000), max_nodes=500)
+    dot_of(exp_chain_trace(20_000), max_nodes=500)
     assert planned and max(planned) <= 500
 
 
 def test_max_nodes_none_draws_everything():
-    source, notes = dot_of(chain_trace(300), max_nodes=None)
+    source, notes = dot_of(exp_chain_trace(300), max_nodes=None)
     assert notes == [] and source.count("label=ExpBackward0") == 300
 
 

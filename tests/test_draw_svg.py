@@ -9,7 +9,7 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 import pytest
-from test_draw_dot import chain_trace, inplace_violation_trace, mul_sum_trace
+from trace_builders import exp_chain_trace, inplace_violation_trace, mul_sum_trace
 
 import tracegrad as tg
 
@@ -81,7 +81,7 @@ def test_png_is_written_by_dot(tmp_path):
 
 
 def test_large_graph_collapses_modules_and_says_so(tmp_path):
-    trace = chain_trace(60, module_every=10)
+    trace = exp_chain_trace(60, module_every=10)
     with pytest.warns(tg.draw.GraphCollapsedWarning, match="one box per nn.Module"):
         path = tg.render(trace, tmp_path / "big.svg", max_nodes=50)
     nodes = svg_nodes(path)
@@ -90,7 +90,7 @@ def test_large_graph_collapses_modules_and_says_so(tmp_path):
 
 def test_graph_too_large_without_modules_is_folded_not_refused(tmp_path):
     with pytest.warns(tg.draw.GraphCollapsedWarning, match="repeated structure folded"):
-        path = tg.render(chain_trace(60), tmp_path / "big.svg", max_nodes=50)
+        path = tg.render(exp_chain_trace(60), tmp_path / "big.svg", max_nodes=50)
     nodes = svg_nodes(path)
     assert len(nodes) == 2  # the chain (with its leaf) as one box, and the output
     (chain,) = [node for node in nodes.values() if node["label"][0] != "t60"]

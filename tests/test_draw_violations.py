@@ -8,7 +8,7 @@ import textwrap
 import pytest
 
 import tracegrad as tg
-from tracegrad.draw.plan import violation_label
+from tracegrad.tracing.text import violation_mark as violation_label
 
 PROGRAMS = {
     "leaf_only_inplace": """

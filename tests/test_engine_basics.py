@@ -31,7 +31,9 @@ def test_grad_fn_names_follow_pytorch():
     assert "grad_fn=<MulBackward0>" in repr(x * 2)
     node = (x * 2).sum().grad_fn
     assert node.next_functions[0][0].name() == "MulBackward0"
-    assert node.next_functions[0][0].next_functions[0][0].name() == "AccumulateGrad"
+    accumulate = node.next_functions[0][0].next_functions[0][0]
+    assert accumulate.name() == "torch::autograd::AccumulateGrad"  # PyTorch's name()
+    assert type(accumulate).__name__ == "AccumulateGrad"
     assert node.next_functions[0][0].next_functions[0][0].variable is x
 
 

@@ -4,22 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from tutorial_programs import Exp, MyReLU
 
 import tracegrad as tg
-
-
-class MyReLU(tg.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return x.clamp(min=0)
-
-    @staticmethod
-    def backward(ctx, grad_output):
-        (x,) = ctx.saved_tensors
-        grad_input = grad_output.clone()
-        grad_input[x < 0] = 0
-        return grad_input
 
 
 def test_save_for_backward_and_node_name():
@@ -241,19 +228,6 @@ def test_no_graph_when_no_input_requires_grad():
     with tg.no_grad():
         z = MyReLU.apply(tg.tensor([-1.0, 1.0], requires_grad=True))
     assert z.grad_fn is None
-
-
-class Exp(tg.autograd.Function):
-    @staticmethod
-    def forward(ctx, i):
-        result = i.exp()
-        ctx.save_for_backward(result)
-        return result
-
-    @staticmethod
-    def backward(ctx, grad_output):
-        (result,) = ctx.saved_tensors
-        return grad_output * result
 
 
 def test_function_saving_its_output_double_backward():

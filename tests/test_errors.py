@@ -21,8 +21,10 @@ def test_saved_tensor_modified_in_place_uses_pytorch_wording():
     message = str(info.value)
     assert message.startswith(
         "one of the variables needed for gradient computation has been modified by an "
-        "inplace operation: [float32 [64, 100]], which is output 0 of ReluBackward0, is at "
-        "version 1; expected version 0 instead.")
+        "inplace operation: [torch.FloatTensor [64, 100]], which is output 0 of Relu, is at "
+        "version 1; expected version 0 instead. Hint: enable anomaly detection to find the "
+        "operation that failed to compute its gradient, with "
+        "torch.autograd.set_detect_anomaly(True, check_nan=False).")
     assert "Hint: " in message
     assert isinstance(info.value, tg.InplaceError)
 
@@ -34,7 +36,7 @@ def test_saved_input_modified_in_place_names_its_producer():
     z = h * y  # MulBackward0 saves h (output 0 of MulBackward0)
     h.mul_(3)
     with pytest.raises(RuntimeError, match=re.escape(
-            "[float32 [3]], which is output 0 of MulBackward0, is at version 1; expected "
+            "[torch.FloatTensor [3]], which is output 0 of Mul, is at version 1; expected "
             "version 0 instead.")):
         z.sum().backward()
 
@@ -113,9 +115,13 @@ def test_detect_anomaly_names_node_and_forward_line_on_nan():
 
 
 def test_requires_grad_on_integer_tensor():
-    with pytest.raises(RuntimeError, match="only Tensors of floating point and complex dtype "
+    # torch's requires_grad_() says "floating point dtype"; its setter adds "and complex"
+    with pytest.raises(RuntimeError, match="only Tensors of floating point dtype "
                                            "can require gradients"):
         tg.tensor([1, 2]).requires_grad_()
+    with pytest.raises(RuntimeError, match="only Tensors of floating point and complex dtype "
+                                           "can require gradients"):
+        tg.tensor([1, 2]).requires_grad = True
 
 
 def test_requires_grad_false_on_non_leaf():
@@ -219,7 +225,8 @@ def test_inplace_through_reshape_view_rebases_the_base():
     x = tg.ones(4, requires_grad=True)
     y = x * 1
     y.view(2, 2)[0].mul_(2)  # supported, as in torch: y's history goes through CopySlices
-    assert y.grad_fn.name() == "CopySlices"
+    assert y.grad_fn.name() == "torch::autograd::CopySlices"  # PyTorch's name()
+    assert type(y.grad_fn).__name__ == "CopySlices"
     y.sum().backward()
     assert x.grad.tolist() == [2.0, 2.0, 1.0, 1.0]
 

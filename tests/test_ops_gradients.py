@@ -139,6 +139,8 @@ CASES: dict[str, list[Case]] = {
                     Case(((3, 4), (3, 4)), lambda L, x, low: L.clamp(x, min=low))],
     "ClampMax": [Case(((3, 4),), lambda L, x: x.clamp_max(0.3))],
     "ClampMin": [Case(((3, 4),), lambda L, x: L.clamp_min(x, -0.2))],
+    "ClampMinTensor": [Case(((3, 4), (4,)), lambda L, x, low: x.clamp_min(low))],
+    "ClampMaxTensor": [Case(((3, 4), (3, 1)), lambda L, x, high: L.clamp_max(x, high))],
     "Clone": [Case(((3, 4),), lambda L, x: x.clone())],
     "Copy": [Case(((3, 4), (4,)), _copy_into)],
     "Cos": [Case(((3, 4),), lambda L, x: x.cos())],
@@ -173,6 +175,8 @@ CASES: dict[str, list[Case]] = {
                    Case(((3, 4),), lambda L, x: L.log_softmax(x, 0))],
     "MaskedFill": [Case(((3, 4),), lambda L, x: x.masked_fill(
         L.tensor([True, False, False, True]), 0.5))],
+    "MaskedFillTensor": [Case(((3, 4), ()), lambda L, x, v: x.masked_fill(
+        L.tensor([True, False, False, True]), v))],
     "SqueezeRow": [Case(((4,), (4, 3)), lambda L, a, b: a @ b)],
     "Bmm": [Case(((2, 3, 4), (2, 4, 5)), lambda L, a, b: L.bmm(a, b))],
     "MaxAll": [Case(((3, 4),), lambda L, x: x.max())],
@@ -199,8 +203,8 @@ CASES: dict[str, list[Case]] = {
     "RSub": [Case(((3, 4),), lambda L, x: 1.0 - x)],
     "Relu": [Case(((3, 4),), lambda L, x: x.relu())],
     "Repeat": [Case(((2, 3),), lambda L, x: x.repeat(2, 1, 2))],
-    "Scatter": [Case(((4, 4), (3, 2)), lambda L, x, src: x.scatter(1, _rows(L), src)),
-                Case(((4, 4),), lambda L, x: x.scatter(1, _rows(L), 1.5))],
+    "Scatter": [Case(((4, 4), (3, 2)), lambda L, x, src: x.scatter(1, _rows(L), src))],
+    "ScatterValue": [Case(((4, 4),), lambda L, x: x.scatter(1, _rows(L), 1.5))],
     "ScatterAdd": [Case(((4, 4), (3, 2)), lambda L, x, src: x.scatter_add(
         1, L.tensor([[0, 0], [1, 3], [3, 3]]), src))],
     "ScatterInto": [Case(((3, 2),), lambda L, src: indexing.ScatterInto.apply(
@@ -604,13 +608,6 @@ COMPOSITES: dict[str, list[Case]] = {
 # grad_fn names that still differ from torch's, each with the area that owns the op. The
 # torch comparison asserts the name of every other case's outputs.
 KNOWN_NAME_DIFFERENCES = {
-    ("Scatter", 1): "views-inplace: scatter with a number is ScatterBackward1",
-    ("inplace_on_view", 0): "views-inplace: torch names the node torch::autograd::CopySlices",
-    ("inplace_on_view", 1): "views-inplace: torch names the node torch::autograd::CopySlices",
-    ("inplace_on_view", 2): "views-inplace: torch names the node torch::autograd::CopySlices",
-    ("inplace_on_view", 3): "views-inplace: torch names the node torch::autograd::CopySlices",
-    ("setitem_view", 0): "views-inplace: torch names the node torch::autograd::CopySlices",
-    ("setitem_view", 1): "views-inplace: torch names the node torch::autograd::CopySlices",
     ("repeat_interleave", 1): "torch flattens with a view of the input first",
     ("matrix_power", 0): "torch ends square-and-multiply with a different pairing",
     ("tensordot", 0): "torch ends tensordot with a reshape of mm's result (UnsafeView)",

@@ -111,3 +111,23 @@ def test_apply_is_restored_after_checking():
     with pytest.raises(NodeGradcheckError):
         gradcheck(lambda x: BadSquare.apply(x), inputs())
     assert (Function.__dict__["apply"], Op.__dict__["apply"]) == before
+
+
+def test_ops_with_keyword_attributes_are_rechecked_with_them():
+    # sum(dim=1, keepdim=True) and transpose(0, 1) only make sense again with their
+    # attributes: the on_op event carries them (node._call_kwargs), nothing is patched.
+    from tracegrad.autograd.function import Function, Op
+
+    applies = (Function.__dict__["apply"], Op.__dict__["apply"])
+    seen = []
+
+    def func(x):
+        seen.append((Function.__dict__["apply"], Op.__dict__["apply"]))
+        return BadSquare.apply(x.sum(dim=1, keepdim=True).transpose(0, 1))
+
+    x = tg.randn(2, 3, dtype=tg.float64, requires_grad=True)
+    with pytest.raises(NodeGradcheckError) as caught:
+        gradcheck(func, (x,))
+    assert [node.name for node in caught.value.nodes] == ["BadSquareBackward"]
+    assert "SumBackward1" in str(caught.value) and "TransposeBackward0" in str(caught.value)
+    assert all(pair == applies for pair in seen)

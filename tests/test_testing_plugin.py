@@ -10,35 +10,17 @@ from __future__ import annotations
 import os
 import shutil
 import textwrap
+from pathlib import Path
 
 import pytest
+import tutorial_programs
 
 from tracegrad.testing import plugin
 
 pytest_plugins = ["pytester"]
 
-SWISH = '''
-import tracegrad as torch
-
-
-class SwishImplementation(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, i):
-        result = i * torch.sigmoid(i)
-        ctx.save_for_backward(i)
-        return result
-
-    @staticmethod
-    def backward(ctx, grad_output):
-        (i,) = ctx.saved_tensors
-        sigmoid_i = torch.sigmoid(i)
-        return grad_output * (sigmoid_i * (1 + i * (1 - sigmoid_i)))
-
-
-class MemoryEfficientSwish(torch.nn.Module):
-    def forward(self, x):
-        return SwishImplementation.apply(x)
-'''
+# The tutorial's MemoryEfficientSwish (and its other Functions), written into each project.
+SWISH = Path(tutorial_programs.__file__).read_text(encoding="utf-8")
 
 
 @pytest.fixture

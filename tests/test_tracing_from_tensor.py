@@ -20,7 +20,7 @@ def test_from_tensor_graph_and_names():
     assert trace.tensor(acc_w.leaf).name == "w"
     assert trace.tensor(acc_b.leaf).name == "b"
     assert trace.tensor(total.outputs[0]).name == "loss"
-    assert trace.metadata["root"] == total.outputs[0]
+    assert trace.roots == [total.outputs[0]]
     # the saved output of exp is the live tensor `out`
     (saved,) = exp.saved
     assert saved.is_output and trace.tensor(saved.tensor).name == "out"

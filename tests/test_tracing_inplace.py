@@ -148,7 +148,8 @@ def test_the_inplace_event_carries_what_a_record_needs():
             base.add_(1)
     recorded, unrecorded = listener.infos
     assert recorded.tensor is view and recorded.base is base and recorded.op_name == "mul_"
-    assert recorded.node is base.grad_fn and recorded.node.name() == "CopySlices"
+    assert recorded.node is base.grad_fn and recorded.node.name() == \
+        "torch::autograd::CopySlices"
     assert recorded.previous_edge == (prior, 0)
     assert recorded.inputs[0] is view and recorded.inputs[1] is w
     assert recorded.version == 1 and recorded.site.line > 0

@@ -41,7 +41,9 @@ def test_inplace_on_saved_tensor_reported_when_it_happens():
     assert tr.tensor(violation.tensor).name == "y"
     assert "add_" in violation.message and "MulBackward0" in violation.message
     # written before the name was known; the name replaces the placeholder label at the end
-    assert violation.message.startswith("'y' float32 [3] was saved for backward")
+    assert violation.message.startswith(
+        "'y' float32 [3] was modified in place by 'add_' after MulBackward0 saved it for "
+        "backward; backward through it will fail.")
     # the failed pass carries the error, on the step that raised it too
     (failed,) = tr.passes
     assert failed.error.startswith("InplaceError")

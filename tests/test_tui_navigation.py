@@ -8,13 +8,13 @@ import asyncio
 import time
 
 import pytest
-from test_tui_app import BIG, SMALL, run_async, screen_text
-from test_tui_builders import deep_trace, loop_trace, two_layer_trace, wide_trace
 from textual import events
+from trace_builders import deep_trace, loop_trace, two_layer_trace, wide_trace
 from tracegrad.tui.app import DebuggerApp
 from tracegrad.tui.widgets.graph_view import GraphView
 from tracegrad.tui.widgets.key_bar import KeyBar
 from tracegrad.tui.widgets.pass_bar import PassBar
+from tui_driving import BIG, SMALL, run_async, screen_text
 
 SIZES = pytest.mark.parametrize("size", [BIG, SMALL], ids=["120x40", "80x24"])
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from test_tui_builders import chain_trace, two_layer_trace
+from trace_builders import loop_trace, mul_chain_trace, two_layer_trace
 from tracegrad.tui.conditions import parse_condition
 from tracegrad.tui.dump import dump_steps
-from tracegrad.tui.export_svg import fallback_dot
 from tracegrad.tui.graph_layout import draw_edges, layout_graph
 from tracegrad.tui.session import DebugSession
 
@@ -50,7 +49,7 @@ def test_search_wraps_then_looks_in_other_passes():
 
 
 def test_neighbourhood_is_bounded_and_breadth_first():
-    session = DebugSession(chain_trace(1000))
+    session = DebugSession(mul_chain_trace(1000))
     assert list(session.neighbourhood(500, radius=2, limit=100)) == [500, 501, 499, 502, 498]
     assert len(session.neighbourhood(500, radius=50, limit=7)) == 7
 
@@ -110,9 +109,9 @@ def test_dump_lists_every_step_with_marks_and_violations():
     assert "    3  ReluBackward0           [4, 5]          !" in lines
     assert "    1  MmBackward0             [4, 2]          h" in lines
     assert text.count("SumBackward0") == 2
-    assert "in-place at examples/hand_built_net.py:9" in text
-    assert "saved at examples/hand_built_net.py:8" in text
-    assert "saved at version 0, now version 1" in text
+    assert "in-place op  examples/hand_built_net.py:9" in text
+    assert "saved by     ReluBackward0 at examples/hand_built_net.py:8" in text
+    assert "version      saved at 0, now 1" in text
 
 
 def test_dump_of_a_crashed_program_names_the_exception():
@@ -121,18 +120,8 @@ def test_dump_of_a_crashed_program_names_the_exception():
     assert "the program raised RuntimeError at examples/hand_built_net.py:12" in text
 
 
-def test_fallback_dot_highlights_current_and_executed_steps():
-    source = fallback_dot(two_layer_trace(), pass_index=0, step_index=3)
-    assert 'n2 [label="ReluBackward0\\nstep 3", fillcolor=yellow];' in source
-    assert 'n5 [label="SumBackward0\\nstep 0", fillcolor=palegreen];' in source
-    assert 'n0 [label="AccumulateGrad\\nstep 5", fillcolor=white];' in source
-    assert "n4 -> n2;" in source
-
-
 # -- passes: visible ones, labels, locations across passes ----------------------------------
 def test_probe_passes_are_hidden_numbered_and_shown_on_request():
-    from test_tui_builders import loop_trace
-
     session = DebugSession(loop_trace(2, probes=3))
     assert session.visible == [3, 4] and session.probe_count == 3
     assert session.neighbour_pass(3, -1) is None
@@ -144,15 +133,11 @@ def test_probe_passes_are_hidden_numbered_and_shown_on_request():
 
 
 def test_a_trace_of_probes_only_shows_them():
-    from test_tui_builders import loop_trace
-
     trace = loop_trace(0, probes=2)
     assert DebugSession(trace).visible == [0, 1]
 
 
 def test_locations_run_on_through_later_passes_and_skip_hidden_ones():
-    from test_tui_builders import loop_trace
-
     session = DebugSession(loop_trace(3, probes=1, nan_at=2))
     assert list(session.locations_after((1, 1))) == [(1, 2), (2, 0), (2, 1), (2, 2), (3, 0),
                                                      (3, 1), (3, 2)]
@@ -163,8 +148,6 @@ def test_locations_run_on_through_later_passes_and_skip_hidden_ones():
 
 
 def test_neighbour_pass_with_steps_skips_summarized_passes():
-    from test_tui_builders import loop_trace
-
     session = DebugSession(loop_trace(5, summarized=(1, 2)))
     assert session.neighbour_pass(0, 1) == 1
     assert session.neighbour_pass(0, 1, with_steps=True) == 3
@@ -197,8 +180,6 @@ def test_rows_name_the_parameter_an_accumulate_fills():
 
 
 def test_dump_shows_the_programs_passes_and_hides_probes():
-    from test_tui_builders import loop_trace
-
     trace = loop_trace(2, probes=3, summarized=(1,))
     text = dump_steps(trace)
     assert "gradcheck(f)" not in text

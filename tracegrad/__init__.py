@@ -18,7 +18,7 @@ __version__ = "0.1.0"
 
 import math as _math
 
-from . import _dtype, autograd, cuda
+from . import _dtype, autograd, cuda, linalg, random  # noqa: E402 - torch.linalg needs Tensor and the ops loaded
 from ._dtype import *  # torch's dtype names, listed in its __all__
 from ._dtype import bool_ as bool
 from ._dtype import dtype, float16, float32, float64, int32, int64, uint8
@@ -79,10 +79,8 @@ from .factories import (
     zeros,
     zeros_like,
 )
-from .tensor import Size, Tensor
-
-from . import linalg, random  # noqa: E402 - torch.linalg needs Tensor and the ops loaded
 from .random import Generator, default_generator, get_rng_state, set_rng_state  # noqa: E402
+from .tensor import Size, Tensor
 
 half, float, double = float16, float32, float64
 short, int, long = int16, int32, int64

@@ -58,7 +58,8 @@ def format_tensor(tensor) -> str:
     if tensor.device.type != "cpu":
         extras.append(f"device='{tensor.device}'")
     if tensor.grad_fn is not None:
-        extras.append(f"grad_fn=<{tensor.grad_fn.name()}>")
+        # the class name, as torch prints it: CopySlices, not torch::autograd::CopySlices
+        extras.append(f"grad_fn=<{tensor.grad_fn.name().rpartition('::')[2]}>")
     elif tensor.requires_grad:
         extras.append("requires_grad=True")
     suffix = "".join(f", {extra}" for extra in extras)

@@ -19,15 +19,23 @@ from .tensor import Tensor
 
 
 def add(input, other, *, alpha=1):
+    if not isinstance(input, Tensor):  # torch.add(2, x): the number is wrapped, edge first
+        return _arith.Add.apply(input, other, alpha=alpha)
     return input.add(other, alpha=alpha)
 
 def sub(input, other, *, alpha=1):
+    if not isinstance(input, Tensor):  # torch.sub(2, x) is SubBackward0, not Rsub
+        return _arith.Sub.apply(input, other, alpha=alpha)
     return input.sub(other, alpha=alpha)
 
 def mul(input, other):
+    if not isinstance(input, Tensor):
+        return _arith.Mul.apply(input, other)
     return input.mul(other)
 
 def div(input, other, *, rounding_mode=None):
+    if not isinstance(input, Tensor) and rounding_mode is None:
+        return _arith.Div.apply(input, other)  # DivBackward0 with the number's edge first
     return input.div(other, rounding_mode=rounding_mode)
 
 def neg(input):

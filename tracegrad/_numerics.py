@@ -22,6 +22,7 @@ from .ops import binary as _binary
 from .ops import matrices as _matrices
 from .tensor import Tensor
 
+
 def _wrap(array) -> Tensor:
     return Tensor._wrap(array, False)
 

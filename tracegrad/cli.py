@@ -1,4 +1,4 @@
-"""The ``tracegrad`` command: run | check | render | tui.
+"""The ``tracegrad`` command: run | check | render | tui | why | diff.
 
 Each subcommand lives with the part it belongs to and exposes ``register(subparsers)``,
 which adds its parser and sets ``handler`` (a function taking the parsed args and
@@ -54,6 +54,7 @@ COMMANDS = (
     "tracegrad.tracing.commands",  # run, check
     "tracegrad.draw.commands",  # render
     "tracegrad.tui.commands",  # tui
+    "tracegrad.tracing.answer_commands",  # why, diff
 )
 
 
@@ -75,13 +76,7 @@ def build_parser() -> Parser:
     parser.add_argument("--version", action="version", version=_version())
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module_name in COMMANDS:
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as error:
-            if error.name != module_name:
-                raise
-            continue  # that part is not installed (or not written yet)
-        module.register(subparsers)
+        importlib.import_module(module_name).register(subparsers)
     # name -> subparser, for the commands that take a target (see add_target)
     parser._subcommands = {name: sub for name, sub in subparsers.choices.items()
                            if sub.get_default("takes_target")}

@@ -51,22 +51,27 @@ def initial_seed() -> int:
     return _random.initial_seed()
 
 
-def _finish(array: np.ndarray, device, requires_grad: bool) -> Tensor:
+def _finish(array: np.ndarray, device, requires_grad: bool, kind: str = "factory") -> Tensor:
     target = _default_device if device is None else backends.as_device(device)
     if target.type != "cpu":
         array = backends.to_device(array, target)
     result = Tensor._wrap(array, False)
     if requires_grad:
+        if array.dtype.kind != "f":  # torch's factory wording (capital O), not the method's
+            raise DTypeError(
+                f"Only Tensors of floating point and complex dtype can require gradients "
+                f"(got {result._describe()}). Hint: pass dtype=torch.float32 or build it "
+                "from floats.")
         result.requires_grad_(True)
-    _announce(result)
+    _announce(result, kind)
     return result
 
 
-def _announce(tensor: Tensor) -> None:
+def _announce(tensor: Tensor, kind: str = "factory") -> None:
     from .autograd import events
 
     if events.listener is not None:
-        events.listener.on_tensor(tensor, "factory")
+        events.listener.on_tensor(tensor, kind)
 
 
 def _size(size, op_name: str = "zeros") -> tuple:
@@ -142,7 +147,7 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     array = _as_array(data, dtype, copy=True)
     if device is None and isinstance(data, Tensor):
         device = data.device
-    return _finish(array, device, requires_grad)
+    return _finish(array, device, requires_grad, "data")
 
 
 def as_tensor(data, dtype=None, device=None) -> Tensor:
@@ -157,15 +162,15 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
         return result
     if isinstance(data, np.ndarray) and (dtype is None or
                                          _dtype.to_numpy_dtype(dtype) == data.dtype):
-        return _finish(_normalize_array(data), device, False)
-    return _finish(_as_array(data, dtype, copy=False), device, False)
+        return _finish(_normalize_array(data), device, False, "data")
+    return _finish(_as_array(data, dtype, copy=False), device, False, "data")
 
 
 def from_numpy(array: np.ndarray) -> Tensor:
     """A tensor sharing memory with ``array``."""
     if not isinstance(array, np.ndarray):
         raise ArgumentTypeError(f"expected np.ndarray (got {type(array).__name__})")
-    return _finish(_normalize_array(array), backends.CPU, False)
+    return _finish(_normalize_array(array), backends.CPU, False, "data")
 
 
 def _normalize_array(array: np.ndarray) -> np.ndarray:
@@ -260,7 +265,13 @@ def _item_shape(item, depth: int) -> tuple:
     if isinstance(item, (list, tuple)):
         return _nested_shape(item, depth)
     if isinstance(item, Tensor):
-        return tuple(item.shape)
+        # torch reads a tensor in a list as a Python number: [tensor([3.])] is shape (1,)
+        if item._array.size != 1:
+            raise ArgumentValueError(
+                f"only one element tensors can be converted to Python scalars (an element "
+                f"at dim {depth} is {item._describe()}). Hint: torch.stack or torch.cat "
+                "joins tensors; torch.tensor takes numbers.")
+        return ()
     if isinstance(item, np.ndarray):
         return item.shape
     return ()
@@ -445,7 +456,7 @@ def arange(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=
         raise InvalidValueError(
             f"step must be nonzero (arange({start}, {end}, {step})). Hint: the step is the "
             "distance between neighbours; for a number of points use linspace.")
-    for name, value in (("start", start), ("end", end)):
+    for value in (start, end):
         if isinstance(value, float) and not math.isfinite(value):
             raise InvalidValueError(f"unsupported range: {start} -> {end}")
     if (end - start) / step < 0:

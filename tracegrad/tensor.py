@@ -25,7 +25,7 @@ from ._methods import (
     ShapeMethods,
     UnsupportedMethods,
 )
-from .autograd import views
+from .autograd import events, views
 from .autograd.grad_mode import state
 from .autograd.node import AccumulateGrad, HookDict, RemovableHandle, VersionCounter, add_hook
 from .errors import AutogradError, DTypeError, ShapeError, describe_tensor
@@ -147,6 +147,9 @@ class Tensor(ArithmeticMethods, ComparisonMethods, InplaceMethods, MathMethods, 
         tensor = _new_object(Tensor)
         tensor._array = self._array
         tensor._requires_grad = False
+        listener = events.listener  # one check when nobody listens
+        if listener is not None:
+            listener.on_detach(self, tensor, "data")
         return tensor
 
     @data.setter
@@ -269,8 +272,10 @@ class Tensor(ArithmeticMethods, ComparisonMethods, InplaceMethods, MathMethods, 
 
     def _set_requires_grad(self, requires_grad: bool, setter: bool) -> None:
         if requires_grad and self._array.dtype.kind != "f":
+            # torch's two wordings: the property setter's and requires_grad_()'s
+            kinds = "floating point and complex dtype" if setter else "floating point dtype"
             raise DTypeError(
-                "only Tensors of floating point and complex dtype can require gradients "
+                f"only Tensors of {kinds} can require gradients "
                 f"(got {describe_tensor(self)}). Hint: convert it first with .float() or "
                 ".double().")
         if self.grad_fn is not None:
@@ -328,6 +333,9 @@ class Tensor(ArithmeticMethods, ComparisonMethods, InplaceMethods, MathMethods, 
     def grad(self, value: Tensor | None) -> None:
         if value is None:
             self._grad = None
+            listener = events.listener
+            if listener is not None:
+                listener.on_grad_reset(self)
             return
         if not isinstance(value, Tensor):
             raise TypeError(
@@ -361,6 +369,9 @@ class Tensor(ArithmeticMethods, ComparisonMethods, InplaceMethods, MathMethods, 
     @grad.deleter
     def grad(self) -> None:
         self._grad = None
+        listener = events.listener
+        if listener is not None:
+            listener.on_grad_reset(self)
 
     def _edge(self) -> tuple:
         """(node, input_nr) that a consumer's next_functions points to."""
@@ -446,6 +457,9 @@ class Tensor(ArithmeticMethods, ComparisonMethods, InplaceMethods, MathMethods, 
         a view: PyTorch's ``detach()._base`` is None)."""
         tensor = Tensor._wrap(self._array, False)
         tensor._counter = self._version_counter
+        listener = events.listener  # one check when nobody listens
+        if listener is not None:
+            listener.on_detach(self, tensor, "detach")
         return tensor
 
     def detach_(self) -> Tensor:
@@ -458,6 +472,9 @@ class Tensor(ArithmeticMethods, ComparisonMethods, InplaceMethods, MathMethods, 
                 "be called on these gradients. To fix this error, please refer to the "
                 "Optimizer.zero_grad() function in torch/optim/optimizer.py as the solution. "
                 f"(the view: {describe_tensor(self)})")
+        listener = events.listener
+        if listener is not None:  # before the history goes: the tracer sees where it was
+            listener.on_detach(self, self, "detach_")
         self.grad_fn = None
         self._requires_grad = False
         return self
@@ -473,10 +490,18 @@ class Tensor(ArithmeticMethods, ComparisonMethods, InplaceMethods, MathMethods, 
         data = self._array
         if data.__class__ is not _ndarray:  # CUDA: through to_host, which raises pending errors
             data = backends.to_host(data)
-        return data.reshape(()).item()
+        value = data.reshape(()).item()
+        listener = events.listener
+        if listener is not None:
+            listener.on_value_out(self, "item", value)
+        return value
 
     def tolist(self):
-        return backends.to_host(self._array).tolist()
+        value = backends.to_host(self._array).tolist()
+        listener = events.listener
+        if listener is not None:
+            listener.on_value_out(self, "tolist", value)
+        return value
 
     def numpy(self, force: bool = False) -> np.ndarray:
         """The NumPy array (shared, on the CPU). Refused while the tensor requires grad and
@@ -490,8 +515,13 @@ class Tensor(ArithmeticMethods, ComparisonMethods, InplaceMethods, MathMethods, 
                 raise TypeError(
                     f"can't convert {self.device} device type tensor to numpy. Use Tensor.cpu() "
                     "to copy the tensor to host memory first.")
-            return backends.to_host(self._array)
-        return self._array
+            value = backends.to_host(self._array)
+        else:
+            value = self._array
+        listener = events.listener
+        if listener is not None:
+            listener.on_value_out(self, "numpy", value)
+        return value
 
     def __array__(self, dtype=None, copy=None):
         array = backends.to_host(self._array)

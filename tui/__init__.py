@@ -13,7 +13,7 @@ Example:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from tracegrad.tracing.model import Trace
@@ -21,21 +21,25 @@ if TYPE_CHECKING:
 __all__ = ["dump_steps", "show"]
 
 
-def show(trace: Trace, *, source: str = "", all_passes: bool = False) -> None:
+def show(trace: Trace | Any, *, source: str = "", all_passes: bool = False) -> None:
     """Open the debugger on ``trace`` and return when the user quits.
 
-    Accepts a ``Trace`` or the object ``tracegrad.record()`` yields (anything with a
-    ``.trace`` attribute holding one). ``all_passes`` shows gradcheck's probe passes too.
+    Accepts what ``tracegrad.render`` does: a ``Trace``, the object ``tracegrad.record()``
+    yields, or tensors (their graph, without backward steps). ``all_passes`` shows
+    gradcheck's probe passes too.
     """
+    from tracegrad.tracing.query import as_trace
+
     from .app import DebuggerApp
 
-    trace = getattr(trace, "trace", trace)
-    DebuggerApp(trace, source=source, show_probes=all_passes).run()
+    DebuggerApp(as_trace(trace), source=source, show_probes=all_passes).run()
 
 
-def dump_steps(trace: Trace, all_passes: bool = False) -> str:
+def dump_steps(trace: Trace | Any, all_passes: bool = False) -> str:
     """The steps table of every pass the program started as plain text (what
     ``tracegrad tui --dump`` prints); ``all_passes`` adds gradcheck's probe passes."""
+    from tracegrad.tracing.query import as_trace
+
     from .dump import dump_steps as dump
 
-    return dump(getattr(trace, "trace", trace), all_passes=all_passes)
+    return dump(as_trace(trace), all_passes=all_passes)

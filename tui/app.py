@@ -31,11 +31,11 @@ from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Static
 
+from tracegrad.draw import render
 from tracegrad.errors import ConditionError
 from tracegrad.tracing.model import Trace
 
 from .conditions import parse_condition
-from .export_svg import export_svg
 from .keys import key_text
 from .session import DebugSession, Location, parse_location
 from .widgets.graph_view import GraphView
@@ -46,7 +46,7 @@ from .widgets.pass_bar import PassBar
 from .widgets.pass_list import PassListScreen
 from .widgets.prompt import PromptScreen
 from .widgets.step_list import StepList
-from .widgets.values_table import ValuesTable, step_values
+from .widgets.values_table import ValuesTable, labelled_values
 from .widgets.violations_list import ViolationsList
 
 # Most used first: the key bar shows as many as fit, in this order.
@@ -205,7 +205,7 @@ class DebuggerApp(App[None]):
         if not self.trace.passes or not self.session.step_count(self.pass_index):
             table.show(None, None)
             return
-        values = step_values(self.trace, self.session.step(self.pass_index, self.step_index))
+        values = labelled_values(self.trace, self.session.step(self.pass_index, self.step_index))
         if not values:
             table.show(None, None)
             return
@@ -427,7 +427,7 @@ class DebuggerApp(App[None]):
 
         def work() -> None:
             try:
-                export_svg(trace, path, pass_index, step_index)
+                render(trace, str(path), highlight_step=step_index, pass_index=pass_index)
             except Exception as error:  # noqa: BLE001 - shown to the user; the app keeps running
                 self.call_from_thread(self.set_status, f"export failed: {error}", True)
                 return

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from tracegrad.errors import ConditionError
 from tracegrad.tracing.model import Step
 
-from .session import MARK_VIOLATION, DebugSession, step_values
+from .session import MARK_VIOLATION, DebugSession, step_gradients
 
 _COMPARISONS: dict[str, Callable[[float, float], bool]] = {
     ">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le,
@@ -97,7 +97,7 @@ def _parse_term(term: str) -> Term:
             return lambda session, pass_index, step: compare(step.index, threshold)
         return lambda session, pass_index, step: any(
             value is not None and value.stats.norm is not None
-            and compare(value.stats.norm, threshold) for value in step_values(step))
+            and compare(value.stats.norm, threshold) for value in step_gradients(step))
     raise ConditionError(
         f"run until: cannot understand {term!r}.\n"
         "Expected one of: nan, inf, nonfinite, hook, violation, error, op NAME, "
@@ -107,7 +107,7 @@ def _parse_term(term: str) -> Term:
 
 def _nonfinite_term(kind: str) -> Term:
     def holds(session: DebugSession, pass_index: int, step: Step) -> bool:
-        for value in step_values(step):
+        for value in step_gradients(step):
             if value is None:
                 continue
             if kind in ("nan", "nonfinite") and value.stats.nan_count > 0:

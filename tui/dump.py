@@ -11,8 +11,8 @@ Example:
 from __future__ import annotations
 
 from tracegrad.tracing.model import Trace
+from tracegrad.tracing.report import findings, format_finding
 
-from .formatting import describe_violation
 from .session import DebugSession
 
 
@@ -42,9 +42,12 @@ def dump_steps(trace: Trace, all_passes: bool = False) -> str:
         lines.append(f"({session.probe_count:,} gradcheck probe passes not shown)")
         lines.append("")
     if trace.violations:
-        lines.append(f"violations ({len(trace.violations)}):")
-        for violation in trace.violations:
-            lines.append("  " + describe_violation(violation, trace).plain.replace("\n", "\n  "))
+        # As ``tracegrad check`` prints them: one in-place line that broke two saved
+        # copies is one finding listing both savers.
+        grouped = findings(trace)
+        lines.append(f"findings ({len(grouped)}):")
+        for finding in grouped:
+            lines.append("  " + format_finding(trace, finding).replace("\n", "\n  "))
     if trace.exception is not None:
         where = f" at {trace.exception.site}" if trace.exception.site else ""
         lines.append(f"the program raised {trace.exception.type}{where}: "

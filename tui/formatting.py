@@ -17,12 +17,13 @@ import linecache
 from rich.text import Text
 
 from tracegrad.tracing.model import BackwardPass, Site, TensorRecord, Trace, Value, Violation
+from tracegrad.tracing.text import number_text, shape_text, violation_lines
 
 SUMMARIZED_NOTE = "statistics only"
 
 
 def number(value: float | None) -> str:
-    return "-" if value is None else f"{value:.4g}"
+    return number_text(value, missing="-")
 
 
 def describe_value(value: Value | None) -> str:
@@ -30,8 +31,7 @@ def describe_value(value: Value | None) -> str:
     if value is None:
         return "None (no gradient)"
     stats = value.stats
-    shape = "[" + ", ".join(str(size) for size in value.shape) + "]"
-    text = (f"{value.dtype} {shape}  min {number(stats.min)} max {number(stats.max)} "
+    text = (f"{value.dtype} {shape_text(value.shape)}  min {number(stats.min)} max {number(stats.max)} "
             f"mean {number(stats.mean)} norm {number(stats.norm)}")
     if stats.nan_count or stats.inf_count:
         text += f"  NaN {stats.nan_count} Inf {stats.inf_count}"
@@ -65,10 +65,9 @@ def describe_tensor(trace: Trace, tensor_id: int | None) -> str:
     tensor: TensorRecord | None = trace.tensors.get(tensor_id)
     if tensor is None:
         return f"t{tensor_id} (not recorded)"
-    shape = "[" + ", ".join(str(size) for size in tensor.shape) + "]"
     kind = "leaf" if tensor.is_leaf else "non-leaf"
     grad = ", requires_grad" if tensor.requires_grad else ""
-    return f"{tensor.label} ({kind}{grad}) {tensor.dtype} {shape}"
+    return f"{tensor.label} ({kind}{grad}) {tensor.dtype} {shape_text(tensor.shape)}"
 
 
 def source_context(site: Site, around: int = 2) -> tuple[str, int] | None:
@@ -81,32 +80,15 @@ def source_context(site: Site, around: int = 2) -> tuple[str, int] | None:
     return "".join(lines[first - 1:last]).rstrip("\n"), first
 
 
-def describe_violation(violation: Violation, trace: Trace | None = None,
-                       full: bool = True) -> Text:
-    """Kind, both sites (with their code) and the versions; the message too when ``full``.
-
-    The short form (``full=False``) fits a list entry: the sites and versions say what to
-    fix, and the node panel shows the whole message.
+def describe_violation(violation: Violation, trace: Trace, full: bool = True) -> Text:
+    """The violation's block as ``tracegrad check`` prints it (``tracing.text``), styled:
+    the heading red, the sites cyan. The short form (``full=False``) fits a list entry:
+    the heading, sites and versions say what to fix; the node panel shows the message.
     """
-    text = Text()
-    text.append(f"{violation.kind}", style="bold red")
-    tensor = trace.tensors.get(violation.tensor) if trace and violation.tensor is not None \
-        else None
-    if tensor is not None:
-        text.append(f" '{tensor.label}'")
-    if full or tensor is None:
-        text.append(f": {violation.message}")
-    if violation.site:
-        cause = "in-place at" if violation.kind.startswith("inplace") else "at"
-        text.append(f"\n  {cause} {violation.site}", style="cyan")
-        if violation.site.code:
-            text.append(f"  {violation.site.code}", style="grey62")
-    if violation.other_site:
-        saved = "saved at" if violation.kind.startswith("inplace") else "and"
-        text.append(f"\n  {saved} {violation.other_site}", style="cyan")
-        if violation.other_site.code:
-            text.append(f"  {violation.other_site.code}", style="grey62")
-    if violation.saved_version is not None:
-        text.append(f"\n  saved at version {violation.saved_version}, "
-                    f"now version {violation.current_version}", style="red")
+    lines = violation_lines(trace, violation)
+    text = Text(lines[0], style="bold red")
+    if full:
+        text.append("\n" + lines[1])
+    for line in lines[2:]:
+        text.append("\n" + line, style="red" if line.lstrip().startswith("version") else "cyan")
     return text

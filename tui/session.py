@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from tracegrad.tracing.model import BackwardPass, NodeRecord, Step, Trace, Value, Violation
+from tracegrad.tracing.text import shape_text
 
 # One-character marks, ASCII so every terminal (and the --dump text) shows them the same.
 MARK_VIOLATION = "!"
@@ -192,16 +193,16 @@ class DebugSession:
         tensor_id = node.leaf if node.leaf is not None else (
             node.outputs[0] if node.outputs else None)
         if tensor_id is not None and tensor_id in self.trace.tensors:
-            return format_shape(self.trace.tensors[tensor_id].shape)
+            return shape_text(self.trace.tensors[tensor_id].shape)
         if step is not None and step.grads_in and step.grads_in[0] is not None:
-            return format_shape(step.grads_in[0].shape)
+            return shape_text(step.grads_in[0].shape)
         return "?"
 
     def _marks(self, pass_index: int, step: Step) -> str:
         marks = ""
         if (pass_index, step.index) in self._violations_by_step:
             marks += MARK_VIOLATION
-        if any(value is not None and value.stats.has_nonfinite for value in step_values(step)):
+        if any(value is not None and value.stats.has_nonfinite for value in step_gradients(step)):
             marks += MARK_NONFINITE
         if step.hooks:
             marks += MARK_HOOK
@@ -228,15 +229,7 @@ class DebugSession:
             return None
         if violation.node is None:
             return None
-        pass_indexes = ([violation.pass_index] if violation.pass_index is not None
-                        else range(len(trace.passes)))
-        for pass_index in pass_indexes:
-            if not 0 <= pass_index < len(trace.passes):
-                continue
-            for step in trace.passes[pass_index].steps:
-                if step.node == violation.node:
-                    return pass_index, step.index
-        return None
+        return trace.locate(violation.node, violation.pass_index)
 
     def violation_location(self, violation: Violation) -> Location | None:
         return self._locate(self.trace, violation)
@@ -399,19 +392,15 @@ class DebugSession:
         """node id -> the step that ran it in this pass (built once per pass)."""
         index = self._steps_by_node.get(pass_index)
         if index is None:
-            index = {}
-            for step in self.backward_pass(pass_index).steps:
-                index.setdefault(step.node, step.index)
+            index = {node: step.index
+                     for node, step in self.backward_pass(pass_index).steps_by_node().items()}
             self._steps_by_node[pass_index] = index
         return index
 
 
-def step_values(step: Step) -> list[Value | None]:
+def step_gradients(step: Step) -> list[Value | None]:
+    """Every gradient a step saw: those flowing in, then those flowing out."""
     return [*step.grads_in, *step.grads_out]
-
-
-def format_shape(shape: tuple[int, ...]) -> str:
-    return "[" + ", ".join(str(size) for size in shape) + "]"
 
 
 def parse_location(text: str, pass_index: int) -> Location:

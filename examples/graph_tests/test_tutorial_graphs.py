@@ -58,7 +58,7 @@ def test_two_layer_net_graph():
             SubBackward0
               MmBackward0  saves: t2 f32[4,3], w2 f32[3,2]
                 MyReLUBackward  saves: t3 f32[4,3]
-                  MmBackward0  saves: x f32[4,6], w1 f32[6,3]
+                  MmBackward0  saves: x f32[4,6]
                     AccumulateGrad  w1 f32[6,3]
                 AccumulateGrad  w2 f32[3,2]
     """)

@@ -20,7 +20,8 @@ class ArithmeticMethods:
         return arith.Add.apply(self, other)
 
     def __radd__(self, other):
-        return arith.Add.apply(other, self)
+        # torch computes number + tensor as tensor.add(number): the number's edge second
+        return arith.Add.apply(self, other)
 
     def __sub__(self, other):
         return arith.Sub.apply(self, other)
@@ -32,7 +33,8 @@ class ArithmeticMethods:
         return arith.Mul.apply(self, other)
 
     def __rmul__(self, other):
-        return arith.Mul.apply(other, self)
+        # torch computes number * tensor as tensor.mul(number): the number's edge second
+        return arith.Mul.apply(self, other)
 
     def __truediv__(self, other):
         return arith.Div.apply(self, other)
@@ -65,10 +67,14 @@ class ArithmeticMethods:
         return unary.Abs.apply(self)
 
     def add(self, other, alpha=1):
-        return arith.Add.apply(self, other if alpha == 1 else other * alpha)
+        if alpha == 1:
+            return arith.Add.apply(self, other)
+        return arith.Add.apply(self, other, alpha=alpha)  # one node, as torch records it
 
     def sub(self, other, alpha=1):
-        return arith.Sub.apply(self, other if alpha == 1 else other * alpha)
+        if alpha == 1:
+            return arith.Sub.apply(self, other)
+        return arith.Sub.apply(self, other, alpha=alpha)
 
     def mul(self, other):
         return arith.Mul.apply(self, other)

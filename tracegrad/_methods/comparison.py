@@ -9,6 +9,8 @@ from __future__ import annotations
 import operator as _ops
 from typing import TYPE_CHECKING
 
+from ..autograd import events as _events
+
 if TYPE_CHECKING:
     from ..ops import _operands, bitwise  # noqa: TC004 - bound at runtime by _bind()
     from ..tensor import Tensor  # noqa: TC004 - bound at runtime by _bind()
@@ -18,7 +20,11 @@ def _compare(self, other, compare):
     if other is None:
         return False
     x, y = _operands.operands(self, other)
-    return Tensor._wrap(compare(x, y), False)
+    result = Tensor._wrap(compare(x, y), False)
+    listener = _events.listener  # one check when nobody listens
+    if listener is not None:  # a bool mask: the gradient stops here (tracing/flows.py)
+        listener.on_untracked_op(compare.__name__, (self, other), (result,), True)
+    return result
 
 
 class ComparisonMethods:

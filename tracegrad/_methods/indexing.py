@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..tensor import Tensor
     from ..ops import indexing
+    from ..tensor import Tensor
 
 
 class IndexingMethods:
@@ -32,13 +32,15 @@ class IndexingMethods:
 
     def scatter(self, dim, index, src=None, value=None, reduce=None):
         source = src if src is not None else value
-        return indexing.Scatter.apply(self, dim, index, source, reduce=reduce)
+        op = indexing.Scatter if isinstance(source, Tensor) else indexing.ScatterValue
+        return op.apply(self, dim, index, source, reduce=reduce)
 
     def scatter_add(self, dim, index, src):
         return indexing.ScatterAdd.apply(self, dim, index, src)
 
     def masked_fill(self, mask, value):
-        return indexing.MaskedFill.apply(self, mask, value)
+        op = indexing.MaskedFillTensor if isinstance(value, Tensor) else indexing.MaskedFill
+        return op.apply(self, mask, value)
 
     def where(self, condition, other):
         return indexing.Where.apply(condition, self, other)

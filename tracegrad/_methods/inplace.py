@@ -9,18 +9,22 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..tensor import Tensor
     from ..ops import arith, indexing, unary
+    from ..tensor import Tensor
 
 
 class InplaceMethods:
     __slots__ = ()
 
     def add_(self, other, alpha=1):
-        return self._inplace("add_", arith.Add, other if alpha == 1 else other * alpha)
+        if alpha == 1:
+            return self._inplace("add_", arith.Add, other)
+        return self._inplace("add_", arith.Add, other, alpha=alpha)
 
     def sub_(self, other, alpha=1):
-        return self._inplace("sub_", arith.Sub, other if alpha == 1 else other * alpha)
+        if alpha == 1:
+            return self._inplace("sub_", arith.Sub, other)
+        return self._inplace("sub_", arith.Sub, other, alpha=alpha)
 
     def mul_(self, other):
         return self._inplace("mul_", arith.Mul, other)
@@ -71,11 +75,10 @@ class InplaceMethods:
         return self._inplace("index_put_", indexing.IndexPut, values, index=index)
 
     def clamp_(self, min=None, max=None):
-        if max is None:
-            return self._inplace("clamp_", unary.ClampMin, min)
-        if min is None:
-            return self._inplace("clamp_", unary.ClampMax, max)
-        return self._inplace("clamp_", unary.Clamp, min, max)
+        # what clamp records (ClampBackward1 for numbers, even one), not clamp_min's node
+        if min is None and max is None:
+            unary.clamp(self, min, max)  # raises torch's "at least one" error
+        return self._inplace("clamp_", unary.clamp_op(min, max), min, max)
 
     def relu_(self):
         return self._inplace("relu_", unary.Relu)
@@ -90,11 +93,13 @@ class InplaceMethods:
         return self._inplace("tanh_", unary.Tanh)
 
     def masked_fill_(self, mask, value):
-        return self._inplace("masked_fill_", indexing.MaskedFill, mask, value)
+        op = indexing.MaskedFillTensor if isinstance(value, Tensor) else indexing.MaskedFill
+        return self._inplace("masked_fill_", op, mask, value)
 
     def scatter_(self, dim, index, src=None, value=None, reduce=None):
         source = src if src is not None else value
-        return self._inplace("scatter_", indexing.Scatter, dim, index, source, reduce=reduce)
+        op = indexing.Scatter if isinstance(source, Tensor) else indexing.ScatterValue
+        return self._inplace("scatter_", op, dim, index, source, reduce=reduce)
 
     def scatter_add_(self, dim, index, src):
         return self._inplace("scatter_add_", indexing.ScatterAdd, dim, index, src)

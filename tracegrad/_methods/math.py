@@ -50,10 +50,12 @@ class MathMethods:
         return unary.clamp(self, min, max)
 
     def clamp_min(self, min):
-        return unary.ClampMin.apply(self, min)
+        op = unary.ClampMinTensor if hasattr(min, "_array") else unary.ClampMin
+        return op.apply(self, min)
 
     def clamp_max(self, max):
-        return unary.ClampMax.apply(self, max)
+        op = unary.ClampMaxTensor if hasattr(max, "_array") else unary.ClampMax
+        return op.apply(self, max)
 
     def maximum(self, other):
         return unary.Maximum.apply(self, other)

@@ -411,10 +411,12 @@ class PointwiseMethods:
         return self._inplace("addcdiv_", binary.Addcdiv, tensor1, tensor2, value=value)
 
     def clamp_min_(self, min):
-        return self._inplace("clamp_min_", unary.ClampMin, min)
+        op = unary.ClampMinTensor if hasattr(min, "_array") else unary.ClampMin
+        return self._inplace("clamp_min_", op, min)
 
     def clamp_max_(self, max):
-        return self._inplace("clamp_max_", unary.ClampMax, max)
+        op = unary.ClampMaxTensor if hasattr(max, "_array") else unary.ClampMax
+        return self._inplace("clamp_max_", op, max)
 
     __ifloordiv__ = floor_divide_
     __imod__ = remainder_

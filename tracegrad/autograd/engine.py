@@ -26,8 +26,10 @@ import time
 import warnings
 from collections.abc import Sequence
 
+from .. import backends
 from ..errors import AutogradError, ShapeError
 from . import anomaly, events
+from . import node as _node_module
 from .grad_mode import state
 from .graph import GradientEdge
 from .node import (
@@ -182,9 +184,9 @@ def _warn_only_inputs() -> None:
 
 
 def _is_tensor(value) -> bool:
-    from ..tensor import Tensor
-
-    return isinstance(value, Tensor)
+    # node.py holds the Tensor class once tensor.py has bound it: an attribute read, not
+    # an import on every backward() call.
+    return isinstance(value, _node_module.Tensor)
 
 
 def _as_tuple(value) -> tuple:
@@ -258,11 +260,10 @@ def _make_grads(outputs: tuple, grads: tuple) -> tuple:
                     "pass gradient= with the same shape as the output, e.g. "
                     "y.backward(gradient=torch.ones_like(y)), or reduce it first with "
                     ".sum() or .mean().")
-            from .. import backends
-            from ..tensor import Tensor
-
+            # The root gradient: a ones array of the output's shape and dtype, made
+            # directly (not through ones_like's op and checks).
             xp = backends.module_for(device)
-            made.append(Tensor._wrap(xp.ones(shape, dtype=numpy_dtype), False))
+            made.append(_node_module.Tensor._wrap(xp.ones(shape, dtype=numpy_dtype), False))
         else:
             raise TypeError(f"gradients can be either Tensors or None, but got "
                             f"{type(grad_value).__name__}")
@@ -334,8 +335,10 @@ def run(outputs: Sequence, grad_outputs: Sequence, retain_graph: bool, create_gr
         gc.disable()
     error = None
     try:
+        # Without create_graph nothing is recorded, so gradients flow as backend arrays:
+        # each built-in backward is then a few NumPy/CuPy calls (OpNode._backward_arrays).
         results = _execute(roots, dependencies, needed, captures, inputs, retain_graph,
-                           info.index, listener)
+                           info.index, listener, not create_graph)
     except BaseException as exc:
         error = exc
         raise
@@ -435,13 +438,20 @@ def _priority(node: Node) -> int:
 
 
 def _execute(roots, dependencies, needed, captures, inputs, retain_graph, pass_index,
-             listener) -> list:
+             listener, raw: bool) -> list:
     """Run ready nodes until none is left. The loop body runs once per node of the graph,
-    so the common case (no hooks, nobody listening, no anomaly mode) is kept inline."""
+    so the common case (no hooks, nobody listening, no anomaly mode) is kept inline.
+
+    ``raw``: gradients are backend arrays between nodes (no graph is built of this pass);
+    a node whose backward takes Tensors gets them wrapped (``_run_wrapped``), and hooks
+    and the listener always see Tensors (``_run_node``). Otherwise they are Tensors.
+    """
     buffers: dict = {}
     results = [None] * (len(inputs) if inputs is not None else 0)
     for node, output_nr, grad_value in roots:
         if node is not None and node in dependencies:
+            if raw and grad_value is not None:
+                grad_value = grad_value._array
             _add_to_buffer(buffers, node, output_nr, grad_value)
     ready = [(_priority(node), node._seq, node) for node in dependencies
              if dependencies[node] == 0]
@@ -458,14 +468,16 @@ def _execute(roots, dependencies, needed, captures, inputs, retain_graph, pass_i
             if node not in needed:
                 # grad() wants this node's gradient, not its backward: its tensor hooks
                 # run (as in PyTorch), then the gradient is captured.
+                if raw:
+                    grads = _wrapped(grads)
                 if node._tensor_hooks or node._retained:
                     grads = _call_tensor_pre_hooks(node, grads, listener)
                 _capture(captures, results, node, grads)
                 continue
             if captures:
-                _capture(captures, results, node, grads)
+                _capture(captures, results, node, _wrapped(grads) if raw else grads)
         if slow or node._hooked:
-            next_grads = _run_node(node, grads, listener, anomaly_on)
+            next_grads = _run_node(node, grads, listener, anomaly_on, raw)
         else:
             has_grad = False
             for grad_value in grads:
@@ -477,10 +489,16 @@ def _execute(roots, dependencies, needed, captures, inputs, retain_graph, pass_i
                 next_grads = (None,) * len(node.next_functions)
             else:
                 try:
-                    next_grads = node._backward(grads)
+                    if not raw:
+                        next_grads = node._backward(grads)
+                    elif node._takes_arrays:
+                        next_grads = node._backward_arrays(grads)
+                    else:
+                        next_grads = _run_wrapped(node, grads)
                 except Exception as error:
                     _annotate(error, node)
                     raise
+        grads = None
         if not retain_graph and node._saved:
             node._release(pass_index)
         for (next_node, input_nr), grad_value in zip(node.next_functions, next_grads):
@@ -509,6 +527,22 @@ def _execute(roots, dependencies, needed, captures, inputs, retain_graph, pass_i
     return results
 
 
+def _wrapped(grads) -> list:
+    """Backend arrays (or None) as Tensors, for what must see Tensors in a raw pass."""
+    wrap = _node_module.Tensor._wrap
+    return [None if grad_value is None else wrap(grad_value, False) for grad_value in grads]
+
+
+def _unwrapped(grads) -> list:
+    return [None if grad_value is None else grad_value._array for grad_value in grads]
+
+
+def _run_wrapped(node: Node, grads: list):
+    """In a raw pass, a node whose backward takes Tensors (a custom Function, an op whose
+    backward is not written for arrays, CopySlices): Tensors in, arrays out."""
+    return _unwrapped(node._backward(_wrapped(grads)))
+
+
 def _capture(captures, results, node, grads) -> None:
     for output_nr, grad_value in enumerate(grads):
         for index in captures.get((node, output_nr), ()):
@@ -524,11 +558,14 @@ def _add_to_buffer(buffers: dict, node: Node, output_nr: int, grad_value) -> Non
         grads[output_nr] = grad_value if current is None else current + grad_value
 
 
-def _run_node(node: Node, grads: list, listener, anomaly_on: bool):
-    """One node with everything around it: hooks, the listener, anomaly mode."""
+def _run_node(node: Node, grads: list, listener, anomaly_on: bool, raw: bool):
+    """One node with everything around it: hooks, the listener, anomaly mode. Hooks and
+    the listener see Tensors; in a raw pass the node itself still runs on arrays."""
     if anomaly_on:
         previous_node, running.node = running.node, node  # its nodes' "parent_"
     try:
+        if raw:
+            grads = _wrapped(grads)
         if node._tensor_hooks or node._retained:
             grads = _call_tensor_pre_hooks(node, grads, listener)
         if node._pre_hooks:
@@ -537,7 +574,14 @@ def _run_node(node: Node, grads: list, listener, anomaly_on: bool):
             listener.on_node_start(node, tuple(grads))
             started = time.perf_counter_ns()
         if any(grad_value is not None for grad_value in grads):
-            next_grads = node._backward(grads)
+            if not raw:
+                next_grads = node._backward(grads)
+            elif node._takes_arrays and not node._is_accumulate:
+                # (AccumulateGrad here runs on the Tensors the hooks saw: PyTorch's .grad
+                # is the very tensor the node's hooks are given.)
+                next_grads = _wrapped(node._backward_arrays(_unwrapped(grads)))
+            else:
+                next_grads = node._backward(grads)
         else:
             next_grads = () if node._is_accumulate else (None,) * len(node.next_functions)
         if node._post_hooks:
@@ -558,7 +602,7 @@ def _run_node(node: Node, grads: list, listener, anomaly_on: bool):
     finally:
         if anomaly_on:
             running.node = previous_node
-    return next_grads
+    return _unwrapped(next_grads) if raw else next_grads
 
 
 def _annotate(error: Exception, node: Node) -> None:

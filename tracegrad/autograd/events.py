@@ -25,10 +25,31 @@ class Listener:
 
     def on_op(self, node, inputs, outputs) -> None:
         """A node was recorded in forward: ``inputs`` are the op's arguments (tensors and
-        plain values, in call order), ``outputs`` its output tensors."""
+        plain values, in call order), ``outputs`` its output tensors. The keyword arguments
+        of the call (a built-in op's attributes: ``dim``, ``shape``, ...; a Function's
+        keywords that forward takes as such) are ``node._call_kwargs``, a mapping (empty
+        when there were none): ``type(node)._function.apply(*inputs, **node._call_kwargs)``
+        makes the same op again."""
 
     def on_tensor(self, tensor, kind: str) -> None:
-        """A tensor was made outside an op (``kind``: "factory")."""
+        """A tensor was made outside an op (``kind``: "factory", or "data" when it was
+        made from Python data or an array: ``tensor()``, ``as_tensor()``, ``from_numpy()``)."""
+
+    def on_detach(self, source, result, kind: str) -> None:
+        """``result`` holds ``source``'s values outside the graph (``kind``: "detach",
+        "data", "detach_"): no node links them, so no gradient flows back through here."""
+
+    def on_untracked_op(self, name: str, args, outputs, grad_enabled: bool) -> None:
+        """An op ran without building a node: grad mode was off (``grad_enabled`` False,
+        e.g. under ``no_grad``) or no input required grad. ``name`` is the grad_fn name the
+        op would have had, ``args`` its arguments, ``outputs`` its output tensors."""
+
+    def on_value_out(self, tensor, kind: str, value) -> None:
+        """``tensor``'s values left the graph as plain data (``kind``: "item", "tolist",
+        "numpy"); ``value`` is what the program got."""
+
+    def on_grad_reset(self, tensor) -> None:
+        """``tensor.grad`` was set to None (``zero_grad()``, ``t.grad = None``, ``del``)."""
 
     def on_inplace(self, info) -> None:
         """A tensor was modified in place; ``info`` (autograd.views.InplaceInfo) says all a

@@ -15,6 +15,8 @@ from __future__ import annotations
 import functools
 import inspect
 import warnings
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -35,7 +37,6 @@ _CPU = backends.CPU
 _NO_EDGE = (None, 0)
 _new_object = object.__new__
 _generic = np.generic
-_ALL_TENSOR_SLOTS = tuple(tuple(range(count)) for count in range(9))
 _share_storage = views.share_storage
 
 
@@ -104,10 +105,16 @@ class BackwardCFunction(Node, FunctionCtx):
     """The node (and ctx) of a Function call; ``grad_fn`` of its outputs."""
 
     _function: type  # the Function subclass this node runs the backward of
-    _arg_slots: tuple = ()  # positions of tensor args, one per next_functions edge
-    _input_meta: tuple = ()  # (shape, numpy dtype) per next_functions edge
+    # Positions of the tensor args, one per next_functions edge, and how many args there
+    # were -- set only when some arg is not a tensor (None: every arg is one, edge i is
+    # arg i): most calls pass tensors only, and a class default costs them nothing.
+    _arg_slots: tuple | None = None
     _num_args = 0
+    _input_meta: tuple = ()  # (shape, numpy dtype) per next_functions edge
     _checks_non_tensor_grads = True  # custom Functions; built-in ops return None there
+    # The keyword arguments of the apply call that made this node (an op's attributes:
+    # dim, shape, ...), set only while a listener watches: see events.Listener.on_op.
+    _call_kwargs: Mapping = MappingProxyType({})
     _saved_cleared = False
     needs_input_grad: tuple = ()
 
@@ -156,25 +163,33 @@ class BackwardCFunction(Node, FunctionCtx):
             results = (results,)
         return self._check_results(results)
 
+    def _edge_results(self, results: tuple) -> tuple:
+        """backward's per-argument results as one per next_functions edge."""
+        slots = self._arg_slots
+        if slots is None:  # every argument is a tensor
+            expected = len(self.next_functions)
+            if len(results) != expected:
+                results = self._trim_results(results, expected)
+            return results
+        if len(results) != self._num_args:
+            results = self._trim_results(results, self._num_args)
+        if self._checks_non_tensor_grads and len(slots) != len(results):
+            self._check_non_tensor_grads(results)
+        return tuple(results[position] for position in slots)
+
     def _check_results(self, results: tuple) -> tuple:
         """Map backward's per-argument results onto next_functions edges, validated.
 
         The common case (a Tensor of the input's exact shape and dtype) costs two
         comparisons; anything else goes through _check_grad, which fixes or explains it.
         """
-        if len(results) != self._num_args:
-            results = self._trim_results(results)
-        if self._checks_non_tensor_grads and len(self._arg_slots) != len(results):
-            self._check_non_tensor_grads(results)
-        metas = self._input_meta
+        results = self._edge_results(results)
         edge_grads = []
-        for edge_index, position in enumerate(self._arg_slots):
-            grad = results[position]
+        for edge_index, (grad, meta) in enumerate(zip(results, self._input_meta)):
             if grad is not None:
-                shape, numpy_dtype = metas[edge_index]
                 array = grad._array if grad.__class__ is Tensor else None
-                if array is None or array.shape != shape or array.dtype is not numpy_dtype:
-                    grad = self._check_grad(grad, edge_index, position)
+                if array is None or array.shape != meta[0] or array.dtype is not meta[1]:
+                    grad = self._check_grad(grad, edge_index)
             edge_grads.append(grad)
         return tuple(edge_grads)
 
@@ -187,8 +202,7 @@ class BackwardCFunction(Node, FunctionCtx):
                     f"position {position + 1}, but the corresponding forward input was not a "
                     "Variable. Hint: return None for arguments that are not tensors.")
 
-    def _trim_results(self, results: tuple) -> tuple:
-        expected = self._num_args
+    def _trim_results(self, results: tuple, expected: int) -> tuple:
         if len(results) > expected and all(r is None for r in results[expected:]):
             return results[:expected]
         raise AutogradError(
@@ -197,16 +211,19 @@ class BackwardCFunction(Node, FunctionCtx):
             "one gradient per forward argument, None for arguments that are not "
             "tensors or need no gradient.")
 
-    def _check_grad(self, grad, edge_index: int, position: int):
+    def _check_grad(self, grad, edge_index: int):
+        """A gradient that is not a Tensor of its input's exact shape and dtype: summed down
+        to the shape (when it broadcasts to it) and cast to the dtype, or refused."""
+        position = edge_index if self._arg_slots is None else self._arg_slots[edge_index]
         if not isinstance(grad, Tensor):
             raise AutogradError(
                 f"function {self.name()} returned a gradient of type {type(grad).__name__} "
                 f"at index {position}; expected a Tensor or None.")
         shape, numpy_dtype = self._input_meta[edge_index]
-        if grad.shape != shape:
-            from ..ops.reduce import is_expandable_to, sum_to
+        if grad._array.shape != shape:
+            from ..ops.reduce import is_expandable_to, sum_to  # the rare, explaining path
 
-            if not is_expandable_to(shape, grad.shape):
+            if not is_expandable_to(shape, grad._array.shape):
                 raise AutogradError(
                     f"Function {self.name()} returned an invalid gradient at index {position} "
                     f"- got {list(grad.shape)} but expected shape compatible with "
@@ -222,12 +239,92 @@ BackwardFunction = BackwardCFunction  # the name tracegrad used before
 
 class OpNode(BackwardCFunction):
     """The node of a built-in op: its forward may save plain values (a scalar operand) as
-    well as tensors, unchecked -- this runs once per recorded op."""
+    well as tensors, unchecked -- this runs once per recorded op.
+
+    Its backward runs one of two ways from the op's one ``backward`` formula: on Tensors
+    (``_backward``: with create_graph, or when the node is called directly), and -- for an
+    op whose formula is written against ``tracegrad.ops._math`` (``array_backward``) -- on
+    backend arrays (``_backward_arrays``) when no graph is built of the backward pass, so
+    each step of the formula is one NumPy/CuPy call instead of a recorded op.
+    """
 
     _checks_non_tensor_grads = False
 
     def save_for_backward(self, *values) -> None:
         self._to_save = values
+
+    _on_arrays = False  # True while _backward_arrays runs the formula
+
+    @property
+    def saved_tensors(self) -> tuple:
+        """The saved values: Tensors, or -- while the formula runs on arrays -- their
+        backend arrays (so one formula serves both ways)."""
+        if self._on_arrays:
+            return self._saved_arrays()
+        return tuple(saved.unpack(self) if type(saved) is SavedTensor else saved
+                     for saved in self._saved)
+
+    def _saved_arrays(self) -> tuple:
+        """The saved values as a backward on arrays reads them: each saved tensor's array,
+        version-checked (plain values as they were saved)."""
+        return tuple(saved.unpack_array(self) if type(saved) is SavedTensor else saved
+                     for saved in self._saved)
+
+    def _backward_arrays(self, grads: list) -> tuple:
+        """The op's backward on backend arrays: one array (or None) per edge, each of its
+        input's shape and dtype."""
+        if len(grads) > 1:
+            metas = self._output_meta
+            for index, grad in enumerate(grads):
+                if grad is None and metas[index] is not None:
+                    shape, numpy_dtype, device = metas[index]
+                    grads[index] = backends.module_for(device).zeros(shape, dtype=numpy_dtype)
+        self._on_arrays = True
+        try:
+            results = self._function.backward(self, *grads)
+        finally:
+            del self._on_arrays  # back to the class default: Tensors
+        if results.__class__ is not tuple:
+            results = (results,)
+        if self._arg_slots is not None or len(results) != len(self.next_functions):
+            results = self._edge_results(results)
+        edge_grads = []
+        for (next_node, _), grad, meta in zip(self.next_functions, results, self._input_meta):
+            if grad is not None:
+                if next_node is None:
+                    grad = None  # no node takes it: drop it now, not at the end of the pass
+                elif grad.__class__ is not _ndarray or grad.shape != meta[0] or \
+                        grad.dtype is not meta[1]:
+                    grad = _fit_array(grad, meta)
+            edge_grads.append(grad)
+        return edge_grads
+
+
+def _fit_array(grad, meta: tuple):
+    """A backward-on-arrays result made into its edge's array: a NumPy scalar (what a
+    reduction gives) into an array, broadcast dimensions summed away, and the dtype of the
+    input (a float32 input gets a float32 gradient even where NumPy promoted a step)."""
+    shape, numpy_dtype = meta[0], meta[1]
+    if isinstance(grad, Tensor):  # a formula that used a Tensor op: take its array
+        grad = grad._array
+    elif isinstance(grad, _generic):
+        grad = np.asarray(grad)
+    if grad.shape != shape:
+        grad = _sum_to_array(grad, shape)
+    if grad.dtype is not numpy_dtype and grad.dtype != numpy_dtype:
+        grad = grad.astype(numpy_dtype)
+    return grad
+
+
+def _sum_to_array(array, shape: tuple):
+    """``array`` summed over the dimensions broadcasting added to ``shape``."""
+    lead = array.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(
+        lead + axis for axis, size in enumerate(shape)
+        if size == 1 and array.shape[lead + axis] != 1)
+    if axes:
+        array = array.sum(axis=axes, keepdims=True)
+    return array.reshape(shape)
 
 
 def _zeros_for(meta):
@@ -331,9 +428,11 @@ class Function:
             args, kwargs = _bind_arguments(cls, args, kwargs, setup_style)
         ctx = cls._node_class()
         grad_enabled = state.grad_enabled
-        needs = tuple(grad_enabled and isinstance(arg, Tensor) and arg._requires_grad
-                      for arg in args)
-        ctx.needs_input_grad = needs
+        if grad_enabled:
+            executable = connect(ctx, args)
+        else:
+            ctx.needs_input_grad = (False,) * len(args)
+            executable = False
         state.grad_enabled = False
         try:
             if setup_style:
@@ -343,9 +442,11 @@ class Function:
                 outputs = cls.forward(ctx, *args, **kwargs)
         finally:
             state.grad_enabled = grad_enabled
+        if kwargs and events.listener is not None:
+            ctx._call_kwargs = kwargs  # (see events.Listener.on_op)
         is_tuple = isinstance(outputs, tuple)
         output_tuple = outputs if is_tuple else (outputs,)
-        output_tuple = _wrap_outputs(ctx, args, output_tuple, any(needs))
+        output_tuple = _wrap_outputs(ctx, args, output_tuple, executable)
         return output_tuple if is_tuple else output_tuple[0]
 
 
@@ -405,15 +506,6 @@ def _wrap_outputs(ctx, args: tuple, outputs: tuple, executable: bool) -> tuple:
     dirty = ctx._dirty
     if dirty:
         dirty = ctx._dirty = _checked_dirty(ctx, args, outputs)
-    if executable:
-        slots, edges, meta = [], [], []
-        for position, arg in enumerate(args):
-            if isinstance(arg, Tensor):
-                slots.append(position)
-                edges.append(views.edge_of(arg) if arg._requires_grad else _NO_EDGE)
-                meta.append((arg._array.shape, arg._array.dtype))
-        ctx._arg_slots, ctx._input_meta, ctx._num_args = tuple(slots), tuple(meta), len(args)
-        ctx.next_functions = tuple(edges)
     for tensor in dirty:
         if executable or (state.grad_enabled and tensor._requires_grad):
             views.check_inplace(tensor, ctx.name(), tense="has been")
@@ -455,6 +547,10 @@ def _wrap_outputs(ctx, args: tuple, outputs: tuple, executable: bool) -> tuple:
         for tensor in dirty:
             views.after_inplace(tensor, ctx.name())
         ctx._to_save = ()
+        listener = events.listener
+        if listener is not None:
+            listener.on_untracked_op(ctx.name(), args, tuple(
+                output for output in wired if isinstance(output, Tensor)), state.grad_enabled)
         return tuple(wired)
     ctx._output_meta = tuple(output_meta)
     listener = events.listener
@@ -626,19 +722,28 @@ class Op(Function):
     """Base of the built-in ops: forward gets tensors (and plain values), returns arrays.
 
     Class attributes an op may set:
-        node_name    PyTorch's grad_fn name, e.g. "MulBackward0"
-        saves_output the node saves its own output (ExpBackward0 saves result)
-        is_view      each output shares storage and version counter with input 0
+        node_name      PyTorch's grad_fn name, e.g. "MulBackward0"
+        saves_output   the node saves its own output (ExpBackward0 saves result), or a
+                       tuple of output indices: those outputs, after what forward saved
+        is_view        each output shares storage and version counter with input 0
+        array_backward backward is written against ``tracegrad.ops._math`` (see
+                       ``tracegrad/ops/__init__.py``): it runs on backend arrays when no
+                       graph is built of the backward pass, on Tensors when one is
     """
 
     _node_kind = "op"
     _node_base = OpNode
     saves_output = False
     is_view = False
+    array_backward = False
 
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
         cls._scratch = cls._node_class()  # ctx for calls that record nothing
+        # The flag belongs to the formula: a subclass that writes its own backward says
+        # again whether that one runs on arrays.
+        owner = next(klass for klass in cls.__mro__ if "backward" in klass.__dict__)
+        cls._node_class._takes_arrays = bool(owner.__dict__.get("array_backward", False))
 
     @classmethod
     def apply(cls, *args, **attrs):
@@ -655,10 +760,16 @@ class Op(Function):
             if cls.is_view:
                 for output in outputs:
                     _share_storage(args[0], output, True)
+            if events.listener is not None:  # one check when nobody listens
+                events.listener.on_untracked_op(cls._node_class._name, args, outputs,
+                                                state.grad_enabled)
             return outputs
         output = Tensor._wrap(data, False)
         if cls.is_view:
             _share_storage(args[0], output)
+        if events.listener is not None:  # one check when nobody listens
+            events.listener.on_untracked_op(cls._node_class._name, args, (output,),
+                                            state.grad_enabled)
         return output
 
 
@@ -666,89 +777,180 @@ def _device(array):
     return _CPU if array.__class__ is _ndarray else backends.device_of(array)
 
 
-def wire(cls, args, attrs) -> tuple:
-    """A new node of op ``cls`` wired to ``args``' current edges, and the arrays its
-    forward returns: ``(node, data)``. Nothing is told to the listener and no output tensor
-    is made -- what _record adds for an ordinary op, and an in-place op does its own way.
+def connect(node: Node, args: tuple) -> bool:
+    """Wire ``node`` to ``args``' current history -- the one place built-in ops and custom
+    Functions get their edges: ``next_functions`` (one ``(node, input_nr)`` per tensor
+    argument, ``(None, 0)`` for one that needs no gradient), ``_input_meta`` (the shape and
+    dtype of each tensor argument: what its gradient must have), ``needs_input_grad`` (one
+    per argument) and, when some argument is not a tensor, which positions are tensors.
+    Returns whether any input needs a gradient.
 
-    The edges and ``needs_input_grad`` are set before forward runs, so a forward can save
-    only what backward will use (as Mul does). This runs once per recorded op, so it is
-    written as plain loops over locals.
+    It runs before forward, so a forward can save only what backward will use (as Mul
+    does). Every recorded op runs it: plain loops over locals (bench/bench_engine.py (a)
+    keeps it honest), and two plain Tensors -- most binary ops -- unrolled.
     """
-    ctx = _new_object(cls._node_class)  # Node.__init__ only numbers it: done inline
-    ctx._seq = next(_sequence)
-    edges, meta, needs = [], [], []
+    if len(args) == 2:
+        first, second = args
+        if first.__class__ is Tensor and second.__class__ is Tensor:
+            mask = 0
+            if first._requires_grad:
+                grad_fn = first.grad_fn
+                edge = (grad_fn, first._output_nr) if grad_fn is not None else \
+                    (first._grad_accumulator(), 0)
+                mask = 1
+            else:
+                edge = _NO_EDGE
+            if second._requires_grad:
+                grad_fn = second.grad_fn
+                node.next_functions = (edge, (grad_fn, second._output_nr)) \
+                    if grad_fn is not None else (edge, (second._grad_accumulator(), 0))
+                mask |= 2
+            else:
+                node.next_functions = (edge, _NO_EDGE)
+            x, y = first._array, second._array
+            node._input_meta = _input_meta((x.shape, x.dtype, y.shape, y.dtype))
+            node.needs_input_grad = _NEEDS[2][mask]
+            return mask != 0
+    return _connect_any(node, args)
+
+
+def _connect_any(node: Node, args: tuple) -> bool:
+    """``connect`` for any arguments."""
+    edges = []
+    shapes_and_dtypes = []  # flat: shape, dtype, shape, dtype, ... (the meta cache's key)
+    mask = 0  # bit i: argument i needs a gradient
     slots = None  # positions of the tensor args; None while every arg is a tensor
     position = 0
     for arg in args:
         if isinstance(arg, Tensor):
-            if slots is not None:
-                slots.append(position)
             array = arg._array
-            meta.append((array.shape, array.dtype))
+            shapes_and_dtypes.append(array.shape)
+            shapes_and_dtypes.append(array.dtype)
             if arg._requires_grad:
                 grad_fn = arg.grad_fn
                 if grad_fn is not None:
                     edges.append((grad_fn, arg._output_nr))
                 else:
                     edges.append((arg._grad_accumulator(), 0))
-                needs.append(True)
+                mask |= 1 << position
             else:
                 edges.append(_NO_EDGE)
-                needs.append(False)
-        else:
-            if slots is None:
-                slots = list(range(position))
-            needs.append(False)
+            if slots is not None:
+                slots.append(position)
+        elif slots is None:
+            slots = list(range(position))
         position += 1
-    if slots is None:
-        slots = _ALL_TENSOR_SLOTS[position] if position < 9 else tuple(range(position))
-    ctx._arg_slots, ctx._input_meta, ctx._num_args = tuple(slots), tuple(meta), position
-    ctx.next_functions = tuple(edges)
-    ctx.needs_input_grad = tuple(needs)
-    return ctx, cls.forward(ctx, *args, **attrs)
+    node.next_functions = tuple(edges)
+    node._input_meta = _input_meta(tuple(shapes_and_dtypes))
+    node.needs_input_grad = _needs(position, mask)
+    if slots is not None:
+        node._arg_slots = tuple(slots)
+        node._num_args = position
+    return mask != 0
+
+
+# Interned per-node tuples. Every tuple a node keeps is an object the cyclic garbage
+# collector tracks and scans until it dies; made afresh for each op, they were a large part
+# of a deep forward's time (bench/bench_engine.py (b), (c)). Shared ones cost it nothing.
+_input_meta_cache: dict = {}
+_NEEDS = tuple(tuple(tuple(bool(mask >> bit & 1) for bit in range(count))
+                     for mask in range(1 << count)) for count in range(7))
+
+
+def _input_meta(key: tuple) -> tuple:
+    """``((shape, dtype), ...)`` per tensor argument, from the flat ``key``, interned."""
+    meta = _input_meta_cache.get(key)
+    if meta is None:
+        if len(_input_meta_cache) >= 4096:  # a program with ever-new shapes: start over
+            _input_meta_cache.clear()
+        meta = _input_meta_cache[key] = tuple(
+            (key[index], key[index + 1]) for index in range(0, len(key), 2))
+    return meta
+
+
+def _needs(count: int, mask: int) -> tuple:
+    """``needs_input_grad`` for ``count`` arguments from its bit ``mask``, interned."""
+    if count < 7:
+        return _NEEDS[count][mask]
+    return tuple(bool(mask >> bit & 1) for bit in range(count))
+
+
+def wire(cls, args, attrs) -> tuple:
+    """A new node of op ``cls`` connected to ``args``, and the arrays its forward returns:
+    ``(node, data)``. No output tensor is made and nobody is told: what _record adds for
+    an ordinary op, and an in-place op (autograd/views.py) does its own way."""
+    node = _new_object(cls._node_class)  # Node.__init__ only numbers it: done inline
+    node._seq = next(_sequence)
+    connect(node, args)
+    return node, cls.forward(node, *args, **attrs)
 
 
 def _record(cls, args, attrs):
     """Run a built-in op with a new node wired into the graph (grad mode on, some input
-    requires grad), and tell the listener."""
-    ctx, data = wire(cls, args, attrs)
+    requires grad), and tell the listener.
+
+    The path every recorded ``a * b`` takes (wire's lines inline: a call and a tuple less
+    per op); bench/bench_engine.py (a) and (c) keep it honest.
+    """
+    node = _new_object(cls._node_class)
+    node._seq = next(_sequence)
+    connect(node, args)
+    data = cls.forward(node, *args, **attrs)
     if data.__class__ is tuple:
-        outputs = []
-        output_meta = []
-        for index, item in enumerate(data):
-            output = _output_tensor(ctx, item, index)
-            outputs.append(output)
-            output_meta.append((output._array.shape, output._array.dtype, _device(output._array)))
-        ctx._output_meta = tuple(output_meta)
+        outputs = _outputs(node, data)
         if cls.is_view:
             for output in outputs:
                 _share_storage(args[0], output, True)
-    else:  # one output: _output_tensor and Tensor._wrap, inline
+        result = outputs
+    else:  # one output: Tensor._wrap and the output's grad_fn, inline
         if data.__class__ is not _ndarray and isinstance(data, _generic):
             data = np.asarray(data)  # numpy reductions give scalars; tensors hold arrays
-        output = _new_object(Tensor)
-        output._array = data
+        result = _new_object(Tensor)
+        result._array = data
         if data.dtype.kind == "f":
-            output._requires_grad = True
-            output.grad_fn = ctx
-        else:
-            output._requires_grad = False
-        outputs = (output,)
-        ctx._output_meta = _single_output_meta(data)
+            result._requires_grad = True
+            result.grad_fn = node
+        node._output_meta = _single_output_meta(data)
         if cls.is_view:
-            _share_storage(args[0], output)
-    to_save = ctx._to_save
-    if cls.saves_output:
-        to_save = to_save + (outputs[0],)
-    if to_save:
-        ctx._saved = _save(ctx, to_save, outputs)
-        ctx._to_save = ()
+            _share_storage(args[0], result)
+        outputs = None  # made below only when something needs the tuple
+    to_save = node._to_save
+    if to_save or cls.saves_output:
+        if outputs is None:
+            outputs = (result,)
+        if cls.saves_output:
+            # True: output 0 (ExpBackward0's result); a tuple names outputs (max_pool's
+            # indices)
+            to_save = to_save + ((outputs[0],) if cls.saves_output is True
+                                 else tuple(outputs[index] for index in cls.saves_output))
+        node._saved = _save(node, to_save, outputs)
+        node._to_save = ()
     if anomaly_flags.enabled or events.listener is not None:  # not a thread-local read
-        _note_site(ctx)
-        if events.listener is not None:
-            events.listener.on_op(ctx, args, tuple(outputs))
-    return tuple(outputs) if data.__class__ is tuple else output
+        _announce(node, args, outputs if outputs is not None else (result,), attrs)
+    return result
+
+
+def _outputs(node, data: tuple) -> tuple:
+    """The output tensors of a multi-output op's node, and its ``_output_meta``."""
+    outputs = []
+    output_meta = []
+    for index, item in enumerate(data):
+        output = _output_tensor(node, item, index)
+        outputs.append(output)
+        output_meta.append((output._array.shape, output._array.dtype, _device(output._array)))
+    node._output_meta = tuple(output_meta)
+    return tuple(outputs)
+
+
+def _announce(node: Node, args: tuple, outputs: tuple, attrs: dict) -> None:
+    """What a recorded op adds while someone watches (anomaly mode, a listener): the
+    user's source line on the node, its attributes, and the listener's ``on_op``."""
+    _note_site(node, 4)
+    listener = events.listener
+    if listener is not None:
+        if attrs:
+            node._call_kwargs = attrs
+        listener.on_op(node, args, outputs)
 
 
 _output_meta_cache: dict = {}

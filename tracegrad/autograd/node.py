@@ -339,28 +339,56 @@ class SavedTensor:
             tensor._output_nr = self.output_nr
         return tensor
 
+    def unpack_array(self, node: Node):
+        """``unpack(node)._array`` without making the Tensor: what a backward running on
+        backend arrays reads (OpNode._backward_arrays). Anything unusual (freed, hooked,
+        modified in place, detached in place) goes through ``unpack`` and its errors."""
+        array = self._array
+        if array is None or self.counter.value != self.version or (
+                self.producer is not None and self.tensor is not None
+                and self.tensor.grad_fn is None):
+            return self.unpack(node)._array
+        return array
+
     def _version_message(self, node: Node) -> str:
+        """PyTorch's message, word for word, then what tracegrad adds: the in-place op and
+        its line when they are known, and where the saving node was made."""
         from .._dtype import from_numpy_dtype
 
-        producer = self.node_ref() if self.node_ref is not None else self.producer
-        what = f"[{from_numpy_dtype(self._array.dtype).name} {list(self._array.shape)}]"
+        producer = self.node_ref() if self.node_ref is not None else self._current_producer()
+        what = f"[{_legacy_type_name(from_numpy_dtype(self._array.dtype))} " \
+               f"{list(self._array.shape)}]"
         if producer is not None:
-            what += f", which is output {self.output_nr} of {producer.name()},"
+            what += f", which is output {self.output_nr} of {forward_op_name(producer)},"
         message = (
             "one of the variables needed for gradient computation has been modified by an "
             f"inplace operation: {what} is at version {self.counter.value}; expected version "
             f"{self.version} instead.")
+        if state.anomaly:
+            message += (" Hint: the backtrace further above shows the operation that failed "
+                        "to compute its gradient. The variable in question was changed in "
+                        "there or anywhere later. Good luck!")
+        else:
+            message += (" Hint: enable anomaly detection to find the operation that failed to "
+                        "compute its gradient, with torch.autograd.set_detect_anomaly(True, "
+                        "check_nan=False).")
         culprit = self._culprit()
         if culprit:
             message += f" {culprit}"
-        else:
-            message += (
-                " Hint: enable anomaly detection to find the operation that failed to compute "
-                "its gradient, with tracegrad.autograd.set_detect_anomaly(True) -- tracegrad "
-                "then also names the in-place operation and its line.")
+        elif not state.anomaly:
+            message += (" (tracegrad: under anomaly detection or tracegrad.record() it also "
+                        "names the in-place operation and its line.)")
         if node._site is not None:
             message += f" The tensor was saved by {node.name()} created at {node._site}."
         return message
+
+    def _current_producer(self):
+        """A saved input's grad_fn now (an in-place op on it since gave it a new one), as
+        PyTorch names it; the one it had when saved if the tensor is gone."""
+        tensor = self.tensor
+        if tensor is not None:
+            return tensor.grad_fn
+        return self.producer
 
     def _culprit(self) -> str:
         history = self.counter.history
@@ -401,6 +429,33 @@ class _AbsentSavedTensor:
     def register_hooks(self, pack_hook: Callable, unpack_hook: Callable) -> None:
         raise AutogradError("Calling register_hooks on a saved tensor with value None is "
                             "forbidden")
+
+
+def forward_op_name(node: Node) -> str:
+    """The forward op a node belongs to, as PyTorch's version-counter message names it:
+    ``name()`` less a ``Backward<digits>`` suffix, the digits kept unless they are 0.
+
+    >>> forward_op_name(type("AddBackward0", (Node,), {"_name": "AddBackward0"})())
+    'Add'
+    """
+    name = node.name()
+    cut = name.rfind("Backward")
+    if cut < 0 or not name[cut + 8:].isdigit() and name[cut + 8:] != "":
+        return name
+    suffix = name[cut + 8:]
+    return name[:cut] + ("" if suffix in ("", "0") else suffix)
+
+
+def _legacy_type_name(dtype) -> str:
+    """``torch.FloatTensor`` for float32 (what ``Tensor.type()`` says), as the message
+    prints it."""
+    return {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor",
+            "float16": "torch.HalfTensor", "bfloat16": "torch.BFloat16Tensor",
+            "int64": "torch.LongTensor", "int32": "torch.IntTensor", "int16": "torch.ShortTensor",
+            "int8": "torch.CharTensor", "uint8": "torch.ByteTensor",
+            "bool": "torch.BoolTensor", "complex64": "torch.ComplexFloatTensor",
+            "complex128": "torch.ComplexDoubleTensor"}.get(dtype.name,
+                                                            dtype.name)
 
 
 def _freed_message(node: Node) -> str:
@@ -472,6 +527,9 @@ class Node:
 
     _name = "Node"
     _is_accumulate = False
+    # Whether a backward pass without create_graph may hand this node backend arrays
+    # (``_backward_arrays``) rather than Tensors (``_backward``): see engine._execute.
+    _takes_arrays = False
     # Defaults live on the class so that making a node per op sets one attribute; an
     # instance attribute replaces a default only when it differs (they are never mutated).
     next_functions: tuple = ()
@@ -502,7 +560,7 @@ class Node:
         return self._name
 
     def __repr__(self) -> str:
-        return f"<{self._name} object>"
+        return f"<{self._name.rpartition('::')[2]} object>"  # the class name, as in PyTorch
 
     @property
     def num_outputs(self) -> int:
@@ -591,8 +649,9 @@ class AccumulateGrad(Node):
     (``tensor.register_post_accumulate_grad_hook``), before the node's own post-hooks.
     """
 
-    _name = "AccumulateGrad"
+    _name = "torch::autograd::AccumulateGrad"  # PyTorch's name(); the class name stays
     _is_accumulate = True
+    _takes_arrays = True
 
     def __init__(self, variable) -> None:
         super().__init__()
@@ -628,6 +687,29 @@ class AccumulateGrad(Node):
             self._run_post_accumulate_hooks(variable, hooks)
         return ()
 
+    def _backward_arrays(self, grads: list) -> tuple:
+        """``_backward`` for a pass without create_graph: the gradient is a backend array,
+        kept as the leaf's ``.grad`` when nothing else holds it, else copied or added."""
+        grad = grads[0]
+        if grad is None:
+            return ()
+        variable = self.variable
+        with _accumulate_lock:  # (see _backward)
+            current = variable._grad
+            if current is None:
+                # The references a gradient nobody else holds has here: the engine's list,
+                # the local `grad`, the argument, getrefcount's own.
+                if _owns_unshared_memory(grad, 4):
+                    variable._grad = Tensor._wrap(grad, False)
+                else:
+                    variable._grad = Tensor._wrap(grad.copy(), False)
+            else:
+                current._array += grad
+        hooks = variable._post_accumulate_grad_hooks
+        if hooks:
+            self._run_post_accumulate_hooks(variable, hooks)
+        return ()
+
     def _run_post_accumulate_hooks(self, variable, hooks: HookDict) -> None:
         listener = events.listener
         for hook in tuple(hooks.values()):
@@ -644,12 +726,13 @@ class AccumulateGrad(Node):
                                 f"'{type(result).__name__}'")
 
 
-def _owns_unshared_memory(array) -> bool:
+def _owns_unshared_memory(array, references: int = 3) -> bool:
     """The array owns its memory (not a view, whose base another tensor may hold or a
     later in-place accumulation would write through), is writable and contiguous (as
-    PyTorch's layout contract asks of a gradient it keeps), and only its tensor holds it
-    (the tensor's slot, the caller's argument, getrefcount's own)."""
-    if array.base is not None or sys.getrefcount(array) > 3:
+    PyTorch's layout contract asks of a gradient it keeps), and nothing else holds it:
+    ``references`` counts the holders the caller knows of (by default the tensor's slot,
+    the caller's argument, getrefcount's own)."""
+    if array.base is not None or sys.getrefcount(array) > references:
         return False
     flags = array.flags
     return flags.c_contiguous and getattr(flags, "writeable", True)

@@ -5,8 +5,31 @@ from __future__ import annotations
 import linecache
 import os
 import sys
+from dataclasses import dataclass
 
 import tracegrad
+
+
+@dataclass(frozen=True)
+class Site:
+    """Where in the user's source something happened: the engine notes one per node (when
+    anomaly mode or a listener asks), traces keep them (``tracegrad.tracing.model.Site``
+    is this class).
+
+    >>> Site("train.py", 12, "step", "loss = model(x).sum()")
+    Site(file='train.py', line=12, function='step', code='loss = model(x).sum()')
+    >>> str(Site("train.py", 12, "step"))
+    'train.py:12'
+    """
+
+    file: str
+    line: int
+    function: str
+    code: str = ""  # the text of that line, stripped
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}"
+
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(tracegrad.__file__)) + os.sep
 # Folders whose code is never the user's: tracegrad's own, and (once the PyTorch bridge
@@ -60,9 +83,7 @@ def user_site(depth: int = 1):
 _sites: dict = {}
 
 
-def _make_site(frame):
-    from ..tracing.model import Site
-
+def _make_site(frame) -> Site:
     filename = frame.f_code.co_filename
     line = frame.f_lineno
     code = linecache.getline(filename, line).strip()

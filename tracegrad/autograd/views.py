@@ -469,7 +469,7 @@ class CopySlices(Node):
     edges.
     """
 
-    _name = "CopySlices"
+    _name = "torch::autograd::CopySlices"  # PyTorch's name(); the class name stays
 
     def __init__(self, base, view, fn: Node, output_nr: int = 0) -> None:
         super().__init__()

@@ -69,16 +69,12 @@ def array_module(array):
     """numpy for numpy arrays, cupy for cupy arrays: the `xp` an op computes with."""
     if type(array) is np.ndarray or isinstance(array, np.generic):
         return np
-    from . import cuda
-
     return cuda.module_of(array)
 
 
 def device_of(array) -> device:
     if type(array) is np.ndarray or isinstance(array, np.generic):
         return CPU
-    from . import cuda
-
     return cuda.device_of(array)
 
 
@@ -86,8 +82,6 @@ def module_for(target: device):
     """The array module that makes arrays on `target`."""
     if target.type == "cpu":
         return np
-    from . import cuda
-
     return cuda.require(target)
 
 
@@ -108,8 +102,6 @@ def check_on_host_later(array, check) -> None:
     """Call ``check(host_array)`` once ``array`` (a small CuPy array) reaches the host, and
     raise the exception it returns, if any, without waiting for the GPU now: at the next
     ``check_on_host_later`` after the GPU has computed it, or at the next host read."""
-    from . import cuda
-
     cuda.check_later(array, check)
 
 

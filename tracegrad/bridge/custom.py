@@ -58,31 +58,32 @@ class CustomFunctions:
             return call.site, call.module
         return None
 
-    def note_forward(self, depth: int) -> None:
+    def note_forward(self, depth: int) -> bool:
         """Called for a torch call made with grad off, ``depth`` frames below the torch
-        call's caller: if it runs inside a custom forward, remember that forward's call."""
+        call's caller: if it runs inside a custom forward, remember that forward's call.
+        Returns whether it runs inside one (its ops are the Function's, not a cut)."""
         frame = sys._getframe(depth + 1)
         for _ in range(_SEARCH_DEPTH):
             back = frame.f_back
             if back is None:
-                return
+                return False
             depth += 1
             if back.f_code is _APPLY_CODE:
                 break
             frame = back
         else:
-            return
+            return False
         code = frame.f_code
         if code.co_argcount == 0:
-            return
+            return True
         local = frame.f_locals
         ctx = local.get(code.co_varnames[0])
         if not isinstance(ctx, torch.autograd.function.BackwardCFunction):
-            return  # a forward without ctx (setup_context style): its node has no site
+            return True  # a forward without ctx (setup_context style): its node has no site
         key = id(ctx.metadata)
         known = self._calls.get(key)
         if known is not None and known.ctx() is ctx:
-            return
+            return True
         args = [local.get(name) for name in code.co_varnames[1:code.co_argcount]]
         if code.co_flags & inspect.CO_VARARGS:
             args.extend(local.get(code.co_varnames[code.co_argcount], ()))
@@ -94,6 +95,7 @@ class CustomFunctions:
         wanted = {id(arg) for arg in args if isinstance(arg, torch.Tensor)}
         self._calls[key] = _Call(ctx, user_site(depth + 2), self.session.scopes.current(),
                                  args, names_in_frame(caller, wanted))
+        return True
 
     def introduce(self, tensors: list) -> None:
         """Before a call uses ``tensors``: report the custom Function nodes behind them

@@ -33,7 +33,11 @@ from .custom import CustomFunctions
 from .modules import ModuleScopes
 from .passes import Passes
 
-_PASS, _OP, _INPLACE, _SETTER, _BACKWARD, _GRAD, _HOOK, _RETAIN = range(8)
+_PASS, _OP, _INPLACE, _SETTER, _BACKWARD, _GRAD, _HOOK, _RETAIN, _DATA, _VALUE = range(10)
+# Calls whose values leave the graph as plain data (tracing/flows.py: round trips).
+_VALUE_CALLS = frozenset({"item", "tolist", "numpy"})
+# Calls that make a tensor from plain data (a round trip's way back).
+_FROM_DATA = frozenset({"tensor", "as_tensor", "from_numpy"})
 # Tensor properties that make a node (x.T is a PermuteBackward0); other getters only read.
 _GRAPH_PROPERTIES = frozenset({"T", "mT", "H", "mH", "real", "imag"})
 _INPLACE_DUNDERS = frozenset({"__setitem__", "__iadd__", "__isub__", "__imul__",
@@ -64,7 +68,12 @@ def _classify(func) -> int:
         return _GRAD
     if name == "__get__":
         owner = getattr(func, "__self__", None)
-        return _OP if getattr(owner, "__name__", "") in _GRAPH_PROPERTIES else _PASS
+        owner_name = getattr(owner, "__name__", "")
+        if owner_name == "data":
+            return _DATA
+        return _OP if owner_name in _GRAPH_PROPERTIES else _PASS
+    if name in _VALUE_CALLS:
+        return _VALUE
     if name == "__set__":
         return _SETTER
     if name == "register_hook":
@@ -203,10 +212,63 @@ class Session:
             return self.passes.register_hook(func, args, kwargs)
         if kind == _RETAIN:
             return self.passes.retain_grad(func, args, kwargs)
+        if kind == _DATA or kind == _VALUE:
+            result = func(*args, **kwargs)
+            if args and isinstance(args[0], torch.Tensor):
+                self.guarded(self._left_graph, kind, func, args[0], result)
+            return result
         result = func(*args, **kwargs)  # a setter: `t.data = other` moves t's memory
         if args and isinstance(args[0], torch.Tensor):
             self.guarded(self._moved, args[0])
+            if len(args) > 1 and args[1] is None and \
+                    getattr(getattr(func, "__self__", None), "__name__", "") == "grad":
+                self.guarded(self._grad_reset, args[0])
         return result
+
+    def _left_graph(self, kind: int, func, tensor, result) -> None:
+        """``t.data``, ``t.item()``/``tolist()``/``numpy()``: values leaving the graph."""
+        listener = events.listener
+        if listener is None or not (tensor.requires_grad or
+                                    self.registry.known_tensor(tensor) is not None):
+            return
+        source = self.registry.tensor(tensor)
+        if kind == _DATA:
+            listener.on_detach(source, self.registry.tensor(result), "data")
+        else:
+            listener.on_value_out(source, func.__name__, result)
+
+    def _grad_reset(self, tensor) -> None:
+        listener = events.listener
+        adapter = self.registry.known_tensor(tensor)
+        if listener is not None and adapter is not None:
+            listener.on_grad_reset(adapter)
+
+    def _untracked(self, func, args: tuple, kwargs: dict, result, grad_enabled: bool) -> None:
+        """A call that made no node: values that left the graph (``detach()``, an op under
+        no_grad, on a detached value, an integer result) or came back from data."""
+        listener = events.listener
+        if listener is None:
+            return
+        name = getattr(func, "__name__", "")
+        outputs = [result] if isinstance(result, torch.Tensor) else \
+            [item for item in result if isinstance(item, torch.Tensor)] \
+            if isinstance(result, (tuple, list)) else []
+        if name in _FROM_DATA:
+            for output in outputs:
+                listener.on_tensor(self.registry.tensor(output), "data")
+            return
+        registry = self.registry
+        inputs = _tensors_in(kwargs.values(), _tensors_in(args, []))
+        if not any(tensor.requires_grad or registry.known_tensor(tensor) is not None
+                   for tensor in inputs):
+            return  # nothing gradients could follow: the program's data, not a flow
+        if name == "detach" and inputs and outputs:
+            listener.on_detach(registry.tensor(inputs[0]), registry.tensor(outputs[0]),
+                               "detach")
+            return
+        listener.on_untracked_op(name, tuple(registry.tensor(tensor) for tensor in inputs),
+                                 tuple(registry.tensor(output) for output in outputs),
+                                 grad_enabled)
 
     def _moved(self, tensor) -> None:
         adapter = self.registry.known_tensor(tensor)
@@ -218,10 +280,12 @@ class Session:
         # bridge's work guarded inline (a failure of ours is never the program's).
         if not _grad_enabled():
             # No node can be made; inside a custom Function's forward, note its call.
-            self.guarded(self.custom.note_forward, 4)
+            inside = self.guarded(self.custom.note_forward, 4)
             result = func(*args, **kwargs)
             if type(result) is torch.Tensor and result.requires_grad and result.grad_fn is None:
-                self.guarded(self._made_leaf, result, args)
+                self.guarded(self._made_leaf, result, args, func)
+            elif not inside and events.listener is not None:
+                self.guarded(self._untracked, func, args, kwargs, result, False)
             return result
         if self.custom.pending:
             inputs = _tensors_in(kwargs.values(), _tensors_in(args, []))
@@ -231,7 +295,9 @@ class Session:
         result = func(*args, **kwargs)
         if _next_sequence_nr() == first:  # no node was made: at most a new leaf to report
             if type(result) is torch.Tensor and result.requires_grad and result.grad_fn is None:
-                self.guarded(self._made_leaf, result, args)
+                self.guarded(self._made_leaf, result, args, func)
+            elif events.listener is not None:
+                self.guarded(self._untracked, func, args, kwargs, result, True)
             return result
         try:
             if isinstance(result, torch.Tensor):
@@ -346,14 +412,16 @@ class Session:
                 adapted.append(value)
         return tuple(adapted)
 
-    def _made_leaf(self, tensor, args: tuple) -> None:
-        """A new leaf that requires grad (``torch.randn(..., requires_grad=True)``)."""
+    def _made_leaf(self, tensor, args: tuple, func=None) -> None:
+        """A new leaf that requires grad (``torch.randn(..., requires_grad=True)``;
+        ``torch.tensor(data, ...)`` is made from data: a round trip's way back, maybe)."""
         if any(tensor is arg for arg in args):
             return
         listener = events.listener
         if listener is not None:
             self.emitted += 1
-            listener.on_tensor(self.registry.tensor(tensor), "factory")
+            kind = "data" if getattr(func, "__name__", "") in _FROM_DATA else "factory"
+            listener.on_tensor(self.registry.tensor(tensor), kind)
 
     def site_for(self, fn):
         """(site, module scope) for a node being adapted now: the call being recorded (if

@@ -1,65 +1,17 @@
-"""Small text helpers for graph labels and tooltips: shapes, bytes, numbers, sites.
+"""Small text helpers for graph labels and tooltips: edge summaries, statistics, clipping.
 
 They return plain text; quoting for DOT happens once, in ``dot.py``.
 """
 
 from __future__ import annotations
 
-import os
+from ..tracing.model import Stats, Value
+from ..tracing.text import bytes_text, number_text, site_full, site_short, size_text
 
-from ..tracing.model import Site, Stats, Value
-
-
-def shape_text(shape: tuple[int, ...] | None) -> str:
-    """``(2, 3)`` as torchviz writes sizes; ``()`` for a scalar, ``(?)`` when unknown.
-
-    >>> shape_text((2, 3))
-    '(2, 3)'
-    """
-    if shape is None:
-        return "(?)"
-    text = _shape_texts.get(shape)
-    if text is None:
-        text = "(" + ", ".join(map(str, shape)) + ")"
-        if len(_shape_texts) < 4096:  # graphs repeat a few shapes many times
-            _shape_texts[shape] = text
-    return text
-
-
-_shape_texts: dict[tuple[int, ...], str] = {}
-
-
-def bytes_text(count: int) -> str:
-    """Bytes in the unit that keeps the number short.
-
-    >>> bytes_text(24), bytes_text(4096)
-    ('24 B', '4.0 KiB')
-    """
-    amount = float(count)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if amount < 1024 or unit == "GiB":
-            return f"{count} B" if unit == "B" else f"{amount:.1f} {unit}"
-        amount /= 1024
-    raise AssertionError("unreachable")
-
-
-def number_text(value: float | None) -> str:
-    return "?" if value is None else format(value, ".4g")
-
-
-def site_short(site: Site | None) -> str:
-    """``net.py:12``: the file's base name and line, short enough for a label."""
-    if site is None:
-        return "?"
-    return f"{os.path.basename(site.file)}:{site.line}"
-
-
-def site_full(site: Site | None) -> str:
-    """``examples/net.py:12 in forward: h = x.mm(w1)`` for tooltips."""
-    if site is None:
-        return "unknown site"
-    text = f"{site.file}:{site.line} in {site.function}"
-    return f"{text}: {site.code}" if site.code else text
+# The words shared with the CLI, the debugger and pytest live in tracing/text.py; what is
+# only drawn (edge summaries, tooltip statistics, clipping) is here.
+__all__ = ["bytes_text", "clip", "nonfinite_text", "number_text", "site_full", "site_short",
+           "size_text", "value_detail", "value_summary"]
 
 
 def nonfinite_text(stats: Stats) -> str:
@@ -79,7 +31,7 @@ def value_summary(value: Value) -> str:
     >>> value_summary(Value((2, 3), "float32", Stats(norm=1.5)))
     '(2, 3) ‖1.5‖'
     """
-    text = f"{shape_text(value.shape)} ‖{number_text(value.stats.norm)}‖"
+    text = f"{size_text(value.shape)} ‖{number_text(value.stats.norm)}‖"
     bad = nonfinite_text(value.stats)
     return f"{text} {bad}" if bad else text
 
@@ -87,7 +39,7 @@ def value_summary(value: Value) -> str:
 def value_detail(value: Value) -> str:
     """Shape, dtype and every statistic, for tooltips."""
     stats = value.stats
-    text = (f"{value.dtype} {shape_text(value.shape)} min={number_text(stats.min)} "
+    text = (f"{value.dtype} {size_text(value.shape)} min={number_text(stats.min)} "
             f"max={number_text(stats.max)} mean={number_text(stats.mean)} "
             f"norm={number_text(stats.norm)}")
     bad = nonfinite_text(stats)

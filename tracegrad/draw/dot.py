@@ -7,14 +7,13 @@ Every label and tooltip is escaped here, once: user text may hold quotes, backsl
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import re
 from typing import TYPE_CHECKING, Any
 
-from .plan import Box, Options, Plan
+from ..tracing.graph import gc_paused
+from ..tracing.query import as_trace
+from .plan import Box, Options, Plan, given_outputs
 from .sizing import MAX_NODES, sized_plan
-from .sources import as_trace
 
 if TYPE_CHECKING:
     import graphviz
@@ -50,24 +49,11 @@ def to_dot(tensor_or_trace: Any, *, show_saved: bool = True, show_attrs: bool = 
     options = make_options(show_saved=show_saved, show_attrs=show_attrs,
                            max_attr_chars=max_attr_chars, collapse_modules=collapse_modules,
                            highlight_step=highlight_step, pass_index=pass_index)
-    trace, outputs = as_trace(tensor_or_trace)
+    trace = as_trace(tensor_or_trace)
+    outputs = given_outputs(trace)
     with gc_paused():
         return plan_to_digraph(sized_plan(trace, outputs, options, max_nodes),
                                rankdir)
-
-
-@contextlib.contextmanager
-def gc_paused():
-    """Pause the cyclic garbage collector while building: a large graph allocates millions
-    of small strings and lists that hold no cycles, and collections triggered by that
-    allocation alone made DOT generation about a third slower."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def make_options(*, show_saved: bool, show_attrs: bool, max_attr_chars: int,

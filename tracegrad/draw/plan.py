@@ -26,13 +26,14 @@ from ..tracing.model import (
     Value,
     Violation,
 )
+from ..tracing.text import violation_lines, violation_mark
 from ._text import (
     bytes_text,
     clip,
     nonfinite_text,
-    shape_text,
     site_full,
     site_short,
+    size_text,
     value_detail,
     value_summary,
 )
@@ -103,6 +104,12 @@ class Plan:
         return len(self.boxes)
 
 
+def given_outputs(trace: Trace) -> list[int] | None:
+    """The tensors the user asked to draw (a Trace made from tensors has them as roots);
+    None lets the plan choose (the selected pass's roots, or the graph's outputs)."""
+    return trace.output_tensors() if trace.roots else None
+
+
 def plan_graph(trace: Trace, outputs: list[int] | None = None,
                options: Options | None = None) -> Plan:
     """Decide every box and arrow for ``trace``.
@@ -121,15 +128,14 @@ class _Planner:
         self.pass_index = resolve_pass(trace, options.pass_index, options.highlight_step)
         self.backward: BackwardPass | None = (
             trace.passes[self.pass_index] if self.pass_index is not None else None)
-        self.steps: dict[int, Step] = {}
-        if self.backward is not None:
-            for step in self.backward.steps:
-                self.steps.setdefault(step.node, step)
+        self.steps: dict[int, Step] = (
+            self.backward.steps_by_node() if self.backward is not None else {})
         if outputs is None and self.backward is not None and self.backward.roots:
             # A training loop records one graph per iteration: draw the selected pass's.
             outputs = list(self.backward.roots)
-            self.nodes = _reachable(trace, outputs)
-        self.outputs = _unique(outputs if outputs is not None else _default_outputs(trace))
+            reached = trace.reachable(trace.tensor_nodes(outputs))
+            self.nodes = [trace.nodes[node_id] for node_id in sorted(reached)]
+        self.outputs = _unique(outputs if outputs is not None else trace.output_tensors())
         self.node_violations: dict[int, list[Violation]] = {}
         self.tensor_violations: dict[int, list[Violation]] = {}
         self.module_of_node: dict[int, str] = {}
@@ -213,7 +219,7 @@ class _Planner:
         for output_id in node.outputs:
             tensor = self.trace.tensors.get(output_id)
             if tensor is not None and tensor.name:
-                label.append(f"→ {tensor.name} {shape_text(tensor.shape)}")
+                label.append(f"→ {tensor.name} {size_text(tensor.shape)}")
         if self.options.show_attrs:
             for attr_name, value in node.attrs.items():
                 label.append(clip(f"{attr_name}: {value}", self.options.max_attr_chars))
@@ -267,7 +273,7 @@ class _Planner:
             if step.error:
                 lines.append(f"error: {step.error}")
         for violation in self.node_violations.get(node.id, ()):
-            lines.extend(violation_lines(violation))
+            lines.extend(violation_lines(self.trace, violation))
         return lines
 
     def _tensor_brief(self, tensor_id: int | None) -> str:
@@ -276,7 +282,7 @@ class _Planner:
         tensor = self.trace.tensors.get(tensor_id)
         if tensor is None:
             return f"t{tensor_id}"
-        return f"{tensor.label} {tensor.dtype} {shape_text(tensor.shape)}"
+        return f"{tensor.label} {tensor.dtype} {size_text(tensor.shape)}"
 
     def _tensor_box(self, tensor_id: int, role: str, node: NodeRecord | None = None) -> Box:
         """The one box of a tensor, made on first use and given one more role each call."""
@@ -285,7 +291,7 @@ class _Planner:
         tensor = self.trace.tensors.get(tensor_id)
         if box is None:
             label = [tensor.label if tensor else f"t{tensor_id}",
-                     shape_text(tensor.shape if tensor else None)]
+                     size_text(tensor.shape if tensor else None)]
             box = Box(key, label, self._tensor_tooltip(tensor_id, tensor), _ROLE_FILL[role],
                       roles=[role])
             if role == "leaf" and tensor is not None:
@@ -326,7 +332,7 @@ class _Planner:
             return [f"tensor t{tensor_id} (not recorded)"]
         kind = "leaf" if tensor.is_leaf else "non-leaf"
         lines = [f"{tensor.label} (tensor {tensor.id}): {tensor.dtype} "
-                 f"{shape_text(tensor.shape)} on {tensor.device}, {kind}"
+                 f"{size_text(tensor.shape)} on {tensor.device}, {kind}"
                  + (", requires grad" if tensor.requires_grad else "")
                  + (", parameter" if tensor.is_parameter else "")]
         if tensor.site is not None:
@@ -343,7 +349,7 @@ class _Planner:
             lines.append(f"value: {value_detail(tensor.value)}")
         lines.extend(self._grad_lines(tensor))
         for violation in self.tensor_violations.get(tensor_id, ()):
-            lines.extend(violation_lines(violation))
+            lines.extend(violation_lines(self.trace, violation))
         return lines
 
     def _grad_lines(self, tensor: TensorRecord) -> list[str]:
@@ -371,7 +377,7 @@ class _Planner:
             box.fill = VIOLATION_FILL
             box.attrs["color"] = VIOLATION_COLOR
             box.attrs["fontcolor"] = "white"
-            box.label.extend(violation_label(violation))
+            box.label.extend(violation_mark(violation))
 
     # -- modules (collapsed) ---------------------------------------------------------
     def _add_module_boxes(self) -> None:
@@ -505,11 +511,11 @@ class _Planner:
                 # _index_violations filed it under the tensor: the new box marks it.
                 self._tensor_box(tensor.id, role="leaf" if tensor.is_leaf else "base")
                 continue
-            label = violation_label(violation)
+            label = violation_mark(violation)
             if violation.node is not None and self.backward is not None:
                 label.append(f"(not in the graph of pass {self.backward.index})")
             self.boxes[f"v{notes}"] = Box(
-                f"v{notes}", label, violation_lines(violation), VIOLATION_FILL,
+                f"v{notes}", label, violation_lines(self.trace, violation), VIOLATION_FILL,
                 attrs={"shape": "note", "fontcolor": "white"})
             notes += 1
 
@@ -536,34 +542,6 @@ _ROLE_RANK = {"output": 0, "leaf": 1, "saved": 2, "base": 3}
 _ROLE_FILL = {"output": OUTPUT_FILL, "leaf": LEAF_FILL, "saved": SAVED_FILL, "base": BASE_FILL}
 
 
-def violation_label(violation: Violation) -> list[str]:
-    """Short lines for the box: what went wrong and both sites."""
-    if violation.kind == "inplace_saved":
-        versions = ""
-        if violation.saved_version is not None and violation.current_version is not None:
-            versions = f" v{violation.saved_version}→v{violation.current_version}"
-        return [f"modified in place{versions} at {site_short(violation.site)}",
-                f"saved at {site_short(violation.other_site)}"]
-    if violation.kind == "inplace_leaf":
-        return [f"in-place on a leaf at {site_short(violation.site)}"]
-    if violation.kind in ("nan", "inf"):
-        return [(f"{violation.kind.upper()} first appears here ({violation.phase}) "
-                f"at {site_short(violation.site)}")]
-    if violation.kind == "freed_graph":
-        return [f"graph freed by pass {violation.pass_index}"]
-    return [clip(violation.message, 60)]
-
-
-def violation_lines(violation: Violation) -> list[str]:
-    """Full lines for tooltips: the message and every site in full."""
-    lines = [f"{violation.kind}: {violation.message}"]
-    if violation.site is not None:
-        lines.append(f"  at {site_full(violation.site)}")
-    if violation.other_site is not None:
-        lines.append(f"  saved at {site_full(violation.other_site)}")
-    return lines
-
-
 def _merge_parallel(arrows: list[Arrow]) -> list[Arrow]:
     """One arrow per (tail, head, kind) once modules are collapsed, counting the merged."""
     merged: dict[tuple[str, str, str], Arrow] = {}
@@ -579,19 +557,6 @@ def _merge_parallel(arrows: list[Arrow]) -> list[Arrow]:
         if counts[key] > 1:
             arrow.label = f"{arrow.label} (×{counts[key]})".strip()
     return list(merged.values())
-
-
-def _reachable(trace: Trace, roots: list[int]) -> list[NodeRecord]:
-    """Nodes reachable from the root tensors' grad_fns, in id order (an explicit stack)."""
-    pending = [trace.tensors[root].grad_fn for root in roots if root in trace.tensors]
-    found: set[int] = set()
-    while pending:
-        node_id = pending.pop()
-        if node_id is None or node_id in found or node_id not in trace.nodes:
-            continue
-        found.add(node_id)
-        pending.extend(next_id for next_id, _ in trace.nodes[node_id].next)
-    return [trace.nodes[node_id] for node_id in sorted(found)]
 
 
 def module_label(scope: str, class_name: str | None) -> str:
@@ -692,18 +657,6 @@ def _count(count: int, word: str) -> str:
 
 def _range(count: int) -> str:
     return "0" if count == 1 else f"0-{count - 1}" if count else "none"
-
-
-def _default_outputs(trace: Trace) -> list[int]:
-    roots = [root for backward in trace.passes for root in backward.roots]
-    if roots:
-        return roots
-    consumed = {next_id for node in trace.nodes.values() for next_id, _ in node.next}
-    outputs = []
-    for node in trace.iter_nodes():
-        if node.kind != "accumulate" and node.id not in consumed and node.outputs:
-            outputs.append(node.outputs[0])
-    return outputs
 
 
 def _unique(values: list[int]) -> list[int]:

@@ -10,9 +10,11 @@ import shutil
 from typing import Any
 
 from ..errors import GraphvizNotFoundError
-from .dot import gc_paused, make_options, plan_to_digraph
+from ..tracing.graph import gc_paused
+from ..tracing.query import as_trace
+from .dot import make_options, plan_to_digraph
+from .plan import given_outputs
 from .sizing import MAX_NODES, GraphCollapsedWarning, sized_plan
-from .sources import as_trace
 
 DOT_FORMATS = ("dot", "gv")  # written as text, no `dot` program needed
 IMAGE_FORMATS = ("svg", "png", "pdf", "jpg", "jpeg")
@@ -48,7 +50,8 @@ def render(tensor_or_trace: Any, path: str | os.PathLike, format: str | None = N
                            highlight_step=highlight_step, pass_index=pass_index)
     if format not in DOT_FORMATS:
         require_dot()
-    trace, outputs = as_trace(tensor_or_trace)
+    trace = as_trace(tensor_or_trace)
+    outputs = given_outputs(trace)
     with gc_paused():
         plan = sized_plan(trace, outputs, options, max_nodes)
         graph = plan_to_digraph(plan, rankdir)

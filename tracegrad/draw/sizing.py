@@ -13,6 +13,7 @@ from __future__ import annotations
 import warnings
 
 from ..tracing.model import Trace
+from ..tracing.text import violation_lines, violation_mark
 from .fold import drawn_nodes, estimate_boxes, fold, summary_lines
 from .plan import (
     EXCEPTION_FILL,
@@ -24,8 +25,6 @@ from .plan import (
     picture_title,
     plan_graph,
     resolve_pass,
-    violation_label,
-    violation_lines,
 )
 
 MAX_NODES = 5000
@@ -90,8 +89,8 @@ def summary_plan(trace: Trace, node_ids: list[int], pass_index: int | None) -> P
     lines = summary_lines(trace, node_ids, pass_index)
     boxes = [Box("summary", lines, lines, MODULE_FILL, attrs={"shape": "box3d"})]
     for number, violation in enumerate(trace.violations):
-        boxes.append(Box(f"v{number}", violation_label(violation),
-                         violation_lines(violation), VIOLATION_FILL,
+        boxes.append(Box(f"v{number}", violation_mark(violation),
+                         violation_lines(trace, violation), VIOLATION_FILL,
                          attrs={"shape": "note", "fontcolor": "white"}))
     if trace.exception is not None:
         exception = trace.exception

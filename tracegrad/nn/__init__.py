@@ -10,6 +10,7 @@ tracegrad.Size([8, 4])
 
 from __future__ import annotations
 
+from .._unsupported import missing_attribute
 from . import functional, init, modules, utils
 from .activation import (
     CELU,
@@ -249,9 +250,4 @@ __all__ = [
 
 
 def __getattr__(name: str):
-    if name.startswith("_"):
-        raise AttributeError(f"module 'tracegrad.nn' has no attribute '{name}'")
-    raise AttributeError(
-        f"tracegrad does not implement torch.nn.{name} (module 'tracegrad.nn' has no "
-        f"attribute '{name}'). A script that uses it can still be observed on real PyTorch: "
-        "keep `import torch` and run it with `tracegrad run`.")
+    raise missing_attribute("torch.nn", name, "module 'tracegrad.nn'")

@@ -19,8 +19,8 @@ from ..autograd.grad_mode import no_grad
 from ..errors import DTypeError, ShapeError
 from ..ops.embedding import Embedding
 from ..ops.normalization import NativeBatchNorm, NativeGroupNorm, NativeLayerNorm
-from ..tensor import Tensor
 from ..random import numpy_generator
+from ..tensor import Tensor
 
 
 # -- normalization ------------------------------------------------------------------------

@@ -13,7 +13,10 @@ from .. import backends
 from ..autograd.function import Op
 from ..autograd.grad_mode import state
 from ..errors import DTypeError, ShapeError
+from ..ops import _math
+from ..ops._edges import select_edges
 from ..ops.indexing import ScatterInto
+from ..ops.linalg import save_operands
 from ..ops.reduce import sum_to
 from ..tensor import Tensor
 
@@ -26,7 +29,7 @@ class Addmm(Op):
     """``bias + input @ weight_t`` for a 2-D input: what ``F.linear`` records in torch."""
 
     node_name = "AddmmBackward0"
-    saved_names = ("mat1", "mat2")  # grad_fn._saved_<name>, as PyTorch names them
+    saved_names = ("mat1", "mat2", "alpha=alpha", "beta=beta")  # as PyTorch names them
 
     @staticmethod
     def forward(ctx, bias, input, weight_t):
@@ -35,7 +38,7 @@ class Addmm(Op):
             raise _linear_mismatch(input, weight_t)
         if x.dtype != w.dtype or x.dtype != bias._array.dtype:
             raise _linear_dtypes(input, weight_t, bias)
-        ctx.save_for_backward(input, weight_t)
+        save_operands(ctx, input, weight_t, first=1)  # each only if the other needs grad
         out = x @ w
         out += bias._array  # in place: the product is fresh, and this saves one array pass
         return out
@@ -51,6 +54,11 @@ class Addmm(Op):
         # array, so .grad and the optimizer's passes over it stay cache-friendly.
         grad_weight_t = grad.t().mm(input).t() if needs[2] else None
         return grad_bias, grad_input, grad_weight_t
+
+
+# F.linear's addmm scales nothing: _saved_alpha and _saved_beta are 1 on every node, set
+# once on the node class rather than per call.
+Addmm._node_class.alpha = Addmm._node_class.beta = 1
 
 
 def _bias_grad(grad, shape):
@@ -70,12 +78,13 @@ def linear(input, weight, bias=None):
         return Addmm.apply(bias, input, weight.t())
     if input.ndim == 2:
         out = input.mm(weight.t())
-    elif input.ndim > 2 and weight.ndim == 2 and (bias is None or bias.ndim <= 1):
-        # torch folds the batch dims into one matrix product and views the result back
-        leading = tuple(input.shape[:-1])
-        flat = input.reshape(-1, input.shape[-1])
-        out = Addmm.apply(bias, flat, weight.t()) if bias is not None else flat.mm(weight.t())
-        return out.view(leading + (weight.shape[0],))
+    elif input.ndim > 2 and weight.ndim == 2 and bias is not None and bias.ndim <= 1 and \
+            input.is_contiguous():
+        # torch folds a contiguous input's batch dims into one addmm and views it back;
+        # otherwise (no bias, or a strided input) it is matmul, then add (below)
+        flat = input.view(-1, input.shape[-1])
+        out = Addmm.apply(bias, flat, weight.t())
+        return out.view(tuple(input.shape[:-1]) + (weight.shape[0],))
     else:
         out = input.matmul(weight.t())
     return out if bias is None else out + bias
@@ -100,6 +109,7 @@ def _linear_dtypes(input, weight_t, bias) -> DTypeError:
 
 class MseLoss(Op):
     node_name = "MseLossBackward0"
+    array_backward = True
     saved_names = ("self", "target")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
@@ -121,10 +131,10 @@ class MseLoss(Op):
         input, target = ctx.saved_tensors
         needs = ctx.needs_input_grad
         diff = input - target
-        scale = 2.0 / diff.numel() if ctx.reduction == "mean" else 2.0
+        scale = 2.0 / _math.numel(diff) if ctx.reduction == "mean" else 2.0
         grad_diff = diff * (grad * scale) if ctx.reduction != "none" else diff * grad * scale
-        grad_input = sum_to(grad_diff, input.shape) if needs[0] else None
-        grad_target = sum_to(-grad_diff, target.shape) if needs[1] else None
+        grad_input = _math.sum_to(grad_diff, input.shape) if needs[0] else None
+        grad_target = _math.sum_to(-grad_diff, target.shape) if needs[1] else None
         return grad_input, grad_target, None
 
 
@@ -132,9 +142,12 @@ class NllLoss(Op):
     """Negative log likelihood of class-index targets, picked along ``class_axis``."""
 
     node_name = "NllLossBackward0"
+    saved_names = ("self", "target", "weight")  # as PyTorch names them; total_weight below
 
     @staticmethod
     def forward(ctx, log_probs, target, weight=None, reduction="mean", ignore_index=-100):
+        select_edges(ctx, (0,))  # torch's edges: log_probs (no index/mask edge)
+        ctx.save_for_backward(log_probs, target, weight)  # what torch's node keeps
         xp = log_probs._xp
         x = log_probs._array
         class_axis = 0 if x.ndim == 1 else 1
@@ -168,6 +181,16 @@ class NllLoss(Op):
         grad_input = ScatterInto.apply(src, shape=ctx.input_shape, dim=ctx.class_axis,
                                        index=ctx.index, accumulate=False)
         return grad_input, None, None
+
+
+def _saved_total_weight(node) -> Tensor:
+    """``grad_fn._saved_total_weight``: the summed weight of the targets not ignored (the
+    mean's divisor), a 0-d tensor as torch shows it."""
+    weights = node.weights
+    return Tensor._wrap(weights.sum(keepdims=False).reshape(()), False)
+
+
+NllLoss._node_class._saved_total_weight = property(_saved_total_weight)
 
 
 def _checked_targets(xp, log_probs, target, class_axis: int, ignore_index: int):

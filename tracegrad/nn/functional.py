@@ -16,6 +16,7 @@ an AttributeError saying so.
 
 from __future__ import annotations
 
+from .._unsupported import missing_attribute
 from ._functional_activation import (
     celu,
     celu_,
@@ -143,13 +144,7 @@ def _check_reduction(function: str, reduction: str) -> None:
 
 
 def __getattr__(name: str):
-    if name.startswith("_"):
-        raise AttributeError(f"module 'tracegrad.nn.functional' has no attribute '{name}'")
-    raise AttributeError(
-        f"tracegrad does not implement torch.nn.functional.{name} (module "
-        f"'tracegrad.nn.functional' has no attribute '{name}'). A script that uses it can "
-        "still be observed on real PyTorch: keep `import torch` and run it with "
-        "`tracegrad run`.")
+    raise missing_attribute("torch.nn.functional", name, "module 'tracegrad.nn.functional'")
 
 
 __all__ = [

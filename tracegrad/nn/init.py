@@ -19,8 +19,8 @@ import numpy as np
 
 from .. import backends
 from ..autograd.grad_mode import no_grad
-from ..tensor import Tensor
 from ..random import numpy_generator
+from ..tensor import Tensor
 
 _LINEAR = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
            "conv_transpose3d")

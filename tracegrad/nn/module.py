@@ -274,10 +274,16 @@ class Module:
 
     def _rename(self, scope_name: str) -> None:
         """Give this module and everything under it names qualified by ``scope_name``."""
+        previous = self._scope_name
         object.__setattr__(self, "_scope_name", scope_name)
         for name, param in self._parameters.items():
             if param is not None:
                 param.name = _join(scope_name, name)
+        for name, buffer in self._buffers.items():
+            # a buffer keeps a name the user gave it; the one register_buffer gave follows
+            # the module (features.1.running_mean, as torch's named_buffers says)
+            if buffer is not None and buffer.name == _join(previous, name):
+                buffer.name = _join(scope_name, name)
         for name, child in self._modules.items():
             if child is not None:
                 child._rename(_join(scope_name, name))

@@ -2,6 +2,28 @@
 
 The registry (``registry()``) is the one list of what exists: gradchecks, docs and the
 graph legend read it.
+
+Writing an op's backward -- one formula, run two ways. ``backward(ctx, grad)`` returns one
+gradient per forward argument (None where none is needed). Without ``create_graph`` the
+engine builds no graph of the backward pass, so it hands the formula backend arrays
+(NumPy/CuPy) and ``ctx.saved_tensors`` gives arrays too: every step is one array call. With
+``create_graph`` (and when a node is called directly) the same formula gets Tensors and
+records itself, which is what makes second derivatives work. To be run on arrays, an op
+sets ``array_backward = True`` and writes its formula with what both kinds of value share:
+
+- Python's operators (``+ - * / **``, unary ``-``, comparisons) between the gradient, the
+  saved values and plain numbers;
+- ``.shape``/``.ndim`` of the gradient and saved values, ``ctx``'s own attributes;
+- the functions of ``tracegrad.ops._math`` (``sum_to``, ``expand_reduced``, ...) for
+  anything else: each has an array and a Tensor implementation and picks by what it is
+  given.
+
+A result may be a NumPy scalar or broadcast wider than its input, or of a promoted dtype:
+the engine sums it down to the input's shape and casts it to the input's dtype. An op that
+needs Tensor methods (``grad.sum(dim=...)``, ``tracegrad.where``) leaves ``array_backward``
+False (the default): its formula then always runs on Tensors, the engine wrapping the
+arrays for it -- correct, just slower. A subclass that replaces ``backward`` says again
+whether its own formula runs on arrays.
 """
 
 from __future__ import annotations

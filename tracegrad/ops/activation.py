@@ -16,7 +16,8 @@ import numpy as np
 from ..autograd.function import Op
 from ..errors import ShapeError
 from ..tensor import Tensor
-from . import unary
+from . import _math, unary
+from ._special import erf  # the one erf (float64 exact, float32 vectorised; CuPy: cupyx)
 from .reduce import sum_to
 from .shape import wrap_dim
 
@@ -47,6 +48,7 @@ def _mask(array) -> Tensor:
 
 class LeakyRelu(Op):
     node_name = "LeakyReluBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, negative_slope=0.01):
@@ -58,7 +60,7 @@ class LeakyRelu(Op):
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
-        return (unary_where(a > 0, grad, grad * ctx.negative_slope), None)
+        return (_math.where(a > 0, grad, grad * ctx.negative_slope), None)
 
 
 def unary_where(condition: Tensor, a, b) -> Tensor:
@@ -173,6 +175,7 @@ class Softplus(Op):
     """``log(1 + exp(beta * x)) / beta``, linear above ``threshold``."""
 
     node_name = "SoftplusBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, beta=1.0, threshold=20.0):
@@ -188,11 +191,13 @@ class Softplus(Op):
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
         scaled = a * ctx.beta
-        return (unary_where(scaled > ctx.threshold, grad, grad * scaled.sigmoid()), None, None)
+        return (_math.where(scaled > ctx.threshold, grad, grad * _math.sigmoid(scaled)), None,
+                None)
 
 
 class Hardtanh(Op):
     node_name = "HardtanhBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, min_val=-1.0, max_val=1.0):
@@ -212,6 +217,7 @@ class Hardtanh(Op):
 
 class Hardsigmoid(Op):
     node_name = "HardsigmoidBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a):
@@ -231,6 +237,7 @@ _ONE_SIXTH = float(np.float32(1.0) / np.float32(6.0))
 
 class Hardswish(Op):
     node_name = "HardswishBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a):
@@ -242,7 +249,7 @@ class Hardswish(Op):
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
         middle = grad * (a * (1 / 3) + 0.5)
-        return (unary_where(a < -3, 0.0, unary_where(a <= 3, middle, grad)),)
+        return (_math.where(a < -3, 0.0, _math.where(a <= 3, middle, grad)),)
 
 
 class Mish(Op):
@@ -266,6 +273,7 @@ class Mish(Op):
 
 class LogSigmoid(Op):
     node_name = "LogSigmoidBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a):
@@ -277,7 +285,7 @@ class LogSigmoid(Op):
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
-        return (grad * (-a).sigmoid(),)
+        return (grad * _math.sigmoid(-a),)
 
 
 class Glu(Op):
@@ -405,61 +413,4 @@ class Hardshrink(Softshrink):
         return a._xp.where((x > lambd) | (x < -lambd), x, 0).astype(x.dtype, copy=False)
 
 
-# -- erf ---------------------------------------------------------------------------------
-# NumPy has no erf. These are Cephes' rational approximations (S. L. Moshier, public
-# domain; the ones scipy and torch's CPU kernels agree with to float64 rounding): erf on
-# |x| <= 1, erfc beyond, each a ratio of polynomials evaluated with Horner's rule.
-_ERF_T = (9.60497373987051638749e0, 9.00260197203842689217e1, 2.23200534594684319226e3,
-          7.00332514112805075473e3, 5.55923013010394962768e4)
-_ERF_U = (1.0, 3.35617141647503099647e1, 5.21357949780152679795e2, 4.59432382970980127987e3,
-          2.26290000613890934246e4, 4.92673942608635921086e4)
-_ERFC_P = (2.46196981473530512524e-10, 5.64189564831068821977e-1, 7.46321056442269912687e0,
-           4.86371970985681366614e1, 1.96520832956077098242e2, 5.26445194995477358631e2,
-           9.34528527171957607540e2, 1.02755188689515710272e3, 5.57535335369399327526e2)
-_ERFC_Q = (1.0, 1.32281951154744992508e1, 8.67072140885989742329e1, 3.54937778887819891062e2,
-           9.75708501743205489753e2, 1.82390916687909736289e3, 2.24633760818710981792e3,
-           1.65666309194161350182e3, 5.57535340817727675546e2)
-_ERFC_R = (5.64189583547755073984e-1, 1.27536670759978104416e0, 5.01905042251180477414e0,
-           6.16021097993053585195e0, 7.40974269950448939160e0, 2.97886665372100240670e0)
-_ERFC_S = (1.0, 2.26052863220117276590e0, 9.39603524938001434673e0, 1.20489539808096656605e1,
-           1.70814450747565897222e1, 9.60896809063285878198e0, 3.36907645100081516050e0)
-
-
-def _horner(x, coefficients):
-    result = x * 0 + coefficients[0]
-    for coefficient in coefficients[1:]:
-        result = result * x + coefficient
-    return result
-
-
-def erf(xp, x):
-    """The error function of an array, elementwise, in the array's dtype."""
-    if xp is not np:
-        return _cupy_erf(x)
-    work = x.astype(np.float64)
-    magnitude = np.abs(work)
-    small = magnitude <= 1.0
-    square = work * work
-    inner = work * _horner(square, _ERF_T) / _horner(square, _ERF_U)
-    near = np.minimum(magnitude, 8.0)
-    with np.errstate(under="ignore", over="ignore", invalid="ignore"):
-        tail = np.where(magnitude < 8.0, _horner(near, _ERFC_P) / _horner(near, _ERFC_Q),
-                        _horner(magnitude, _ERFC_R) / _horner(magnitude, _ERFC_S))
-        complement = np.exp(-square) * tail
-    outer = np.copysign(1.0 - complement, work)
-    return np.where(small, inner, outer).astype(x.dtype, copy=False)
-
-
-_cupy_special = None  # cupyx.scipy.special, imported on first CUDA use (never on the CPU)
-
-
-def _cupy_erf(x):
-    global _cupy_special
-    if _cupy_special is None:
-        from cupyx.scipy import special
-
-        _cupy_special = special
-    return _cupy_special.erf(x)
-
-
-__all__ = ["SELU_ALPHA", "SELU_SCALE", "erf"]
+__all__ = ["SELU_ALPHA", "SELU_SCALE"]

@@ -11,8 +11,10 @@ import numpy as np
 from ..autograd.function import Op
 from ..errors import DTypeError
 from ..tensor import Tensor
+from . import _math
+from ._edges import number_edge
+from ._math import sum_to
 from ._operands import broadcast_error, operands, true_divide_dtype
-from .reduce import sum_to
 from .unary import _quiet
 
 _BOOL = np.dtype(bool)
@@ -42,12 +44,21 @@ def _shape(value) -> tuple:
 
 
 class Add(Op):
+    """``a + alpha * b``: alpha is part of the node, as in torch (one AddBackward0)."""
+
     node_name = "AddBackward0"
+    array_backward = True
+    saved_names = ("alpha=alpha",)  # grad_fn._saved_alpha, as PyTorch names it
 
     @staticmethod
-    def forward(ctx, a, b):
+    def forward(ctx, a, b, alpha=1):
         x, y = operands(a, b)
+        if len(ctx.next_functions) == 1:  # a recorded tensor + number: torch's 2nd edge
+            number_edge(ctx, 1 if isinstance(a, Tensor) else 0)
         ctx.shapes = (_shape(a), _shape(b))
+        if alpha != 1:
+            ctx.alpha = alpha
+            y = y * alpha
         try:
             return x + y
         except ValueError:
@@ -57,42 +68,67 @@ class Add(Op):
     def backward(ctx, grad):
         needs = ctx.needs_input_grad
         shape_a, shape_b = ctx.shapes
+        alpha = ctx.alpha
         return (sum_to(grad, shape_a) if needs[0] else None,
-                sum_to(grad, shape_b) if needs[1] else None)
+                sum_to(grad if alpha == 1 else grad * alpha, shape_b) if needs[1] else None)
 
 
 class Sub(Op):
+    """``a - alpha * b``: alpha is part of the node, as in torch (one SubBackward0)."""
+
     node_name = "SubBackward0"
+    array_backward = True
+    saved_names = ("alpha=alpha",)  # grad_fn._saved_alpha, as PyTorch names it
 
     @staticmethod
-    def forward(ctx, a, b):
-        x, y = operands(a, b)
-        # identity, not ==: builtin dtypes are singletons, and this runs on every subtraction
-        if getattr(x, "dtype", None) is _BOOL or getattr(y, "dtype", None) is _BOOL or \
-                x.__class__ is bool or y.__class__ is bool:
-            raise _bool_subtraction_error(a, b)
-        ctx.shapes = (_shape(a), _shape(b))
-        try:
-            return x - y
-        except ValueError:
-            raise broadcast_error("sub", a, b) from None
+    def forward(ctx, a, b, alpha=1):
+        if len(ctx.next_functions) == 1:  # a recorded tensor - number: torch's 2nd edge
+            number_edge(ctx, 1 if isinstance(a, Tensor) else 0)
+        if alpha != 1:
+            ctx.alpha = alpha
+        return _subtract(ctx, a, b, alpha)
 
     @staticmethod
     def backward(ctx, grad):
         needs = ctx.needs_input_grad
         shape_a, shape_b = ctx.shapes
+        alpha = ctx.alpha
         return (sum_to(grad, shape_a) if needs[0] else None,
-                sum_to(-grad, shape_b) if needs[1] else None)
+                sum_to(-grad if alpha == 1 else grad * -alpha, shape_b) if needs[1] else None)
 
 
 class RSub(Sub):
-    """``scalar - tensor``."""
+    """``scalar - tensor``: one edge, the tensor's (rsub.Scalar in torch)."""
 
     node_name = "RsubBackward1"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        return _subtract(ctx, a, b)
+
+
+def _subtract(ctx, a, b, alpha=1):
+    x, y = operands(a, b)
+    # identity, not ==: builtin dtypes are singletons, and this runs on every subtraction
+    if getattr(x, "dtype", None) is _BOOL or getattr(y, "dtype", None) is _BOOL or \
+            x.__class__ is bool or y.__class__ is bool:
+        raise _bool_subtraction_error(a, b)
+    ctx.shapes = (_shape(a), _shape(b))
+    if alpha != 1:
+        y = y * alpha
+    try:
+        return x - y
+    except ValueError:
+        raise broadcast_error("sub", a, b) from None
+
+
+# alpha is 1 on every node that was not given one: a class default, not a per-call write
+Add._node_class.alpha = Sub._node_class.alpha = RSub._node_class.alpha = 1
 
 
 class Mul(Op):
     node_name = "MulBackward0"
+    array_backward = True
     saved_names = ("self", "other")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
@@ -103,6 +139,8 @@ class Mul(Op):
         needs = ctx.needs_input_grad
         if needs:
             ctx.save_for_backward(a if needs[1] else None, b if needs[0] else None)
+            if len(ctx.next_functions) == 1:  # tensor * number: torch's 2nd edge
+                number_edge(ctx, 1 if isinstance(a, Tensor) else 0)
         try:
             return x * y
         except ValueError:
@@ -119,12 +157,19 @@ class Mul(Op):
 
 class Div(Op):
     node_name = "DivBackward0"
+    array_backward = True
     saved_names = ("self", "other")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a, b):
         x, y = operands(a, b)
-        ctx.save_for_backward(a, b)
+        # As PyTorch does: the divisor is always kept, the dividend only for the
+        # divisor's gradient (needs_input_grad is empty when nothing is recorded).
+        needs = ctx.needs_input_grad
+        if needs:
+            ctx.save_for_backward(a if needs[-1] else None, b)
+            if len(ctx.next_functions) == 1:  # tensor / number: torch's 2nd edge
+                number_edge(ctx, 1 if isinstance(a, Tensor) else 0)
         try:
             result = x / y
         except ValueError:
@@ -136,13 +181,15 @@ class Div(Op):
     def backward(ctx, grad):
         a, b = ctx.saved_tensors
         needs = ctx.needs_input_grad
-        grad_a = sum_to(grad / b, a.shape) if needs[0] else None
-        grad_b = sum_to(-grad * a / (b * b), b.shape) if needs[1] else None
+        meta = ctx._input_meta  # (shape, dtype) per tensor argument: a first, b last
+        grad_a = sum_to(grad / b, meta[0][0]) if needs[0] else None
+        grad_b = sum_to(-grad * a / (b * b), meta[-1][0]) if needs[-1] else None
         return grad_a, grad_b
 
 
 class Neg(Op):
     node_name = "NegBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a):
@@ -164,6 +211,7 @@ class PowScalar(Op):
     """``tensor ** number``."""
 
     node_name = "PowBackward0"
+    array_backward = True
     saved_names = ("self", "exponent=exponent")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
@@ -184,7 +232,7 @@ class PowScalar(Op):
         exponent = ctx.exponent
         if exponent == 0:
             return (grad * 0, None)
-        with _quiet(grad._xp):
+        with _quiet(_math.xp(grad)):
             return (grad * exponent * a ** (exponent - 1), None)
 
 

@@ -19,6 +19,7 @@ from ..errors import (
     UnsupportedDTypeError,
 )
 from ..tensor import Tensor
+from ._edges import number_edge
 from ._operands import broadcast_error, operands
 from .reduce import sum_to
 from .unary import _quiet
@@ -235,6 +236,8 @@ class DivRounding(Op):
     @staticmethod
     def forward(ctx, a, b, rounding_mode):
         x, y = _pair("div", a, b)
+        if len(ctx.next_functions) == 1:  # tensor / number: torch's 2nd edge
+            number_edge(ctx, 1 if isinstance(a, Tensor) else 0)
         tensor = a if isinstance(a, Tensor) else b
         _check_integer_divisor("div", y, tensor)
         xp = tensor._xp

@@ -15,6 +15,8 @@ from .indexing import IndexAccumulate
 
 class Embedding(Op):
     node_name = "EmbeddingBackward0"
+    saved_names = ("indices", "scale_grad_by_freq=scale_grad_by_freq",
+                   "weight_sym_argsize_0=rows")  # as PyTorch names them
 
     @staticmethod
     def forward(ctx, weight, indices, padding_idx=-1, scale_grad_by_freq=False):
@@ -30,6 +32,8 @@ class Embedding(Op):
                 f"index out of range in self: embedding has {count} rows (weight "
                 f"{weight._describe()}), indices run from {int(rows.min())} to "
                 f"{int(rows.max())}. Hint: num_embeddings must exceed the largest index.")
+        if ctx.needs_input_grad:
+            ctx.save_for_backward(indices)  # torch's node keeps them (traces show it)
         ctx.indices, ctx.rows = rows, count
         ctx.padding_idx, ctx.scale_grad_by_freq = padding_idx, scale_grad_by_freq
         return weight._array[rows]

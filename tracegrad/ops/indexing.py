@@ -12,6 +12,7 @@ from ..autograd.function import Op
 from ..autograd.grad_mode import state
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor  # ops load after Tensor is defined (tensor.py imports them)
+from ._edges import select_edges
 from ._operands import operands
 from .arith import Copy, FillTensor
 from .reduce import sum_to
@@ -300,10 +301,24 @@ def select(tensor, dim: int, index: int):
     return Select.apply(tensor, axis, index + size if index < 0 else index)
 
 
+def _refuse_byte_mask_fill(tensor, index) -> None:
+    """torch writes a number (or 0-d tensor) through a mask with masked_fill_, which takes
+    only bool masks: a uint8 mask there raises (reading through it is a deprecated mask)."""
+    parts = index if index.__class__ is tuple else (index,)
+    for part in parts:
+        if isinstance(part, Tensor) and part._array.dtype.kind == "u" and \
+                part._array.dtype.itemsize == 1:
+            raise DTypeError(
+                f"masked_fill_ only supports boolean masks, but got mask with dtype unsigned "
+                f"char (assigning into {tensor._describe()}). Hint: index with mask.bool().")
+
+
 def setitem(tensor, index, value) -> None:
     """``tensor[index] = value``, as PyTorch does it: the basic parts make a view, then
     ``copy_`` writes into it (CopySlices on the tensor), or ``index_put_`` does when the
     index holds tensors; without anything to record, the write goes straight to storage."""
+    if not isinstance(value, Tensor) or value._array.ndim == 0:
+        _refuse_byte_mask_fill(tensor, index)
     recording = state.grad_enabled and (tensor._requires_grad or (
         value.__class__ is Tensor and value._requires_grad))
     if not recording and _assign_basic(tensor, index, value):
@@ -457,6 +472,7 @@ class IndexPut(Op):
 
     @staticmethod
     def forward(ctx, base, value, index):
+        select_edges(ctx, (0, 1))  # torch's edges: base, value (no index/mask edge)
         out = base._array.copy()
         ctx.index = index
         ctx.value_shape = value._array.shape
@@ -519,6 +535,7 @@ class Gather(Op):
 
     @staticmethod
     def forward(ctx, a, dim, index):
+        select_edges(ctx, (0,))  # torch's edges: a (no index/mask edge)
         axis = wrap_dim(dim, a._array.ndim)
         _check_index("gather", a, axis, index)
         ctx.axis, ctx.input_shape, ctx.index = axis, a._array.shape, index._array
@@ -559,39 +576,63 @@ class Scatter(Op):
 
     @staticmethod
     def forward(ctx, a, dim, index, src, reduce=None):
-        axis = wrap_dim(dim, a._array.ndim)
-        _check_index("scatter", a, axis, index)
-        xp = a._xp
-        where = _grid_index(xp, index._array, axis)
-        out = a._array.copy()
-        if isinstance(src, Tensor):
-            part = src._array[tuple(slice(size) for size in index._array.shape)]
-        else:
-            part = src
-        if reduce == "add":
-            xp.add.at(out, where, part)
-        elif reduce in ("multiply", "mul"):
-            xp.multiply.at(out, where, part)
-        elif reduce is None:
-            out[where] = part
-        else:
-            raise ValueError(f"scatter(): reduce must be 'add' or 'multiply', got {reduce!r}")
-        ctx.axis, ctx.index = axis, index._array
-        ctx.src_shape = src._array.shape if isinstance(src, Tensor) else None
-        return out
+        select_edges(ctx, (0, 3))  # torch's edges: the input and src, never the index
+        return _scatter(ctx, a, dim, index, src, reduce)
 
     @staticmethod
     def backward(ctx, grad):
-        needs = ctx.needs_input_grad
-        where = _grid_index(grad._xp, ctx.index, ctx.axis)
-        grad_input = grad_src = None
-        if needs[0]:
-            grad_input = IndexPut.apply(grad, _zero_like(grad), index=where)
-        if len(needs) > 3 and needs[3]:
-            picked = Index.apply(grad, where)
-            pad = tuple((0, full - part) for full, part in zip(ctx.src_shape, picked.shape))
-            grad_src = picked if not any(p for _, p in pad) else _pad(picked, ctx.src_shape)
-        return grad_input, None, None, grad_src
+        return _scatter_backward(ctx, grad)
+
+
+class ScatterValue(Op):
+    """``scatter(dim, index, value)`` with a number: ScatterBackward1, one edge."""
+
+    node_name = "ScatterBackward1"
+
+    @staticmethod
+    def forward(ctx, a, dim, index, value, reduce=None):
+        select_edges(ctx, (0,))
+        return _scatter(ctx, a, dim, index, value, reduce)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _scatter_backward(ctx, grad)
+
+
+def _scatter(ctx, a, dim, index, src, reduce):
+    axis = wrap_dim(dim, a._array.ndim)
+    _check_index("scatter", a, axis, index)
+    xp = a._xp
+    where = _grid_index(xp, index._array, axis)
+    out = a._array.copy()
+    if isinstance(src, Tensor):
+        part = src._array[tuple(slice(size) for size in index._array.shape)]
+    else:
+        part = src
+    if reduce == "add":
+        xp.add.at(out, where, part)
+    elif reduce in ("multiply", "mul"):
+        xp.multiply.at(out, where, part)
+    elif reduce is None:
+        out[where] = part
+    else:
+        raise ValueError(f"scatter(): reduce must be 'add' or 'multiply', got {reduce!r}")
+    ctx.axis, ctx.index = axis, index._array
+    ctx.src_shape = src._array.shape if isinstance(src, Tensor) else None
+    return out
+
+
+def _scatter_backward(ctx, grad):
+    needs = ctx.needs_input_grad
+    where = _grid_index(grad._xp, ctx.index, ctx.axis)
+    grad_input = grad_src = None
+    if needs[0]:
+        grad_input = IndexPut.apply(grad, _zero_like(grad), index=where)
+    if len(needs) > 3 and needs[3]:
+        picked = Index.apply(grad, where)
+        pad = tuple((0, full - part) for full, part in zip(ctx.src_shape, picked.shape))
+        grad_src = picked if not any(p for _, p in pad) else _pad(picked, ctx.src_shape)
+    return grad_input, None, None, grad_src
 
 
 def _pad(tensor, shape):
@@ -604,6 +645,7 @@ class ScatterAdd(Op):
 
     @staticmethod
     def forward(ctx, a, dim, index, src):
+        select_edges(ctx, (0, 3))  # torch's edges: a, src (no index/mask edge)
         axis = wrap_dim(dim, a._array.ndim)
         _check_index("scatter_add", a, axis, index)
         xp = a._xp
@@ -630,16 +672,44 @@ class MaskedFill(Op):
 
     @staticmethod
     def forward(ctx, a, mask, value):
-        if mask._array.dtype.kind != "b":
-            raise DTypeError(f"masked_fill_ only supports boolean masks, but got mask with "
-                             f"dtype {mask.dtype.name}")
-        fill = value._array if isinstance(value, Tensor) else value
-        ctx.mask = mask._array
-        return a._xp.where(mask._array, a._xp.asarray(fill, dtype=a._array.dtype), a._array)
+        select_edges(ctx, (0,))  # torch's edges: the input (a number value, never the mask)
+        return _masked_fill(ctx, a, mask, value)
 
     @staticmethod
     def backward(ctx, grad):
         return (Where.apply(_wrap_bool(ctx.mask), 0.0, grad), None, None)
+
+
+class MaskedFillTensor(Op):
+    """``masked_fill(mask, value)`` with a 0-d tensor value, which gets the sum of the
+    gradient where mask is True (MaskedFillBackward1 in torch)."""
+
+    node_name = "MaskedFillBackward1"
+
+    @staticmethod
+    def forward(ctx, a, mask, value):
+        select_edges(ctx, (0, 2))  # torch's edges: the input and the value, not the mask
+        if value._array.ndim:
+            raise ShapeError(
+                f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor "
+                f"with {value._array.ndim} dimension(s). ({value._describe()})")
+        return _masked_fill(ctx, a, mask, value)
+
+    @staticmethod
+    def backward(ctx, grad):
+        needs = ctx.needs_input_grad
+        mask = _wrap_bool(ctx.mask)
+        grad_value = Where.apply(mask, grad, 0.0).sum() if needs[2] else None
+        return (Where.apply(mask, 0.0, grad) if needs[0] else None), None, grad_value
+
+
+def _masked_fill(ctx, a, mask, value):
+    if mask._array.dtype.kind != "b":
+        raise DTypeError(f"masked_fill_ only supports boolean masks, but got mask with "
+                         f"dtype {mask.dtype.name}")
+    fill = value._array if isinstance(value, Tensor) else value
+    ctx.mask = mask._array
+    return a._xp.where(mask._array, a._xp.asarray(fill, dtype=a._array.dtype), a._array)
 
 
 def _wrap_bool(array):
@@ -651,6 +721,7 @@ class Where(Op):
 
     @staticmethod
     def forward(ctx, condition, a, b):
+        select_edges(ctx, (1, 2))  # torch's edges: a, b (no index/mask edge)
         x, y = operands(a, b) if isinstance(a, Tensor) or isinstance(b, Tensor) else (a, b)
         cond = condition._array
         if cond.dtype.kind != "b":

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from ..autograd.function import Op
 from ..errors import DTypeError, ShapeError
+from . import _math
 from ._operands import broadcast_error, check_same_device
-from .reduce import sum_to
 
 
 def _torch_dtype_name(tensor) -> str:
@@ -23,6 +23,17 @@ def _check_dtypes(op_name: str, a, b) -> None:
             f"expected m1 and m2 to have the same dtype, but got: {_torch_dtype_name(a)} != "
             f"{_torch_dtype_name(b)} ({op_name}: {a._describe()} and {b._describe()}). Hint: "
             f"convert one with .to({a.dtype!r}) or .double().")
+
+
+def save_operands(ctx, a, b, first: int = 0) -> None:
+    """Save the two factors of a product, each only when the other's gradient needs it
+    (``a`` is needed only for ``b``'s gradient and the other way round), as torch does:
+    ``x.mm(w)`` with only ``w`` requiring grad keeps ``x`` and not ``w``. ``first`` is the
+    position of ``a`` among the op's arguments (addmm's input comes before it). With
+    nothing recorded (``needs_input_grad`` is empty) nothing is saved."""
+    needs = ctx.needs_input_grad
+    if needs:
+        ctx.save_for_backward(a if needs[first + 1] else None, b if needs[first] else None)
 
 
 def _described(a, b) -> str:
@@ -53,10 +64,17 @@ def _check_pair(op_name: str, a, b) -> None:
 
 class Mm(Op):
     node_name = "MmBackward0"
+    array_backward = True
     saved_names = ("self", "mat2")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a, b):
+        save_operands(ctx, a, b)
+        return Mm.product(a, b)
+
+    @staticmethod
+    def product(a, b):
+        """``a @ b`` for two matrices, checked (addmm's forward shares it)."""
         x, y = a._array, b._array
         if x.ndim != 2:
             _require_dim("mm", a, 2, "self")
@@ -65,15 +83,14 @@ class Mm(Op):
         if x.shape[1] != y.shape[0]:
             raise _mm_mismatch(a, b, x.shape[0], x.shape[1], y.shape[0], y.shape[1])
         _check_pair("mm", a, b)
-        ctx.save_for_backward(a, b)
         return x @ y
 
     @staticmethod
     def backward(ctx, grad):
         a, b = ctx.saved_tensors
         needs = ctx.needs_input_grad
-        return (Mm.apply(grad, b.t()) if needs[0] else None,
-                Mm.apply(a.t(), grad) if needs[1] else None)
+        return (_math.mm(grad, _math.t(b)) if needs[0] else None,
+                _math.mm(_math.t(a), grad) if needs[1] else None)
 
 
 class Mv(Op):
@@ -82,6 +99,12 @@ class Mv(Op):
 
     @staticmethod
     def forward(ctx, a, v):
+        save_operands(ctx, a, v)
+        return Mv.product(a, v)
+
+    @staticmethod
+    def product(a, v):
+        """``a @ v`` for a matrix and a vector, checked (addmv's forward shares it)."""
         x, y = a._array, v._array
         if x.ndim != 2 or y.ndim != 1:
             raise ShapeError(
@@ -94,7 +117,6 @@ class Mv(Op):
                 f"vec ({y.shape[0]}){_described(a, v)}\nHint: the matrix's last dimension "
                 "must equal the vector's length.")
         _check_pair("mv", a, v)
-        ctx.save_for_backward(a, v)
         return x @ y
 
     @staticmethod
@@ -110,10 +132,11 @@ class Outer(Op):
     a broadcast MulBackward0)."""
 
     node_name = "MulBackward0"
+    saved_names = ("self", "other")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
+        save_operands(ctx, a, b)
         return a._array[:, None] * b._array[None, :]
 
     @staticmethod
@@ -147,7 +170,7 @@ class Dot(Op):
                 f"dot : expected both vectors to have same dtype, but found "
                 f"{_capitalized(a)} and {_capitalized(b)} ({a._describe()} and "
                 f"{b._describe()}). Hint: convert one with .to().")
-        ctx.save_for_backward(a, b)
+        save_operands(ctx, a, b)
         return a._xp.asarray(x @ y)
 
     @staticmethod
@@ -168,9 +191,17 @@ class Vdot(Dot):
 
 class Bmm(Op):
     node_name = "BmmBackward0"
+    array_backward = True
+    saved_names = ("self", "mat2")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a, b):
+        save_operands(ctx, a, b)
+        return Bmm.product(a, b)
+
+    @staticmethod
+    def product(a, b):
+        """``a @ b`` for two batches of matrices, checked (baddbmm's forward shares it)."""
         x, y = a._array, b._array
         if x.ndim != 3:
             _require_dim("bmm", a, 3, "batch1")
@@ -183,15 +214,14 @@ class Bmm(Op):
                 f"{_described(a, b)}\nHint: bmm multiplies batch1[i] ({x.shape[1]}x"
                 f"{x.shape[2]}) by batch2[i]; both need the same batch size.")
         _check_pair("bmm", a, b)
-        ctx.save_for_backward(a, b)
         return x @ y
 
     @staticmethod
     def backward(ctx, grad):
         a, b = ctx.saved_tensors
         needs = ctx.needs_input_grad
-        return (Bmm.apply(grad, b.transpose(1, 2)) if needs[0] else None,
-                Bmm.apply(a.transpose(1, 2), grad) if needs[1] else None)
+        return (_math.bmm(grad, _math.transpose(b, 1, 2)) if needs[0] else None,
+                _math.bmm(_math.transpose(a, 1, 2), grad) if needs[1] else None)
 
 
 class SqueezeRow(Op):
@@ -322,8 +352,8 @@ def _scaled(tensor, factor):
 
 def _input_grad(grad, beta, shape):
     if beta == 0:
-        return grad * 0 if shape == tuple(grad._array.shape) else sum_to(grad * 0, shape)
-    return sum_to(_scaled(grad, beta), shape)
+        return grad * 0 if shape == tuple(grad.shape) else _math.sum_to(grad * 0, shape)
+    return _math.sum_to(_scaled(grad, beta), shape)
 
 
 def _combine(xp, base, product, beta, alpha, op_name, input_tensor):
@@ -345,10 +375,13 @@ class Addmm(Op):
     """``beta * input + alpha * (mat1 @ mat2)``."""
 
     node_name = "AddmmBackward0"
+    array_backward = True
+    saved_names = ("mat1", "mat2", "alpha=alpha", "beta=beta")  # as PyTorch names them
 
     @staticmethod
     def forward(ctx, a, m1, m2, beta=1, alpha=1):
-        product = Mm.forward(ctx, m1, m2)  # checks shapes and saves (m1, m2)
+        product = Mm.product(m1, m2)
+        save_operands(ctx, m1, m2, first=1)
         ctx.beta, ctx.alpha = beta, alpha
         return _combine(a._xp, a._array, product, beta, alpha, "addmm", a)
 
@@ -358,16 +391,18 @@ class Addmm(Op):
         needs = ctx.needs_input_grad
         alpha = ctx.alpha
         return (_input_grad(grad, ctx.beta, ctx._input_meta[0][0]) if needs[0] else None,
-                _scaled(Mm.apply(grad, m2.t()), alpha) if needs[1] else None,
-                _scaled(Mm.apply(m1.t(), grad), alpha) if needs[2] else None, None, None)
+                _scaled(_math.mm(grad, _math.t(m2)), alpha) if needs[1] else None,
+                _scaled(_math.mm(_math.t(m1), grad), alpha) if needs[2] else None, None, None)
 
 
 class Addmv(Op):
     node_name = "AddmvBackward0"
+    saved_names = ("mat", "vec", "alpha=alpha", "beta=beta")  # as PyTorch names them
 
     @staticmethod
     def forward(ctx, a, mat, vec, beta=1, alpha=1):
-        product = Mv.forward(ctx, mat, vec)
+        product = Mv.product(mat, vec)
+        save_operands(ctx, mat, vec, first=1)
         ctx.beta, ctx.alpha = beta, alpha
         return _combine(a._xp, a._array, product, beta, alpha, "addmv", a)
 
@@ -383,10 +418,12 @@ class Addmv(Op):
 
 class Baddbmm(Op):
     node_name = "BaddbmmBackward0"
+    saved_names = ("batch1", "batch2", "alpha=alpha", "beta=beta")  # as PyTorch names them
 
     @staticmethod
     def forward(ctx, a, b1, b2, beta=1, alpha=1):
-        product = Bmm.forward(ctx, b1, b2)
+        product = Bmm.product(b1, b2)
+        save_operands(ctx, b1, b2, first=1)
         ctx.beta, ctx.alpha = beta, alpha
         return _combine(a._xp, a._array, product, beta, alpha, "baddbmm", a)
 
@@ -405,10 +442,12 @@ class Addbmm(Op):
     """``beta * input + alpha * sum_i batch1[i] @ batch2[i]``."""
 
     node_name = "AddbmmBackward0"
+    saved_names = ("batch1", "batch2", "alpha=alpha", "beta=beta")  # as PyTorch names them
 
     @staticmethod
     def forward(ctx, a, b1, b2, beta=1, alpha=1):
-        product = Bmm.forward(ctx, b1, b2).sum(axis=0)
+        product = Bmm.product(b1, b2).sum(axis=0)
+        save_operands(ctx, b1, b2, first=1)
         ctx.beta, ctx.alpha = beta, alpha
         return _combine(a._xp, a._array, product, beta, alpha, "addbmm", a)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from ..autograd.function import Op
 from ..errors import DTypeError
 from ..tensor import Tensor
+from ._edges import select_edges
 from .activation import LogSigmoid
 from .reduce import sum_to
 from .unary import _quiet
@@ -183,6 +184,7 @@ class SoftMarginLoss(Op):
 
     @staticmethod
     def forward(ctx, input, target, reduction="mean"):
+        select_edges(ctx, (0,))  # torch's edges: the input only
         x, y = _same_floating("soft_margin_loss", input, target)
         xp = input._xp
         margin = -y * x

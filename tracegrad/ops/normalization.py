@@ -17,6 +17,7 @@ from ..autograd.function import Op
 from ..autograd.grad_mode import state
 from ..errors import ShapeError
 from ..tensor import Tensor
+from ._edges import select_edges
 
 
 def _statistics(xp, x, axes, eps):
@@ -50,11 +51,18 @@ def _channel_shape(ndim: int) -> tuple:
 
 
 class NativeBatchNorm(Op):
+    """torch's native_batch_norm. Its node keeps what torch's keeps: the input, weight,
+    running statistics, and the batch's mean and inverse std (torch's non-differentiable
+    outputs 1 and 2; empty in eval mode)."""
+
     node_name = "NativeBatchNormBackward0"
+    saved_names = ("input", "weight", "running_mean", "running_var", "result1", "result2",
+                   "eps=eps", "training=batch_statistics")  # as PyTorch names them
 
     @staticmethod
     def forward(ctx, input, weight, bias, training, momentum, eps, running_mean=None,
                 running_var=None):
+        select_edges(ctx, (0, 1, 2))  # torch's edges: input, weight, bias (None ones too)
         xp = input._xp
         x = input._array
         channels = x.shape[1]
@@ -83,7 +91,13 @@ class NativeBatchNorm(Op):
             out *= weight._array.reshape(shape)
         if bias is not None:
             out += bias._array.reshape(shape)
-        ctx.save_for_backward(input, weight)
+        if ctx.needs_input_grad:
+            if batch_statistics:  # copies: backward reads its own mean and rstd
+                statistics = (mean.reshape(-1).copy(), rstd.reshape(-1).copy())
+            else:
+                statistics = (xp.empty(0, dtype=x.dtype), xp.empty(0, dtype=x.dtype))
+            ctx.save_for_backward(input, weight, running_mean, running_var,
+                                  *(Tensor._wrap(array, False) for array in statistics))
         ctx.mean, ctx.rstd, ctx.eps, ctx.axes = mean, rstd, eps, axes
         ctx.batch_statistics = batch_statistics
         ctx.has_bias = bias is not None
@@ -91,7 +105,7 @@ class NativeBatchNorm(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        input, weight = ctx.saved_tensors
+        input, weight = ctx.saved_tensors[:2]
         needs = ctx.needs_input_grad
         shape = _channel_shape(input.ndim)
         g = grad if weight is None else grad * weight.reshape(shape)
@@ -104,12 +118,12 @@ class NativeBatchNorm(Op):
 
 
 def _update_running(running: Tensor, value, momentum: float) -> None:
-    """``running = (1 - momentum) * running + momentum * value``, in place (as torch's
-    kernel writes the buffer; its version counter moves)."""
+    """``running = (1 - momentum) * running + momentum * value``, in place, as torch's
+    kernel writes the buffer: its version counter stays (torch 2.13 bumps no version here,
+    so the buffer saved by an earlier step's node still unpacks after the next forward)."""
     array = running._array
     array *= 1 - momentum
     array += (momentum * value).astype(array.dtype, copy=False)
-    running._version_counter.bump("native_batch_norm")
 
 
 class NativeLayerNorm(Op):
@@ -117,6 +131,7 @@ class NativeLayerNorm(Op):
 
     @staticmethod
     def forward(ctx, input, normalized_shape, weight, bias, eps):
+        select_edges(ctx, (0, 2, 3))  # torch's edges: input, weight, bias (None ones too)
         x = input._array
         count = len(normalized_shape)
         if x.shape[x.ndim - count:] != tuple(normalized_shape) or x.ndim < count:
@@ -156,6 +171,7 @@ class NativeGroupNorm(Op):
 
     @staticmethod
     def forward(ctx, input, weight, bias, num_groups, eps):
+        select_edges(ctx, (0, 1, 2))  # torch's edges: input, weight, bias (None ones too)
         x = input._array
         batch, channels = x.shape[:2]
         if channels % num_groups:

@@ -13,7 +13,7 @@ import math
 from .. import _dtype
 from ..autograd.function import Op
 from ..errors import UnsupportedDTypeError
-from . import _special
+from . import _math, _special
 from .unary import _quiet
 
 _LN2 = math.log(2.0)
@@ -34,6 +34,7 @@ def _zeros_like_grad(grad):
 
 class Log2(Op):
     node_name = "Log2Backward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a):
@@ -49,6 +50,7 @@ class Log2(Op):
 
 class Log10(Op):
     node_name = "Log10Backward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a):
@@ -64,6 +66,7 @@ class Log10(Op):
 
 class Log1p(Op):
     node_name = "Log1PBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a):
@@ -79,6 +82,7 @@ class Log1p(Op):
 
 class Expm1(Op):
     node_name = "Expm1Backward0"
+    array_backward = True
     saves_output = True
 
     @staticmethod
@@ -94,6 +98,7 @@ class Expm1(Op):
 
 class Exp2(Op):
     node_name = "Exp2Backward0"
+    array_backward = True
     saves_output = True
 
     @staticmethod
@@ -109,6 +114,7 @@ class Exp2(Op):
 
 class Erf(Op):
     node_name = "ErfBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a):
@@ -118,11 +124,12 @@ class Erf(Op):
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
-        return (grad * _TWO_OVER_SQRT_PI * (-(a * a)).exp(),)
+        return (grad * _TWO_OVER_SQRT_PI * _math.exp(-(a * a)),)
 
 
 class Erfc(Op):
     node_name = "ErfcBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a):
@@ -132,11 +139,12 @@ class Erfc(Op):
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
-        return (grad * -_TWO_OVER_SQRT_PI * (-(a * a)).exp(),)
+        return (grad * -_TWO_OVER_SQRT_PI * _math.exp(-(a * a)),)
 
 
 class Erfinv(Op):
     node_name = "ErfinvBackward0"
+    array_backward = True
     saves_output = True
 
     @staticmethod
@@ -146,11 +154,12 @@ class Erfinv(Op):
     @staticmethod
     def backward(ctx, grad):
         (result,) = ctx.saved_tensors
-        return (grad * _SQRT_PI_OVER_2 * (result * result).exp(),)
+        return (grad * _SQRT_PI_OVER_2 * _math.exp(result * result),)
 
 
 class Rsqrt(Op):
     node_name = "RsqrtBackward0"
+    array_backward = True
     saves_output = True
 
     @staticmethod
@@ -167,6 +176,7 @@ class Rsqrt(Op):
 
 class Reciprocal(Op):
     node_name = "ReciprocalBackward0"
+    array_backward = True
     saves_output = True
 
     @staticmethod
@@ -183,6 +193,7 @@ class Reciprocal(Op):
 # -- trigonometric and hyperbolic -------------------------------------------------------
 class Tan(Op):
     node_name = "TanBackward0"
+    array_backward = True
     saves_output = True
 
     @staticmethod
@@ -257,6 +268,7 @@ class Acos(Op):
 
 class Atan(Op):
     node_name = "AtanBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a):
@@ -300,6 +312,7 @@ class Acosh(Op):
 
 class Atanh(Op):
     node_name = "AtanhBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a):
@@ -338,6 +351,7 @@ class Sinc(Op):
 
 class Deg2Rad(Op):
     node_name = "Deg2RadBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a):
@@ -350,6 +364,7 @@ class Deg2Rad(Op):
 
 class Rad2Deg(Op):
     node_name = "Rad2DegBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a):
@@ -456,6 +471,7 @@ class Trunc(Op):
 
 class Frac(Op):
     node_name = "FracBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a):

@@ -35,9 +35,17 @@ class MaxPool2DWithIndices(Op):
     """``max_pool2d(..., return_indices=True)``: (values, int64 indices into H*W)."""
 
     node_name = "MaxPool2DWithIndicesBackward0"
+    # as torch: the input and the indices (output 1), and the pooling parameters
+    saved_names = ("self", "result1", "kernel_size=kernel", "stride=stride",
+                   "padding=padding", "dilation=dilation", "ceil_mode=ceil_mode")
+    saves_output = (1,)
 
     @staticmethod
     def forward(ctx, a, kernel, stride, padding, dilation, ceil_mode):
+        if ctx.needs_input_grad:
+            ctx.save_for_backward(a)
+            ctx.kernel, ctx.stride, ctx.padding = tuple(kernel), tuple(stride), tuple(padding)
+            ctx.dilation, ctx.ceil_mode = tuple(dilation), ceil_mode
         xp = a._xp
         x = _batched(a._array)
         height, width = x.shape[2:]

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from ..autograd import events
 from ..autograd.function import Op
 from ..errors import ShapeError
+from . import _math
 from ._checks import wrap_dim
 
 
@@ -66,6 +68,7 @@ def _accumulate_dtype(array):
 
 class Sum(Op):
     node_name = "SumBackward1"
+    array_backward = True
     saved_names = ("keepdim=keepdim", "self_sym_sizes=input_shape")
 
     @staticmethod
@@ -78,7 +81,7 @@ class Sum(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        return (expand_reduced(grad, ctx.input_shape, ctx.dims, ctx.keepdim),)
+        return (_math.expand_reduced(grad, ctx.input_shape, ctx.dims, ctx.keepdim),)
 
 
 class SumAll(Sum):
@@ -88,6 +91,7 @@ class SumAll(Sum):
 
 class Mean(Op):
     node_name = "MeanBackward1"
+    array_backward = True
     saved_names = ("keepdim=keepdim", "self_sym_sizes=input_shape")
 
     @staticmethod
@@ -108,7 +112,7 @@ class Mean(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        return (expand_reduced(grad / ctx.count, ctx.input_shape, ctx.dims, ctx.keepdim),)
+        return (_math.expand_reduced(grad / ctx.count, ctx.input_shape, ctx.dims, ctx.keepdim),)
 
 
 class MeanAll(Mean):
@@ -222,7 +226,10 @@ def _arg_reduce(a, dim, keepdim, which):
         result = getattr(xp, which)(x, axis=axis)
         if keepdim:
             result = xp.expand_dims(result, axis)
-    return Tensor._wrap(xp.asarray(result, dtype="int64"), False)
+    output = Tensor._wrap(xp.asarray(result, dtype="int64"), False)
+    if events.listener is not None:  # indices: the gradient stops here (tracing/flows.py)
+        events.listener.on_untracked_op(which, (a,), (output,), True)
+    return output
 
 
 def var(a, dim=None, keepdim: bool = False, correction: float = 1, unbiased=None):

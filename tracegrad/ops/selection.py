@@ -14,6 +14,7 @@ from ..autograd.grad_mode import state
 from ..errors import DTypeError, OutOfRangeError, ShapeError
 from ..tensor import Tensor
 from ._checks import wrap_dim
+from ._edges import select_edges
 from .reduce import sum_to
 
 
@@ -55,6 +56,7 @@ class IndexSelect(Op):
 
     @staticmethod
     def forward(ctx, a, dim, index):
+        select_edges(ctx, (0,))  # torch's edges: a (no index/mask edge)
         axis = wrap_dim(dim, a._array.ndim, a)
         positions = _index_vector("index_select", a, axis, index,
                                   "index_select(): Expected dtype int32 or int64 for index")
@@ -97,6 +99,7 @@ class IndexAdd(Op):
 
     @staticmethod
     def forward(ctx, a, dim, index, source, alpha=1):
+        select_edges(ctx, (0, 3))  # torch's edges: a, source (no index/mask edge)
         axis = wrap_dim(dim, a._array.ndim, a)
         positions = _index_vector("index_add", a, axis, index)
         _check_source("index_add_", a, axis, positions, source)
@@ -127,6 +130,7 @@ class IndexCopy(Op):
 
     @staticmethod
     def forward(ctx, a, dim, index, source):
+        select_edges(ctx, (0, 3))  # torch's edges: a, source (no index/mask edge)
         axis = wrap_dim(dim, a._array.ndim, a)
         positions = _index_vector("index_copy", a, axis, index)
         if a._array.ndim and (source._array.ndim != a._array.ndim
@@ -159,6 +163,8 @@ class IndexFill(Op):
 
     @staticmethod
     def forward(ctx, a, dim, index, value):
+        # torch's edges: the input, and a tensor value (IndexFillBackward1); never the index
+        select_edges(ctx, (0, 3) if isinstance(value, Tensor) else (0,))
         axis = wrap_dim(dim, a._array.ndim, a)
         positions = _index_vector("index_fill", a, axis, index)
         fill = value
@@ -196,6 +202,7 @@ class IndexPutAccumulate(Op):
 
     @staticmethod
     def forward(ctx, a, values, index):
+        select_edges(ctx, (0, 1))  # torch's edges: a, values (no index/mask edge)
         out = a._array.copy()
         try:
             a._xp.add.at(out, index, values._array.astype(out.dtype, copy=False))
@@ -232,6 +239,7 @@ class MaskedSelect(Op):
 
     @staticmethod
     def forward(ctx, a, mask):
+        select_edges(ctx, (0,))  # torch's edges: a (no index/mask edge)
         selector = _mask_array("masked_select", mask, a)
         xp = a._xp
         try:
@@ -259,6 +267,7 @@ class MaskedScatter(Op):
 
     @staticmethod
     def forward(ctx, a, mask, source):
+        select_edges(ctx, (0, 2))  # torch's edges: a, source (no index/mask edge)
         selector = _mask_array("masked_scatter_", mask, a)
         xp = a._xp
         try:
@@ -305,6 +314,7 @@ class Take(Op):
 
     @staticmethod
     def forward(ctx, a, index):
+        select_edges(ctx, (0,))  # torch's edges: a (no index/mask edge)
         x = a._array
         if index._array.dtype.kind not in "iu":
             raise DTypeError(f"take(): Expected a long tensor for index, but got "
@@ -342,6 +352,7 @@ class ScatterReduce(Op):
 
     @staticmethod
     def forward(ctx, a, dim, index, src, reduce, include_self=True):
+        select_edges(ctx, (0, 3))  # torch's edges: a, src (no index/mask edge)
         from .indexing import _check_index, _grid_index
 
         if reduce not in _REDUCTIONS:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..autograd.function import Op
 from ..errors import ShapeError
+from . import _math
 from ._checks import expand_shape, narrow_start  # torch's input checks (issue 16)
 
 
@@ -59,6 +60,7 @@ class View(Op):
     when the strides do not allow that."""
 
     node_name = "ViewBackward0"
+    array_backward = True
     saved_names = ("self_sym_sizes=input_shape",)  # grad_fn._saved_<name>, as PyTorch names them
     is_view = True
 
@@ -76,13 +78,14 @@ class View(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        return (reshape(grad, ctx.input_shape),)
+        return (grad.reshape(ctx.input_shape),)  # Tensor.reshape is this module's reshape
 
 
 class UnsafeView(Op):
     """The copying half of ``reshape`` (after a clone): not a view of the input."""
 
     node_name = "UnsafeViewBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, shape):
@@ -91,7 +94,7 @@ class UnsafeView(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        return (reshape(grad, ctx.input_shape),)
+        return (grad.reshape(ctx.input_shape),)  # Tensor.reshape is this module's reshape
 
 
 def reshape(tensor, shape):
@@ -115,6 +118,7 @@ class Alias(Op):
     """``x[...]``: the whole tensor as a new view of itself."""
 
     node_name = "AliasBackward0"
+    array_backward = True
     is_view = True
 
     @staticmethod
@@ -128,6 +132,7 @@ class Alias(Op):
 
 class Transpose(Op):
     node_name = "TransposeBackward0"
+    array_backward = True
     is_view = True
 
     @staticmethod
@@ -138,11 +143,12 @@ class Transpose(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        return (Transpose.apply(grad, *ctx.dims), None, None)
+        return (_math.transpose(grad, *ctx.dims), None, None)
 
 
 class T(Op):
     node_name = "TBackward0"
+    array_backward = True
     is_view = True
 
     @staticmethod
@@ -155,11 +161,12 @@ class T(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        return (T.apply(grad),)
+        return (_math.t(grad),)
 
 
 class Permute(Op):
     node_name = "PermuteBackward0"
+    array_backward = True
     is_view = True
 
     @staticmethod
@@ -177,11 +184,12 @@ class Permute(Op):
         inverse = [0] * len(ctx.dims)
         for position, axis in enumerate(ctx.dims):
             inverse[axis] = position
-        return (Permute.apply(grad, dims=tuple(inverse)),)
+        return (_math.permute(grad, tuple(inverse)),)
 
 
 class Unsqueeze(Op):
     node_name = "UnsqueezeBackward0"
+    array_backward = True
     is_view = True
 
     @staticmethod
@@ -192,13 +200,14 @@ class Unsqueeze(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        return (Squeeze.apply(grad, dim=ctx.axis),)
+        return (grad.squeeze(ctx.axis),)  # Tensor.squeeze(int) is Squeeze
 
 
 class Squeeze(Op):
     """``x.squeeze(dim)`` with one dim (SqueezeBackward1)."""
 
     node_name = "SqueezeBackward1"
+    array_backward = True
     saved_names = ("self_sym_sizes=input_shape",)  # grad_fn._saved_<name>, as PyTorch names them
     is_view = True
 
@@ -215,7 +224,7 @@ class Squeeze(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        return (reshape(grad, ctx.input_shape),)
+        return (grad.reshape(ctx.input_shape),)  # Tensor.reshape is this module's reshape
 
 
 class SqueezeAll(Squeeze):
@@ -232,6 +241,7 @@ class SqueezeDims(Squeeze):
 
 class Expand(Op):
     node_name = "ExpandBackward0"
+    array_backward = True
     saved_names = ("self_sym_sizes=input_shape",)  # grad_fn._saved_<name>, as PyTorch names them
     is_view = True
 
@@ -247,9 +257,7 @@ class Expand(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        from .reduce import sum_to
-
-        return (sum_to(grad, ctx.input_shape),)
+        return (_math.sum_to(grad, ctx.input_shape),)
 
 
 def check_expandable(target: tuple, shape: tuple, tensor=None) -> None:
@@ -281,6 +289,7 @@ def _torch_type(tensor) -> str:
 
 class Clone(Op):
     node_name = "CloneBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a):

@@ -8,9 +8,11 @@ import numpy as np
 from ..autograd.function import Op
 from ..autograd.grad_mode import state
 from ..backends import kernels
+from . import _math
+from ._checks import wrap_dim
+from ._edges import select_edges
 from ._operands import broadcast_error, operands
 from .reduce import sum_to
-from ._checks import wrap_dim
 
 
 def _float(a):
@@ -21,6 +23,7 @@ def _float(a):
 
 class Exp(Op):
     node_name = "ExpBackward0"
+    array_backward = True
     saved_names = ("result",)  # grad_fn._saved_<name>, as PyTorch names them
     saves_output = True
 
@@ -36,6 +39,7 @@ class Exp(Op):
 
 class Log(Op):
     node_name = "LogBackward0"
+    array_backward = True
     saved_names = ("self",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
@@ -53,6 +57,7 @@ class Log(Op):
 
 class Sqrt(Op):
     node_name = "SqrtBackward0"
+    array_backward = True
     saved_names = ("result",)  # grad_fn._saved_<name>, as PyTorch names them
     saves_output = True
 
@@ -70,6 +75,7 @@ class Sqrt(Op):
 
 class Abs(Op):
     node_name = "AbsBackward0"
+    array_backward = True
     saved_names = ("self",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
@@ -80,11 +86,12 @@ class Abs(Op):
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
-        return (grad * sign(a),)
+        return (grad * _math.sign(a),)
 
 
 class Sin(Op):
     node_name = "SinBackward0"
+    array_backward = True
     saved_names = ("self",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
@@ -95,11 +102,12 @@ class Sin(Op):
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
-        return (grad * cos(a),)
+        return (grad * _math.cos(a),)
 
 
 class Cos(Op):
     node_name = "CosBackward0"
+    array_backward = True
     saved_names = ("self",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
@@ -110,11 +118,12 @@ class Cos(Op):
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
-        return (-grad * sin(a),)
+        return (-grad * _math.sin(a),)
 
 
 class Tanh(Op):
     node_name = "TanhBackward0"
+    array_backward = True
     saved_names = ("result",)  # grad_fn._saved_<name>, as PyTorch names them
     saves_output = True
 
@@ -125,13 +134,15 @@ class Tanh(Op):
     @staticmethod
     def backward(ctx, grad):
         (result,) = ctx.saved_tensors
-        if grad._array.__class__ is not _ndarray and _fuse(grad, result):
-            return (_fused("tanh", grad, result),)
+        fused = _math.fused_activation("tanh", grad, result)
+        if fused is not None:
+            return (fused,)
         return (grad * (1 - result * result),)
 
 
 class Sigmoid(Op):
     node_name = "SigmoidBackward0"
+    array_backward = True
     saved_names = ("result",)  # grad_fn._saved_<name>, as PyTorch names them
     saves_output = True
 
@@ -145,8 +156,9 @@ class Sigmoid(Op):
     @staticmethod
     def backward(ctx, grad):
         (result,) = ctx.saved_tensors
-        if grad._array.__class__ is not _ndarray and _fuse(grad, result):
-            return (_fused("sigmoid", grad, result),)
+        fused = _math.fused_activation("sigmoid", grad, result)
+        if fused is not None:
+            return (fused,)
         return (grad * result * (1 - result),)
 
 
@@ -181,6 +193,7 @@ class Silu(Op):
 
 class Relu(Op):
     node_name = "ReluBackward0"
+    array_backward = True
     saved_names = ("result",)  # grad_fn._saved_<name>, as PyTorch names them
     saves_output = True
 
@@ -192,8 +205,9 @@ class Relu(Op):
     @staticmethod
     def backward(ctx, grad):
         (result,) = ctx.saved_tensors
-        if grad._array.__class__ is not _ndarray and _fuse(grad, result):
-            return (_fused("relu", grad, result),)
+        fused = _math.fused_activation("relu", grad, result)
+        if fused is not None:
+            return (fused,)
         return (grad * (result > 0),)
 
 
@@ -217,6 +231,7 @@ class ClampMin(Op):
     """``clamp_min(x, number)``; ``clamp(x, min=number)`` is Clamp (ClampBackward1)."""
 
     node_name = "ClampMinBackward0"
+    array_backward = True
     saved_names = ("self", "min=min")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
@@ -233,6 +248,7 @@ class ClampMin(Op):
 
 class ClampMax(Op):
     node_name = "ClampMaxBackward0"
+    array_backward = True
     saved_names = ("self", "max=max")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
@@ -251,6 +267,7 @@ class Clamp(Op):
     """``clamp(x, min, max)`` with numbers (either may be None)."""
 
     node_name = "ClampBackward1"
+    array_backward = True
     saved_names = ("self", "min=min", "max=max")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
@@ -286,6 +303,7 @@ class ClampTensor(Op):
 
     @staticmethod
     def forward(ctx, a, min, max):
+        select_edges(ctx, (0, 1, 2))  # torch's edges: input, min, max (None ones too)
         ctx.save_for_backward(a, min, max)
         xp = a._xp
         x = a._array
@@ -322,6 +340,58 @@ class ClampTensor(Op):
         return (sum_to(grad * inside, a.shape) if needs[0] else None), grad_low, grad_high
 
 
+class ClampMinTensor(Op):
+    """``clamp_min(x, tensor)``: the gradient goes to x where x >= min, else to min."""
+
+    node_name = "ClampMinBackward1"
+    saved_names = ("self", "min")  # grad_fn._saved_<name>, as PyTorch names them
+
+    @staticmethod
+    def forward(ctx, a, min):
+        ctx.save_for_backward(a, min)
+        try:
+            return a._xp.maximum(a._array, min._array)
+        except ValueError:
+            raise broadcast_error("clamp_min", a, min) from None
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, low = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        kept = a >= low
+        return (sum_to(grad * kept, a.shape) if needs[0] else None,
+                sum_to(grad * ~kept, low.shape) if needs[1] else None)
+
+
+class ClampMaxTensor(Op):
+    """``clamp_max(x, tensor)``: the gradient goes to x where x <= max, else to max."""
+
+    node_name = "ClampMaxBackward1"
+    saved_names = ("self", "max")  # grad_fn._saved_<name>, as PyTorch names them
+
+    @staticmethod
+    def forward(ctx, a, max):
+        ctx.save_for_backward(a, max)
+        try:
+            return a._xp.minimum(a._array, max._array)
+        except ValueError:
+            raise broadcast_error("clamp_max", a, max) from None
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, high = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        kept = a <= high
+        return (sum_to(grad * kept, a.shape) if needs[0] else None,
+                sum_to(grad * ~kept, high.shape) if needs[1] else None)
+
+
+def clamp_op(min, max) -> type:
+    """The op torch records for clamp with these bounds: ClampBackward0 when either is a
+    tensor, ClampBackward1 for numbers (whether one or both are given)."""
+    return ClampTensor if hasattr(min, "_array") or hasattr(max, "_array") else Clamp
+
+
 def _bound(a, value):
     if hasattr(value, "_array"):
         return value._array
@@ -335,13 +405,12 @@ def clamp(a, min=None, max=None):
         raise InvalidValueError(
             f"torch.clamp: At least one of 'min' or 'max' must not be None "
             f"({a._describe()}). Hint: pass min=, max= or both.")
-    if hasattr(min, "_array") or hasattr(max, "_array"):
-        return ClampTensor.apply(a, min, max)
-    return Clamp.apply(a, min, max)
+    return clamp_op(min, max).apply(a, min, max)
 
 
 class Maximum(Op):
     node_name = "MaximumBackward0"
+    array_backward = True
     saved_names = ("self", "other")  # grad_fn._saved_<name>, as PyTorch names them
     _pick = "maximum"
 
@@ -362,8 +431,8 @@ class Maximum(Op):
         ties = (a == b)
         share_a = wins + ties * 0.5
         share_b = (1 - share_a)
-        return (sum_to(grad * share_a, a.shape) if needs[0] else None,
-                sum_to(grad * share_b, b.shape) if needs[1] else None)
+        return (_math.sum_to(grad * share_a, a.shape) if needs[0] else None,
+                _math.sum_to(grad * share_b, b.shape) if needs[1] else None)
 
 
 class Minimum(Maximum):
@@ -373,6 +442,7 @@ class Minimum(Maximum):
 
 class Softmax(Op):
     node_name = "SoftmaxBackward0"
+    array_backward = True
     saved_names = ("result",)  # grad_fn._saved_<name>, as PyTorch names them
     saves_output = True
 
@@ -391,12 +461,13 @@ class Softmax(Op):
     @staticmethod
     def backward(ctx, grad):
         (result,) = ctx.saved_tensors
-        inner = (grad * result).sum(dim=ctx.axis, keepdim=True)
+        inner = _math.sum_keepdim(grad * result, ctx.axis)
         return (result * (grad - inner), None)
 
 
 class LogSoftmax(Op):
     node_name = "LogSoftmaxBackward0"
+    array_backward = True
     saved_names = ("result",)  # grad_fn._saved_<name>, as PyTorch names them
     saves_output = True
 
@@ -414,7 +485,7 @@ class LogSoftmax(Op):
     @staticmethod
     def backward(ctx, grad):
         (result,) = ctx.saved_tensors
-        return (grad - exp(result) * grad.sum(dim=ctx.axis, keepdim=True), None)
+        return (grad - _math.exp(result) * _math.sum_keepdim(grad, ctx.axis), None)
 
 
 def softmax(a, dim=None, dtype=None):

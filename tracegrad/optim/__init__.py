@@ -12,6 +12,7 @@ True
 
 from __future__ import annotations
 
+from .._unsupported import missing_attribute
 from . import lr_scheduler
 from .adadelta import Adadelta
 from .adagrad import Adagrad
@@ -31,9 +32,4 @@ __all__ = ["ASGD", "LBFGS", "SGD", "Adadelta", "Adagrad", "Adam", "AdamW", "Adam
 
 
 def __getattr__(name: str):
-    if name.startswith("_"):
-        raise AttributeError(f"module 'tracegrad.optim' has no attribute '{name}'")
-    raise AttributeError(
-        f"tracegrad does not implement torch.optim.{name} (module 'tracegrad.optim' has no "
-        f"attribute '{name}'). A script that uses it can still be observed on real PyTorch: "
-        "keep `import torch` and run it with `tracegrad run`.")
+    raise missing_attribute("torch.optim", name, "module 'tracegrad.optim'")

@@ -33,6 +33,8 @@ _EXPORTS = {
     "assert_no_violations": "assertions",
     "assert_no_nan": "assertions",
     "graph_diff": "assertions",
+    "assert_has_grad": "answers",
+    "diff_traces": "answers",
     "assert_close": "comparison",  # torch.testing's
     "make_tensor": "comparison",
 }
@@ -49,6 +51,8 @@ __all__ = [  # noqa: RUF022 - grouped by module, as _EXPORTS
     "assert_no_violations",
     "assert_no_nan",
     "graph_diff",
+    "assert_has_grad",
+    "diff_traces",
     "gradcheck",
     "NodeGradcheckError",
     "assert_close",

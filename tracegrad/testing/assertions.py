@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .graph_text import _Namer, as_trace, normalize_text, render_text
+from .graph_text import _Namer, normalize_text, render_text, trace_and_roots
 
 if TYPE_CHECKING:
     from ..tracing.model import NodeRecord, Trace
@@ -63,33 +63,16 @@ def _indent(text: str, prefix: str = "    ") -> str:
 
 
 # -- structure -------------------------------------------------------------------------------
-def _reachable(trace: Trace, roots: Iterable[int]) -> list[int]:
-    """Node ids reachable from ``roots`` (roots included), in a deterministic order."""
-    order: list[int] = []
-    seen: set[int] = set()
-    stack = list(reversed(list(roots)))
-    while stack:
-        node_id = stack.pop()
-        if node_id in seen or node_id not in trace.nodes:
-            continue
-        seen.add(node_id)
-        order.append(node_id)
-        for next_id, _ in reversed(trace.nodes[node_id].next):
-            if next_id is not None:
-                stack.append(next_id)
-    return order
-
-
 def _as_named_trace(tensor_or_trace: Any) -> tuple[Trace, list[int]]:
-    """``as_trace``, with a trace still being recorded named first (see below)."""
-    trace, roots = as_trace(tensor_or_trace)
+    """``trace_and_roots``, with a trace still being recorded named first (see below)."""
+    trace, roots = trace_and_roots(tensor_or_trace)
     _name_recorded_tensors(trace)
     return trace, roots
 
 
 def _graph_nodes(tensor_or_trace: Any) -> tuple[Trace, list[NodeRecord]]:
     trace, roots = _as_named_trace(tensor_or_trace)
-    return trace, [trace.nodes[node_id] for node_id in _reachable(trace, roots)]
+    return trace, [trace.nodes[node_id] for node_id in trace.reachable(roots)]
 
 
 def assert_op_counts(tensor_or_trace: Any, expected: Mapping[str, int], *,
@@ -257,7 +240,7 @@ def assert_no_path(tensor_or_trace: Any, source: Any, target: Any) -> None:
     from ..tensor import Tensor
 
     with _TemporaryNames(source=source, target=target) as keys:
-        trace, _ = as_trace(tensor_or_trace)
+        trace, _ = trace_and_roots(tensor_or_trace)
     starts = _endpoint_nodes(trace, keys["source"], "source")
     goals = set(_endpoint_nodes(trace, keys["target"], "target"))
     names = sorted({r.name for r in trace.tensors.values() if r.name and r.name[0] != "<"})
@@ -271,7 +254,7 @@ def assert_no_path(tensor_or_trace: Any, source: Any, target: Any) -> None:
             f"assert_no_path: no tensor or node named {_label(target)} in the graph. Tensor "
             f"names in the graph: {names}. Hint: to assert that a tensor is cut off entirely, "
             "pass the tensor itself rather than its name.")
-    parent: dict[int, int | None] = {start: None for start in starts}
+    parent: dict[int, int | None] = dict.fromkeys(starts)
     queue = list(starts)
     while queue:
         node_id = queue.pop(0)
@@ -312,7 +295,7 @@ def assert_saved(tensor_or_trace: Any, node_name: str, *, count: int | None = No
     """
     __tracebackhide__ = True  # pytest shows the caller's line, not ours
     trace, roots = _as_named_trace(tensor_or_trace)
-    nodes = [trace.nodes[node_id] for node_id in _reachable(trace, roots)]
+    nodes = [trace.nodes[node_id] for node_id in trace.reachable(roots)]
     matching = [node for node in nodes if node.name == node_name]
     if not matching:
         present = sorted({node.name for node in nodes})
@@ -339,10 +322,10 @@ def assert_saved(tensor_or_trace: Any, node_name: str, *, count: int | None = No
 # -- trace contents ----------------------------------------------------------------------------
 def _whole_trace(trace_like: Any) -> Trace:
     __tracebackhide__ = True
-    from ..tracing.model import Trace
+    from ..tracing.query import recorded_trace
 
-    trace = trace_like if isinstance(trace_like, Trace) else getattr(trace_like, "trace", None)
-    if isinstance(trace, Trace):
+    trace = recorded_trace(trace_like)
+    if trace is not None:
         _name_recorded_tensors(trace)
         return trace
     raise TypeError(

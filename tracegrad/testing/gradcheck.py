@@ -26,7 +26,7 @@ class WrongNode:
     """A node whose backward disagrees with finite differences of its own forward."""
 
     name: str  # "BadSquareBackward"
-    site: Any  # trace.model.Site of the forward call, or None
+    site: Any  # autograd.site.Site of the forward call, or None
     detail: str  # the local gradcheck's message
 
     def describe(self) -> str:
@@ -56,54 +56,28 @@ class _Call:
     node: Any
 
 
-class _CallRecorder:
-    """Records every Function/Op ``apply`` that makes a node, while active.
-
-    Why patch ``apply`` instead of listening to ``on_op``: the event carries the positional
-    arguments only, and built-in ops take their attributes (dim, shape, ...) as keywords;
-    re-running an op needs both. The patch is scoped to one call of the function under
-    check and undone in ``finally``.
-    """
+class _CallRecorder(events.Listener):
+    """Records every node a Function or op call makes while active, with what re-running
+    the call needs: the engine's ``on_op`` event gives the arguments, the node (and its
+    site: a listener makes the engine note each node's line) and the call's keyword
+    arguments (``node._call_kwargs``: the attributes built-in ops take as keywords)."""
 
     def __init__(self) -> None:
         self.calls: list[_Call] = []
 
     def __enter__(self):
-        from ..autograd import events
-        from ..autograd.function import Function, Op
-
-        self._originals = [(owner, owner.__dict__["apply"]) for owner in (Function, Op)]
-        for owner, original in self._originals:
-            owner.apply = classmethod(self._wrap(original.__func__))
-        # Any listener makes the engine note each node's forward site.
-        self._subscription = events.subscribe(_SiteListener())
+        self._subscription = events.subscribe(self)
         return self
 
     def __exit__(self, *exc_info) -> None:
-        for owner, original in self._originals:
-            owner.apply = original
         self._subscription.remove()
 
-    def _wrap(self, original: Callable) -> Callable:
-        recorder = self
-
-        def apply(cls, *args, **kwargs):
-            snapshot = tuple(_copy_tensor(arg) for arg in args)
-            outputs = original(cls, *args, **kwargs)
-            node = _node_of(cls, outputs)
-            if node is not None:
-                if node._site is None:
-                    from ..autograd.site import user_site
-
-                    node._site = user_site()
-                recorder.calls.append(_Call(cls, snapshot, dict(kwargs), node))
-            return outputs
-
-        return apply
-
-
-class _SiteListener(events.Listener):
-    wants_sites = True
+    def on_op(self, node, inputs, outputs) -> None:
+        function = getattr(node, "_function", None)
+        if function is None:
+            return
+        snapshot = tuple(_copy_tensor(arg) for arg in inputs)
+        self.calls.append(_Call(function, snapshot, dict(node._call_kwargs), node))
 
 
 def _copy_tensor(value: Any) -> Any:
@@ -115,16 +89,6 @@ def _copy_tensor(value: Any) -> Any:
     copy = Tensor._wrap(value._array.copy(), value.requires_grad)
     copy.name = value.name
     return copy
-
-
-def _node_of(cls: type, outputs: Any):
-    from ..tensor import Tensor
-
-    for output in outputs if isinstance(outputs, tuple) else (outputs,):
-        if isinstance(output, Tensor) and output.grad_fn is not None \
-                and type(output.grad_fn) is cls._node_class:
-            return output.grad_fn
-    return None
 
 
 def _local_check(call: _Call, eps: float, atol: float, rtol: float) -> str | None:

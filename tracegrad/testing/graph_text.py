@@ -22,81 +22,46 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # keep importing this module cheap: no engine import at load
+if TYPE_CHECKING:  # keep importing this module cheap: the pytest plugin loads it at startup
     from ..tracing.model import NodeRecord, Trace
 
-_SHORT_DTYPES = {
-    "float16": "f16", "float32": "f32", "float64": "f64", "bfloat16": "bf16",
-    "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
-    "uint8": "u8", "bool": "b8", "complex64": "c64", "complex128": "c128",
-}
+__all__ = ["graph_text", "named_root", "normalize_text", "render_text", "short_type",
+           "trace_and_roots"]
 
 
 def short_type(dtype: str, shape: Sequence[int]) -> str:
-    """``f32[3,4]``: a dtype's short name and a shape, jaxpr style.
+    """``f32[3,4]``: see :func:`tracegrad.tracing.text.short_type` (imported on first use,
+    so loading this module loads no tracer).
 
     >>> short_type("float32", (3, 4))
     'f32[3,4]'
     """
-    return f"{_SHORT_DTYPES.get(dtype, dtype)}[{','.join(str(size) for size in shape)}]"
+    from ..tracing.text import short_type as text_short_type
+
+    return text_short_type(dtype, shape)
 
 
-def as_trace(tensor_or_trace: Any) -> tuple[Trace, list[int]]:
+def trace_and_roots(subject: Any) -> tuple[Trace, list[int]]:
     """The trace to read and the ids of the nodes to start from.
 
-    A live tensor -- tracegrad's or torch's -- becomes a structure-only trace
-    (``tracegrad.tracing.from_tensor``, which also names tensors after the caller's
-    variables); a Trace (or the recorder of ``with tracegrad.record() as tr``) is used as it
-    is, starting from its output nodes (see :func:`root_nodes`).
+    ``subject`` is anything :func:`tracegrad.tracing.query.as_trace` accepts: a live tensor
+    -- tracegrad's or torch's -- or a nest of them becomes a structure-only trace (tensors
+    named after the caller's variables); a Trace, or the recorder of
+    ``with tracegrad.record() as tr``, is used as it is. The text starts from
+    :meth:`Trace.root_nodes <tracegrad.tracing.model.Trace.root_nodes>`.
     """
-    from ..tracing.model import Trace
+    from ..tracing.query import as_trace
 
-    if isinstance(tensor_or_trace, Trace):
-        return tensor_or_trace, root_nodes(tensor_or_trace)
-    trace = getattr(tensor_or_trace, "trace", None)  # a recorder that holds its Trace
-    if isinstance(trace, Trace):
-        return trace, root_nodes(trace)
-    from ..bridge import as_tracegrad_tensor
-    from ..tensor import Tensor
-
-    tensor_or_trace = as_tracegrad_tensor(tensor_or_trace)  # a torch tensor, through the bridge
-    if not isinstance(tensor_or_trace, Tensor):
-        raise TypeError(
-            f"expected a Tensor or a tracegrad Trace, got {type(tensor_or_trace).__name__}. "
-            "Hint: pass the output tensor (e.g. the loss), or the trace from "
-            "`with tracegrad.record() as tr:`.")
-    tensor = tensor_or_trace
-    if tensor.grad_fn is None and not tensor.requires_grad:
-        label = f"'{tensor.name}' " if tensor.name else ""
-        raise ValueError(
-            f"tensor {label}({tensor.dtype.name} {list(tensor.shape)}) has no autograd graph: "
-            "it does not require grad and has no grad_fn. Hint: was it computed under "
-            "no_grad() or detach(), or from inputs without requires_grad=True?")
-    from ..tracing import from_tensor
-
-    trace = from_tensor(tensor)
-    return trace, root_nodes(trace)
-
-
-def root_nodes(trace: Trace) -> list[int]:
-    """The nodes to print from: the root tensor's node for a ``from_tensor`` trace, else
-    the nodes nothing points to (the graph's outputs), in recording order.
-
-    ``AccumulateGrad`` nodes count only when the trace holds nothing else (a lone leaf).
-    """
-    root = trace.metadata.get("root")
-    if root is not None and root in trace.tensors:
-        record = trace.tensors[root]
-        if record.grad_fn is not None:
-            return [record.grad_fn]
-        leaf_nodes = [node.id for node in trace.iter_nodes() if node.leaf == root]
-        if leaf_nodes:
-            return leaf_nodes
-    pointed_to = {next_id for _, next_id, _ in trace.edges()}
-    candidates = [node for node in trace.iter_nodes() if node.id not in pointed_to]
-    inner = [node.id for node in candidates if node.kind != "accumulate"
-             and node.name != "AccumulateGrad"]
-    return inner if inner else [node.id for node in candidates]
+    trace = as_trace(subject)
+    if trace.roots and not trace.nodes:
+        record = trace.tensors[trace.roots[0]]
+        if not record.requires_grad:
+            label = f"'{record.name}' " if record.name else ""
+            raise ValueError(
+                f"tensor {label}({record.dtype} {list(record.shape)}) has no autograd graph: "
+                "it does not require grad and has no grad_fn. Hint: was it computed under "
+                "no_grad() or detach(), or from inputs without requires_grad=True?")
+    return trace, trace.root_nodes()
 
 
 class _Namer:
@@ -106,6 +71,9 @@ class _Namer:
         self.trace = trace
         self.assigned: dict[int, str] = {}
         self.taken = {record.name for record in trace.tensors.values() if record.name}
+        from ..tracing.text import short_type as text_short_type  # once per text, not per line
+
+        self.short_type = text_short_type
 
     def label(self, tensor_id: int | None) -> str:
         if tensor_id is None:
@@ -125,7 +93,7 @@ class _Namer:
         record = self.trace.tensors.get(tensor_id) if tensor_id is not None else None
         if record is None:
             return self.label(tensor_id)
-        return f"{self.label(tensor_id)} {short_type(record.dtype, record.shape)}"
+        return f"{self.label(tensor_id)} {self.short_type(record.dtype, record.shape)}"
 
 
 def _node_line(node: NodeRecord, namer: _Namer, saved: bool) -> str:
@@ -174,7 +142,7 @@ def graph_text(tensor_or_trace: Any, *, saved: bool = True, indent: int = 2,
     program) are printed one after another, sharing one numbering of references;
     ``root="loss"`` prints only the graph of the tensor named ``loss``.
     """
-    trace, roots = as_trace(tensor_or_trace)
+    trace, roots = trace_and_roots(tensor_or_trace)
     if root is not None:
         roots = named_root(trace, root)
     return render_text(trace, roots, saved=saved, indent=indent)

@@ -172,9 +172,9 @@ class GraphSnapshot:
     def __call__(self, tensor_or_trace: Any, name: str | None = None) -> str:
         __tracebackhide__ = True  # a failure shows the test's line and the diff, not ours
         from .assertions import graph_diff
-        from .graph_text import as_trace, normalize_text, render_text
+        from .graph_text import normalize_text, render_text, trace_and_roots
 
-        trace, roots = as_trace(tensor_or_trace)
+        trace, roots = trace_and_roots(tensor_or_trace)
         _graphs(self._request.node).append((name or "snapshot", trace))
         actual = render_text(trace, roots) + "\n"
         path = self.path_for(name)
@@ -277,15 +277,10 @@ def _draw_failure(item: pytest.Item, index: int, label: str, graph: Any) -> str:
 
 def _write_graph(graph: Any, stem: Path) -> Path:
     """SVG through tracegrad.render when ``dot`` exists, else the DOT source."""
-    from .graph_text import as_trace, render_text
+    from tracegrad.draw import render, to_dot
+    from tracegrad.tracing.query import as_trace
 
-    trace, roots = as_trace(graph)
-    try:
-        from tracegrad.draw import render, to_dot
-    except ImportError:  # no exporter: the canonical text still shows the graph
-        path = stem.parent / (stem.name + ".txt")
-        path.write_text(render_text(trace, roots) + "\n", encoding="utf-8")
-        return path
+    trace = as_trace(graph)
     if graphviz_missing() is None:
         path = stem.parent / (stem.name + ".svg")
         render(trace, str(path))

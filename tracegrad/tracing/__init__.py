@@ -23,7 +23,6 @@ from .recorder import Recorder, record
 from .store import load_trace, save_trace
 
 
-
 def run_script(path: str, argv: list[str] | None = None, **trace_options) -> Trace:
     """Run a Python script as ``__main__`` under the tracer and return its Trace.
 

@@ -2,7 +2,7 @@
 
 One table per direction maps an op family (its grad_fn names) to the rules that can make
 its result (forward) or its derivative (backward) non-finite. A rule names the cause (a key
-of ``report.CAUSE_TEXT``, where the words live), the kind of value it makes, and the test on
+of ``text.CAUSE_TEXT``, where the words live), the kind of value it makes, and the test on
 the input values: a comparison (``x < 0``) that works on whole arrays and, when the recorder
 kept statistics only, on their min/max; or an element test on several inputs (``0/0``).
 The first rule whose test holds is the cause; the evidence (which input, at which elements,

@@ -268,9 +268,11 @@ def decode_trace(body, load_array: Callable[[int], np.ndarray]) -> model.Trace:
         if "trace" not in body:
             raise _Problem("missing entry 'trace'")
         try:
-            return decoder.compile(model.Trace)(body["trace"])
+            trace = decoder.compile(model.Trace)(body["trace"])
         except _Problem as problem:
             raise problem.at("trace") from None
+        trace.read_legacy_roots()
+        return trace
     except _Problem as problem:
         where = "".join(reversed(problem.path))
         raise DecodeError(f"{where}: {problem.message}" if where else problem.message,
@@ -488,16 +490,11 @@ def _type_message(hint: type, value) -> str:
     return f"expected {wanted.get(hint, hint.__name__)}, got {_kind(value)}"
 
 
-_dtype_names: dict[np.dtype, str] = {}
-
-
 def _check_value_array(value: model.Value) -> None:
     array = value.array
     if array is None:
         return
-    dtype_name = _dtype_names.get(array.dtype)
-    if dtype_name is None:  # numpy works the name out anew on every access
-        dtype_name = _dtype_names[array.dtype] = array.dtype.name
+    dtype_name = model.array_dtype_name(array.dtype)
     if array.shape != value.shape or dtype_name != value.dtype:
         raise _Problem(
             f"the stored array is {array.dtype.name} {list(array.shape)} but the value "

@@ -180,7 +180,7 @@ def check_command(args: argparse.Namespace) -> int:
         print(format_finding(trace, finding))
     if args.memory:
         from .memory import memory_report
-        from .report import format_memory
+        from .text import format_memory
 
         print("\n".join(format_memory(trace, memory_report(trace))))
     if not args.inf:

@@ -120,6 +120,20 @@ def _device_name(tensor) -> str:
     return "cpu" if type(tensor._array) is np.ndarray else str(tensor.device)
 
 
+def shown_name(node: Node) -> str:
+    """A node's name as traces, graph text and DOT show it: the class name, as torchviz
+    shows it -- ``AccumulateGrad`` and ``CopySlices``, where ``name()`` says
+    ``torch::autograd::AccumulateGrad`` as PyTorch's does."""
+    return node.name().rpartition("::")[2]
+
+
+def _slot_names(node: Node) -> tuple:
+    """The saved slots' names as torch gives them (``self``, ``mat2``, ``result``), from
+    the op's ``saved_names``; empty for a custom Function (its slots are numbered)."""
+    names = getattr(getattr(node, "_function", None), "saved_names", ())
+    return tuple(entry for entry in names if "=" not in entry)
+
+
 def node_kind(node: Node) -> str:
     if node._is_accumulate:
         return "accumulate"
@@ -309,7 +323,7 @@ class GraphBuilder:
         node_id = self._reserve_node(node)
         leaf = self.tensor_id(node.variable)
         self.trace.nodes[node_id] = NodeRecord(
-            id=node_id, name=node.name(), kind="accumulate", inputs=[leaf], leaf=leaf,
+            id=node_id, name=shown_name(node), kind="accumulate", inputs=[leaf], leaf=leaf,
             site=node._site, module=node._module)
         return node_id
 
@@ -378,7 +392,7 @@ class GraphBuilder:
     def _finish_node(self, node, node_id: int, input_ids, output_ids,
                      stand_ins: dict | None = None) -> NodeRecord:
         record = NodeRecord(
-            id=node_id, name=node.name(), kind=node_kind(node), inputs=list(input_ids),
+            id=node_id, name=shown_name(node), kind=node_kind(node), inputs=list(input_ids),
             outputs=list(output_ids), attrs=node_attrs(node), site=node._site,
             module=node._module)
         self.trace.nodes[node_id] = record
@@ -390,6 +404,7 @@ class GraphBuilder:
     def saved_records(self, node, node_id: int, stand_ins: dict | None = None
                       ) -> list[SavedRecord]:
         records = []
+        names = _slot_names(node)
         for slot, saved in enumerate(node._saved):
             if not isinstance(saved, SavedTensor):
                 continue
@@ -398,7 +413,7 @@ class GraphBuilder:
                 tensor_id, version = stand_ins[id(source)]
                 records.append(SavedRecord(
                     tensor=tensor_id, version=version, nbytes=int(saved._array.nbytes),
-                    slot=str(slot)))
+                    slot=names[slot] if slot < len(names) else str(slot)))
                 continue
             if source is not None:
                 tensor_id = self.tensor_id(source)
@@ -409,7 +424,8 @@ class GraphBuilder:
             else:
                 continue  # freed by backward before we saw it: nothing left to describe
             nbytes = int(saved._array.nbytes) if saved._array is not None else 0
-            slot_name = "result" if saved.is_output else str(slot)
+            slot_name = names[slot] if slot < len(names) else (
+                "result" if saved.is_output else str(slot))
             if type(saved) is not SavedTensor:  # torch's own slot names: self, mat2, result
                 slot_name = saved.slot
             records.append(SavedRecord(
@@ -457,8 +473,7 @@ def from_tensor(tensor, name_from_caller: bool = True) -> Trace:
         builder = GraphBuilder(trace)
         if tensor.grad_fn is not None:
             builder.adopt([tensor.grad_fn], {(tensor.grad_fn, tensor._output_nr): tensor})
-        root_id = builder.tensor_id(tensor)
-        trace.metadata["root"] = root_id
+        trace.roots = [builder.tensor_id(tensor)]
         if frame is not None:
             name_unnamed(trace, builder, frame)
     return trace

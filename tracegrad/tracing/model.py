@@ -16,30 +16,26 @@ Vocabulary:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from ..autograd import site as _engine_site
+
 # 2: sites and values tables, arrays in one member. 3: per-pass .grad (Step.grad_after),
 # pass origin and label, why a value has no array (Value.dropped), summarized passes.
-# Every field added since has a default, so files of schema 1 and 2 still load.
+# Every field added since has a default, so files of schema 1 and 2 still load (Trace.roots,
+# Violation.op and Violation.input_nr came later still, with defaults: older files load, and
+# their roots kept in metadata are read into Trace.roots).
 SCHEMA_VERSION = 3
 FORMAT_NAME = "tracegrad-trace"
 
 
-@dataclass(frozen=True)
-class Site:
-    """Where in the user's source something happened."""
-
-    file: str
-    line: int
-    function: str
-    code: str = ""  # the text of that line, stripped
-
-    def __str__(self) -> str:
-        return f"{self.file}:{self.line}"
+# Site belongs to the engine (nodes carry one from the moment they are made); it stays
+# importable from here, where saved traces and their readers have always found it.
+Site = _engine_site.Site
 
 
 @dataclass
@@ -56,6 +52,22 @@ class Stats:
     @property
     def has_nonfinite(self) -> bool:
         return self.nan_count > 0 or self.inf_count > 0
+
+
+def array_dtype_name(dtype: np.dtype) -> str:
+    """``"float32"``: a NumPy dtype's name as a Value records it, cached (NumPy works the
+    name out anew on every access, and values and files name one dtype many times).
+
+    >>> array_dtype_name(np.dtype(np.float32))
+    'float32'
+    """
+    name = _array_dtype_names.get(dtype)
+    if name is None:
+        name = _array_dtype_names[dtype] = dtype.name
+    return name
+
+
+_array_dtype_names: dict[np.dtype, str] = {}
 
 
 # Why a Value has no array (``Value.dropped``).
@@ -241,6 +253,18 @@ class BackwardPass:
         label = self.label or f"{self.kind}()"
         return f"{label} at {self.site}" if self.site is not None else label
 
+    def steps_by_node(self) -> dict[int, Step]:
+        """node id -> the first step that ran it in this pass.
+
+        >>> backward = BackwardPass(0, steps=[Step(0, node=4), Step(1, node=2)])
+        >>> {node: step.index for node, step in backward.steps_by_node().items()}
+        {4: 0, 2: 1}
+        """
+        found: dict[int, Step] = {}
+        for step in self.steps:
+            found.setdefault(step.node, step)
+        return found
+
     def grads_after(self) -> dict[int, Value]:
         """tensor id -> its ``.grad`` after this pass, for every leaf the pass accumulated
         into (empty for traces recorded before per-pass gradients)."""
@@ -265,6 +289,9 @@ class Violation:
                          other_site is the masking op's line for the where trap)
         "freed_graph"    backward through a graph an earlier pass freed (pass_index = the
                          pass that freed it)
+
+    ``message`` is written from the other fields by ``tracing.text.violation_message``
+    (again once tensors are named); every view describes a violation through that module.
     """
 
     kind: str
@@ -278,13 +305,46 @@ class Violation:
     phase: str = "forward"  # "forward" or "backward"
     pass_index: int | None = None
     step_index: int | None = None
-    # NaN/Inf only (causes.py): what made the value, as a key of report.CAUSE_TEXT, and
+    # NaN/Inf only (causes.py): what made the value, as a key of text.CAUSE_TEXT, and
     # its evidence (input, element indices and values, counts, upstream node; JSON-able).
     cause: str | None = None
     detail: dict[str, Any] = field(default_factory=dict)
     # A NaN whose inputs already held Inf (no NaN): the first NaN, a consequence of an Inf
     # found earlier; reported when Inf does not count (report.findings(inf=False)).
     from_nonfinite: bool = False
+    op: str | None = None  # the in-place op ("add_"), for the in-place kinds
+    input_nr: int | None = None  # backward NaN/Inf: the input whose gradient went bad
+
+
+# Flow kinds: how values moved without a node, so that no gradient follows them back.
+FLOW_KINDS = ("detach", "data", "detach_", "no_grad", "untracked", "integer", "item",
+              "tolist", "numpy", "grad_reset")
+
+
+@dataclass
+class Flow:
+    """Values that moved from ``sources`` to ``results`` without a node in the graph: the
+    gradient stops here. Recorded only when a source is in the graph (requires grad) or
+    came out of an earlier flow.
+
+    kind is one of:
+        "detach" / "data" / "detach_"  ``x.detach()``, ``x.data``, ``x.detach_()``
+        "no_grad"      an op run while grad mode was off (``op``: its grad_fn name)
+        "untracked"    an op none of whose inputs required grad (a detached value, used on)
+        "integer"      an op whose results are integer or bool (argmax, a comparison)
+        "item" / "tolist" / "numpy"  a round trip: ``results`` were made from data equal
+                       to what ``sources`` gave out (``other_site``: where it left)
+        "grad_reset"   ``.grad`` of ``sources[0]`` set to None (``zero_grad()``) after
+                       pass ``pass_index``
+    """
+
+    kind: str
+    sources: list[int] = field(default_factory=list)  # tensor ids
+    results: list[int] = field(default_factory=list)  # tensor ids
+    op: str = ""  # the op's grad_fn name, for "no_grad" and "untracked"
+    site: Site | None = None
+    other_site: Site | None = None  # round trips: where the value left the graph
+    pass_index: int | None = None  # "grad_reset": the last pass before the reset
 
 
 @dataclass
@@ -304,8 +364,26 @@ class Trace:
     passes: list[BackwardPass] = field(default_factory=list)
     violations: list[Violation] = field(default_factory=list)
     exception: ExceptionRecord | None = None
+    flows: list[Flow] = field(default_factory=list)  # value flow outside the graph
     # program, argv, tracegrad version, budget, capture policy, summarized-value count...
     metadata: dict[str, Any] = field(default_factory=dict)
+    # The tensor ids the trace was made from (``from_tensor``, ``render(t)``), in the order
+    # given; empty for a recording, whose passes name their own roots.
+    roots: list[int] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.read_legacy_roots()
+
+    def read_legacy_roots(self) -> None:
+        """Move roots kept in metadata (files written before ``roots`` was a field: "root"
+        from from_tensor, "roots" from render) into the field. The decoder calls it too,
+        as it fills records without running ``__init__``."""
+        metadata = self.metadata
+        if not self.roots and isinstance(metadata, dict):
+            if metadata.get("roots") is not None:
+                self.roots = metadata.pop("roots")
+            elif metadata.get("root") is not None:
+                self.roots = [metadata.pop("root")]
 
     # -- navigation ---------------------------------------------------------------------
     def node(self, node_id: int) -> NodeRecord:
@@ -344,6 +422,103 @@ class Trace:
                 if next_id is not None:
                     yield node.id, next_id, input_nr
 
+    # -- reading the graph ----------------------------------------------------------------
+    def tensor_nodes(self, tensor_ids: Iterable[int]) -> list[int]:
+        """The node behind each tensor: its grad_fn, or for a leaf its AccumulateGrad (when
+        recorded); tensors with neither are skipped.
+
+        >>> trace = Trace(tensors={0: TensorRecord(0, (), "float32", grad_fn=5)})
+        >>> trace.tensor_nodes([0, 9])
+        [5]
+        """
+        found: list[int] = []
+        accumulators = None
+        for tensor_id in tensor_ids:
+            record = self.tensors.get(tensor_id)
+            if record is None:
+                continue
+            if record.grad_fn is not None:
+                found.append(record.grad_fn)
+                continue
+            if accumulators is None:
+                accumulators = {node.leaf: node.id for node in self.iter_nodes()
+                                if node.leaf is not None}
+            if tensor_id in accumulators:
+                found.append(accumulators[tensor_id])
+        return found
+
+    def root_nodes(self) -> list[int]:
+        """The nodes a reading of the graph starts from: those of ``roots`` when the trace
+        has roots, else the nodes nothing points to (the graph's outputs), in recording
+        order, AccumulateGrad only when nothing else is there (a lone leaf).
+
+        >>> Trace(nodes={1: NodeRecord(1, "SumBackward0", next=[(0, 0)]),
+        ...              0: NodeRecord(0, "AccumulateGrad", kind="accumulate")}).root_nodes()
+        [1]
+        """
+        from_roots = self.tensor_nodes(self.roots)
+        if from_roots:
+            return list(dict.fromkeys(from_roots))
+        pointed_to = {next_id for _, next_id, _ in self.edges()}
+        candidates = [node for node in self.iter_nodes() if node.id not in pointed_to]
+        inner = [node.id for node in candidates if node.kind != "accumulate"
+                 and node.name != "AccumulateGrad"]
+        return inner if inner else [node.id for node in candidates]
+
+    def output_tensors(self) -> list[int]:
+        """The tensors a picture marks as outputs: ``roots``, else every pass's roots,
+        else the first output of each node nothing consumes (AccumulateGrad aside)."""
+        if self.roots:
+            return [root for root in self.roots if root in self.tensors]
+        from_passes = [root for backward in self.passes for root in backward.roots]
+        if from_passes:
+            return from_passes
+        consumed = {next_id for node in self.nodes.values() for next_id, _ in node.next}
+        return [node.outputs[0] for node in self.iter_nodes()
+                if node.kind != "accumulate" and node.id not in consumed and node.outputs]
+
+    def reachable(self, node_ids: Iterable[int]) -> list[int]:
+        """Node ids reachable from ``node_ids`` along ``next`` (those included), depth
+        first in edge order: the same order on every run. Iterative, so a graph 100,000
+        nodes deep works.
+
+        >>> trace = Trace(nodes={0: NodeRecord(0, "A", next=[(1, 0), (2, 0)]),
+        ...                      1: NodeRecord(1, "B", next=[(2, 0)]), 2: NodeRecord(2, "C"),
+        ...                      3: NodeRecord(3, "D")})
+        >>> trace.reachable([0])
+        [0, 1, 2]
+        """
+        order: list[int] = []
+        seen: set[int] = set()
+        nodes = self.nodes
+        stack = [node_id for node_id in reversed(list(node_ids)) if node_id is not None]
+        while stack:
+            node_id = stack.pop()
+            if node_id in seen or node_id not in nodes:
+                continue
+            seen.add(node_id)
+            order.append(node_id)
+            stack.extend(next_id for next_id, _ in reversed(nodes[node_id].next)
+                         if next_id is not None)
+        return order
+
+    def locate(self, node_id: int, pass_index: int | None = None
+               ) -> tuple[int, int] | None:
+        """(pass, step) of the first step that ran ``node_id`` -- in ``pass_index`` when
+        given, else in any pass -- or None when no recorded step ran it.
+
+        >>> Trace(passes=[BackwardPass(0), BackwardPass(1, steps=[Step(0, node=7)])]).locate(7)
+        (1, 0)
+        """
+        passes = self.passes
+        indexes = range(len(passes)) if pass_index is None else (
+            [pass_index] if 0 <= pass_index < len(passes) else [])
+        for index in indexes:
+            for step in passes[index].steps:
+                if step.node == node_id:
+                    return index, step.index
+        return None
+
     # -- notebooks and the REPL -------------------------------------------------------
     def __repr__(self) -> str:
         """One short line, however large the trace (the generated repr printed every record).
@@ -367,6 +542,23 @@ class Trace:
         from .notebook import trace_mimebundle
 
         return trace_mimebundle(self, include, exclude)
+
+    # -- answers (implemented in why.py) -----------------------------------------------
+    def why_no_grad(self, tensor, pass_index: int | None = None):
+        """Why ``tensor`` (a live tensor, a name such as ``"w1"``, or a tensor id) has no
+        gradient, or a zero one, after the last backward pass (or pass ``pass_index``):
+        a ``WhyNoGrad`` that prints as the explanation.
+
+        >>> import tracegrad
+        >>> w = tracegrad.ones(2, requires_grad=True)
+        >>> with tracegrad.record() as tr:
+        ...     loss = (w.detach() * 3).sum()
+        >>> tr.why_no_grad(w).cause
+        'never_called'
+        """
+        from .why import why_no_grad
+
+        return why_no_grad(self, tensor, pass_index)
 
     # -- file and text (implemented in store.py and summary.py) -------------------------
     def save(self, path, timings: bool = True) -> None:

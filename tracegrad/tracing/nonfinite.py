@@ -100,7 +100,7 @@ _MASK_SEARCH_DEPTH = 6  # ops between the non-finite branch and its where (x.log
 def note_masks(trace: Trace) -> None:
     """At the end of a recording: a forward NaN/Inf that a where/masked op later dropped
     names that op (``detail["mask_node"]``, ``other_site``): harmless in forward, it comes
-    back as NaN in backward (the where trap)."""
+    back as NaN in backward (the where trap). The recorder writes the messages after."""
     for violation in trace.violations:
         if violation.kind not in ("nan", "inf") or violation.phase != "forward" or \
                 violation.node is None or "mask_node" in violation.detail:
@@ -110,9 +110,17 @@ def note_masks(trace: Trace) -> None:
         if mask is not None:
             violation.detail = {**violation.detail, "mask_node": mask.id}
             violation.other_site = mask.site
-            from .report import mask_note
 
-            violation.message += " " + mask_note(trace, violation)
+
+def name_cause_inputs(trace: Trace) -> None:
+    """At the end of a recording, once tensors are named: the input a cause names
+    (``detail["input"]``, ``t4`` when it happened) becomes its variable (``'spread'``)."""
+    for violation in trace.violations:
+        detail = violation.detail
+        tensor_id = detail.get("tensor") if detail else None
+        record = trace.tensors.get(tensor_id) if tensor_id is not None else None
+        if record is not None and record.name and detail.get("input") == f"t{record.id}":
+            detail["input"] = f"'{record.name}'"
 
 
 def _zero_gradient_at(grad: Operand | None, detail: dict) -> bool:

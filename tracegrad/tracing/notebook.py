@@ -36,11 +36,12 @@ def trace_svg(trace: Trace) -> str | None:
     """The SVG picture of the trace, or None when it cannot be drawn here."""
     if shutil.which("dot") is None:
         return None
-    from ..draw.dot import gc_paused, make_options, plan_to_digraph
+    from ..draw.dot import make_options, plan_to_digraph
+    from ..draw.plan import given_outputs
     from ..draw.sizing import MAX_NODES, GraphCollapsedWarning, sized_plan
-    from ..draw.sources import as_trace
+    from .graph import gc_paused
 
-    drawn, outputs = as_trace(trace)
+    drawn, outputs = trace, given_outputs(trace)
     options = make_options(show_saved=True, show_attrs=False, max_attr_chars=50,
                            collapse_modules=False, highlight_step=None, pass_index=None)
     with warnings.catch_warnings():  # the picture's title says what was drawn smaller

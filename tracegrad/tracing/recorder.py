@@ -28,7 +28,8 @@ from .. import __version__, bridge
 from ..autograd import events, module_scope
 from ..autograd.site import _is_internal, user_site
 from ..tensor import Tensor
-from .graph import GraphBuilder, name_unnamed, variable_key
+from .flows import FlowEvents, remember_torch_tensors
+from .graph import GraphBuilder, name_unnamed, shown_name, variable_key
 from .keep import (
     CHECK_EVERY,
     DEFAULT_STRUCTURE_BUDGET_BYTES,
@@ -51,9 +52,10 @@ from .model import (
     Violation,
 )
 from .names import names_in_frame, user_frame
-from .nonfinite import note_masks
+from .nonfinite import name_cause_inputs, note_masks
+from .text import describe_violations, site_inline
 from .values import DEFAULT_BUDGET_BYTES, ValueBudget, is_finite
-from .violations import ViolationFinder, first_nan, refresh_names
+from .violations import ViolationFinder, first_nan
 
 _MAX_PENDING_FRAMES = 8
 # The functions whose backward passes are gradcheck's probes (one pass per output element).
@@ -81,10 +83,8 @@ def record(values: bool = True, budget_bytes: int | None = None,
                     structure_budget_bytes=structure_budget_bytes)
 
 
-class Recorder(events.Listener):
+class Recorder(FlowEvents, events.Listener):
     """An events listener that fills ``self.trace``; a context manager around that."""
-
-    wants_sites = True  # nodes get the source line of their forward call
 
     def __init__(self, values: bool = True, budget_bytes: int | None = None,
                  keep_passes: tuple[int, int] | None = (2, 2),
@@ -132,6 +132,8 @@ class Recorder(events.Listener):
         self._subscription = None
         self._thread = threading.get_ident()  # the thread recorded (set again by start)
         self._torch = None  # the PyTorch bridge, armed while recording
+        self._init_flows()
+        self.trace._builder = self.builder  # why_no_grad(tensor) finds a live tensor's id
 
     # -- the context manager -----------------------------------------------------------
     def __enter__(self) -> Trace:
@@ -152,6 +154,9 @@ class Recorder(events.Listener):
         """Unsubscribe, name what can be named (after the variables of ``frame`` or of
         ``scopes``), and record ``exc``, the exception that ended the program, if any."""
         if self._torch is not None:
+            if bridge._session is not None and bridge._session.emitted:
+                # the adapters go with the bridge's session: keep torch tensor -> id
+                remember_torch_tensors(self.trace, self.builder)
             self._torch.detach()
             if self._torch.used:
                 self.trace.metadata["engine"] = "torch"
@@ -165,8 +170,9 @@ class Recorder(events.Listener):
             self.trace.exception = exception_record(exc)
         self._flush_names()
         name_unnamed(self.trace, self.builder, frame, scopes)
-        refresh_names(self.trace)
+        name_cause_inputs(self.trace)
         note_masks(self.trace)
+        describe_violations(self.trace)
         self.trace.metadata["summarized_values"] = self.budget.summarized
         self.trace.metadata.update(self.ledger.metadata())
         self._note_module_classes()
@@ -177,7 +183,7 @@ class Recorder(events.Listener):
         does at the end: an assertion made while the recording goes on (the pytest fixture)
         then says 'h', as ``tracegrad check`` does, not a placeholder."""
         self._flush_names()
-        refresh_names(self.trace)
+        describe_violations(self.trace)
 
     def _note_module_classes(self) -> None:
         """``{"0": "Linear", ...}`` for the module scopes of recorded nodes (pictures label
@@ -302,6 +308,9 @@ class Recorder(events.Listener):
             self._count_op(node, args, outputs)
             return
         inputs = [arg for arg in args if isinstance(arg, Tensor)]
+        if self._pending:  # an input that came out of a flow: recorded with it, first
+            for tensor in inputs:
+                self.materialize(tensor)
         before = builder._next_tensor_id
         record = builder.record_op(node, inputs, outputs)
         tensors = self.trace.tensors
@@ -312,6 +321,14 @@ class Recorder(events.Listener):
         for tensor, tensor_id in zip([out for out in outputs if out is not None],
                                      record.outputs):
             tensor_record = tensors[tensor_id]
+            if not (tensor._requires_grad or tensor.requires_grad):  # an integer output
+                # (the property: a torch tensor's adapter): the gradient stops here
+                self._tainted.add(tensor_id)
+            elif tensor_id in self._tainted:  # first seen as a flow's result (an op inside
+                # a custom Function's forward): it is the Function's output now
+                self._tainted.discard(tensor_id)
+                tensor_record.requires_grad = True
+                tensor_record.site = None
             if tensor_record.site is None:
                 tensor_record.site = node._site
             value = tensor_record.value = self._capture(tensor._array)
@@ -348,7 +365,7 @@ class Recorder(events.Listener):
     def _count_op(self, node, args, outputs) -> None:
         """Over the structure budget: count the op, and still find where NaN/Inf appear."""
         counts = self.ledger.unrecorded_ops
-        name = node.name()
+        name = shown_name(node)
         counts[name] = counts.get(name, 0) + 1
         for output in outputs:
             if output is not None and not is_finite(output._array):
@@ -361,14 +378,14 @@ class Recorder(events.Listener):
     def _unrecorded_nonfinite(self, node_name: str, site, data, phase: str) -> bool:
         """A NaN/Inf finding for an op or step counted but not recorded (no node record);
         whether it is new."""
-        from .violations import _nonfinite_kind, _site_key, _where
+        from .violations import _nonfinite_kind, _site_key
 
         kind = _nonfinite_kind(data)
         what = "NaN" if kind == "nan" else "Inf"
         made = "produced a non-finite value from finite inputs" if phase == "forward" \
             else "returned a non-finite gradient from finite incoming gradients"
         message = (
-            f"{what} first appeared in {phase}: {node_name} at {_where(site)} {made} (the "
+            f"{what} first appeared in {phase}: {node_name} at {site_inline(site)} {made} (the "
             "trace was over its structure budget here, so this op is counted, not "
             "recorded). Hint: record(structure_budget_bytes=...) keeps more structure.")
         return self.violations._add((kind, phase, _site_key(site), node_name), Violation(
@@ -440,6 +457,8 @@ class Recorder(events.Listener):
             return  # another thread's event: see the module docstring
         if self.ledger.overflow:
             return
+        if kind == "data":
+            self._made_from_data(tensor)
         if tensor.requires_grad and self.builder.known_tensor(tensor) is None:
             record = self.trace.tensors[self.builder.tensor_id(tensor)]
             record.site = user_site(3)
@@ -453,6 +472,8 @@ class Recorder(events.Listener):
             return  # another thread's event: see the module docstring
         builder = self.builder
         tensor = info.tensor
+        if self._pending:
+            self.materialize(tensor)
         tensor_id = builder.known_tensor(tensor)
         watched = self.violations.is_watched(tensor)
         if tensor_id is None and not watched and info.node is None and not info.views:
@@ -519,6 +540,8 @@ class Recorder(events.Listener):
         roots = []
         if not summarized:
             for tensor in info.roots:
+                if self._pending:
+                    self.materialize(tensor)
                 if self.builder.known_tensor(tensor) is None and tensor.grad_fn is not None:
                     self.builder.adopt([tensor.grad_fn],
                                        {(tensor.grad_fn, tensor._output_nr): tensor})
@@ -593,7 +616,7 @@ class Recorder(events.Listener):
         self._step_grads_in = grads_in
         if current.summarized:
             counts = current.op_counts
-            name = node.name()
+            name = shown_name(node)
             counts[name] = counts.get(name, 0) + 1
             current.summarized_steps += 1
             self._step = None
@@ -683,7 +706,7 @@ class Recorder(events.Listener):
             if grad is not None and not is_finite(grad._array):
                 new = all(grad_in is None or is_finite(grad_in._array)
                           for grad_in in self._step_grads_in) and \
-                    self._unrecorded_nonfinite(node.name(), node._site, grad._array,
+                    self._unrecorded_nonfinite(shown_name(node), node._site, grad._array,
                                                "backward")
                 self._note_finding(bool(new))
                 return

@@ -15,29 +15,27 @@ a.py:3: NaN in forward [nan]
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
-from .model import Site, TensorRecord, Trace, Violation
+from .model import Site, Trace, Violation
+from .text import (
+    CAUSE_TEXT,
+    INPLACE_HINT,
+    cause_hint,
+    cause_phrase,
+    describe_tensor,
+    finding_lines,
+    format_memory,
+    nonfinite_message,
+    site_line,
+    violation_lines,
+)
 
-_TITLES = {
-    "inplace_saved": "in-place change of a tensor saved for backward",
-    "inplace_leaf": "in-place change of a leaf that requires grad",
-    "nan": "NaN in {phase}",
-    "inf": "Inf in {phase}",
-    "freed_graph": "backward through a freed graph",
-}
-
-# (label of site, label of other_site) per kind
-_SITE_LABELS = {
-    "inplace_saved": ("in-place op", "saved by"),
-    "inplace_leaf": ("in-place op", "leaf made"),
-    "nan": ("produced at", None),
-    "inf": ("produced at", None),
-    "freed_graph": ("backward at", "node made"),
-}
-
-INPLACE_HINT = ("Hint: use the out-of-place op (e.g. 'y = y + 1' instead of 'y += 1'), or "
-                ".clone() the tensor before changing it.")
+# The words live in text.py; these names stay importable from here.
+__all__ = ["CAUSE_TEXT", "INPLACE_HINT", "Finding", "cause_hint", "cause_phrase",
+           "describe_tensor", "findings", "format_finding", "format_memory",
+           "format_violation", "nonfinite_message"]
 
 
 @dataclass
@@ -89,332 +87,235 @@ def findings(trace: Trace, inf: bool = True) -> list[Finding]:
 
 def format_finding(trace: Trace, finding: Finding) -> str:
     """A finding as ``tracegrad check`` prints it: title line, what happened, every site."""
-    if finding.kind == "inplace_saved":
-        text = _format_inplace_saved(trace, finding.violations)
-        if text is not None:
-            return text
-    return "\n".join(format_violation(trace, violation) for violation in finding.violations)
+    return "\n".join(finding_lines(trace, finding.violations))
 
 
 def format_violation(trace: Trace, violation: Violation) -> str:
-    title = _TITLES.get(violation.kind, violation.kind).format(phase=violation.phase)
-    location = f"{violation.site}: " if violation.site is not None else ""
-    message = violation.message
-    if violation.kind in ("nan", "inf") and violation.cause is not None:
-        # The cause and hint get lines of their own below.
-        message = message.partition(" Cause: ")[0]
-    lines = [f"{location}{title} [{violation.kind}]", f"  {message}"]
-    site_label, other_label = _SITE_LABELS.get(violation.kind, ("site", "other site"))
-    node = trace.nodes.get(violation.node) if violation.node is not None else None
-    if violation.site is not None:
-        lines.append(f"  {site_label:<12} {_line(violation.site)}")
-    if other_label and violation.other_site is not None:
-        if violation.kind == "inplace_saved" and node is not None:
-            lines.append(f"  {'saved by':<12} {node.name} at {_line(violation.other_site)}")
-        else:
-            lines.append(f"  {other_label:<12} {_line(violation.other_site)}")
-    if violation.saved_version is not None:
-        lines.append(f"  {'version':<12} saved at {violation.saved_version}, now "
-                     f"{violation.current_version}")
-    if violation.kind in ("nan", "inf"):
-        lines += _nonfinite_lines(trace, violation)
-    return "\n".join(lines)
-
-
-def _nonfinite_lines(trace: Trace, violation: Violation) -> list[str]:
-    """The cause and the other lines of a NaN/Inf finding (the where, the upstream op)."""
-    lines = []
-    phrase = cause_phrase(trace, violation)
-    if phrase:
-        lines.append(f"  {'cause':<12} {phrase}")
-    mask = trace.nodes.get(violation.detail.get("mask_node")) \
-        if violation.detail.get("mask_node") is not None else None
-    if mask is not None:
-        lines.append(f"  {'masked by':<12} {mask.name} at {_line(mask.site)}")
-    upstream = trace.nodes.get(violation.detail.get("upstream")) \
-        if violation.detail.get("upstream") is not None else None
-    if upstream is not None:
-        label = "first Inf" if _first_kind(trace, upstream.id) == "inf" else "first NaN"
-        lines.append(f"  {label:<12} {upstream.name} at {_line(upstream.site)}")
-    hint = cause_hint(trace, violation, upstream=False)  # the line above names it
-    if mask is not None and violation.phase == "forward":
-        hint = mask_note(trace, violation).partition(" Hint: ")[2]
-        lines.append(f"  {'':<12} backward still runs through it: 0 × an infinite "
-                     "derivative = NaN (the where trap)")
-        hint = f"Hint: {hint}"
-    if hint and violation.cause is not None:
-        lines.append(f"  {hint}")
-    return lines
-
-
-def _first_kind(trace: Trace, node_id: int) -> str:
-    for violation in trace.violations:
-        if violation.node == node_id and violation.phase == "forward":
-            return violation.kind
-    return "nan"
-
-
-def _format_inplace_saved(trace: Trace, violations: list[Violation]) -> str | None:
-    """One block for one in-place line, naming every node it broke (None: not enough
-    recorded to say more than the messages do)."""
-    first = violations[0]
-    tensor = trace.tensors.get(first.tensor)
-    savers = [trace.nodes.get(violation.node) for violation in violations]
-    if tensor is None or any(node is None for node in savers):
-        return None
-    op = _inplace_op(tensor, first.current_version)
-    names = _and([node.name for node in savers])
-    failed = any(violation.phase == "backward" for violation in violations)
-    outcome = "failed" if failed else "will fail"
-    them = "them" if len(savers) > 1 else "it"
-    location = f"{first.site}: " if first.site is not None else ""
-    lines = [f"{location}{_TITLES['inplace_saved']} [inplace_saved]",
-             (f"  {describe_tensor(tensor)} was modified in place{op} after {names} saved "
-              f"it for backward; backward through {them} {outcome}.")]
-    if first.site is not None:
-        lines.append(f"  {'in-place op':<12} {_line(first.site)}")
-    for node, violation in zip(savers, violations):
-        lines.append(f"  {'saved by':<12} {node.name} at {_line(violation.other_site)}")
-    versions = sorted({violation.saved_version for violation in violations
-                       if violation.saved_version is not None})
-    if versions:
-        saved_at = ", ".join(str(version) for version in versions)
-        lines.append(f"  {'version':<12} saved at {saved_at}, now {first.current_version}")
-    lines.append(f"  {INPLACE_HINT}")
-    return "\n".join(lines)
-
-
-def _inplace_op(tensor: TensorRecord, version: int | None) -> str:
-    for change in tensor.versions:
-        if change.version == version:
-            return f" by '{change.op}'"
-    return ""
-
-
-def describe_tensor(record: TensorRecord) -> str:
-    """``'h' float32 [8, 16]``, or ``t4 float32 [8, 16]`` when it has no name."""
-    label = f"'{record.name}'" if record.name else f"t{record.id}"
-    return f"{label} {record.dtype} {list(record.shape)}"
-
-
-def _and(words: list[str]) -> str:
-    if len(words) <= 1:
-        return "".join(words)
-    return ", ".join(words[:-1]) + " and " + words[-1]
-
-
-def _line(site: Site | None) -> str:
-    if site is None:
-        return "(unknown line)"
-    return f"{site}" + (f"   {site.code}" if site.code else "")
+    """One violation as ``tracegrad check`` prints it (see ``text.violation_lines``)."""
+    return "\n".join(violation_lines(trace, violation))
 
 
 def _site_key(site: Site | None):
     return (site.file, site.line) if site is not None else None
 
 
-# -- why a NaN / Inf: the words for each cause (causes.py and nonfinite.py find them) -------
-# cause -> (what happened, the hint). ``{limit}`` and ``{dtype}`` come from the finding.
-CAUSE_TEXT: dict[str, tuple[str, str]] = {
-    "log_of_zero": ("log of 0", ("add a small epsilon or clamp the input first "
-                    "(x.clamp_min(1e-12).log())")),
-    "log_of_negative": ("log of a negative value", ("check the sign of the input; clamp it "
-                        "to a positive minimum before log")),
-    "sqrt_of_negative": ("sqrt of a negative value", "clamp the input to >= 0 before sqrt"),
-    "division_by_zero": ("division by 0", ("add a small epsilon to the denominator or mask "
-                         "the zeros before dividing")),
-    "zero_by_zero": ("0/0", "add a small epsilon to the denominator or mask the zeros"),
-    "inf_by_inf": ("Inf/Inf", "the operands overflowed first: fix where they became Inf"),
-    "inf_minus_inf": ("Inf - Inf", "the operands overflowed first: fix where they became Inf"),
-    "inf_times_zero": ("Inf × 0", "an Inf operand met a 0: fix where the Inf came from"),
-    "pow_negative_fractional": ("pow of a negative base to a fractional exponent",
-                                "clamp the base to >= 0 or use x.abs() ** p * x.sign()"),
-    "pow_zero_negative": ("pow of 0 to a negative exponent",
-                          "add a small epsilon to the base"),
-    "pow_grad_at_zero": ("the derivative of pow at base 0 with an exponent below 1",
-                         "add a small epsilon to the base"),
-    "exp_overflow": ("exp overflow past {limit} in {dtype}",
-                     "subtract the maximum first (logsumexp / softmax do), or clamp the input"),
-    "outside_unit": ("asin/acos/atanh of a value outside [-1, 1]",
-                     "clamp the input to [-1 + eps, 1 - eps]"),
-    "atanh_of_one": ("atanh at ±1", "clamp the input to [-1 + eps, 1 - eps]"),
-    "asin_grad_at_one": ("the derivative of asin/acos at ±1 (1/sqrt(1 - x²))",
-                         "clamp the input to [-1 + eps, 1 - eps]"),
-    "log_grad_at_zero": ("the derivative of log at 0 (1/x)",
-                         "add a small epsilon or clamp the input before log"),
-    "sqrt_grad_at_zero": ("the derivative of sqrt at 0 (1/(2·sqrt(x)))",
-                          "use (x + eps).sqrt(); for a norm, add eps inside the sqrt"),
-    "nonfinite_input": ("an input that was already non-finite",
-                        "fix the op that made it first"),
-    "nonfinite_gradient": ("an incoming gradient that already held Inf",
-                           "fix the op whose gradient became Inf first"),
-    "where_trap": (("the where trap: the branch the mask dropped was non-finite in forward, "
-                   "and its gradient there is 0 × Inf = NaN"),
-                   ("mask the input, not the output: where(mask, f(where(mask, x, safe)), 0), "
-                   "so f never sees the values the mask drops")),
-    "overflow": ("an overflow: the values grew too large for {dtype}",
-                 ("check the scale of the inputs and weights, lower the learning rate, or "
-                 "clip gradients")),
-    "undefined": (("an undefined operation (0/0, Inf - Inf, 0 × Inf, log or sqrt of a "
-                  "negative value)"), "look at the values that line saw"),
+# -- why no gradient (tracing/why.py) -------------------------------------------------------
+# cause -> (what happened, hint). {label}: the tensor; {site}/{other}: the two lines;
+# {op}: the node or op; {detail}: the cause's extra word (dtype, error, loss names).
+WHY_CAUSES = {
+    "has_grad": ("'{label}' has a nonzero gradient after {other}.", ""),
+    "integer_dtype": (("'{label}' is {detail}: only floating point tensors can require "
+                      "gradients."), "make it with a float dtype (or .float() it)."),
+    "requires_grad_false": (("'{label}' does not require grad, so backward "
+                            "never gives it a .grad."),
+                            ("create it with requires_grad=True, or call "
+                            ".requires_grad_() on it before the forward pass.")),
+    "detach_": ("'{label}' was taken out of the graph in place by detach_() at {site}.",
+                "remove the detach_() call, or detach a copy: h = {label}.detach()."),
+    "never_called": ("no backward pass ran, so '{label}' never got a gradient.",
+                     "call loss.backward() (or autograd.grad) after the forward pass."),
+    "detach": (("the path from the loss to '{label}' is cut by detach() at {site}: the "
+               "gradient stops there."),
+               ("use the tensor itself where the gradient must flow; detach() only what "
+               "must not be trained.")),
+    "data": (("the path from the loss to '{label}' is cut by .data at {site}: a tensor "
+             "read through .data is outside the graph."),
+             "use the tensor itself (not .data) in the computation of the loss."),
+    "no_grad": (("the path from the loss to '{label}' is cut at {site}: {op_call} ran while "
+                "grad mode was off (inside no_grad / inference_mode / "
+                "set_grad_enabled(False)), so it built no node."),
+                "compute the loss outside the no_grad block."),
+    "untracked": (("the path from the loss to '{label}' is cut at {site}: {op_call} ran on "
+                  "values no longer in the graph."),
+                  "follow the path back to where the values left the graph."),
+    "integer": (("the path from the loss to '{label}' is cut at {site}: {op_call} gives an "
+                "integer (or bool) tensor, and gradients do not flow through those."),
+                ("keep a floating point path to the loss (e.g. a soft mask instead of a "
+                "comparison or argmax).")),
+    "item": (("the path from the loss to '{label}' is cut by a .item() round trip: the value "
+             "left the graph at {other} and came back as a new tensor at {site}."),
+             "use the tensor itself instead of rebuilding it from a Python number."),
+    "tolist": (("the path from the loss to '{label}' is cut by a .tolist() round trip: the "
+               "values left the graph at {other} and came back as a new tensor at {site}."),
+               "use the tensor itself instead of rebuilding it from a list."),
+    "numpy": (("the path from the loss to '{label}' is cut by a .numpy() round trip: the "
+              "values left the graph at {other} and came back as a new tensor at {site}."),
+              "do the computation with tensor ops instead of NumPy."),
+    "function_none": (("{op} (forward at {site}) returned None as the gradient of its input "
+                      "{detail}, on the way to '{label}'."),
+                      ("return a gradient for that input from backward (None means 'no "
+                      "gradient').")),
+    "none_gradient": (("{op} (forward at {site}) passed no gradient on its input {detail}, "
+                      "on the way to '{label}'."), ""),
+    "grad_pass": (("the last pass was autograd.grad() at {other}: it returns gradients "
+                  "instead of filling .grad."),
+                  "use the gradients grad() returns, or call backward()."),
+    "retain_graph": (("backward at {other} failed before reaching '{label}': the graph was "
+                     "freed by an earlier backward ({detail})."),
+                     ("pass retain_graph=True to the first backward, or recompute the "
+                     "forward pass before the second.")),
+    "backward_failed": ("backward at {other} failed before reaching '{label}': {detail}.",
+                        "fix that error first."),
+    "not_reached": (("the loss depends on '{label}', but backward at {other} did not reach "
+                    "it (backward(inputs=...) or a hook may have stopped it)."), ""),
+    "grad_reset": (("'{label}' got its gradient from backward at {other}, and then .grad was "
+                   "set to None at {site} (zero_grad() after backward)."),
+                   ("call zero_grad() before backward (at the top of the step), not "
+                   "between backward and the use of .grad.")),
+    "wrong_loss": (("backward at {other} started from {detail}, which does not depend on "
+                   "'{label}'; the earlier backward at {site} did."),
+                   "call backward on the loss that uses '{label}'."),
+    "unused_output": (("backward at {other} started from {detail}, which does not depend on "
+                      "'{label}': what was computed from it ends unused in {path} (made at "
+                      "{site})."),
+                      "use that result in the loss, or call backward on the right loss."),
+    "not_used": (("backward at {other} started from {detail}, which does not depend on "
+                 "'{label}': '{label}' is not used on the way to it."),
+                 "use '{label}' in the computation of the loss."),
+    "summarized": (("the pass at {other} was summarized to fit the trace's structure budget: "
+                   "its steps are not recorded."),
+                   "record(structure_budget_bytes=...) keeps more."),
+}
+
+# Why a node zeroes a gradient, by node name prefix.
+ZERO_CAUSES = {
+    "Relu": "a dead ReLU: its inputs were ≤ 0",
+    "Threshold": "a dead ReLU: its inputs were ≤ the threshold",
+    "Clamp": "a clamp: its inputs were outside the range",
+    "Hardtanh": "a clamp (hardtanh): its inputs were outside the range",
+    "Sigmoid": "a saturated sigmoid: its outputs were 0 or 1, where the slope underflows to 0",
+    "Tanh": "a saturated tanh: its outputs were ±1, where the slope underflows to 0",
+    "Mul": "a multiplication by zero: the other factor was 0",
+    "Mm": "a product with zeros: the other operand was all zeros",
+    "Addmm": "a product with zeros: the other operand was all zeros",
+    "Matmul": "a product with zeros: the other operand was all zeros",
+    "Bmm": "a product with zeros: the other operand was all zeros",
+}
+_ZERO_HINTS = {
+    "Relu": "check the initialisation and the learning rate; LeakyReLU keeps a slope below 0.",
+    "Threshold": "check the initialisation and the learning rate; LeakyReLU keeps a slope.",
+    "Sigmoid": "scale the inputs down (normalise, smaller weights).",
+    "Tanh": "scale the inputs down (normalise, smaller weights).",
 }
 
 
-def cause_phrase(trace: Trace, violation: Violation) -> str:
-    """The cause with its evidence, e.g. ``log of 0 at 1 of 2 elements of 'spread' ([1] =
-    0)``; "" when the finding has no cause (traces recorded before causes).
+def op_call(node_name: str) -> str:
+    """The op behind a grad_fn name, as code calls it.
 
-    >>> v = Violation(kind="inf", message="", cause="log_of_zero", detail={"input": "s",
-    ...     "source": "array", "count": 1, "total": 2, "indices": [[1]], "values": ["0"]})
-    >>> cause_phrase(Trace(), v)
-    'log of 0 at 1 of 2 elements of s ([1] = 0)'
+    >>> op_call("MmBackward0"), op_call("argmax"), op_call("TanhBackward0")
+    ('mm()', 'argmax()', 'tanh()')
     """
-    if violation.cause is None:
-        return ""
-    detail = violation.detail
-    what, _ = CAUSE_TEXT.get(violation.cause, (violation.cause, ""))
-    dtype = _finding_dtype(trace, violation)
-    what = what.format(limit=detail.get("limit", "?"), dtype=dtype)
-    inner = detail.get("inner_cause")
-    if violation.cause == "where_trap" and inner in CAUSE_TEXT:
-        what += f" ({CAUSE_TEXT[inner][0]})"
-    return what + _evidence(trace, detail)
+    base = re.sub(r"Backward\d*$", "", node_name) or node_name
+    return base[:1].lower() + base[1:] + "()"
 
 
-def _evidence(trace: Trace, detail: dict) -> str:
-    if not detail or "input" not in detail:
-        return ""
-    tensor = trace.tensors.get(detail.get("tensor")) if detail.get("tensor") is not None \
-        else None
-    label = f"'{tensor.name}'" if tensor is not None and tensor.name else detail["input"]
-    if detail.get("source") == "stats":
-        kept = detail.get("dropped") or "not kept"
-        bounds = f"; min {detail['min']}, max {detail['max']}" if "min" in detail else ""
-        return f" in {label} (its values: {kept}, statistics only{bounds})"
-    elements = ", ".join(f"{index} = {value}" for index, value in
-                         zip(detail.get("indices", []), detail.get("values", [])))
-    more = ", ..." if detail.get("count", 0) > len(detail.get("indices", [])) else ""
-    return (f" at {detail.get('count')} of {detail.get('total')} elements of {label} "
-            f"({elements}{more})")
+def format_why(why) -> str:
+    """A WhyNoGrad in words: what happened, where, and a hint.
 
-
-def cause_hint(trace: Trace, violation: Violation, upstream: bool = True) -> str:
-    """``Hint: ...`` for a finding with a cause ("" without one); ``upstream``: name the
-    op where a non-finite input first appeared."""
-    if violation.cause is None:
-        return ""
-    _, hint = CAUSE_TEXT.get(violation.cause, ("", ""))
-    hint = hint.format(dtype=_finding_dtype(trace, violation), limit="")
-    upstream = _upstream(trace, violation) if upstream else ""
-    if upstream:
-        hint += f" ({upstream})"
-    return f"Hint: {hint}." if hint else ""
-
-
-def _upstream(trace: Trace, violation: Violation) -> str:
-    node = trace.nodes.get(violation.detail.get("upstream")) \
-        if violation.detail.get("upstream") is not None else None
-    if node is None:
-        return ""
-    return f"it first became non-finite in {node.name} at {_where(node.site)}"
-
-
-def nonfinite_message(trace: Trace, violation: Violation, made: str) -> str:
-    """The one-paragraph message of a NaN/Inf finding: what, where, the cause, the hint.
-    ``made`` says what the op did (``produced 'h' float32 [2] from finite inputs``)."""
-    node = trace.nodes.get(violation.node) if violation.node is not None else None
-    what = "NaN" if violation.kind == "nan" else "Inf"
-    name = node.name if node is not None else "an op"
-    where = _where(violation.site)
-    text = f"{what} first appeared in {violation.phase}: {name} at {where} {made}."
-    phrase = cause_phrase(trace, violation)
-    if phrase:
-        text += f" Cause: {phrase}."
-    mask = trace.nodes.get(violation.detail.get("mask_node")) \
-        if violation.detail.get("mask_node") is not None else None
-    if mask is not None:
-        text += f" Masked by {mask.name} at {_where(mask.site)}."
-    hint = cause_hint(trace, violation)
-    return f"{text} {hint}" if hint else text
-
-
-def mask_note(trace: Trace, violation: Violation) -> str:
-    """For a forward NaN/Inf a where/masked op dropped: its gradient comes back as NaN."""
-    mask = trace.nodes.get(violation.detail.get("mask_node"))
-    if mask is None:
-        return ""
-    return (f"{mask.name} at {_where(mask.site)} drops it in forward, but backward still "
-            f"runs through it, where a 0 gradient times an infinite derivative is NaN (the "
-            f"where trap). Hint: {CAUSE_TEXT['where_trap'][1]}.")
-
-
-def _where(site: Site | None) -> str:
-    if site is None:
-        return "(line unknown)"
-    return f"{site}" + (f" ({site.code})" if site.code else "")
-
-
-def _finding_dtype(trace: Trace, violation: Violation) -> str:
-    node = trace.nodes.get(violation.node) if violation.node is not None else None
-    for tensor_id in (node.outputs if node is not None else ()):
-        record = trace.tensors.get(tensor_id)
-        if record is not None:
-            return record.dtype
-    return "float32"
-
-
-# -- what backward keeps (memory.py computes it) ---------------------------------------------
-def format_memory(trace: Trace, report, top: int = 5) -> list[str]:
-    """The memory report as lines: totals and peak, then the largest modules, lines and
-    tensors saved twice (``top`` of each).
-
-    >>> from tracegrad.tracing.memory import MemoryReport
-    >>> format_memory(Trace(), MemoryReport())
-    ['saved for backward: nothing']
+    >>> from tracegrad.tracing.why import WhyNoGrad
+    >>> print(format_why(WhyNoGrad(0, "w1", "detach", site=Site("a.py", 3, "f", "h = w1.detach()"))))
+    w1: no gradient [detach]
+      the path from the loss to 'w1' is cut by detach() at a.py:3: the gradient stops there.
+      at           a.py:3   h = w1.detach()
+      Hint: use the tensor itself where the gradient must flow; detach() only what must not be trained.
     """
-    if not report.saved_count:
-        return ["saved for backward: nothing"]
-    when = f" (as pass {report.peak_pass} started)" if report.peak_pass is not None else \
-        " (at the end, no backward ran)"
-    lines = [(f"saved for backward: {report.saved_count} tensors, "
-             f"{format_bytes(report.saved_bytes)} ({format_bytes(report.distinct_bytes)} in "
-             f"distinct storage); peak held between forward and backward "
-             f"{format_bytes(report.peak_bytes)}{when}")]
-    modules = [(name, size) for name, size in report.by_module if name != "(no module)"]
-    if modules:
-        lines.append("  at the peak, by module:")
-        lines += [f"    {name:<28} {format_bytes(size):>10}" for name, size in modules[:top]]
-    lines.append("  at the peak, by line:")
-    for site, size, names in report.by_line[:top]:
-        lines.append(f"    {format_bytes(size):>10}  {', '.join(names)} at {_line(site)}")
-    if report.saved_twice:
-        lines.append("  saved twice:")
-        for twice in report.saved_twice[:top]:
-            lines.append(f"    {format_bytes(twice.nbytes):>10}  {_twice(trace, twice)}")
+    if why.cause == "zero":
+        return _format_zero(why)
+    what, hint = WHY_CAUSES.get(why.cause, ("{label}: {detail}", ""))
+    words = {"label": why.label, "site": why.site or "(unknown line)",
+             "op_call": op_call(why.op),
+                 "other": why.other_site or "(unknown line)", "op": why.op, "detail": why.detail,
+                 "path": ", ".join(f"'{name}'" for name in why.path)}
+    title = "has a gradient" if why.has_grad else "no gradient"
+    lines = [f"{why.label}: {title} [{why.cause}]", "  " + what.format(**words)]
+    if why.site is not None:
+        lines.append(f"  {'at':<12} {site_line(why.site)}")
+    if why.other_site is not None and why.cause != "has_grad":
+        label = "value left" if why.cause in ("item", "tolist", "numpy") else "backward at"
+        lines.append(f"  {label:<12} {site_line(why.other_site)}")
+    if len(why.path) > 1 and why.cause != "unused_output":
+        lines.append(f"  {'path':<12} " + " -> ".join(why.path))
+    if hint:
+        lines.append("  Hint: " + hint.format(**words))
+    return "\n".join(lines)
+
+
+def _format_zero(why) -> str:
+    base = why.op.removesuffix("Backward0").removesuffix("Backward1")
+    family = next((prefix for prefix in ZERO_CAUSES if base.startswith(prefix)), None)
+    share = f" ({why.fraction:.0%} of the elements reaching it)" \
+        if why.fraction is not None else ""
+    if why.op:
+        cause = ZERO_CAUSES.get(family, "it returned zeros from a nonzero gradient")
+        what = (f"the gradient of '{why.label}' is all zeros: it became zero at {why.op}"
+                f"{share}, {cause}.")
+    else:
+        what = f"the gradient of '{why.label}' is all zeros from the start of backward."
+    lines = [f"{why.label}: zero gradient [zero]", "  " + what]
+    if why.site is not None:
+        lines.append(f"  {'at':<12} {site_line(why.site)}")
+    if why.other_site is not None:
+        lines.append(f"  {'backward at':<12} {site_line(why.other_site)}")
+    hint = _ZERO_HINTS.get(family)
+    if hint:
+        lines.append("  Hint: " + hint)
+    return "\n".join(lines)
+
+
+# -- where two runs part (tracing/diff.py) --------------------------------------------------
+def format_diff(result) -> str:
+    """A TraceDiff in words: the first forward and backward differences, then the graph
+    diff when the structures differ.
+
+    >>> from tracegrad.tracing.diff import TraceDiff
+    >>> print(format_diff(TraceDiff(names=("a.tgtrace", "b.tgtrace"), rtol=None, atol=None,
+    ...                             matched=4)))
+    a.tgtrace and b.tgtrace agree: 4 nodes paired, every forward value and gradient within tolerance (torch.testing's default tolerances).
+    """
+    a_name, b_name = result.names
+    tolerance = _tolerance_words(result.rtol, result.atol)
+    if result.same:
+        return (f"{a_name} and {b_name} agree: {result.matched} nodes paired, every forward "
+                f"value and gradient within tolerance{tolerance}.")
+    lines = []
+    for difference in (result.forward, result.backward):
+        if difference is not None:
+            lines.extend(_format_difference(difference, result.names, tolerance))
+    if result.structure:
+        lines.append(f"graphs differ: {result.only_a} nodes only in {a_name}, "
+                     f"{result.only_b} only in {b_name} ({result.matched} paired)")
+        lines.extend("  " + line for line in result.structure.splitlines())
+    if result.passes[0] != result.passes[1]:
+        lines.append(f"backward passes: {result.passes[0]} in {a_name}, {result.passes[1]} "
+                     f"in {b_name}")
+    return "\n".join(lines)
+
+
+def _tolerance_words(rtol, atol) -> str:
+    if rtol is None and atol is None:
+        return " (torch.testing's default tolerances)"
+    return f" (rtol={rtol}, atol={atol})" if atol is not None and rtol is not None else \
+        f" (rtol={rtol})" if rtol is not None else f" (atol={atol})"
+
+
+def _format_difference(difference, names: tuple[str, str], tolerance: str) -> list[str]:
+    a_name, b_name = names
+    where = f"{difference.site_a}: " if difference.site_a is not None else ""
+    when = "forward" if difference.phase == "forward" else \
+        f"backward pass {difference.pass_index}, step {difference.step_index}"
+    lines = [(f"{where}the runs part at {difference.name} [{when}]: {difference.what} "
+             f"differs{tolerance}")]
+    if difference.shape_a is not None:
+        lines.append(f"  {'shape':<12} {list(difference.shape_a)} in {a_name}, "
+                     f"{list(difference.shape_b)} in {b_name}")
+    else:
+        element = f"[{', '.join(map(str, difference.index))}]" if difference.index else ""
+        what = "statistic" if difference.statistics_only else f"worst {element}".rstrip()
+        lines.append(f"  {what:<12} {difference.value_a!r} in {a_name}, "
+                     f"{difference.value_b!r} in {b_name} (|diff| "
+                     f"{difference.abs_diff:.3g})")
+    lines.append(f"  {a_name:<12} {site_line(difference.site_a)}")
+    lines.append(f"  {b_name:<12} {site_line(difference.site_b)}")
+    if difference.above:
+        lines.append(f"  {'ops above':<12} " + "; ".join(difference.above[:4]))
     return lines
-
-
-def _twice(trace: Trace, twice) -> str:
-    record = trace.tensors.get(twice.tensor)
-    what = describe_tensor(record) if record is not None else f"t{twice.tensor}"
-    counts: dict[str, int] = {}
-    for holder in twice.holders:
-        label = f"{holder.name} ({holder.site})" if holder.site is not None else holder.name
-        counts[label] = counts.get(label, 0) + 1
-    by = _and([label if count == 1 else f"{label} ×{count}"
-               for label, count in counts.items()])
-    if twice.kind == "copy":
-        original = trace.tensors.get(twice.original)
-        source = describe_tensor(original) if original is not None else f"t{twice.original}"
-        return f"{what}, a copy of {source}: both saved, by {by}"
-    return f"{what} saved by {by}"
-
-
-def format_bytes(count: int) -> str:
-    """``512 B``, ``1.5 KiB``, ``3.0 MiB``."""
-    size = float(count)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{int(size)} B" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{count} B"

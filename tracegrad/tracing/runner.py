@@ -29,7 +29,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..autograd.site import _is_internal, display_path
 from ..errors import TracegradError
@@ -72,6 +72,7 @@ class ScriptRun:
     exit_status: int = 0
     error: BaseException | None = None  # what ended it, when not a normal end or exit 0
     signum: int | None = None  # the signal that ended it (SIGINT for Ctrl-C)
+    namespace: dict = field(default_factory=dict)  # the script's globals when it ended
 
     @property
     def failed(self) -> bool:
@@ -133,7 +134,7 @@ def run(path: str, argv: list[str] | None = None, *,
         signum = signals.pending
         status = 128 + signum
     trace.metadata["exit_status"] = status
-    return ScriptRun(path, trace, status, failure, signum)
+    return ScriptRun(path, trace, status, failure, signum, module_globals)
 
 
 def compile_script(path: str):

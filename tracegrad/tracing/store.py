@@ -28,7 +28,6 @@ True
 from __future__ import annotations
 
 import contextlib
-import gc
 import json
 import os
 import struct
@@ -41,25 +40,13 @@ import numpy as np
 from .. import __version__
 from ..errors import TraceFileError
 from .codec import DecodeError, decode_trace, encode_trace
+from .graph import gc_paused as _gc_paused  # building or parsing: no cycles, millions of objects
 from .limits import TraceLimits
 from .model import FORMAT_NAME, SCHEMA_VERSION, Trace
 from .reading import ALIGN, ARRAYS_MEMBER, TRACE_MEMBER, DamagedArchive, TraceArchive
 from .validate import InvalidTrace, validate_trace
 
 _FIXED_TIME = (1980, 1, 1, 0, 0, 0)
-
-
-@contextlib.contextmanager
-def _gc_paused():
-    """Building or parsing a trace makes hundreds of thousands of containers and no cycles;
-    the collector would rescan them all again and again (two thirds of a load's time)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def save_trace(trace: Trace, path: str | os.PathLike, timings: bool = True) -> None:

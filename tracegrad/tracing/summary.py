@@ -15,15 +15,7 @@ from collections import Counter
 
 from .memory import memory_report
 from .model import Trace
-from .report import format_memory
-
-
-def _bytes(count: int) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if count < 1024 or unit == "GiB":
-            return f"{count} {unit}" if unit == "B" else f"{count:.1f} {unit}"
-        count /= 1024
-    return f"{count} B"
+from .text import bytes_text, format_memory, violation_lines
 
 
 def _plural(count: int, word: str, many: str | None = None) -> str:
@@ -42,7 +34,7 @@ def summarize(trace: Trace) -> str:
             lines.append(f"  {op_name:<28} {count}")
         saved = sum(node.saved_bytes for node in trace.nodes.values())
         saved_count = sum(len(node.saved) for node in trace.nodes.values())
-        lines.append(f"saved tensors: {saved_count} ({_bytes(saved)})")
+        lines.append(f"saved tensors: {saved_count} ({bytes_text(saved)})")
         if saved_count:
             lines += _memory(trace)
     if trace.passes:
@@ -53,8 +45,8 @@ def summarize(trace: Trace) -> str:
     lines += _structure(trace)
     if trace.violations:
         lines.append("violations:")
-        for violation in trace.violations:
-            lines.append(f"  [{violation.kind}] {violation.message}")
+        for violation in trace.violations:  # the heading and what happened, as check says
+            lines += ["  " + line for line in violation_lines(trace, violation)[:2]]
     if trace.exception is not None:
         where = f" at {trace.exception.site}" if trace.exception.site else ""
         lines.append(f"exception: {trace.exception.type}: {trace.exception.message}{where}")
@@ -65,8 +57,8 @@ def _memory(trace: Trace) -> list[str]:
     """What backward keeps, under the saved-tensors line (the words are report.py's)."""
     report = memory_report(trace)
     when = f" (as pass {report.peak_pass} started)" if report.peak_pass is not None else ""
-    return [(f"  distinct storage {_bytes(report.distinct_bytes)}; peak held between forward "
-            f"and backward {_bytes(report.peak_bytes)}{when}"),
+    return [(f"  distinct storage {bytes_text(report.distinct_bytes)}; peak held between forward "
+            f"and backward {bytes_text(report.peak_bytes)}{when}"),
             *format_memory(trace, report)[1:]]
 
 
@@ -96,7 +88,7 @@ def _structure(trace: Trace) -> list[str]:
     if not summarized and not unrecorded and not metadata.get("structure_over_budget"):
         return []
     budget = metadata.get("structure_budget_bytes")
-    lines = [f"structure budget{f' {_bytes(budget)}' if budget else ''} reached:"]
+    lines = [f"structure budget{f' {bytes_text(budget)}' if budget else ''} reached:"]
     counted_passes = sum(1 for backward_pass in trace.passes if backward_pass.summarized)
     if counted_passes:
         lines.append(f"  {_plural(counted_passes, 'pass', 'passes')} summarized: steps counted "

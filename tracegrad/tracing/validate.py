@@ -218,22 +218,6 @@ def _is_count(value) -> bool:
     return type(value) is int and 0 <= value <= _INT64_MAX
 
 
-def _tensor_id_problem(value, context: _Context) -> str | None:
-    if type(value) is not int or value not in context.ids["tensor"]:
-        return f"{value!r} is not a tensor id"
-    return None
-
-
-def _tensor_ids_problem(value, context: _Context) -> str | None:
-    if type(value) is not list:
-        return f"expected a list of tensor ids, got {type(value).__name__}"
-    for item in value:
-        problem = _tensor_id_problem(item, context)
-        if problem is not None:
-            return problem
-    return None
-
-
 def _count_problem(value, context: _Context) -> str | None:
     return None if _is_count(value) else f"{value!r} is not a count"
 
@@ -262,8 +246,6 @@ def _type_problem(expected: type) -> Callable:
 
 # Metadata the recorder writes and consumers read back (others are kept as they are).
 _METADATA_KEYS: dict[str, Callable] = {
-    "root": _tensor_id_problem,  # from_tensor's tensor
-    "roots": _tensor_ids_problem,
     "summarized_values": _count_problem,
     "budget_bytes": _count_problem,
     "structure_budget_bytes": _count_problem,
@@ -291,7 +273,18 @@ RULES: dict[type, dict[str, Rule | None]] = {
         "passes": Records(model.BackwardPass),
         "violations": Records(model.Violation),
         "exception": Records(model.ExceptionRecord),
+        "flows": Records(model.Flow),
         "metadata": Metadata(),
+        "roots": Reference("tensor", many=True),
+    },
+    model.Flow: {
+        "kind": OneOf(model.FLOW_KINDS, "a flow kind"),
+        "sources": Reference("tensor", many=True),
+        "results": Reference("tensor", many=True),
+        "op": FREE,
+        "site": SITE,
+        "other_site": SITE,
+        "pass_index": FREE,
     },
     model.TensorRecord: {
         "id": COUNT,  # the key it is filed under; the decoder refuses duplicates
@@ -382,6 +375,8 @@ RULES: dict[type, dict[str, Rule | None]] = {
         "cause": FREE,
         "detail": FREE,
         "from_nonfinite": FREE,
+        "op": FREE,
+        "input_nr": COUNT,
     },
     model.ExceptionRecord: {
         "type": FREE,

@@ -15,10 +15,9 @@ import math
 import numpy as np
 
 from .. import backends
-from .model import DROPPED_BUDGET, DROPPED_PASS, Stats, Value
+from .model import DROPPED_BUDGET, DROPPED_PASS, Stats, Value, array_dtype_name
 
 DEFAULT_BUDGET_BYTES = 256 * 1024 * 1024
-_dtype_names: dict = {}
 
 
 def host_array(data) -> np.ndarray:
@@ -97,9 +96,7 @@ class ValueBudget:
 
     def capture(self, data, keep_array: bool = True) -> Value:
         array = host_array(data)
-        dtype_name = _dtype_names.get(array.dtype)
-        if dtype_name is None:  # numpy computes the name on every access
-            dtype_name = _dtype_names[array.dtype] = array.dtype.name
+        dtype_name = array_dtype_name(array.dtype)
         value = Value(shape=tuple(map(int, array.shape)), dtype=dtype_name,
                       stats=compute_stats(array))
         if not keep_array:

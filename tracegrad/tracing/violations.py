@@ -23,47 +23,7 @@ from ..autograd.node import SavedTensor, VersionCounter
 from .graph import GraphBuilder
 from .model import BackwardPass, NodeRecord, Site, Step, TensorRecord, Trace, Violation
 from .nonfinite import explain
-from .report import INPLACE_HINT, describe_tensor, nonfinite_message
-
-
-def _where(site: Site | None) -> str:
-    if site is None:
-        return "(line unknown)"
-    return f"{site}" + (f" ({site.code})" if site.code else "")
-
-
-def _describe(record: TensorRecord) -> str:
-    return describe_tensor(record)
-
-
-def refresh_names(trace) -> None:
-    """Put variable names into violation messages.
-
-    A message is written the moment the violation happens, usually before the recorder has
-    found the tensor's name in the user's frame; once names are known, the placeholder label
-    (``t4 float32 [8, 16]``) becomes the name (``'h' float32 [8, 16]``).
-    """
-    for violation in trace.violations:
-        _name_cause_input(trace, violation)
-        record = trace.tensors.get(violation.tensor) if violation.tensor is not None else None
-        if record is None or not record.name:
-            continue
-        unnamed = f"t{record.id} {record.dtype} {list(record.shape)}"
-        violation.message = violation.message.replace(unnamed, _describe(record))
-
-
-def _name_cause_input(trace, violation) -> None:
-    """The input a NaN/Inf cause names (``elements of t4``), after its variable."""
-    detail = violation.detail
-    tensor_id = detail.get("tensor") if detail else None
-    record = trace.tensors.get(tensor_id) if tensor_id is not None else None
-    if record is None or not record.name or detail.get("input") != f"t{record.id}":
-        return
-    named = f"'{record.name}'"
-    for before in (" of {} (", " in {} ("):
-        violation.message = violation.message.replace(before.format(detail["input"]),
-                                                      before.format(named))
-    detail["input"] = named
+from .text import violation_message
 
 
 class ViolationFinder:
@@ -79,11 +39,14 @@ class ViolationFinder:
 
     def _add(self, key, violation: Violation) -> Violation | None:
         """Append ``violation`` unless one with the same key was reported already (a loop
-        repeats the same mistake on every iteration; one finding says it)."""
+        repeats the same mistake on every iteration; one finding says it). Its message is
+        written from its fields (and again once tensors are named: ``describe_violations``).
+        """
         if key in self._reported:
             return None
         self._reported.add(key)
         self.trace.violations.append(violation)
+        violation.message = violation_message(self.trace, violation)
         return violation
 
     # -- in-place on a saved tensor ----------------------------------------------------
@@ -126,20 +89,11 @@ class ViolationFinder:
     def _report_inplace(self, node, node_id, slot, saved, tensor_id, op_name, site,
                         phase: str) -> Violation | None:
         node_record: NodeRecord = self.trace.nodes[node_id]
-        record = self.trace.tensors.get(tensor_id)
-        what = _describe(record) if record is not None else f"t{tensor_id}"
-        message = (
-            f"{what} was saved for backward by {node_record.name} at "
-            f"{_where(node_record.site)} at version {saved.version}, then modified in place "
-            f"by '{op_name}' at {_where(site)} (now version {saved.counter.value}); "
-            f"backward through {node_record.name} will fail. {INPLACE_HINT}")
-        if phase == "backward":
-            message = "backward failed: " + message.replace(" will fail", " failed")
         # One finding per (node, tensor): ``y * y`` saves y twice but it is one mistake.
         return self._add(("inplace_saved", node_id, tensor_id), Violation(
-            kind="inplace_saved", message=message, tensor=tensor_id, node=node_id,
+            kind="inplace_saved", message="", tensor=tensor_id, node=node_id,
             site=site, other_site=node_record.site, saved_version=int(saved.version),
-            current_version=int(saved.counter.value), phase=phase))
+            current_version=int(saved.counter.value), phase=phase, op=op_name))
 
     def prune(self) -> None:
         """Forget watches whose node is gone or whose saved tensors were freed."""
@@ -156,14 +110,9 @@ class ViolationFinder:
     # -- in-place on a leaf --------------------------------------------------------------
     def inplace_leaf(self, tensor, tensor_id: int, op_name: str, site) -> None:
         record = self.trace.tensors[tensor_id]
-        created = f", created at {_where(record.site)}" if record.site else ""
-        message = (
-            f"in-place '{op_name}' at {_where(site)} on {_describe(record)}, a leaf that "
-            f"requires grad{created}. Hint: do the update under `with tracegrad.no_grad():` "
-            "(as an optimizer step does), or use an out-of-place op.")
         self._add(("inplace_leaf", tensor_id, _site_key(site)), Violation(
-            kind="inplace_leaf", message=message, tensor=tensor_id, site=site,
-            other_site=record.site, current_version=int(tensor._version)))
+            kind="inplace_leaf", message="", tensor=tensor_id, site=site,
+            other_site=record.site, current_version=int(tensor._version), op=op_name))
 
     # -- NaN / Inf -----------------------------------------------------------------------
     def nonfinite_forward(self, node_record: NodeRecord, tensor, record: TensorRecord,
@@ -182,9 +131,7 @@ class ViolationFinder:
         live = {tensor_id: arg._array for arg, tensor_id in zip(inputs, node_record.inputs)
                 if arg is not None and tensor_id is not None}
         explain(self.trace, violation, live)
-        inputs_were = "inputs that held Inf but no NaN" if from_nonfinite else "finite inputs"
-        violation.message = nonfinite_message(
-            self.trace, violation, f"produced {_describe(record)} from {inputs_were}")
+        violation.message = violation_message(self.trace, violation)
 
     def nonfinite_backward(self, backward_pass: BackwardPass, step: Step, node,
                            edge_index: int, grad, grads_in=(),
@@ -194,18 +141,13 @@ class ViolationFinder:
         site = node_record.site
         violation = self._add((kind, "backward", _site_key(site), node_record.name), Violation(
             kind=kind, message="", node=node_record.id, site=site, phase="backward",
-            pass_index=backward_pass.index, step_index=step.index,
+            pass_index=backward_pass.index, step_index=step.index, input_nr=edge_index,
             from_nonfinite=from_nonfinite))
         if violation is None:
             return
         explain(self.trace, violation, self._live_saved(node, node_record.id),
                 tuple(getattr(grad_in, "_array", None) for grad_in in grads_in))
-        incoming = "incoming gradients that held Inf but no NaN" if from_nonfinite \
-            else "finite incoming gradients"
-        violation.message = nonfinite_message(
-            self.trace, violation,
-            f"returned a non-finite gradient for input {edge_index} from {incoming} "
-            f"(pass {backward_pass.index}, step {step.index})")
+        violation.message = violation_message(self.trace, violation)
 
     def _live_saved(self, node, node_id: int) -> dict:
         """tensor id -> the array a node saved, while backward still holds it."""
@@ -238,18 +180,8 @@ class ViolationFinder:
         if freed_by is not None and any(isinstance(saved, SavedTensor) and saved._array is None
                                         for saved in node._saved):
             earlier = engine_passes.get(freed_by)
-            if earlier is not None:
-                earlier_pass = self.trace.passes[earlier]
-                by = f"backward pass {earlier} (at {_where(earlier_pass.site)})"
-            else:
-                by = "a backward pass that ran before tracing started"
-            message = (
-                f"backward through {node_record.name} (forward at {_where(node_record.site)}) "
-                f"whose saved tensors were already freed by {by}. Hint: pass "
-                "retain_graph=True to that earlier backward() if you need to run backward "
-                "through the graph twice.")
             self._add(("freed_graph", node_id, pass_index), Violation(
-                kind="freed_graph", message=message, node=node_id,
+                kind="freed_graph", message="", node=node_id,
                 site=backward_pass.site if backward_pass else None,
                 other_site=node_record.site, phase="backward", pass_index=earlier,
                 step_index=step_index))

@@ -18,7 +18,7 @@ from textual.widgets import Static
 
 from tracegrad.tracing.memory import memory_report
 from tracegrad.tracing.model import BackwardPass, NodeRecord, Step, Trace, Violation
-from tracegrad.tracing.report import cause_phrase, format_bytes
+from tracegrad.tracing.text import bytes_text, cause_phrase
 
 from ..formatting import (
     describe_tensor,
@@ -198,11 +198,11 @@ def _saved(session: DebugSession, node: NodeRecord) -> list[RenderableType]:
         style = "bold red" if current != saved.version else ""
         label = tensor.label if tensor is not None else f"t{saved.tensor}"
         table.add_row(saved.slot or "-", label + (" (output)" if saved.is_output else ""),
-                      format_bytes(saved.nbytes), f"version {saved.version}",
+                      bytes_text(saved.nbytes), f"version {saved.version}",
                       f"version {current}", style=style)
     report = session_memory(session)
-    heading = (f"saved tensors: {format_bytes(node.saved_bytes)} here; backward keeps "
-               f"{format_bytes(report.peak_bytes)} at its peak")
+    heading = (f"saved tensors: {bytes_text(node.saved_bytes)} here; backward keeps "
+               f"{bytes_text(report.peak_bytes)} at its peak")
     parts: list[RenderableType] = [_heading(heading), table]
     if len(node.saved) > MAX_ITEMS:
         parts.append(Text(_more(MAX_ITEMS, len(node.saved), "saved tensors"), style="grey62"))
@@ -222,7 +222,7 @@ def session_memory(session: DebugSession):
 
 
 def _saved_twice_here(report, node: NodeRecord) -> list[str]:
-    """"saved twice: ..." for each of this node's tensors kept twice (report.py's words)."""
+    """"saved twice: ..." for each of this node's tensors kept twice (text.py's words)."""
     lines = []
     for twice in report.saved_twice:
         others = [holder for holder in twice.holders if holder.node != node.id]
@@ -230,7 +230,7 @@ def _saved_twice_here(report, node: NodeRecord) -> list[str]:
             continue  # not this node
         where = ", ".join(f"{holder.name} at {holder.site}" for holder in others[:3])
         what = "a copy of it is" if twice.kind == "copy" else "also"
-        lines.append(f"saved twice ({format_bytes(twice.nbytes)}): {what} saved by {where}")
+        lines.append(f"saved twice ({bytes_text(twice.nbytes)}): {what} saved by {where}")
     return lines
 
 

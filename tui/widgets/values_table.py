@@ -20,7 +20,7 @@ MAX_ROWS = 200
 MAX_COLUMNS = 16
 
 
-def step_values(trace: Trace, step: Step) -> list[tuple[str, Value]]:
+def labelled_values(trace: Trace, step: Step) -> list[tuple[str, Value]]:
     """Every value the step can show, labelled, in a fixed order (at most MAX_ROWS of each
     kind: a node with 100,000 inputs lists the first ones)."""
     node = trace.nodes[step.node]

@@ -1,0 +1,95 @@
+"""The PyTorch tutorials' custom autograd Functions, once, with `import tracegrad as torch`.
+
+Tests that need them import them from here; the pytest-plugin tests write this file into
+their temporary projects as it is (so it imports nothing but tracegrad).
+"""
+
+import tracegrad as torch
+
+
+class MyReLU(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, input):
+        ctx.save_for_backward(input)
+        return input.clamp(min=0)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (input,) = ctx.saved_tensors
+        grad_input = grad_output.clone()
+        grad_input[input < 0] = 0
+        return grad_input
+
+
+class LinearFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, input, weight, bias=None):
+        ctx.save_for_backward(input, weight, bias)
+        output = input.mm(weight.t())
+        if bias is not None:
+            output += bias.unsqueeze(0).expand_as(output)
+        return output
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        input, weight, bias = ctx.saved_tensors
+        grad_input = grad_weight = grad_bias = None
+        if ctx.needs_input_grad[0]:
+            grad_input = grad_output.mm(weight)
+        if ctx.needs_input_grad[1]:
+            grad_weight = grad_output.t().mm(input)
+        if bias is not None and ctx.needs_input_grad[2]:
+            grad_bias = grad_output.sum(0)
+        return grad_input, grad_weight, grad_bias
+
+
+class Exp(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, i):
+        result = i.exp()
+        ctx.save_for_backward(result)
+        return result
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (result,) = ctx.saved_tensors
+        return grad_output * result
+
+
+class SwishImplementation(torch.autograd.Function):
+    """Memory-efficient swish: saves only the input, recomputes sigmoid in backward."""
+
+    @staticmethod
+    def forward(ctx, i):
+        result = i * torch.sigmoid(i)
+        ctx.save_for_backward(i)
+        return result
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (i,) = ctx.saved_tensors
+        sigmoid_i = torch.sigmoid(i)
+        return grad_output * (sigmoid_i * (1 + i * (1 - sigmoid_i)))
+
+
+class MemoryEfficientSwish(torch.nn.Module):
+    def forward(self, x):
+        return SwishImplementation.apply(x)
+
+
+class GlobalMaxPool(torch.autograd.Function):
+    """Max over the last dimension; saves the indices, not the input."""
+
+    @staticmethod
+    def forward(ctx, x):
+        values, indices = x.max(dim=-1)
+        ctx.save_for_backward(indices)
+        ctx.input_shape = x.shape
+        return values
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (indices,) = ctx.saved_tensors
+        grad_input = torch.zeros(ctx.input_shape, dtype=grad_output.dtype)
+        grad_input.scatter_(-1, indices.unsqueeze(-1), grad_output.unsqueeze(-1))
+        return grad_input

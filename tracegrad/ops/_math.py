@@ -1,0 +1,172 @@
+"""The operations a backward formula uses beyond Python's operators, each for both kinds of
+value a formula runs on: Tensors (with create_graph, so the backward pass is recorded) and
+backend arrays (without it: one NumPy/CuPy call per step, nothing recorded).
+
+An op that sets ``array_backward = True`` writes its ``backward`` once, with ``+ - * /``,
+``**``, comparisons, and the functions here; ``ctx.saved_tensors`` then gives Tensors or
+arrays to match the gradient. Each function looks at what it was given (a Tensor or not),
+so the formula never says which way it runs.
+
+>>> import numpy as np
+>>> sum_to(np.ones((2, 3), dtype=np.float32), (1, 3))
+array([[2., 2., 2.]], dtype=float32)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..autograd import grad_mode as _grad_mode
+from ..backends import array_module
+from ..backends import kernels as _kernels
+from ..tensor import Tensor
+from . import reduce as _reduce
+
+_ndarray = np.ndarray
+
+
+def sum_to(grad, shape):
+    """``grad`` summed down to ``shape``: the backward of broadcasting."""
+    if grad.__class__ is Tensor:
+        return _reduce.sum_to(grad, shape)
+    shape = tuple(shape)
+    if grad.shape == shape:
+        return grad
+    lead = grad.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(
+        lead + axis for axis, size in enumerate(shape)
+        if size == 1 and grad.shape[lead + axis] != 1)
+    if axes:
+        grad = grad.sum(axis=axes, keepdims=True)
+    return grad.reshape(shape)
+
+
+def expand_reduced(grad, input_shape, dims, keepdim: bool):
+    """The gradient of a reduction over ``dims`` broadcast back to the input's shape."""
+    if grad.__class__ is Tensor:
+        return _reduce.expand_reduced(grad, input_shape, dims, keepdim)
+    if not keepdim and dims is not None and grad.ndim != len(input_shape):
+        kept = list(input_shape)
+        for axis in dims:
+            kept[axis] = 1
+        grad = grad.reshape(kept)
+    elif dims is None and grad.ndim != len(input_shape):
+        grad = grad.reshape((1,) * len(input_shape))
+    # A read-only broadcast view: the engine copies it before anything writes to it.
+    return array_module(grad).broadcast_to(grad, tuple(input_shape))
+
+
+def xp(value):
+    """The array module (NumPy or CuPy) a Tensor's or an array's data lives in."""
+    return value._xp if value.__class__ is Tensor else array_module(value)
+
+
+def sin(value):
+    """``sin`` of a Tensor (recorded) or an array."""
+    if value.__class__ is Tensor:
+        return value.sin()
+    return array_module(value).sin(value)
+
+
+def cos(value):
+    """``cos`` of a Tensor (recorded) or an array."""
+    if value.__class__ is Tensor:
+        return value.cos()
+    return array_module(value).cos(value)
+
+
+def sign(value):
+    """The sign of each element (no gradient flows through it either way)."""
+    if value.__class__ is Tensor:
+        return Tensor._wrap(value._xp.sign(value._array), False)
+    return array_module(value).sign(value)
+
+
+def mm(left, right):
+    """The matrix product of two Tensors (recorded) or two arrays."""
+    if left.__class__ is Tensor:
+        return left.mm(right)
+    return left @ right
+
+
+def t(value):
+    """A 2-D Tensor (recorded) or array, transposed."""
+    return value.t() if value.__class__ is Tensor else value.T
+
+
+def fused_activation(name: str, grad, saved):
+    """An activation's backward by a fused CUDA kernel, or None where none applies: on CPU,
+    with create_graph (a kernel's result has no history), or when the dtypes differ."""
+    if not _kernels.enabled:
+        return None
+    if grad.__class__ is Tensor:
+        if grad._array.__class__ is _ndarray or _grad_mode.state.grad_enabled or \
+                grad._array.dtype != saved._array.dtype:
+            return None
+        return Tensor._wrap(_kernels.activation_backward(name, grad._array, saved._array),
+                            False)
+    # (NumPy arrays, and NumPy scalars: what arithmetic on 0-d arrays gives)
+    if grad.__class__ is _ndarray or isinstance(grad, np.generic) or \
+            saved.__class__ is not grad.__class__ or grad.dtype != saved.dtype:
+        return None
+    return _kernels.activation_backward(name, grad, saved)
+
+
+def transpose(value, dim0: int, dim1: int):
+    """``value`` with two (non-negative) dimensions swapped: a Tensor (recorded) or array."""
+    if value.__class__ is Tensor:
+        return value.transpose(dim0, dim1)
+    return array_module(value).swapaxes(value, dim0, dim1) if value.ndim > 1 else value
+
+
+def permute(value, dims: tuple):
+    """``value`` with its dimensions in the order ``dims``: a Tensor (recorded) or array."""
+    if value.__class__ is Tensor:
+        return value.permute(dims)
+    return value.transpose(dims)
+
+
+def bmm(left, right):
+    """The batched matrix product of two 3-D Tensors (recorded) or arrays."""
+    if left.__class__ is Tensor:
+        return left.bmm(right)
+    return left @ right
+
+
+def exp(value):
+    """``exp`` of a Tensor (recorded) or an array."""
+    if value.__class__ is Tensor:
+        return value.exp()
+    return array_module(value).exp(value)
+
+
+def sum_keepdim(value, dim: int):
+    """``value`` summed over dimension ``dim``, kept as size 1: a Tensor (recorded) or array."""
+    if value.__class__ is Tensor:
+        return value.sum(dim=dim, keepdim=True)
+    return value.sum(axis=dim, keepdims=True)
+
+
+def numel(value) -> int:
+    """How many elements a Tensor or array holds."""
+    return value.numel() if value.__class__ is Tensor else value.size
+
+
+def where(condition, a, b):
+    """``a`` where ``condition`` holds, else ``b`` (either may be a number): Tensors
+    (recorded, WhereBackward0) or arrays, by what ``condition`` is."""
+    if condition.__class__ is Tensor:
+        return _ops.indexing.Where.apply(condition, a, b)
+    return array_module(condition).where(condition, a, b)
+
+
+def sigmoid(value):
+    """The logistic function of a Tensor (recorded) or an array (overflow-free)."""
+    if value.__class__ is Tensor:
+        return value.sigmoid()
+    return _ops.unary._stable_sigmoid(array_module(value), value)
+
+
+# The package, not its op modules: they import this one, and are all loaded before any
+# backward runs (tensor.py binds them), so where() and sigmoid() read them at call time.
+from .. import ops as _ops
