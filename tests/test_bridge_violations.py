@@ -103,14 +103,20 @@ def test_first_nan_and_inf_in_forward_and_in_backward():
         loss = (log_spread * centered.sum(dim=1)).sum()
         loss.backward()
     found = [(v.kind, v.phase, v.site.code) for v in tr.violations]
+    loss_line = "loss = (log_spread * centered.sum(dim=1)).sum()"
     assert found == [
         ("inf", "forward", "log_spread = spread.log()"),
-        ("inf", "backward", "loss = (log_spread * centered.sum(dim=1)).sum()"),
+        ("nan", "forward", loss_line),  # the first NaN: -inf * 0, made from the Inf
+        ("inf", "backward", loss_line),
         ("nan", "backward", "log_spread = spread.log()")]
     forward = tr.violations[0]
     assert tr.node(forward.node).name == "LogBackward0"
     assert tr.tensor(forward.tensor).name == "log_spread"
-    assert [(v.pass_index, v.step_index) for v in tr.violations[1:]] == [(0, 1), (0, 3)]
+    assert [v.cause for v in tr.violations] == [
+        "log_of_zero", "inf_times_zero", "nonfinite_input", "log_grad_at_zero"]
+    assert tr.violations[1].from_nonfinite and tr.violations[1].detail["upstream"] == \
+        forward.node
+    assert [(v.pass_index, v.step_index) for v in tr.violations[2:]] == [(0, 1), (0, 3)]
     assert bool(scores.grad.isnan().any())
 
 

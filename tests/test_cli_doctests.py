@@ -14,6 +14,8 @@ MODULES = [
     "tracegrad.draw.fold", "tracegrad.draw.plan", "tracegrad.draw.render",
     "tracegrad.draw._text", "tracegrad.draw.torchviz_compat",
     "tracegrad.tracing.notebook", "tracegrad.tracing.query", "tracegrad.tracing.model",
+    "tracegrad.tracing.causes", "tracegrad.tracing.nonfinite", "tracegrad.tracing.memory",
+    "tracegrad.tracing.summary",
 ]
 
 

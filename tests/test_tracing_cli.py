@@ -236,14 +236,39 @@ def test_check_gives_one_finding_for_one_line_that_broke_two_saved_copies(capsys
 def test_check_nan_example_hints_fit_the_op(capsys, monkeypatch):
     monkeypatch.chdir(ROOT)
     assert main(["check", "examples/nan_bug.py"]) == 1
-    out = capsys.readouterr().out
+    captured = capsys.readouterr()
+    out = captured.out
     source = _source_lines("nan_bug.py")
     log_line = next(i for i, text in enumerate(source, 1)
                     if text.startswith("log_spread = spread.log()"))
-    assert f"examples/nan_bug.py:{log_line}: Inf in forward [inf]" in out
-    assert "Hint: look for log of 0 or of a negative value on that line." in out
-    assert "in backward" in out
-    assert "a forward value was already non-finite" in out  # not an op-specific guess
+    loss_line = log_line + 1
+    # Only NaN counts by default: the first NaN is -inf * 0 on the loss line, and its cause
+    # names the log line where the Inf came from.
+    assert f"examples/nan_bug.py:{loss_line}: NaN in forward [nan]" in out
+    assert "cause        Inf × 0 at 1 of 2 elements of 'log_spread' ([1] = -inf)" in out
+    assert f"first Inf    LogBackward0 at examples/nan_bug.py:{log_line}" in out
+    assert "cause        the derivative of log at 0 (1/x) at 1 of 2 elements of 'spread' " \
+        "([1] = 0)" in out
+    assert "Inf in forward" not in out
+    assert "4 Inf findings not counted (Inf can be meant); --inf reports them" in captured.err
+
+
+def test_check_inf_counts_inf_findings(capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    assert main(["check", "--inf", "examples/nan_bug.py"]) == 1
+    captured = capsys.readouterr()
+    source = _source_lines("nan_bug.py")
+    log_line = next(i for i, text in enumerate(source, 1)
+                    if text.startswith("log_spread = spread.log()"))
+    exp_line = next(i for i, text in enumerate(source, 1) if text.startswith("grown ="))
+    assert f"examples/nan_bug.py:{log_line}: Inf in forward [inf]" in captured.out
+    assert "cause        log of 0 at 1 of 2 elements of 'spread' ([1] = 0)" in captured.out
+    assert f"examples/nan_bug.py:{exp_line}: Inf in forward [inf]" in captured.out
+    assert "cause        exp overflow past 88.72 in float32 at 1 of 2 elements of 'logits' " \
+        "([1] = 100)" in captured.out
+    # The NaN an Inf then made is that Inf's consequence, not a finding of its own.
+    assert "Inf × 0" not in captured.out and "Inf - Inf" not in captured.out
+    assert "not counted" not in captured.err
 
 
 def test_an_overflow_in_mm_does_not_blame_log_or_sqrt(tmp_path, capsys, monkeypatch):
@@ -255,7 +280,7 @@ def test_an_overflow_in_mm_does_not_blame_log_or_sqrt(tmp_path, capsys, monkeypa
         loss = x.mm(w).sum()
         loss.backward()
     """)
-    assert main(["check", script]) == 1
+    assert main(["check", "--inf", script]) == 1
     out = capsys.readouterr().out
     assert "MmBackward0" in out and "Inf in forward" in out
     assert "log" not in out and "sqrt" not in out

@@ -83,7 +83,7 @@ def test_the_block_has_a_heading_what_happened_and_sites(recorded):
 
 def test_check_prints_the_block(recorded, capsys):
     _, script, _, _, lines = recorded
-    main(["check", script])
+    main(["check", "--inf", script])  # (Inf counts only with --inf)
     assert "\n".join(lines) in capsys.readouterr().out
 
 

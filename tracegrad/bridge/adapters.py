@@ -349,6 +349,12 @@ class TorchSaved(SavedTensor):
     def _array(self):
         return _Held(self.nbytes) if self._live_data() is not None else None
 
+    def host_values(self) -> np.ndarray | None:
+        """The saved values as a NumPy array while torch still holds them (a NaN's cause
+        is read from them), else None."""
+        data = self._live_data()
+        return host_array(data) if data is not None else None
+
     @property
     def counter(self):
         return _SavedCounter(self)

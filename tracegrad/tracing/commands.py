@@ -44,6 +44,14 @@ def register(subparsers) -> None:
     check_parser = add_command(
         subparsers, "check", help="run a script and report autograd violations with file:line",
         description=CHECK_DESCRIPTION)
+    check_parser.add_argument(
+        "--inf", action="store_true",
+        help="count Inf as a finding too (by default only NaN counts: an Inf can be meant, "
+             "e.g. a -inf attention mask; the first NaN made from an Inf names the Inf's line)")
+    check_parser.add_argument(
+        "--memory", action="store_true",
+        help="also report what backward keeps: saved-tensor bytes by module and by line at "
+             "the peak held between forward and backward, and tensors saved twice")
     add_target(check_parser, "the Python script to run")
     check_parser.set_defaults(handler=check_command)
 
@@ -162,13 +170,21 @@ def check_command(args: argparse.Namespace) -> int:
     from .report import findings, format_finding
     from .runner import describe_end, nothing_recorded
 
+    # No values kept: the recorder reads a NaN's cause from the live arrays as it happens.
     result, status = trace_script("check", args, values=False, keep_passes=None)
     if result is None:
         return status
     trace = result.trace
-    found = findings(trace)
+    found = findings(trace, inf=args.inf)
     for finding in found:
         print(format_finding(trace, finding))
+    if args.memory:
+        from .memory import memory_report
+        from .text import format_memory
+
+        print("\n".join(format_memory(trace, memory_report(trace))))
+    if not args.inf:
+        _note_uncounted_inf(trace)
     if result.failed:
         say("check", describe_end(result))
     if found:
@@ -180,3 +196,11 @@ def check_command(args: argparse.Namespace) -> int:
         return EXIT_PROBLEMS
     say("check", f"no violations in {args.target}")
     return EXIT_OK
+
+
+def _note_uncounted_inf(trace) -> None:
+    """Say on stderr how many Inf findings were left out (without ``--inf``)."""
+    left_out = sum(1 for violation in trace.violations if violation.kind == "inf")
+    if left_out:
+        say("check", f"{plural(left_out, 'Inf finding')} not counted (Inf can be meant); "
+                     "--inf reports them")

@@ -109,7 +109,13 @@ class FlowEvents:
             if tensor_id is not None:
                 return tensor_id
         if tensor.requires_grad:
-            return self.builder.tensor_id(tensor)
+            before = self.builder._next_tensor_id
+            tensor_id = self.builder.tensor_id(tensor)
+            if tensor_id >= before and self.values:
+                # Its value, as an op's new input gets one: a NaN's cause reads it (x.sqrt()
+                # after x > 0 saw x first).
+                self.trace.tensors[tensor_id].value = self._capture(tensor._array)
+            return tensor_id
         tensor_id = self.builder.known_tensor(tensor)
         return tensor_id if tensor_id in self._tainted else None
 

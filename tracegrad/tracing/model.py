@@ -285,7 +285,8 @@ class Violation:
                           other_site = the saving node's forward line)
         "inplace_leaf"   an in-place op on a leaf that requires grad
         "nan" / "inf"    a NaN or Inf first appeared (node = producer, site = its forward line;
-                         phase says "forward" or "backward")
+                         phase says "forward" or "backward"; cause and detail say why,
+                         other_site is the masking op's line for the where trap)
         "freed_graph"    backward through a graph an earlier pass freed (pass_index = the
                          pass that freed it)
 
@@ -304,6 +305,13 @@ class Violation:
     phase: str = "forward"  # "forward" or "backward"
     pass_index: int | None = None
     step_index: int | None = None
+    # NaN/Inf only (causes.py): what made the value, as a key of text.CAUSE_TEXT, and
+    # its evidence (input, element indices and values, counts, upstream node; JSON-able).
+    cause: str | None = None
+    detail: dict[str, Any] = field(default_factory=dict)
+    # A NaN whose inputs already held Inf (no NaN): the first NaN, a consequence of an Inf
+    # found earlier; reported when Inf does not count (report.findings(inf=False)).
+    from_nonfinite: bool = False
     op: str | None = None  # the in-place op ("add_"), for the in-place kinds
     input_nr: int | None = None  # backward NaN/Inf: the input whose gradient went bad
 

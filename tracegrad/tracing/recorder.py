@@ -52,9 +52,10 @@ from .model import (
     Violation,
 )
 from .names import names_in_frame, user_frame
+from .nonfinite import name_cause_inputs, note_masks
 from .text import describe_violations, site_inline
 from .values import DEFAULT_BUDGET_BYTES, ValueBudget, is_finite
-from .violations import ViolationFinder
+from .violations import ViolationFinder, first_nan
 
 _MAX_PENDING_FRAMES = 8
 # The functions whose backward passes are gradcheck's probes (one pass per output element).
@@ -169,6 +170,8 @@ class Recorder(FlowEvents, events.Listener):
             self.trace.exception = exception_record(exc)
         self._flush_names()
         name_unnamed(self.trace, self.builder, frame, scopes)
+        name_cause_inputs(self.trace)
+        note_masks(self.trace)
         describe_violations(self.trace)
         self.trace.metadata["summarized_values"] = self.budget.summarized
         self.trace.metadata.update(self.ledger.metadata())
@@ -336,7 +339,10 @@ class Recorder(FlowEvents, events.Listener):
                 # values first appear, not every op they flow through.
                 found = len(self.trace.violations)
                 if all(is_finite(arg._array) for arg in inputs):
-                    self.violations.nonfinite_forward(record, tensor, tensor_record)
+                    self.violations.nonfinite_forward(record, tensor, tensor_record, inputs)
+                elif first_nan(tensor._array, inputs):  # the first NaN, made from Inf
+                    self.violations.nonfinite_forward(record, tensor, tensor_record, inputs,
+                                                      from_nonfinite=True)
                 self._note_finding(len(self.trace.violations) != found)
         if node._saved:
             self.violations.watch_saved(node, record.id)
@@ -504,7 +510,8 @@ class Recorder(FlowEvents, events.Listener):
         inputs = [arg for arg in info.inputs if isinstance(arg, Tensor)]
         if not finite and (before is None or not before.stats.has_nonfinite) and all(
                 is_finite(arg._array) for arg in inputs[1:]):
-            self.violations.nonfinite_forward(node_record, changed, record)
+            self.violations.nonfinite_forward(node_record, changed, record,
+                                              [None, *inputs[1:]])
         if info.node._saved:
             self.violations.watch_saved(info.node, node_record.id)
         self._note_names(inputs, [self.builder.known_tensor(arg) for arg in inputs])
@@ -524,6 +531,9 @@ class Recorder(FlowEvents, events.Listener):
             return  # another thread's event: see the module docstring
         index = len(self.trace.passes)
         self._engine_passes[info.index] = index
+        # Which nodes existed when this pass started (the memory report's peak, memory.py).
+        self.trace.metadata.setdefault("pass_node_marks", []).append(
+            self.builder._next_node_id)
         ledger = self.ledger
         origin, checker = _pass_origin(sys._getframe(1))
         summarized = ledger.overflow or (ledger.overflowed and not self._graph_known(info))
@@ -680,10 +690,13 @@ class Recorder(FlowEvents, events.Listener):
                 else is_finite(grad._array)
             if not finite:
                 found = len(self.trace.violations)
-                if all(grad_in is None or is_finite(grad_in._array)
-                       for grad_in in self._step_grads_in):
+                grads_in = self._step_grads_in
+                if all(grad_in is None or is_finite(grad_in._array) for grad_in in grads_in):
                     self.violations.nonfinite_backward(self._pass, step, node, edge_index,
-                                                       grad)
+                                                       grad, grads_in)
+                elif first_nan(grad._array, grads_in):  # the first NaN, made from Inf
+                    self.violations.nonfinite_backward(self._pass, step, node, edge_index,
+                                                       grad, grads_in, from_nonfinite=True)
                 self._note_finding(len(self.trace.violations) != found)
                 break
         self._step, self._step_node, self._step_grads_in = None, None, ()

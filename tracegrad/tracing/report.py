@@ -20,17 +20,22 @@ from dataclasses import dataclass
 
 from .model import Site, Trace, Violation
 from .text import (
+    CAUSE_TEXT,
     INPLACE_HINT,
+    cause_hint,
+    cause_phrase,
     describe_tensor,
     finding_lines,
-    nonfinite_hint,
+    format_memory,
+    nonfinite_message,
     site_line,
     violation_lines,
 )
 
 # The words live in text.py; these names stay importable from here.
-__all__ = ["INPLACE_HINT", "Finding", "describe_tensor", "findings", "format_finding",
-           "format_violation", "nonfinite_hint"]
+__all__ = ["CAUSE_TEXT", "INPLACE_HINT", "Finding", "cause_hint", "cause_phrase",
+           "describe_tensor", "findings", "format_finding", "format_memory",
+           "format_violation", "nonfinite_message"]
 
 
 @dataclass
@@ -49,15 +54,24 @@ class Finding:
         return self.first.kind
 
 
-def findings(trace: Trace) -> list[Finding]:
+def findings(trace: Trace, inf: bool = True) -> list[Finding]:
     """The trace's violations grouped into findings, in recording order.
 
     In-place changes of a saved tensor group by (tensor, in-place line, version it made):
     every node that had saved the tensor is broken by the same line.
+
+    ``inf``: whether Inf counts. True: the first Inf is a finding (and a NaN that Inf
+    then made is its consequence, not a finding of its own). False: only NaN counts (an
+    Inf can be meant, e.g. a -inf attention mask), so the first NaN is the finding, even
+    when it came from an Inf (its cause then names the Inf's line).
     """
     grouped: dict = {}
     result: list[Finding] = []
     for violation in trace.violations:
+        if violation.kind == "inf" and not inf:
+            continue
+        if violation.kind == "nan" and violation.from_nonfinite and inf:
+            continue
         if violation.kind == "inplace_saved" and violation.tensor is not None:
             key = (violation.tensor, _site_key(violation.site), violation.current_version)
             finding = grouped.get(key)

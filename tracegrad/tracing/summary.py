@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from collections import Counter
 
+from .memory import memory_report
 from .model import Trace
-from .text import bytes_text, violation_lines
+from .text import bytes_text, format_memory, violation_lines
 
 
 def _plural(count: int, word: str, many: str | None = None) -> str:
@@ -34,6 +35,8 @@ def summarize(trace: Trace) -> str:
         saved = sum(node.saved_bytes for node in trace.nodes.values())
         saved_count = sum(len(node.saved) for node in trace.nodes.values())
         lines.append(f"saved tensors: {saved_count} ({bytes_text(saved)})")
+        if saved_count:
+            lines += _memory(trace)
     if trace.passes:
         lines += _passes(trace)
     summarized = trace.metadata.get("summarized_values", 0)
@@ -48,6 +51,15 @@ def summarize(trace: Trace) -> str:
         where = f" at {trace.exception.site}" if trace.exception.site else ""
         lines.append(f"exception: {trace.exception.type}: {trace.exception.message}{where}")
     return "\n".join(lines)
+
+
+def _memory(trace: Trace) -> list[str]:
+    """What backward keeps, under the saved-tensors line (the words are report.py's)."""
+    report = memory_report(trace)
+    when = f" (as pass {report.peak_pass} started)" if report.peak_pass is not None else ""
+    return [(f"  distinct storage {bytes_text(report.distinct_bytes)}; peak held between forward "
+            f"and backward {bytes_text(report.peak_bytes)}{when}"),
+            *format_memory(trace, report)[1:]]
 
 
 def _passes(trace: Trace) -> list[str]:

@@ -213,6 +213,8 @@ def finding_lines(trace: Trace, violations: Sequence[Violation]) -> list[str]:
             lines.append(f"  {words.other_site:<12} {by}{site_line(violation.other_site)}")
     elif words.other_site is not None and first.other_site is not None:
         lines.append(f"  {words.other_site:<12} {site_line(first.other_site)}")
+    if first.kind in ("nan", "inf"):
+        lines += nonfinite_lines(trace, first)
     versions = sorted({violation.saved_version for violation in violations
                        if violation.saved_version is not None})
     if versions:
@@ -292,28 +294,89 @@ def _nonfinite(trace: Trace, violation: Violation, _group) -> str | None:
     node = trace.nodes.get(violation.node) if violation.node is not None else None
     if node is None:
         return None
-    what = "NaN" if violation.kind == "nan" else "Inf"
     if violation.phase == "forward":
         tensor = trace.tensors.get(violation.tensor) if violation.tensor is not None else None
         if tensor is None:
             return None
-        hint = nonfinite_hint(violation.kind, node.name, "forward", tensor.dtype)
-        return (f"{what} first appeared in forward: {node.name} produced "
-                f"{describe_tensor(tensor)} from finite inputs. {hint}")
+        inputs = "inputs that held Inf but no NaN" if violation.from_nonfinite \
+            else "finite inputs"
+        return nonfinite_message(trace, violation,
+                                 f"produced {describe_tensor(tensor)} from {inputs}")
     edge = f" for input {violation.input_nr}" if violation.input_nr is not None else ""
     where = (f" (pass {violation.pass_index}, step {violation.step_index})"
              if violation.pass_index is not None and violation.step_index is not None else "")
-    earlier = _forward_nonfinite_before(trace, violation)
+    incoming = "incoming gradients that held Inf but no NaN" if violation.from_nonfinite \
+        else "finite incoming gradients"
+    return nonfinite_message(trace, violation, f"returned a non-finite gradient{edge} from "
+                             f"{incoming}{where}")
+
+
+def nonfinite_message(trace: Trace, violation: Violation, made: str) -> str:
+    """What a NaN/Inf finding says in one sentence and its hint; ``made`` says what the op
+    did (``produced 'h' float32 [2] from finite inputs``). The cause, with its evidence,
+    has lines of its own in the block (:func:`nonfinite_lines`)."""
+    node = trace.nodes.get(violation.node) if violation.node is not None else None
+    what = "NaN" if violation.kind == "nan" else "Inf"
+    name = node.name if node is not None else "an op"
+    text = f"{what} first appeared in {violation.phase}: {name} {made}."
+    hint = _nonfinite_hint(trace, violation)
+    return f"{text} {hint}" if hint else text
+
+
+def _nonfinite_hint(trace: Trace, violation: Violation) -> str:
+    if _mask(trace, violation) is not None and violation.phase == "forward":
+        return f"Hint: {CAUSE_TEXT['where_trap'][1]}."
+    if violation.cause is not None:
+        return cause_hint(trace, violation, upstream=False)  # a line of the block names it
+    # A trace recorded before causes: no values to explain it from.
+    earlier = _forward_nonfinite_before(trace, violation) \
+        if violation.phase == "backward" else None
     if earlier is not None:
         # A non-finite forward value flows into every derivative that uses it: the cause
         # is the forward finding, whatever this op is.
-        hint = (f"Hint: a forward value was already non-finite (see the finding at "
+        return (f"Hint: a forward value was already non-finite (see the finding at "
                 f"{site_inline(earlier.site)}); fix that first.")
-    else:
-        hint = nonfinite_hint(violation.kind, node.name, "backward",
-                              _gradient_dtype(trace, node, violation.input_nr))
-    return (f"{what} first appeared in backward: {node.name} returned a non-finite gradient"
-            f"{edge} from finite incoming gradients{where}. {hint}")
+    fallback = "overflow" if violation.kind == "inf" else "undefined"
+    hint = CAUSE_TEXT[fallback][1].format(dtype=_finding_dtype(trace, violation), limit="")
+    return f"Hint: {CAUSE_TEXT[fallback][0].format(dtype=_finding_dtype(trace, violation))}; " \
+        f"{hint}."
+
+
+def nonfinite_lines(trace: Trace, violation: Violation) -> list[str]:
+    """The cause of a NaN/Inf finding and the lines that go with it (the where that masked
+    it, the op where a non-finite input first appeared), as the block lists them."""
+    lines = []
+    phrase = cause_phrase(trace, violation)
+    if phrase:
+        lines.append(f"  {'cause':<12} {phrase}")
+    mask = _mask(trace, violation)
+    if mask is not None:
+        lines.append(f"  {'masked by':<12} {mask.name} at {site_line(mask.site)}")
+        if violation.phase == "forward":
+            lines.append(f"  {'':<12} backward still runs through it: 0 × an infinite "
+                         "derivative = NaN (the where trap)")
+    upstream = _upstream_node(trace, violation)
+    if upstream is not None:
+        label = "first Inf" if _first_kind(trace, upstream.id) == "inf" else "first NaN"
+        lines.append(f"  {label:<12} {upstream.name} at {site_line(upstream.site)}")
+    return lines
+
+
+def _mask(trace: Trace, violation: Violation):
+    mask = violation.detail.get("mask_node") if violation.detail else None
+    return trace.nodes.get(mask) if mask is not None else None
+
+
+def _upstream_node(trace: Trace, violation: Violation):
+    upstream = violation.detail.get("upstream") if violation.detail else None
+    return trace.nodes.get(upstream) if upstream is not None else None
+
+
+def _first_kind(trace: Trace, node_id: int) -> str:
+    for violation in trace.violations:
+        if violation.node == node_id and violation.phase == "forward":
+            return violation.kind
+    return "nan"
 
 
 def _freed_graph(trace: Trace, violation: Violation, _group) -> str | None:
@@ -353,68 +416,169 @@ def _forward_nonfinite_before(trace: Trace, violation: Violation) -> Violation |
     return None
 
 
-def _gradient_dtype(trace: Trace, node, input_nr: int | None) -> str:
-    """The dtype of the gradient a node returned for an input: that input's dtype."""
-    if input_nr is not None and 0 <= input_nr < len(node.inputs):
-        tensor = trace.tensors.get(node.inputs[input_nr])
-        if tensor is not None:
-            return tensor.dtype
-    return "float32"
-
-
 def _and(words: list[str]) -> str:
     if len(words) <= 1:
         return "".join(words)
     return ", ".join(words[:-1]) + " and " + words[-1]
 
 
-# -- hints for non-finite values, by the op that made them ---------------------------------
-# Node name prefix -> what makes that op's result (forward) or derivative (backward) NaN/Inf.
-_NONFINITE_CAUSES = {
-    "Log": "log of 0 or of a negative value",
-    "Sqrt": "sqrt of a negative value (or its derivative at 0)",
-    "Rsqrt": "rsqrt of 0 or of a negative value",
-    "Pow": "pow of 0 to a negative power (or of a negative value to a fractional power)",
-    "Div": "division by 0",
-    "Reciprocal": "reciprocal of 0",
-    "Exp": "exp of a large value (overflow)",
-    "Acos": "acos/asin outside [-1, 1] (or their derivative at ±1)",
-    "Asin": "acos/asin outside [-1, 1] (or their derivative at ±1)",
-    "Atanh": "atanh at ±1",
-    "Mm": "a product whose values overflow",
-    "Bmm": "a product whose values overflow",
-    "Addmm": "a product whose values overflow",
-    "Matmul": "a product whose values overflow",
-    "Mv": "a product whose values overflow",
-    "Dot": "a product whose values overflow",
-    "Mul": "a product whose values overflow (or 0 × Inf)",
-    "Sum": "a sum whose values overflow (or Inf - Inf)",
-    "Mean": "a mean whose values overflow (or Inf - Inf)",
+# -- why a NaN / Inf: the words for each cause (causes.py and nonfinite.py find them) ---
+# cause -> (what happened, the hint). ``{limit}`` and ``{dtype}`` come from the finding.
+CAUSE_TEXT: dict[str, tuple[str, str]] = {
+    "log_of_zero": ("log of 0", ("add a small epsilon or clamp the input first "
+                    "(x.clamp_min(1e-12).log())")),
+    "log_of_negative": ("log of a negative value", ("check the sign of the input; clamp it "
+                        "to a positive minimum before log")),
+    "sqrt_of_negative": ("sqrt of a negative value", "clamp the input to >= 0 before sqrt"),
+    "division_by_zero": ("division by 0", ("add a small epsilon to the denominator or mask "
+                         "the zeros before dividing")),
+    "zero_by_zero": ("0/0", "add a small epsilon to the denominator or mask the zeros"),
+    "inf_by_inf": ("Inf/Inf", "the operands overflowed first: fix where they became Inf"),
+    "inf_minus_inf": ("Inf - Inf", "the operands overflowed first: fix where they became Inf"),
+    "inf_times_zero": ("Inf × 0", "an Inf operand met a 0: fix where the Inf came from"),
+    "pow_negative_fractional": ("pow of a negative base to a fractional exponent",
+                                "clamp the base to >= 0 or use x.abs() ** p * x.sign()"),
+    "pow_zero_negative": ("pow of 0 to a negative exponent",
+                          "add a small epsilon to the base"),
+    "pow_grad_at_zero": ("the derivative of pow at base 0 with an exponent below 1",
+                         "add a small epsilon to the base"),
+    "exp_overflow": ("exp overflow past {limit} in {dtype}",
+                     "subtract the maximum first (logsumexp / softmax do), or clamp the input"),
+    "outside_unit": ("asin/acos/atanh of a value outside [-1, 1]",
+                     "clamp the input to [-1 + eps, 1 - eps]"),
+    "atanh_of_one": ("atanh at ±1", "clamp the input to [-1 + eps, 1 - eps]"),
+    "asin_grad_at_one": ("the derivative of asin/acos at ±1 (1/sqrt(1 - x²))",
+                         "clamp the input to [-1 + eps, 1 - eps]"),
+    "log_grad_at_zero": ("the derivative of log at 0 (1/x)",
+                         "add a small epsilon or clamp the input before log"),
+    "sqrt_grad_at_zero": ("the derivative of sqrt at 0 (1/(2·sqrt(x)))",
+                          "use (x + eps).sqrt(); for a norm, add eps inside the sqrt"),
+    "nonfinite_input": ("an input that was already non-finite",
+                        "fix the op that made it first"),
+    "nonfinite_gradient": ("an incoming gradient that already held Inf",
+                           "fix the op whose gradient became Inf first"),
+    "where_trap": (("the where trap: the branch the mask dropped was non-finite in forward, "
+                   "and its gradient there is 0 × Inf = NaN"),
+                   ("mask the input, not the output: where(mask, f(where(mask, x, safe)), 0), "
+                   "so f never sees the values the mask drops")),
+    "overflow": ("an overflow: the values grew too large for {dtype}",
+                 ("check the scale of the inputs and weights, lower the learning rate, or "
+                 "clip gradients")),
+    "undefined": (("an undefined operation (0/0, Inf - Inf, 0 × Inf, log or sqrt of a "
+                  "negative value)"), "look at the values that line saw"),
 }
-_OVERFLOW_HINT = ("the values grew too large for {dtype}: check the scale of the inputs and "
-                  "weights, lower the learning rate, or clip gradients")
 
 
-def nonfinite_hint(kind: str, node_name: str, phase: str, dtype: str = "float32") -> str:
-    """A hint for a NaN/Inf that ``node_name`` produced, right for that op.
+def cause_phrase(trace: Trace, violation: Violation) -> str:
+    """The cause with its evidence, e.g. ``log of 0 at 1 of 2 elements of 'spread' ([1] =
+    0)``; "" when the finding has no cause (traces recorded before causes).
 
-    >>> nonfinite_hint("inf", "MmBackward0", "backward")
-    'Hint: a product whose values overflow; the values grew too large for float32: check the scale of the inputs and weights, lower the learning rate, or clip gradients.'
-    >>> nonfinite_hint("inf", "LogBackward0", "forward")
-    'Hint: look for log of 0 or of a negative value on that line.'
+    >>> v = Violation(kind="inf", message="", cause="log_of_zero", detail={"input": "s",
+    ...     "source": "array", "count": 1, "total": 2, "indices": [[1]], "values": ["0"]})
+    >>> cause_phrase(Trace(), v)
+    'log of 0 at 1 of 2 elements of s ([1] = 0)'
     """
-    base = node_name.removesuffix("Backward0").removesuffix("Backward1")
-    cause = _NONFINITE_CAUSES.get(base)
-    if cause is not None and "overflow" in cause:
-        return f"Hint: {cause}; {_OVERFLOW_HINT.format(dtype=dtype)}."
-    if cause is not None:
-        where = "on that line" if phase == "forward" else "at the values that line saw"
-        return f"Hint: look for {cause} {where}."
-    if kind == "inf":
-        return (f"Hint: an Inf usually means an overflow or a division by 0; "
-                f"{_OVERFLOW_HINT.format(dtype=dtype)}.")
-    if phase == "forward":
-        return ("Hint: a NaN from finite inputs comes from an undefined operation: 0/0, "
-                "Inf - Inf, 0 × Inf, or log/sqrt of a negative value on that line.")
-    return ("Hint: the derivative of that line's op is undefined at the values it saw "
-            "(0/0, Inf - Inf, 0 × Inf).")
+    if violation.cause is None:
+        return ""
+    detail = violation.detail
+    what, _ = CAUSE_TEXT.get(violation.cause, (violation.cause, ""))
+    dtype = _finding_dtype(trace, violation)
+    what = what.format(limit=detail.get("limit", "?"), dtype=dtype)
+    inner = detail.get("inner_cause")
+    if violation.cause == "where_trap" and inner in CAUSE_TEXT:
+        what += f" ({CAUSE_TEXT[inner][0]})"
+    return what + _evidence(trace, detail)
+
+
+def _evidence(trace: Trace, detail: dict) -> str:
+    if not detail or "input" not in detail:
+        return ""
+    tensor = trace.tensors.get(detail.get("tensor")) if detail.get("tensor") is not None \
+        else None
+    label = f"'{tensor.name}'" if tensor is not None and tensor.name else detail["input"]
+    if detail.get("source") == "stats":
+        kept = detail.get("dropped") or "not kept"
+        bounds = f"; min {detail['min']}, max {detail['max']}" if "min" in detail else ""
+        return f" in {label} (its values: {kept}, statistics only{bounds})"
+    elements = ", ".join(f"{index} = {value}" for index, value in
+                         zip(detail.get("indices", []), detail.get("values", [])))
+    more = ", ..." if detail.get("count", 0) > len(detail.get("indices", [])) else ""
+    return (f" at {detail.get('count')} of {detail.get('total')} elements of {label} "
+            f"({elements}{more})")
+
+
+def cause_hint(trace: Trace, violation: Violation, upstream: bool = True) -> str:
+    """``Hint: ...`` for a finding with a cause ("" without one); ``upstream``: name the
+    op where a non-finite input first appeared."""
+    if violation.cause is None:
+        return ""
+    _, hint = CAUSE_TEXT.get(violation.cause, ("", ""))
+    hint = hint.format(dtype=_finding_dtype(trace, violation), limit="")
+    upstream = _upstream(trace, violation) if upstream else ""
+    if upstream:
+        hint += f" ({upstream})"
+    return f"Hint: {hint}." if hint else ""
+
+
+def _upstream(trace: Trace, violation: Violation) -> str:
+    node = trace.nodes.get(violation.detail.get("upstream")) \
+        if violation.detail.get("upstream") is not None else None
+    if node is None:
+        return ""
+    return f"it first became non-finite in {node.name} at {site_inline(node.site)}"
+
+
+def _finding_dtype(trace: Trace, violation: Violation) -> str:
+    node = trace.nodes.get(violation.node) if violation.node is not None else None
+    for tensor_id in (node.outputs if node is not None else ()):
+        record = trace.tensors.get(tensor_id)
+        if record is not None:
+            return record.dtype
+    return "float32"
+
+
+# -- what backward keeps (memory.py computes it) -----------------------------------------
+def format_memory(trace: Trace, report, top: int = 5) -> list[str]:
+    """The memory report as lines: totals and peak, then the largest modules, lines and
+    tensors saved twice (``top`` of each).
+
+    >>> from tracegrad.tracing.memory import MemoryReport
+    >>> format_memory(Trace(), MemoryReport())
+    ['saved for backward: nothing']
+    """
+    if not report.saved_count:
+        return ["saved for backward: nothing"]
+    when = f" (as pass {report.peak_pass} started)" if report.peak_pass is not None else \
+        " (at the end, no backward ran)"
+    lines = [(f"saved for backward: {report.saved_count} tensors, "
+             f"{bytes_text(report.saved_bytes)} ({bytes_text(report.distinct_bytes)} in "
+             f"distinct storage); peak held between forward and backward "
+             f"{bytes_text(report.peak_bytes)}{when}")]
+    modules = [(name, size) for name, size in report.by_module if name != "(no module)"]
+    if modules:
+        lines.append("  at the peak, by module:")
+        lines += [f"    {name:<28} {bytes_text(size):>10}" for name, size in modules[:top]]
+    lines.append("  at the peak, by line:")
+    for site, size, names in report.by_line[:top]:
+        lines.append(f"    {bytes_text(size):>10}  {', '.join(names)} at {site_line(site)}")
+    if report.saved_twice:
+        lines.append("  saved twice:")
+        for twice in report.saved_twice[:top]:
+            lines.append(f"    {bytes_text(twice.nbytes):>10}  {_twice(trace, twice)}")
+    return lines
+
+
+def _twice(trace: Trace, twice) -> str:
+    record = trace.tensors.get(twice.tensor)
+    what = describe_tensor(record) if record is not None else f"t{twice.tensor}"
+    counts: dict[str, int] = {}
+    for holder in twice.holders:
+        label = f"{holder.name} ({holder.site})" if holder.site is not None else holder.name
+        counts[label] = counts.get(label, 0) + 1
+    by = _and([label if count == 1 else f"{label} ×{count}"
+               for label, count in counts.items()])
+    if twice.kind == "copy":
+        original = trace.tensors.get(twice.original)
+        source = describe_tensor(original) if original is not None else f"t{twice.original}"
+        return f"{what}, a copy of {source}: both saved, by {by}"
+    return f"{what} saved by {by}"

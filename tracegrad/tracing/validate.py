@@ -372,6 +372,9 @@ RULES: dict[type, dict[str, Rule | None]] = {
         "phase": FREE,
         "pass_index": COUNT,  # and a pass that exists: _violation_places
         "step_index": COUNT,  # and a step of that pass
+        "cause": FREE,
+        "detail": FREE,
+        "from_nonfinite": FREE,
         "op": FREE,
         "input_nr": COUNT,
     },

@@ -22,6 +22,7 @@ import weakref
 from ..autograd.node import SavedTensor, VersionCounter
 from .graph import GraphBuilder
 from .model import BackwardPass, NodeRecord, Site, Step, TensorRecord, Trace, Violation
+from .nonfinite import explain
 from .text import violation_message
 
 
@@ -114,21 +115,58 @@ class ViolationFinder:
             other_site=record.site, current_version=int(tensor._version), op=op_name))
 
     # -- NaN / Inf -----------------------------------------------------------------------
-    def nonfinite_forward(self, node_record: NodeRecord, tensor, record: TensorRecord) -> None:
-        kind = _nonfinite_kind(tensor._array)
+    def nonfinite_forward(self, node_record: NodeRecord, tensor, record: TensorRecord,
+                          inputs=(), from_nonfinite: bool = False) -> None:
+        """The first NaN/Inf of ``node_record``'s output (``from_nonfinite``: the first NaN,
+        its inputs already holding Inf); ``inputs`` are the live input tensors, in the
+        order of ``node_record.inputs``, whose values explain it."""
+        kind = "nan" if from_nonfinite else _nonfinite_kind(tensor._array)
         site = node_record.site
-        self._add((kind, "forward", _site_key(site), node_record.name), Violation(
+        violation = self._add((kind, "forward", _site_key(site), node_record.name), Violation(
             kind=kind, message="", tensor=record.id, node=node_record.id, site=site,
-            phase="forward"))
+            phase="forward", from_nonfinite=from_nonfinite))
+        if violation is None:
+            return
+        # (an in-place op passes None for the changed tensor: its old value is gone)
+        live = {tensor_id: arg._array for arg, tensor_id in zip(inputs, node_record.inputs)
+                if arg is not None and tensor_id is not None}
+        explain(self.trace, violation, live)
+        violation.message = violation_message(self.trace, violation)
 
     def nonfinite_backward(self, backward_pass: BackwardPass, step: Step, node,
-                           edge_index: int, grad) -> None:
-        kind = _nonfinite_kind(grad._array)
+                           edge_index: int, grad, grads_in=(),
+                           from_nonfinite: bool = False) -> None:
+        kind = "nan" if from_nonfinite else _nonfinite_kind(grad._array)
         node_record = self.trace.nodes[step.node]
         site = node_record.site
-        self._add((kind, "backward", _site_key(site), node_record.name), Violation(
+        violation = self._add((kind, "backward", _site_key(site), node_record.name), Violation(
             kind=kind, message="", node=node_record.id, site=site, phase="backward",
-            pass_index=backward_pass.index, step_index=step.index, input_nr=edge_index))
+            pass_index=backward_pass.index, step_index=step.index, input_nr=edge_index,
+            from_nonfinite=from_nonfinite))
+        if violation is None:
+            return
+        explain(self.trace, violation, self._live_saved(node, node_record.id),
+                tuple(getattr(grad_in, "_array", None) for grad_in in grads_in))
+        violation.message = violation_message(self.trace, violation)
+
+    def _live_saved(self, node, node_id: int) -> dict:
+        """tensor id -> the array a node saved, while backward still holds it."""
+        live = {}
+        for saved in node._saved:
+            if not isinstance(saved, SavedTensor) or saved._array is None:
+                continue
+            if saved.is_output:
+                tensor_id = self.builder.output_tensor(node_id, saved.output_nr)
+            else:
+                source = saved.source_tensor()
+                tensor_id = self.builder.known_tensor(source) if source is not None else None
+            if tensor_id is None:
+                continue
+            # A torch saved tensor (the bridge) holds a stand-in: ask for its values.
+            array = saved._array if type(saved) is SavedTensor else saved.host_values()
+            if array is not None:
+                live[tensor_id] = array
+        return live
 
     # -- failures in backward ------------------------------------------------------------
     def backward_failed(self, error, node, backward_pass: BackwardPass | None,
@@ -170,6 +208,22 @@ def _watch_group(saved):
     with its views; a torch saved tensor (the bridge) names the group of its storage."""
     counter = saved.counter
     return counter if type(counter) is VersionCounter else counter.group
+
+
+def first_nan(output, inputs) -> bool:
+    """Whether ``output`` holds a NaN that none of ``inputs`` (tensors or None) held: the
+    first NaN, made from values that were only Inf (rare path: after a finite check)."""
+    from .. import backends
+
+    xp = backends.array_module(output)
+    if not bool(xp.isnan(output).any()):
+        return False
+    for tensor in inputs:
+        data = getattr(tensor, "_array", None)
+        if data is not None and data.dtype.kind in "fc" and bool(
+                backends.array_module(data).isnan(data).any()):
+            return False
+    return True
 
 
 def _nonfinite_kind(data) -> str:

@@ -16,7 +16,9 @@ from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
+from tracegrad.tracing.memory import memory_report
 from tracegrad.tracing.model import BackwardPass, NodeRecord, Step, Trace, Violation
+from tracegrad.tracing.text import bytes_text, cause_phrase
 
 from ..formatting import (
     describe_tensor,
@@ -63,7 +65,7 @@ def build_sections(session: DebugSession, pass_index: int, step: Step,
     sections += _source(node)
     sections += _tensors(trace, node)
     sections += _gradients(session, pass_index, step, node)
-    sections += _saved(trace, node)
+    sections += _saved(session, node)
     sections += _hooks(step)
     sections += _leaf_grad(session, pass_index, node, step)
     return sections
@@ -109,6 +111,10 @@ def _violations(trace: Trace, violations: list[Violation]) -> list[RenderableTyp
         text = Text("⚠ ", style="bold red")
         text.append_text(describe_violation(violation, trace, full=False))
         text.append(f"\n{violation.message}\n", style="red")
+        phrase = cause_phrase(trace, violation)  # the same words as tracegrad check
+        if phrase:
+            text.append("cause: ", style="bold")
+            text.append(f"{phrase}\n")
         parts.append(text)
     if len(violations) > MAX_ITEMS:
         parts.append(Text(_more(MAX_ITEMS, len(violations), "violations"), style="red"))
@@ -181,21 +187,51 @@ def _gradients(session: DebugSession, pass_index: int, step: Step,
     return [_heading("gradients"), text] if text.plain else []
 
 
-def _saved(trace: Trace, node: NodeRecord) -> list[RenderableType]:
+def _saved(session: DebugSession, node: NodeRecord) -> list[RenderableType]:
     if not node.saved:
         return []
-    table = Table("slot", "tensor", "saved at", "now", box=None, padding=(0, 1))
+    trace = session.trace
+    table = Table("slot", "tensor", "bytes", "saved at", "now", box=None, padding=(0, 1))
     for saved in node.saved[:MAX_ITEMS]:
         tensor = trace.tensors.get(saved.tensor)
         current = tensor.version if tensor is not None else saved.version
         style = "bold red" if current != saved.version else ""
         label = tensor.label if tensor is not None else f"t{saved.tensor}"
         table.add_row(saved.slot or "-", label + (" (output)" if saved.is_output else ""),
-                      f"version {saved.version}", f"version {current}", style=style)
-    parts: list[RenderableType] = [_heading("saved tensors"), table]
+                      bytes_text(saved.nbytes), f"version {saved.version}",
+                      f"version {current}", style=style)
+    report = session_memory(session)
+    heading = (f"saved tensors: {bytes_text(node.saved_bytes)} here; backward keeps "
+               f"{bytes_text(report.peak_bytes)} at its peak")
+    parts: list[RenderableType] = [_heading(heading), table]
     if len(node.saved) > MAX_ITEMS:
         parts.append(Text(_more(MAX_ITEMS, len(node.saved), "saved tensors"), style="grey62"))
+    twice = _saved_twice_here(report, node)
+    if twice:
+        parts.append(Text("\n".join(twice), style="yellow"))
     return parts
+
+
+def session_memory(session: DebugSession):
+    """The trace's memory report, computed once per session (memory.py)."""
+    report = getattr(session, "_memory_report", None)
+    if report is None:
+        report = memory_report(session.trace)
+        session._memory_report = report
+    return report
+
+
+def _saved_twice_here(report, node: NodeRecord) -> list[str]:
+    """"saved twice: ..." for each of this node's tensors kept twice (text.py's words)."""
+    lines = []
+    for twice in report.saved_twice:
+        others = [holder for holder in twice.holders if holder.node != node.id]
+        if len(others) == len(twice.holders):
+            continue  # not this node
+        where = ", ".join(f"{holder.name} at {holder.site}" for holder in others[:3])
+        what = "a copy of it is" if twice.kind == "copy" else "also"
+        lines.append(f"saved twice ({bytes_text(twice.nbytes)}): {what} saved by {where}")
+    return lines
 
 
 def _hooks(step: Step) -> list[RenderableType]:
