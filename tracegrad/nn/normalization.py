@@ -169,24 +169,10 @@ class LayerNorm(Module):
             normalized_shape = (normalized_shape,)
         self.normalized_shape = tuple(normalized_shape)
         self.eps, self.elementwise_affine = eps, elementwise_affine
-        if elementwise_affine:
-            self.weight = Parameter(factories.empty(self.normalized_shape, dtype=dtype,
-                                                    device=device))
-            if bias:
-                self.bias = Parameter(factories.empty(self.normalized_shape, dtype=dtype,
-                                                      device=device))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
-        self.reset_parameters()
+        _affine_parameters(self, self.normalized_shape, elementwise_affine, bias, dtype, device)
 
     def reset_parameters(self) -> None:
-        if self.elementwise_affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self)
 
     def forward(self, input: Tensor) -> Tensor:
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -208,23 +194,10 @@ class GroupNorm(Module):
                              f"({num_groups})")
         self.num_groups, self.num_channels = num_groups, num_channels
         self.eps, self.affine = eps, affine
-        if affine:
-            self.weight = Parameter(factories.empty(num_channels, dtype=dtype, device=device))
-            if bias:
-                self.bias = Parameter(factories.empty(num_channels, dtype=dtype,
-                                                      device=device))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
-        self.reset_parameters()
+        _affine_parameters(self, (num_channels,), affine, bias, dtype, device)
 
     def reset_parameters(self) -> None:
-        if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self)
 
     def forward(self, input: Tensor) -> Tensor:
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
@@ -261,3 +234,21 @@ class RMSNorm(Module):
     def extra_repr(self) -> str:
         return (f"{self.normalized_shape}, eps={self.eps}, "
                 f"elementwise_affine={self.elementwise_affine}")
+
+
+def _affine_parameters(module: Module, shape: tuple, affine: bool, bias: bool, dtype,
+                       device) -> None:
+    """LayerNorm's and GroupNorm's ``weight`` (ones) and ``bias`` (zeros) of ``shape``, or
+    None for each they don't have, as torch registers them."""
+    weight = Parameter(factories.empty(shape, dtype=dtype, device=device)) if affine else None
+    module.register_parameter("weight", weight)
+    module.register_parameter("bias", Parameter(factories.empty(
+        shape, dtype=dtype, device=device)) if affine and bias else None)
+    _reset_affine(module)
+
+
+def _reset_affine(module: Module) -> None:
+    if module.weight is not None:
+        init.ones_(module.weight)
+    if module.bias is not None:
+        init.zeros_(module.bias)
