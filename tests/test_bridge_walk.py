@@ -95,13 +95,11 @@ def test_a_100000_deep_torch_chain_through_from_tensor_and_to_dot():
     sys.setrecursionlimit(200)  # anything recursive would die at once
     try:
         trace = from_tensor(y)
-        source = tg.to_dot(y, max_nodes=None).source  # every node, not the folded chain
-        folded = tg.to_dot(y).source
+        folded = tg.to_dot(y).source  # the whole DOT of 100,000 nodes: test_draw_dot.py
     finally:
         sys.setrecursionlimit(limit)
     assert len(trace.nodes) == 100_001
     assert sum(1 for node in trace.iter_nodes() if node.name == "MulBackward0") == 100_000
     assert all(node.attrs.get("other") == 1.0 for node in trace.iter_nodes()
                if node.name == "MulBackward0")  # the 1.0 torch saved, as a number
-    assert len(re.findall(r"\[label=\"?MulBackward0", source)) == 100_000
-    assert len(folded) < len(source) // 100 and "MulBackward0" in folded
+    assert "MulBackward0" in folded and len(folded) < 100_000  # the chain is one folded box
