@@ -22,6 +22,7 @@ import time
 import types
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -53,6 +54,34 @@ def interleaved(functions: dict[str, Callable[[], object]], repeats: int,
         for name, function in functions.items():
             samples[name].append(cpu_seconds(function))
     return {name: statistics.median(values) for name, values in samples.items()}
+
+
+def training_steps(make_step: Callable[[Any], Callable[[], float]], warmup: int,
+                   repeats: int) -> dict[str, list[float]]:
+    """Seconds per call of a training step on tracegrad and (when installed, on one
+    thread) torch: ``make_step(lib)`` builds the step, which returns its loss. The warm-up
+    steps' losses must agree (rtol 1e-3) -- a bench of two different programs measures
+    nothing -- then the two run in turns, so a burst of load hits both alike."""
+    import numpy as np
+
+    import tracegrad
+
+    steps = {"tracegrad": make_step(tracegrad)}
+    torch = torch_or_none()
+    if torch is not None:
+        torch.set_num_threads(1)
+        steps["pytorch"] = make_step(torch)
+    losses = {name: [step() for _ in range(warmup)] for name, step in steps.items()}
+    if "pytorch" in losses and not np.allclose(losses["tracegrad"], losses["pytorch"],
+                                               rtol=1e-3):
+        raise AssertionError(f"the two runs disagree: {losses}")
+    times: dict[str, list[float]] = {name: [] for name in steps}
+    for _ in range(repeats):
+        for name, step in steps.items():
+            started = time.perf_counter()
+            step()
+            times[name].append(time.perf_counter() - started)
+    return times
 
 
 def best_of(function: Callable[[], object], repeats: int) -> float:

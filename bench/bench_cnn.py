@@ -17,10 +17,9 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")  # before NumPy loads: one BLAS th
 import argparse
 import statistics
 import sys
-import time
 
 import numpy as np
-from _harness import torch_or_none
+from _harness import training_steps
 
 TARGET = 2.0
 
@@ -66,25 +65,8 @@ def step_function(lib, images, labels):
 
 
 def measure(batch: int, repeats: int) -> dict[str, list[float]]:
-    import tracegrad
-
     images, labels = make_arrays(batch)
-    steps = {"tracegrad": step_function(tracegrad, images, labels)}
-    torch = torch_or_none()
-    if torch is not None:
-        torch.set_num_threads(1)
-        steps["pytorch"] = step_function(torch, images, labels)
-    losses = {name: [step() for _ in range(3)] for name, step in steps.items()}  # warm up
-    if "pytorch" in losses and not np.allclose(losses["tracegrad"], losses["pytorch"],
-                                               rtol=1e-3):
-        raise AssertionError(f"the two runs disagree: {losses}")
-    times: dict[str, list[float]] = {name: [] for name in steps}
-    for _ in range(repeats):  # interleaved: a burst of load hits both alike
-        for name, step in steps.items():
-            start = time.perf_counter()
-            step()
-            times[name].append(time.perf_counter() - start)
-    return times
+    return training_steps(lambda lib: step_function(lib, images, labels), 3, repeats)
 
 
 def report(times: dict[str, list[float]], batch: int) -> float | None:

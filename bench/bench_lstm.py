@@ -17,10 +17,9 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")  # before NumPy loads: one BLAS th
 import argparse
 import statistics
 import sys
-import time
 
 import numpy as np
-from _harness import torch_or_none
+from _harness import training_steps
 
 TARGET = 2.0
 VOCABULARY, EMBEDDING, HIDDEN = 65, 128, 256
@@ -76,25 +75,8 @@ def step_function(lib, inputs, targets):
 
 
 def measure(batch: int, length: int, repeats: int) -> dict[str, list[float]]:
-    import tracegrad
-
     inputs, targets = make_arrays(batch, length)
-    steps = {"tracegrad": step_function(tracegrad, inputs, targets)}
-    torch = torch_or_none()
-    if torch is not None:
-        torch.set_num_threads(1)
-        steps["pytorch"] = step_function(torch, inputs, targets)
-    losses = {name: [step() for _ in range(2)] for name, step in steps.items()}  # warm up
-    if "pytorch" in losses and not np.allclose(losses["tracegrad"], losses["pytorch"],
-                                               rtol=1e-3):
-        raise AssertionError(f"the two runs disagree: {losses}")
-    times: dict[str, list[float]] = {name: [] for name in steps}
-    for _ in range(repeats):  # interleaved: a burst of load hits both alike
-        for name, step in steps.items():
-            start = time.perf_counter()
-            step()
-            times[name].append(time.perf_counter() - start)
-    return times
+    return training_steps(lambda lib: step_function(lib, inputs, targets), 2, repeats)
 
 
 def report(times: dict[str, list[float]], batch: int, length: int) -> float | None:
