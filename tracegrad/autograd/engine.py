@@ -433,38 +433,44 @@ _ACCUMULATE_FIRST = -(1 << 62)
 
 
 def _priority(node: Node) -> int:
-    # heapq pops the smallest: AccumulateGrad first, then the most recently created node.
-    return _ACCUMULATE_FIRST if node._is_accumulate else -node._seq
+    # heapq pops the smallest: AccumulateGrad first (the oldest of them first), then the
+    # most recently created node. Keys are unique (from _seq), so nodes are never compared
+    # and the heap holds (key, node) pairs. _execute writes this inline where it pushes.
+    return _ACCUMULATE_FIRST + node._seq if node._is_accumulate else -node._seq
 
 
 def _execute(roots, dependencies, needed, captures, inputs, retain_graph, pass_index,
              listener, raw: bool) -> list:
     """Run ready nodes until none is left. The loop body runs once per node of the graph,
-    so the common case (no hooks, nobody listening, no anomaly mode) is kept inline.
+    so the common case (no hooks, nobody listening, no anomaly mode) is kept inline: it is
+    what bench/bench_engine.py (a) and (b) time per backward node.
 
     ``raw``: gradients are backend arrays between nodes (no graph is built of this pass);
     a node whose backward takes Tensors gets them wrapped (``_run_wrapped``), and hooks
     and the listener always see Tensors (``_run_node``). Otherwise they are Tensors.
+
+    A node has a gradient buffer only once some gradient for it is not None, so "no
+    buffer" is "nothing to run": such a node only passes its dependencies on.
     """
     buffers: dict = {}
     results = [None] * (len(inputs) if inputs is not None else 0)
     for node, output_nr, grad_value in roots:
-        if node is not None and node in dependencies:
-            if raw and grad_value is not None:
+        if node is not None and grad_value is not None and node in dependencies:
+            if raw:
                 grad_value = grad_value._array
             _add_to_buffer(buffers, node, output_nr, grad_value)
-    ready = [(_priority(node), node._seq, node) for node in dependencies
-             if dependencies[node] == 0]
+    ready = [(_priority(node), node) for node in dependencies if dependencies[node] == 0]
     heapq.heapify(ready)
     heappop, heappush = heapq.heappop, heapq.heappush
+    buffers_pop, buffers_get = buffers.pop, buffers.get
     anomaly_on = state.anomaly  # read once per pass, not per node
     slow = listener is not None or anomaly_on
     while ready:
-        node = heappop(ready)[2]
-        grads = buffers.pop(node, None)
-        if grads is None:
-            grads = [None] * max(1, len(node._output_meta))
+        node = heappop(ready)[1]
+        grads = buffers_pop(node, None)
         if needed is not None:
+            if grads is None:
+                grads = [None] * max(1, len(node._output_meta))
             if node not in needed:
                 # grad() wants this node's gradient, not its backward: its tensor hooks
                 # run (as in PyTorch), then the gradient is captured.
@@ -476,35 +482,42 @@ def _execute(roots, dependencies, needed, captures, inputs, retain_graph, pass_i
                 continue
             if captures:
                 _capture(captures, results, node, _wrapped(grads) if raw else grads)
+            if not any(grad_value is not None for grad_value in grads):
+                grads = None  # nothing to run (the hooked path below remakes the Nones)
         if slow or node._hooked:
+            if grads is None:
+                grads = [None] * max(1, len(node._output_meta))
             next_grads = _run_node(node, grads, listener, anomaly_on, raw)
+        elif grads is None:
+            next_grads = None  # no gradient reached it: nothing runs, nothing flows on
         else:
-            has_grad = False
-            for grad_value in grads:
-                if grad_value is not None:
-                    has_grad = True
-                    break
-            grad_value = None  # (see the end of the loop: hold no gradient)
-            if not has_grad:
-                next_grads = (None,) * len(node.next_functions)
-            else:
-                try:
-                    if not raw:
-                        next_grads = node._backward(grads)
-                    elif node._takes_arrays:
-                        next_grads = node._backward_arrays(grads)
-                    else:
-                        next_grads = _run_wrapped(node, grads)
-                except Exception as error:
-                    _annotate(error, node)
-                    raise
+            try:
+                if not raw:
+                    next_grads = node._backward(grads)
+                elif node._takes_arrays:
+                    next_grads = node._backward_arrays(grads)
+                else:
+                    next_grads = _run_wrapped(node, grads)
+            except Exception as error:
+                _annotate(error, node)
+                raise
         grads = None
         if not retain_graph and node._saved:
             node._release(pass_index)
+        if next_grads is None:
+            for next_node, _ in node.next_functions:
+                remaining = dependencies.get(next_node)
+                if remaining is not None:
+                    dependencies[next_node] = remaining - 1
+                    if remaining == 1:
+                        heappush(ready, (-next_node._seq if not next_node._is_accumulate
+                                         else _ACCUMULATE_FIRST + next_node._seq, next_node))
+            continue
         for (next_node, input_nr), grad_value in zip(node.next_functions, next_grads):
-            if next_node is not None and next_node in dependencies:
+            remaining = dependencies.get(next_node)  # None: no node, or one not taking part
+            if remaining is not None:
                 if grad_value is not None:
-                    grads_in = buffers.get(next_node)
+                    grads_in = buffers_get(next_node)
                     if grads_in is None:
                         if input_nr == 0 and len(next_node._output_meta) < 2:
                             buffers[next_node] = [grad_value]  # the common one-output case
@@ -516,11 +529,11 @@ def _execute(roots, dependencies, needed, captures, inputs, retain_graph, pass_i
                         current = grads_in[input_nr]
                         grads_in[input_nr] = grad_value if current is None else current + \
                             grad_value
-                remaining = dependencies[next_node] - 1
-                dependencies[next_node] = remaining
-                if remaining == 0:
-                    heappush(ready, (_ACCUMULATE_FIRST if next_node._is_accumulate
-                                     else -next_node._seq, next_node._seq, next_node))
+                # (kept at 0, not deleted: GraphTask.will_execute reads the keys)
+                dependencies[next_node] = remaining - 1
+                if remaining == 1:  # _priority, inline
+                    heappush(ready, (-next_node._seq if not next_node._is_accumulate
+                                     else _ACCUMULATE_FIRST + next_node._seq, next_node))
         # Hold no gradient past its hand-off: an AccumulateGrad keeps (rather than copies)
         # a gradient that nothing else references, as PyTorch does.
         next_grads = grad_value = None

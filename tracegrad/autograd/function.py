@@ -259,16 +259,24 @@ class OpNode(BackwardCFunction):
     def saved_tensors(self) -> tuple:
         """The saved values: Tensors, or -- while the formula runs on arrays -- their
         backend arrays (so one formula serves both ways)."""
-        if self._on_arrays:
-            return self._saved_arrays()
+        if self._on_arrays:  # (_saved_arrays inline: once per node of a backward pass)
+            arrays = []
+            for saved in self._saved:
+                arrays.append(saved.unpack_array(self) if saved.__class__ is SavedTensor
+                              else saved)
+            return tuple(arrays)
         return tuple(saved.unpack(self) if type(saved) is SavedTensor else saved
                      for saved in self._saved)
 
     def _saved_arrays(self) -> tuple:
         """The saved values as a backward on arrays reads them: each saved tensor's array,
-        version-checked (plain values as they were saved)."""
-        return tuple(saved.unpack_array(self) if type(saved) is SavedTensor else saved
-                     for saved in self._saved)
+        version-checked (plain values as they were saved). Once per node of a backward
+        pass: a plain loop, not a generator (bench/bench_engine.py (a))."""
+        arrays = []
+        for saved in self._saved:
+            arrays.append(saved.unpack_array(self) if saved.__class__ is SavedTensor
+                          else saved)
+        return tuple(arrays)
 
     def _backward_arrays(self, grads: list) -> tuple:
         """The op's backward on backend arrays: one array (or None) per edge, each of its
@@ -283,16 +291,27 @@ class OpNode(BackwardCFunction):
         try:
             results = self._function.backward(self, *grads)
         finally:
-            del self._on_arrays  # back to the class default: Tensors
+            self._on_arrays = False  # (a store, not a del: cheaper, same meaning)
         if results.__class__ is not tuple:
             results = (results,)
         if self._arg_slots is not None or len(results) != len(self.next_functions):
             results = self._edge_results(results)
+        # The common case -- every result already its edge's array -- is only checked,
+        # not copied into a new list: this runs once per node of a backward pass.
+        for (next_node, _), grad, meta in zip(self.next_functions, results, self._input_meta):
+            if grad is not None and (next_node is None or grad.__class__ is not _ndarray or
+                                     grad.shape != meta[0] or grad.dtype is not meta[1]):
+                return self._fitted_arrays(results)
+        return results
+
+    def _fitted_arrays(self, results) -> list:
+        """``results`` made into their edges' arrays (see ``_fit_array``); a result for an
+        edge no node takes is dropped now, not held to the end of the pass."""
         edge_grads = []
         for (next_node, _), grad, meta in zip(self.next_functions, results, self._input_meta):
             if grad is not None:
                 if next_node is None:
-                    grad = None  # no node takes it: drop it now, not at the end of the pass
+                    grad = None
                 elif grad.__class__ is not _ndarray or grad.shape != meta[0] or \
                         grad.dtype is not meta[1]:
                     grad = _fit_array(grad, meta)
