@@ -15,6 +15,10 @@ thread), so several threads can each run forward and backward at once. As in PyT
   makes non-leaf inputs retain their gradient;
 - in anomaly mode an error in a node's backward is preceded by warnings carrying the
   traceback of the forward call that made the node.
+
+NumPy's floating-point warnings (``x / 0``, overflow) are off for the pass, as PyTorch
+prints none (autograd/quiet.py); user code the pass runs -- hooks, custom Functions'
+backwards, a leaf's post-accumulate hooks -- gets the caller's own setting back.
 """
 
 from __future__ import annotations
@@ -28,11 +32,14 @@ from collections.abc import Sequence
 
 from .. import backends
 from ..errors import AutogradError, ShapeError
-from . import anomaly, events
+from . import anomaly, events, quiet
 from . import node as _node_module
+from . import views as _views
+from .function import OpNode
 from .grad_mode import state
 from .graph import GradientEdge
 from .node import (
+    AccumulateGrad,
     Node,
     _hook_name,
     restore_saved_tensors_hooks,
@@ -60,12 +67,14 @@ class GraphTask:
 
     ``dependencies`` holds every node that takes part; ``needed`` the ones that execute
     (None: all of them; otherwise a node outside it only has its gradient captured).
+    ``user_errors`` is NumPy's error state of the caller, for the user code the pass runs.
     """
 
-    __slots__ = ("dependencies", "id", "needed")
+    __slots__ = ("dependencies", "id", "needed", "user_errors")
 
     def __init__(self, task_id: int, dependencies: dict, needed) -> None:
         self.id, self.dependencies, self.needed = task_id, dependencies, needed
+        self.user_errors = quiet.current()
 
     def will_execute(self, node: Node) -> bool:
         """Whether ``node`` takes part in this pass (runs, or has its gradient captured)."""
@@ -334,6 +343,7 @@ def run(outputs: Sequence, grad_outputs: Sequence, retain_graph: bool, create_gr
     if collecting:
         gc.disable()
     error = None
+    silenced = quiet.silence()  # once per pass: no warning torch would not print
     try:
         # Without create_graph nothing is recorded, so gradients flow as backend arrays:
         # each built-in backward is then a few NumPy/CuPy calls (OpNode._backward_arrays).
@@ -343,6 +353,7 @@ def run(outputs: Sequence, grad_outputs: Sequence, retain_graph: bool, create_gr
         error = exc
         raise
     finally:
+        quiet.restore(silenced)
         if collecting:
             gc.enable()
         state.grad_enabled = previous_mode
@@ -492,12 +503,10 @@ def _execute(roots, dependencies, needed, captures, inputs, retain_graph, pass_i
             next_grads = None  # no gradient reached it: nothing runs, nothing flows on
         else:
             try:
-                if not raw:
-                    next_grads = node._backward(grads)
-                elif node._takes_arrays:
-                    next_grads = node._backward_arrays(grads)
+                if raw and node._takes_arrays and not node._is_accumulate:
+                    next_grads = node._backward_arrays(grads)  # a built-in op, on arrays
                 else:
-                    next_grads = _run_wrapped(node, grads)
+                    next_grads = _run_backward(node, grads, raw)
             except Exception as error:
                 _annotate(error, node)
                 raise
@@ -550,6 +559,41 @@ def _unwrapped(grads) -> list:
     return [None if grad_value is None else grad_value._array for grad_value in grads]
 
 
+# The nodes whose backward is tracegrad's own code (an AccumulateGrad's post-accumulate
+# hooks aside): it runs with NumPy's warnings off. Anything else -- a custom Function, a
+# module's backward hook -- is user code and gets the caller's NumPy error state back.
+_BUILT_IN_NODES = (OpNode, AccumulateGrad, _views.CopySlices)
+
+
+def _runs_user_code(node: Node) -> bool:
+    if node._is_accumulate:
+        return bool(node.variable._post_accumulate_grad_hooks)
+    return not isinstance(node, _BUILT_IN_NODES)
+
+
+def _as_user(function, *args):
+    """``function(*args)`` -- user code inside a pass -- under the caller's own NumPy error
+    state (the pass silences NumPy's warnings for its own formulas only)."""
+    token = quiet.as_user(running.task.user_errors)
+    try:
+        return function(*args)
+    finally:
+        quiet.restore(token)
+
+
+def _run_backward(node: Node, grads: list, raw: bool):
+    """A node's backward off the fast path: an AccumulateGrad, a node whose backward takes
+    Tensors (wrapped for it in a raw pass), and user code (``_as_user``)."""
+    if not raw:
+        call = node._backward
+    elif node._takes_arrays:
+        call = node._backward_arrays
+    else:
+        return _as_user(_run_wrapped, node, grads) if _runs_user_code(node) else \
+            _run_wrapped(node, grads)
+    return _as_user(call, grads) if _runs_user_code(node) else call(grads)
+
+
 def _run_wrapped(node: Node, grads: list):
     """In a raw pass, a node whose backward takes Tensors (a custom Function, an op whose
     backward is not written for arrays, CopySlices): Tensors in, arrays out."""
@@ -587,13 +631,13 @@ def _run_node(node: Node, grads: list, listener, anomaly_on: bool, raw: bool):
             listener.on_node_start(node, tuple(grads))
             started = time.perf_counter_ns()
         if any(grad_value is not None for grad_value in grads):
-            if not raw:
-                next_grads = node._backward(grads)
-            elif node._takes_arrays and not node._is_accumulate:
-                # (AccumulateGrad here runs on the Tensors the hooks saw: PyTorch's .grad
-                # is the very tensor the node's hooks are given.)
+            if raw and node._takes_arrays and not node._is_accumulate:
                 next_grads = _wrapped(node._backward_arrays(_unwrapped(grads)))
+            elif _runs_user_code(node):
+                next_grads = _as_user(node._backward, grads)
             else:
+                # (an AccumulateGrad runs on the Tensors the hooks saw: PyTorch's .grad is
+                # the very tensor the node's hooks are given)
                 next_grads = node._backward(grads)
         else:
             next_grads = () if node._is_accumulate else (None,) * len(node.next_functions)
@@ -634,7 +678,7 @@ def _call_tensor_pre_hooks(node: Node, grads: list, listener) -> list:
         for output_nr, hooks in tuple(node._tensor_hooks):
             for hook in tuple(hooks.values()):
                 original = grads[output_nr]
-                result = hook(original)
+                result = _as_user(hook, original)
                 if listener is not None:
                     listener.on_hook(node, "tensor", hook, result is not None)
                 if result is not None:
@@ -652,7 +696,7 @@ def _call_tensor_pre_hooks(node: Node, grads: list, listener) -> list:
 
 def _call_pre_hooks(node: Node, grads: list, listener) -> list:
     for hook in tuple(node._pre_hooks.values()):
-        result = hook(tuple(grads))
+        result = _as_user(hook, tuple(grads))
         if listener is not None:
             listener.on_hook(node, "pre", hook, result is not None)
         if result is not None:
@@ -662,7 +706,7 @@ def _call_pre_hooks(node: Node, grads: list, listener) -> list:
 
 def _call_post_hooks(node: Node, next_grads, grads, listener):
     for hook in tuple(node._post_hooks.values()):
-        result = hook(tuple(next_grads), tuple(grads))
+        result = _as_user(hook, tuple(next_grads), tuple(grads))
         if listener is not None:
             listener.on_hook(node, "post", hook, result is not None)
         if result is not None:

@@ -152,6 +152,12 @@ def numel(value) -> int:
     return value.numel() if value.__class__ is Tensor else value.size
 
 
+def constant(like, array):
+    """A plain backend array the op kept (a mask, indices, statistics) as the same kind of
+    value as ``like``: itself beside arrays, a Tensor that needs no gradient beside Tensors."""
+    return Tensor._wrap(array, False) if like.__class__ is Tensor else array
+
+
 def where(condition, a, b):
     """``a`` where ``condition`` holds, else ``b`` (either may be a number): Tensors
     (recorded, WhereBackward0) or arrays, by what ``condition`` is."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd.function import Op
+from ..autograd.quiet import restore, silence
 from ..errors import DTypeError
 from ..tensor import Tensor
 from . import _math
@@ -170,10 +171,13 @@ class Div(Op):
             ctx.save_for_backward(a if needs[-1] else None, b)
             if len(ctx.next_functions) == 1:  # tensor / number: torch's 2nd edge
                 number_edge(ctx, 1 if isinstance(a, Tensor) else 0)
+        token = silence()  # x / 0 is inf (0 / 0 nan) in torch, with no warning
         try:
             result = x / y
         except ValueError:
             raise broadcast_error("div", a, b) from None
+        finally:
+            restore(token)
         result_dtype = true_divide_dtype(x, y)
         return result if result_dtype is None else result.astype(result_dtype)
 

@@ -19,6 +19,7 @@ from ..errors import (
     UnsupportedDTypeError,
 )
 from ..tensor import Tensor
+from . import _math
 from ._edges import number_edge
 from ._operands import broadcast_error, operands
 from .reduce import sum_to
@@ -75,6 +76,7 @@ class ZeroDivisionRuntimeError(InvalidValueError):
 
 class Atan2(Op):
     node_name = "Atan2Backward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, b):
@@ -86,9 +88,11 @@ class Atan2(Op):
     def backward(ctx, grad):
         a, b = ctx.saved_tensors
         needs = ctx.needs_input_grad
-        scale = grad / (a * a + b * b)
-        return (sum_to(scale * b, a.shape) if needs[0] else None,
-                sum_to(-scale * a, b.shape) if needs[1] else None)
+        denominator = a * a + b * b
+        # torch's atan2_backward: 0 at the origin, not 0 * inf = nan
+        scale = _math.where(denominator == 0, 0.0, grad / denominator)
+        return (_math.sum_to(scale * b, a.shape) if needs[0] else None,
+                _math.sum_to(-scale * a, b.shape) if needs[1] else None)
 
 
 class FmodScalar(Op):

@@ -15,16 +15,18 @@ from __future__ import annotations
 
 from ..autograd.function import Op
 from ..autograd.grad_mode import state
+from ..autograd.quiet import quiet
 from ..errors import ShapeError
 from ..tensor import Tensor
 from ._edges import select_edges
 
 
 def _statistics(xp, x, axes, eps):
-    mean = x.mean(axis=axes, keepdims=True)
-    centered = x - mean
-    variance = (centered * centered).mean(axis=axes, keepdims=True)
-    rstd = 1 / xp.sqrt(variance + eps)
+    with quiet():  # eps=0 on a constant row: rstd is inf in torch, with no warning
+        mean = x.mean(axis=axes, keepdims=True)
+        centered = x - mean
+        variance = (centered * centered).mean(axis=axes, keepdims=True)
+        rstd = 1 / xp.sqrt(variance + eps)
     return mean, variance, rstd.astype(x.dtype, copy=False)
 
 
@@ -141,11 +143,12 @@ class NativeLayerNorm(Op):
                 f"{list(x.shape)} ({input._describe()})")
         axes = tuple(range(x.ndim - count, x.ndim))
         mean, _, rstd = _statistics(input._xp, x, axes, eps)
-        out = (x - mean) * rstd
-        if weight is not None:
-            out *= weight._array
-        if bias is not None:
-            out += bias._array
+        with quiet():  # (see _statistics)
+            out = (x - mean) * rstd
+            if weight is not None:
+                out *= weight._array
+            if bias is not None:
+                out += bias._array
         ctx.save_for_backward(input, weight)
         ctx.mean, ctx.rstd, ctx.eps, ctx.axes = mean, rstd, eps, axes
         ctx.has_bias = bias is not None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..autograd import events
 from ..autograd.function import Op
+from ..autograd.quiet import restore, silence
 from ..errors import ShapeError
 from . import _math
 from ._checks import wrap_dim
@@ -76,8 +77,11 @@ class Sum(Op):
         x = a._array
         dims = normalize_dims(dim, x.ndim)
         ctx.input_shape, ctx.dims, ctx.keepdim = x.shape, dims, keepdim
-        result = x.sum(axis=dims, keepdims=keepdim, dtype=dtype or _accumulate_dtype(x))
-        return result
+        token = silence()  # an overflowing or inf - inf sum is inf/nan in torch, silently
+        try:
+            return x.sum(axis=dims, keepdims=keepdim, dtype=dtype or _accumulate_dtype(x))
+        finally:
+            restore(token)
 
     @staticmethod
     def backward(ctx, grad):
@@ -108,7 +112,11 @@ class Mean(Op):
         ctx.input_shape, ctx.dims, ctx.keepdim = x.shape, dims, keepdim
         count = x.size if dims is None else _product(x.shape[d] for d in dims)
         ctx.count = max(count, 1)
-        return x.mean(axis=dims, keepdims=keepdim)
+        token = silence()  # (as Sum's)
+        try:
+            return x.mean(axis=dims, keepdims=keepdim)
+        finally:
+            restore(token)
 
     @staticmethod
     def backward(ctx, grad):

@@ -7,6 +7,7 @@ import numpy as np
 
 from ..autograd.function import Op
 from ..autograd.grad_mode import state
+from ..autograd.quiet import quiet, restore, silence
 from ..backends import kernels
 from . import _math
 from ._checks import wrap_dim
@@ -29,7 +30,11 @@ class Exp(Op):
 
     @staticmethod
     def forward(ctx, a):
-        return a._xp.exp(_float(a))
+        token = silence()  # exp(1000.) is inf in torch, with no warning
+        try:
+            return a._xp.exp(_float(a))
+        finally:
+            restore(token)
 
     @staticmethod
     def backward(ctx, grad):
@@ -454,9 +459,10 @@ class Softmax(Op):
         xp = a._xp
         if x.size == 0:  # nothing to normalize (and max of nothing has no identity)
             return x.copy()
-        shifted = x - x.max(axis=axis, keepdims=True)
-        e = xp.exp(shifted)
-        return e / e.sum(axis=axis, keepdims=True)
+        with _quiet():  # a row of infs is nan in torch, with no warning
+            shifted = x - x.max(axis=axis, keepdims=True)
+            e = xp.exp(shifted)
+            return e / e.sum(axis=axis, keepdims=True)
 
     @staticmethod
     def backward(ctx, grad):
@@ -479,8 +485,9 @@ class LogSoftmax(Op):
         xp = a._xp
         if x.size == 0:
             return x.copy()
-        shifted = x - x.max(axis=axis, keepdims=True)
-        return shifted - xp.log(xp.exp(shifted).sum(axis=axis, keepdims=True))
+        with _quiet():  # a row of -infs is nan in torch, with no warning
+            shifted = x - x.max(axis=axis, keepdims=True)
+            return shifted - xp.log(xp.exp(shifted).sum(axis=axis, keepdims=True))
 
     @staticmethod
     def backward(ctx, grad):
@@ -534,17 +541,12 @@ def sign(a):
     return Tensor._wrap(a._xp.sign(a._array), False)
 
 
-class _quiet:
-    """Silence NumPy's divide/invalid warnings: NaN and Inf are for the tracer to report."""
+class _quiet(quiet):
+    """``with _quiet(xp):`` NumPy's floating-point warnings off for the block: torch gives
+    inf/nan without a word (autograd/quiet.py). ``xp`` is ignored: the state is NumPy's,
+    and CuPy never warns."""
 
-    def __init__(self, xp) -> None:
-        self.xp = xp
+    __slots__ = ()
 
-    def __enter__(self):
-        if hasattr(self.xp, "errstate"):
-            self._state = self.xp.errstate(divide="ignore", invalid="ignore")
-            self._state.__enter__()
-
-    def __exit__(self, *exc_info):
-        if hasattr(self, "_state"):
-            self._state.__exit__(*exc_info)
+    def __init__(self, xp=None) -> None:
+        pass
