@@ -9,7 +9,7 @@ import pytest
 
 import tracegrad as tg
 from tracegrad.autograd.function import Op
-from tracegrad.ops import arith, reduce, unary
+from tracegrad.ops import arith, decompositions, reduce
 
 _SEEN: list = []  # (type of the gradient, type of the saved value), per _Probe backward
 
@@ -35,7 +35,7 @@ class _Probe(Op):
 def test_the_flag_follows_the_formula():
     assert arith.Mul._node_class._takes_arrays
     assert reduce.SumAll._node_class._takes_arrays  # inherits Sum's backward and its flag
-    assert not unary.Silu._node_class._takes_arrays  # not converted: runs on Tensors
+    assert not decompositions.Svd._node_class._takes_arrays  # not converted: on Tensors
 
 
 def test_formula_gets_arrays_without_create_graph_and_tensors_with_it():

@@ -158,6 +158,20 @@ def constant(like, array):
     return Tensor._wrap(array, False) if like.__class__ is Tensor else array
 
 
+def clamp_max(value, bound):
+    """``value`` capped at the number ``bound``: a Tensor (recorded) or an array."""
+    if value.__class__ is Tensor:
+        return value.clamp(max=bound)
+    return array_module(value).minimum(value, bound)
+
+
+def log(value):
+    """The natural logarithm of a Tensor (recorded) or an array."""
+    if value.__class__ is Tensor:
+        return value.log()
+    return array_module(value).log(value)
+
+
 def where(condition, a, b):
     """``a`` where ``condition`` holds, else ``b`` (either may be a number): Tensors
     (recorded, WhereBackward0) or arrays, by what ``condition`` is."""

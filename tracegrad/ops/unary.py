@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd.function import Op
-from ..autograd.grad_mode import state
 from ..autograd.quiet import quiet, restore, silence
 from ..backends import kernels
 from . import _math
@@ -177,6 +176,7 @@ class Silu(Op):
     """``x * sigmoid(x)`` (swish), one node as in ``torch.nn.functional.silu``."""
 
     node_name = "SiluBackward0"
+    array_backward = True
     saved_names = ("self",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
@@ -190,9 +190,10 @@ class Silu(Op):
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
-        if grad._array.__class__ is not _ndarray and _fuse(grad, a):
-            return (_fused("silu", grad, a),)
-        s = Sigmoid.apply(a)
+        fused = _math.fused_activation("silu", grad, a)
+        if fused is not None:
+            return (fused,)
+        s = _math.sigmoid(a)
         return (grad * s * (1 + a * (1 - s)),)
 
 
@@ -217,19 +218,6 @@ class Relu(Op):
 
 
 _ndarray = np.ndarray
-
-
-def _fuse(grad, saved) -> bool:
-    """Whether a CUDA backward may use a fused kernel: only when no graph is being built
-    through it (create_graph=False), since a kernel's result has no history, and when the
-    kernel's one type fits both arrays."""
-    return kernels.enabled and not state.grad_enabled and grad._array.dtype == saved._array.dtype
-
-
-def _fused(name: str, grad, saved):
-    from ..tensor import Tensor
-
-    return Tensor._wrap(kernels.activation_backward(name, grad._array, saved._array), False)
 
 
 class ClampMin(Op):
