@@ -172,6 +172,41 @@ def log(value):
     return array_module(value).log(value)
 
 
+def narrow(value, axis: int, start: int, end: int):
+    """``value[start:end]`` along ``axis``: a Tensor (recorded, SliceBackward0) or an array
+    view."""
+    if value.__class__ is Tensor:
+        return _ops.indexing.Slice.apply(value, axis, start, end, 1)
+    return value[(slice(None),) * axis + (slice(start, end),)]
+
+
+def select(value, axis: int, index: int):
+    """Position ``index`` along ``axis``, that dimension gone: a Tensor (recorded,
+    SelectBackward0) or an array view."""
+    if value.__class__ is Tensor:
+        return _ops.indexing.Select.apply(value, axis, index)
+    return value[(slice(None),) * axis + (index, Ellipsis)]
+
+
+def cat(values, axis: int):
+    """Tensors (recorded, CatBackward0) or arrays joined along ``axis``."""
+    if values[0].__class__ is Tensor:
+        return _ops.shape.Cat.apply(*values, dim=axis)
+    return array_module(values[0]).concatenate(values, axis=axis)
+
+
+def stack(values, axis: int):
+    """Tensors (recorded, StackBackward0) or arrays stacked along a new ``axis``."""
+    if values[0].__class__ is Tensor:
+        return _ops.shape.Stack.apply(*values, dim=axis)
+    return array_module(values[0]).stack(values, axis=axis)
+
+
+def numpy_dtype(value):
+    """The NumPy/CuPy dtype of a Tensor's or an array's elements."""
+    return value._array.dtype if value.__class__ is Tensor else value.dtype
+
+
 def where(condition, a, b):
     """``a`` where ``condition`` holds, else ``b`` (either may be a number): Tensors
     (recorded, WhereBackward0) or arrays, by what ``condition`` is."""
