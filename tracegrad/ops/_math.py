@@ -202,6 +202,14 @@ def stack(values, axis: int):
     return array_module(values[0]).stack(values, axis=axis)
 
 
+def unsqueeze(value, axis: int):
+    """``value`` with a new dimension of size 1 at ``axis``: a Tensor (recorded) or an
+    array view."""
+    if value.__class__ is Tensor:
+        return _ops.shape.Unsqueeze.apply(value, dim=axis)
+    return array_module(value).expand_dims(value, axis)
+
+
 def numpy_dtype(value):
     """The NumPy/CuPy dtype of a Tensor's or an array's elements."""
     return value._array.dtype if value.__class__ is Tensor else value.dtype

@@ -567,7 +567,7 @@ class Gather(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        return (_scatter_into(grad, ctx.input_shape, ctx.axis, ctx.index), None, None)
+        return (scatter_into(grad, ctx.input_shape, ctx.axis, ctx.index, True), None, None)
 
 
 class ScatterInto(Op):
@@ -597,12 +597,13 @@ def _scattered(xp, values, shape, dim, index, accumulate):
     return out
 
 
-def _scatter_into(grad, shape, dim, index):
-    """gather's backward: ``grad`` added into zeros(shape) at ``index`` along ``dim``, a
-    Tensor (recorded, ScatterAddBackward0) or an array."""
+def scatter_into(grad, shape, dim: int, index, accumulate: bool):
+    """zeros(shape) with ``grad`` placed (or added) at ``index`` along ``dim`` -- the backward
+    of gather and of max pooling: a Tensor (recorded, ScatterAddBackward0) or an array."""
     if grad.__class__ is Tensor:
-        return ScatterInto.apply(grad, shape=shape, dim=dim, index=index, accumulate=True)
-    return _scattered(array_module(grad), grad, shape, dim, index, True)
+        return ScatterInto.apply(grad, shape=shape, dim=dim, index=index,
+                                 accumulate=accumulate)
+    return _scattered(array_module(grad), grad, shape, dim, index, accumulate)
 
 
 class Scatter(Op):

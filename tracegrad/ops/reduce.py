@@ -174,6 +174,7 @@ class MaxDim(Op):
     """``x.max(dim)``: (values, indices); the gradient goes to the selected index."""
 
     node_name = "MaxBackward0"
+    array_backward = True
     saved_names = ("keepdim=keepdim", "self_sym_sizes=input_shape")
     _reduce = "max"
 
@@ -196,16 +197,12 @@ class MaxDim(Op):
 
     @staticmethod
     def backward(ctx, grad, _indices_grad=None):
-        from .indexing import ScatterInto
-
-        if not ctx.keepdim and len(ctx.input_shape):
-            from .shape import Unsqueeze
-
-            grad = Unsqueeze.apply(grad, dim=ctx.axis)
         if not len(ctx.input_shape):
             return (grad, None)
-        return (ScatterInto.apply(grad, shape=ctx.input_shape, dim=ctx.axis,
-                                  index=ctx.indices), None)
+        if not ctx.keepdim:
+            grad = _math.unsqueeze(grad, ctx.axis)
+        return (_ops.indexing.scatter_into(grad, ctx.input_shape, ctx.axis, ctx.indices,
+                                           False), None)
 
 
 class MinDim(MaxDim):
@@ -457,3 +454,8 @@ def count_nonzero(a, dim=None):
     dims = normalize_dims(dim, x.ndim) if dim is not None else None
     return Tensor._wrap(a._xp.asarray(a._xp.count_nonzero(x, axis=dims), dtype="int64"),
                         False)
+
+
+# The package, not indexing.py: it imports this module (MaxDim's backward reads it at call
+# time, when every op module is loaded).
+from .. import ops as _ops  # noqa: E402

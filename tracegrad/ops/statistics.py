@@ -17,7 +17,9 @@ from ..autograd.function import Op
 from ..autograd.grad_mode import state
 from ..errors import ArgumentTypeError, DTypeError, ShapeError
 from ..tensor import Tensor
+from . import _math
 from ._checks import wrap_dim
+from .indexing import scatter_into
 from .reduce import _product, expand_reduced, normalize_dims
 
 
@@ -233,6 +235,7 @@ class MedianDim(Op):
     """``median(dim)`` -> (values, indices); the gradient goes to the selected index."""
 
     node_name = "MedianBackward1"
+    array_backward = True
     _ignore_nan = False
 
     @staticmethod
@@ -268,15 +271,13 @@ class NanmedianDim(MedianDim):
 
 
 def scatter_to_index(grad, input_shape, axis, index, keepdim):
-    """The gradient of a value-selecting reduction: grad placed at ``index`` along axis."""
-    from .indexing import ScatterInto
-    from .shape import Unsqueeze
-
+    """The gradient of a value-selecting reduction: grad placed at ``index`` along axis (a
+    Tensor, recorded, or an array, as ``grad`` is)."""
     if not len(input_shape):
         return grad
     if not keepdim:
-        grad = Unsqueeze.apply(grad, dim=axis)
-    return ScatterInto.apply(grad, shape=tuple(input_shape), dim=axis, index=index)
+        grad = _math.unsqueeze(grad, axis)
+    return scatter_into(grad, tuple(input_shape), axis, index, False)
 
 
 class MedianAll(Op):
@@ -321,6 +322,7 @@ class Mode(Op):
     equally frequent ones) and the index of its last occurrence, as torch returns."""
 
     node_name = "ModeBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, dim=-1, keepdim=False):
