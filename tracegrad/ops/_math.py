@@ -147,6 +147,21 @@ def sum_keepdim(value, dim: int):
     return value.sum(axis=dim, keepdims=True)
 
 
+def sum_dims(value, dims: tuple):
+    """``value`` summed over ``dims`` (gone from the shape): a Tensor (recorded) or an
+    array."""
+    if value.__class__ is Tensor:
+        return value.sum(dim=dims)
+    return value.sum(axis=dims)
+
+
+def mean_dims(value, dims: tuple):
+    """The mean over ``dims``, kept as size 1: a Tensor (recorded) or an array."""
+    if value.__class__ is Tensor:
+        return value.mean(dim=dims, keepdim=True)
+    return value.mean(axis=dims, keepdims=True)
+
+
 def numel(value) -> int:
     """How many elements a Tensor or array holds."""
     return value.numel() if value.__class__ is Tensor else value.size
