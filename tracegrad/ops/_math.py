@@ -180,6 +180,29 @@ def clamp_max(value, bound):
     return array_module(value).minimum(value, bound)
 
 
+def clamp(value, low, high):
+    """``value`` limited to ``[low, high]`` (either may be None): a Tensor (recorded) or an
+    array."""
+    if value.__class__ is Tensor:
+        return value.clamp(low, high)
+    return array_module(value).clip(value, low, high)
+
+
+def held(like, tensor):
+    """A Tensor an op keeps as an attribute (a loss's class weights), as the kind of value
+    ``like`` is: itself beside Tensors, its array beside arrays."""
+    return tensor if like.__class__ is Tensor else tensor._array
+
+
+def logsigmoid(value):
+    """``log(sigmoid(value))``, without overflow: a Tensor (recorded, LogSigmoidBackward0)
+    or an array."""
+    if value.__class__ is Tensor:
+        return _ops.activation.LogSigmoid.apply(value)
+    xp = array_module(value)
+    return xp.minimum(value, 0) - xp.log1p(xp.exp(-xp.abs(value)))
+
+
 def log(value):
     """The natural logarithm of a Tensor (recorded) or an array."""
     if value.__class__ is Tensor:
