@@ -780,7 +780,7 @@ def test_array_backward_runs_on_arrays_and_on_tensors(name, monkeypatch):
 
     node_class = ops.registry()[name]._node_class
     ran = {"arrays": [], "tensors": []}
-    on_arrays, on_tensors = OpNode._backward_arrays, OpNode._backward
+    on_arrays, on_tensors = OpNode._edge_arrays, OpNode._backward
 
     def recording_arrays(node, grads):
         ran["arrays"].append(type(node))
@@ -790,7 +790,7 @@ def test_array_backward_runs_on_arrays_and_on_tensors(name, monkeypatch):
         ran["tensors"].append(type(node))
         return on_tensors(node, grads)
 
-    monkeypatch.setattr(OpNode, "_backward_arrays", recording_arrays)
+    monkeypatch.setattr(OpNode, "_edge_arrays", recording_arrays)
     monkeypatch.setattr(OpNode, "_backward", recording_tensors)
     checked = 0
     for index, case in enumerate(CASES[name]):

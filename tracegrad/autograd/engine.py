@@ -30,12 +30,14 @@ import time
 import warnings
 from collections.abc import Sequence
 
+import numpy as np
+
 from .. import backends
 from ..errors import AutogradError, ShapeError
 from . import anomaly, events, quiet
 from . import node as _node_module
 from . import views as _views
-from .function import OpNode
+from .function import OpNode, _fit_array
 from .grad_mode import state
 from .graph import GradientEdge
 from .node import (
@@ -441,6 +443,9 @@ def _creation_order(node: Node) -> tuple:
 
 
 _ACCUMULATE_FIRST = -(1 << 62)
+# What _execute zips with a node's results when they need no fitting: None for every edge.
+_UNFITTED = itertools.repeat(None)
+_ndarray = np.ndarray
 
 
 def _priority(node: Node) -> int:
@@ -479,6 +484,7 @@ def _execute(roots, dependencies, needed, captures, inputs, retain_graph, pass_i
     while ready:
         node = heappop(ready)[1]
         grads = buffers_pop(node, None)
+        metas = _UNFITTED
         if needed is not None:
             if grads is None:
                 grads = [None] * max(1, len(node._output_meta))
@@ -504,7 +510,10 @@ def _execute(roots, dependencies, needed, captures, inputs, retain_graph, pass_i
         else:
             try:
                 if raw and node._takes_arrays and not node._is_accumulate:
-                    next_grads = node._backward_arrays(grads)  # a built-in op, on arrays
+                    # A built-in op on arrays: its results are fitted to their edges (shape,
+                    # dtype) below, as they are handed on (OpNode._edge_arrays).
+                    next_grads = node._edge_arrays(grads)
+                    metas = node._input_meta
                 else:
                     next_grads = _run_backward(node, grads, raw)
             except Exception as error:
@@ -522,10 +531,15 @@ def _execute(roots, dependencies, needed, captures, inputs, retain_graph, pass_i
                         heappush(ready, (-next_node._seq if not next_node._is_accumulate
                                          else _ACCUMULATE_FIRST + next_node._seq, next_node))
             continue
-        for (next_node, input_nr), grad_value in zip(node.next_functions, next_grads):
+        for (next_node, input_nr), grad_value, meta in zip(node.next_functions, next_grads,
+                                                           metas):
             remaining = dependencies.get(next_node)  # None: no node, or one not taking part
             if remaining is not None:
                 if grad_value is not None:
+                    if meta is not None and (
+                            grad_value.__class__ is not _ndarray or
+                            grad_value.shape != meta[0] or grad_value.dtype is not meta[1]):
+                        grad_value = _fit_array(grad_value, meta)
                     grads_in = buffers_get(next_node)
                     if grads_in is None:
                         if input_nr == 0 and len(next_node._output_meta) < 2:

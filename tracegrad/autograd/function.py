@@ -281,6 +281,21 @@ class OpNode(BackwardCFunction):
     def _backward_arrays(self, grads: list) -> tuple:
         """The op's backward on backend arrays: one array (or None) per edge, each of its
         input's shape and dtype."""
+        results = self._edge_arrays(grads)
+        # The common case -- every result already its edge's array -- is only checked,
+        # not copied into a new list.
+        for (next_node, _), grad, meta in zip(self.next_functions, results, self._input_meta):
+            if grad is not None and (next_node is None or grad.__class__ is not _ndarray or
+                                     grad.shape != meta[0] or grad.dtype is not meta[1]):
+                return self._fitted_arrays(results)
+        return results
+
+    def _edge_arrays(self, grads: list) -> tuple:
+        """The op's formula on backend arrays, one result per edge, as the formula gave them
+        (a NumPy scalar, a broadcast shape or a promoted dtype is left to ``_fit_array``).
+        The engine's fast path calls this and fits each result as it hands it on, so a
+        node's results are looked at once (bench/bench_engine.py (a)); ``_backward_arrays``
+        fits them all here."""
         if len(grads) > 1:
             metas = self._output_meta
             for index, grad in enumerate(grads):
@@ -296,12 +311,6 @@ class OpNode(BackwardCFunction):
             results = (results,)
         if self._arg_slots is not None or len(results) != len(self.next_functions):
             results = self._edge_results(results)
-        # The common case -- every result already its edge's array -- is only checked,
-        # not copied into a new list: this runs once per node of a backward pass.
-        for (next_node, _), grad, meta in zip(self.next_functions, results, self._input_meta):
-            if grad is not None and (next_node is None or grad.__class__ is not _ndarray or
-                                     grad.shape != meta[0] or grad.dtype is not meta[1]):
-                return self._fitted_arrays(results)
         return results
 
     def _fitted_arrays(self, results) -> list:
