@@ -203,6 +203,27 @@ def logsigmoid(value):
     return xp.minimum(value, 0) - xp.log1p(xp.exp(-xp.abs(value)))
 
 
+def rsqrt(value):
+    """``1 / sqrt(value)`` of a Tensor (recorded) or an array."""
+    if value.__class__ is Tensor:
+        return value.rsqrt()
+    return 1 / array_module(value).sqrt(value)
+
+
+def sinh(value):
+    """``sinh`` of a Tensor (recorded) or an array."""
+    if value.__class__ is Tensor:
+        return value.sinh()
+    return array_module(value).sinh(value)
+
+
+def cosh(value):
+    """``cosh`` of a Tensor (recorded) or an array."""
+    if value.__class__ is Tensor:
+        return value.cosh()
+    return array_module(value).cosh(value)
+
+
 def log(value):
     """The natural logarithm of a Tensor (recorded) or an array."""
     if value.__class__ is Tensor:
