@@ -89,6 +89,20 @@ def mm(left, right):
     return left @ right
 
 
+def mv(matrix, vector):
+    """Matrix times vector: Tensors (recorded, MvBackward0) or arrays."""
+    if matrix.__class__ is Tensor:
+        return _ops.linalg.Mv.apply(matrix, vector)
+    return matrix @ vector
+
+
+def outer(a, b):
+    """The outer product of two vectors: Tensors (recorded, OuterBackward0) or arrays."""
+    if a.__class__ is Tensor:
+        return _ops.linalg.Outer.apply(a, b)
+    return array_module(a).outer(a, b)
+
+
 def t(value):
     """A 2-D Tensor (recorded) or array, transposed."""
     return value.t() if value.__class__ is Tensor else value.T
