@@ -21,6 +21,7 @@ from . import _math
 from ._checks import wrap_dim
 from .indexing import scatter_into
 from .reduce import _product, expand_reduced, normalize_dims
+from .shape import Reshape
 
 
 def kept_shape(input_shape, dims, keepdim: bool) -> tuple:
@@ -34,13 +35,14 @@ def kept_shape(input_shape, dims, keepdim: bool) -> tuple:
 
 
 def as_kept(tensor, input_shape, dims, keepdim: bool):
-    """A reduction's result (or its gradient) reshaped to broadcast against the input."""
-    from .shape import Reshape
-
+    """A reduction's result (or its gradient) reshaped to broadcast against the input: a
+    Tensor (recorded) or an array."""
     target = kept_shape(input_shape, dims, keepdim)
-    if tuple(tensor._array.shape) == target:
+    if tuple(tensor.shape) == target:
         return tensor
-    return Reshape.apply(tensor, shape=target)
+    if tensor.__class__ is Tensor:
+        return Reshape.apply(tensor, shape=target)
+    return tensor.reshape(target)
 
 
 def _require_float(op_name: str, a) -> None:
@@ -76,6 +78,7 @@ def _variance(x, dims, keepdim, correction):
 
 class Var(Op):
     node_name = "VarBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, dim=None, correction=1, keepdim=False):
@@ -94,17 +97,16 @@ class Var(Op):
 
 
 def _var_grad(grad, a, dims, keepdim, correction):
-    from .reduce import Mean
-
-    shape = a._array.shape
+    shape = tuple(a.shape)
     dof = max(_count(shape, dims) - correction, 0)
     all_dims = dims if dims is not None else tuple(range(len(shape)))
-    centered = a - Mean.apply(a, dim=all_dims, keepdim=True)
+    centered = a - _math.mean_dims(a, all_dims)
     return as_kept(grad, shape, dims, keepdim) * centered * (2.0 / dof if dof else np.inf)
 
 
 class Std(Op):
     node_name = "StdBackward0"
+    array_backward = True
     saves_output = True
 
     @staticmethod
@@ -182,6 +184,7 @@ def variance_arguments(dim, unbiased, correction):
 
 class Logsumexp(Op):
     node_name = "LogsumexpBackward0"
+    array_backward = True
     saves_output = True
 
     @staticmethod
@@ -206,9 +209,9 @@ class Logsumexp(Op):
     @staticmethod
     def backward(ctx, grad):
         a, result = ctx.saved_tensors
-        shape = a._array.shape
+        shape = tuple(a.shape)
         kept_result = as_kept(result, shape, ctx.dims, ctx.keepdim)
-        return (as_kept(grad, shape, ctx.dims, ctx.keepdim) * (a - kept_result).exp(),
+        return (as_kept(grad, shape, ctx.dims, ctx.keepdim) * _math.exp(a - kept_result),
                 None, None)
 
 
