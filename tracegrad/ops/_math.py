@@ -288,6 +288,22 @@ def numpy_dtype(value):
     return value._array.dtype if value.__class__ is Tensor else value.dtype
 
 
+def reapply(op, value, *args, **attrs):
+    """``op`` applied to ``value`` -- for an op whose backward is itself (flip, roll, tril,
+    a dtype cast, a pad): beside Tensors recorded; beside arrays its forward on the array,
+    recording nothing (a backward pass without create_graph runs without grad mode)."""
+    if value.__class__ is Tensor:
+        return op.apply(value, *args, **attrs)
+    return op.apply(Tensor._wrap(value, False), *args, **attrs)._array
+
+
+def tanh(value):
+    """``tanh`` of a Tensor (recorded) or an array."""
+    if value.__class__ is Tensor:
+        return value.tanh()
+    return array_module(value).tanh(value)
+
+
 def where(condition, a, b):
     """``a`` where ``condition`` holds, else ``b`` (either may be a number): Tensors
     (recorded, WhereBackward0) or arrays, by what ``condition`` is."""

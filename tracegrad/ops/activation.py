@@ -266,6 +266,7 @@ class Mish(Op):
     """``x * tanh(softplus(x))``."""
 
     node_name = "MishBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a):
@@ -277,8 +278,8 @@ class Mish(Op):
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
-        t = Softplus.apply(a, 1.0, 20.0).tanh()
-        return (grad * (t + a * a.sigmoid() * (1 - t * t)),)
+        t = _math.tanh(_math.reapply(Softplus, a, 1.0, 20.0))
+        return (grad * (t + a * _math.sigmoid(a) * (1 - t * t)),)
 
 
 class LogSigmoid(Op):
@@ -380,6 +381,7 @@ def _prelu_weight_shape(a: Tensor, weight: Tensor) -> tuple:
 
 class Threshold(Op):
     node_name = "ThresholdBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, threshold, value):
