@@ -21,6 +21,8 @@ inf
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 try:  # NumPy 2: the error state is a context variable holding an "extobj"
@@ -32,22 +34,14 @@ if _state is not None:
     with np.errstate(all="ignore"):
         _SILENT = _state.get()
 
-    def silence():
-        """Ignore NumPy's floating-point errors until ``restore(token)``; returns the
-        token."""
-        return _state.set(_SILENT)
-
-    def restore(token) -> None:
-        """Undo the ``silence`` that gave ``token`` (the state before it returns)."""
-        _state.reset(token)
-
-    def current():
-        """The error state now, to hand back to user code with ``as_user``."""
-        return _state.get()
-
-    def as_user(user_state):
-        """Put ``user_state`` (from ``current``) in force until ``restore(token)``."""
-        return _state.set(user_state)
+    # C-level callables, not Python functions: an op's forward calls these (div, exp, sum),
+    # and a Python frame each way was most of their cost.
+    silence = functools.partial(_state.set, _SILENT)
+    silence.__doc__ = """Ignore NumPy's floating-point errors until ``restore(token)``; returns
+    the token."""
+    restore = _state.reset  # undo the ``silence`` (or ``as_user``) that gave the token
+    current = _state.get  # the error state now, to hand back to user code with ``as_user``
+    as_user = _state.set  # put a state from ``current`` in force until ``restore(token)``
 
 else:  # pragma: no cover
 
