@@ -1,0 +1,111 @@
+"""The forward's fast paths (issue 14) mean exactly what the general paths mean.
+
+An unrecorded in-place update (``w -= lr * w.grad`` under no_grad, ``grad.zero_()``) runs as
+one NumPy operator on the tensor's storage; these tests pin that it is in place, bumps the
+version, reaches the views, and hands everything unusual to the op's path and its errors.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tracegrad as tg
+
+
+def _pair(values, dtype="float32", requires_grad=False):
+    torch = pytest.importorskip("torch")
+    ours = tg.tensor(np.array(values, dtype=dtype), requires_grad=requires_grad)
+    theirs = torch.tensor(np.array(values, dtype=dtype), requires_grad=requires_grad)
+    return ours, theirs
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("update", [
+    lambda w, g: w.sub_(g), lambda w, g: w.add_(g), lambda w, g: w.mul_(g),
+    lambda w, g: w.sub_(0.25), lambda w, g: w.add_(3), lambda w, g: w.mul_(-1.5),
+])
+def test_unrecorded_update_matches_torch_in_place_with_one_version_bump(update):
+    torch = pytest.importorskip("torch")
+    ours, theirs = _pair([1.0, -2.0, 3.5], requires_grad=True)
+    ours_g, theirs_g = _pair([0.5, 0.25, -1.0])
+    storage, view = ours._array, ours[1:]
+    with tg.no_grad():
+        result = update(ours, ours_g)
+    with torch.no_grad():
+        update(theirs, theirs_g)
+    assert result is ours and ours._array is storage  # the same storage, written in place
+    np.testing.assert_array_equal(ours.detach().numpy(), theirs.detach().numpy())
+    np.testing.assert_array_equal(view.detach().numpy(), ours.detach().numpy()[1:])
+    assert ours._version == theirs._version == 1
+    assert ours.requires_grad and ours.grad_fn is None
+
+
+def test_the_optimizer_idiom_updates_weights_as_numpy_does():
+    w = tg.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    (w * w).sum().backward()
+    expected = w.detach().numpy() - 0.1 * (2 * w.detach().numpy())
+    with tg.no_grad():
+        w -= 0.1 * w.grad
+        w.grad.zero_()
+    np.testing.assert_allclose(w.detach().numpy(), expected, rtol=1e-6)
+    assert w.grad.tolist() == [[0.0, 0.0], [0.0, 0.0]]
+    assert w._version == 1 and w.grad._version == 1
+
+
+@pytest.mark.torch
+def test_zero_writes_the_storage_and_its_views():
+    pytest.importorskip("torch")
+    ours, theirs = _pair([[1.0, 2.0], [3.0, 4.0]])
+    row = ours[0]
+    storage = ours._array
+    ours.zero_()
+    theirs.zero_()
+    assert ours._array is storage and row.tolist() == [0.0, 0.0]
+    assert ours.tolist() == theirs.tolist() and ours._version == theirs._version == 1
+
+
+def test_an_in_place_update_seen_by_backward_raises_the_version_error():
+    x = tg.tensor([1.0, 2.0], requires_grad=True)
+    w = tg.tensor([3.0, 4.0])
+    y = (x * w).sum()  # MulBackward0 saves w
+    w += 1  # the fast path: w does not require grad
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.backward()
+
+
+def test_overlapping_operand_gives_the_values_of_a_fresh_result():
+    x = tg.arange(5.0)
+    x[1:] += x[:-1]  # NumPy buffers the overlapping operand
+    assert x.tolist() == [0.0, 1.0, 3.0, 5.0, 7.0]
+
+
+@pytest.mark.torch
+def test_what_the_fast_path_does_not_take_keeps_torch_errors():
+    pytest.importorskip("torch")
+    ours, theirs = _pair([1, 2], dtype="int64")
+    with pytest.raises(RuntimeError) as their_error:
+        theirs.add_(0.5)
+    with pytest.raises(RuntimeError) as our_error:
+        ours.add_(0.5)  # an int tensor: the op's path, which refuses the float result
+    assert str(our_error.value).startswith(str(their_error.value))  # then ours adds more
+    leaf = tg.ones(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+        leaf.sub_(1)  # recorded: the op's path and its leaf check
+    with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
+        tg.ones(2).add_(tg.ones(2, 2))  # a broadcast into a bigger shape
+    expanded = tg.ones(1).expand(3)
+    with pytest.raises(RuntimeError, match="single memory location"):
+        expanded.zero_()
+    with pytest.raises(RuntimeError, match="single memory location"):
+        expanded.mul_(2)
+
+
+def test_promoting_operands_take_the_ops_path_with_its_values():
+    x = tg.tensor([1.0, 2.0])
+    x += tg.tensor([1.0, 1.0], dtype=tg.float64)  # float64 operand: cast into float32
+    assert x.dtype == tg.float32 and x.tolist() == [2.0, 3.0]
+    x *= tg.tensor(2.0)  # a 0-d operand broadcasts
+    assert x.tolist() == [4.0, 6.0]
+    x -= tg.tensor([1, 1])  # an int operand promotes to the tensor's float
+    assert x.tolist() == [3.0, 5.0] and x._version == 3
