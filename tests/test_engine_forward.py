@@ -109,3 +109,40 @@ def test_promoting_operands_take_the_ops_path_with_its_values():
     assert x.tolist() == [4.0, 6.0]
     x -= tg.tensor([1, 1])  # an int operand promotes to the tensor's float
     assert x.tolist() == [3.0, 5.0] and x._version == 3
+
+
+def _layout(tensor) -> tuple:
+    """grad_fn's name and its edges as (next node's name or None, input_nr)."""
+    node = tensor.grad_fn
+    if node is None:
+        return (None, tensor.requires_grad)
+    return (node.name(), tensor.requires_grad, tuple(
+        (None if next_node is None else next_node.name(), input_nr)
+        for next_node, input_nr in node.next_functions))
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("operator", ["add", "sub", "mul", "truediv", "radd", "rmul"])
+@pytest.mark.parametrize("operands", ["grad,plain", "plain,grad", "grad,grad", "grad,number",
+                                      "plain,plain", "grad,int"])
+def test_binary_operators_record_what_torch_records(operator, operands):
+    torch = pytest.importorskip("torch")
+
+    def make(library):
+        made = {"grad": library.tensor([1.5, -2.0], requires_grad=True),
+                "plain": library.tensor([0.5, 4.0]), "number": 3,
+                "int": library.tensor([2, 3])}
+        first, second = (made[name] for name in operands.split(","))
+        return getattr(first, f"__{operator}__")(second)
+
+    ours, theirs = make(tg), make(torch)
+    assert _layout(ours) == _layout(theirs)
+    np.testing.assert_allclose(ours.detach().numpy(), theirs.detach().numpy(), rtol=1e-6)
+
+
+def test_binary_operators_take_the_general_path_for_subclasses_and_no_grad():
+    weight = tg.nn.Parameter(tg.ones(2))
+    assert (weight * tg.ones(2)).grad_fn.name() == "MulBackward0"
+    with tg.no_grad():
+        assert (weight * 2).grad_fn is None
+    assert (tg.ones(2) + tg.ones(2)).grad_fn is None

@@ -889,28 +889,67 @@ def _record(cls, args, attrs):
     """Run a built-in op with a new node wired into the graph (grad mode on, some input
     requires grad), and tell the listener.
 
-    The path every recorded ``a * b`` takes (wire's lines inline: a call and a tuple less
-    per op); bench/bench_engine.py (a) and (c) keep it honest.
+    The path every recorded op takes (wire's lines inline: a call and a tuple less per
+    op); bench/bench_engine.py (a) and (c) keep it honest.
     """
     node = _new_object(cls._node_class)
     node._seq = next(_sequence)
     connect(node, args)
-    data = cls.forward(node, *args, **attrs)
+    return _finish(cls, node, args, cls.forward(node, *args, **attrs), attrs)
+
+
+def apply_binary(cls, a, b):
+    """``cls.apply(a, b)`` for a binary op called without keywords (``a * b``, ``a + b``):
+    the same steps, with the two arguments passed on as themselves.
+
+    Written for speed: packing them into ``*args`` and ``**attrs`` and out again at each
+    of apply, _record and forward cost more than the engine's own work for a tiny tensor
+    (bench/bench_engine.py (a)). Anything but two plain Tensors, one requiring grad in
+    grad mode, goes through ``cls.apply``.
+
+    >>> import tracegrad as torch
+    >>> from tracegrad.ops.arith import Mul
+    >>> apply_binary(Mul, torch.ones(2, requires_grad=True), torch.full((2,), 3.0))
+    tensor([3., 3.], grad_fn=<MulBackward0>)
+    """
+    if state.grad_enabled and ((a.__class__ is Tensor and a._requires_grad) or (
+            b.__class__ is Tensor and b._requires_grad)):
+        node = _new_object(cls._node_class)
+        node._seq = next(_sequence)
+        args = (a, b)
+        connect(node, args)
+        return _finish(cls, node, args, cls.forward(node, a, b), _NO_ATTRS)
+    return cls.apply(a, b)
+
+
+_NO_ATTRS = MappingProxyType({})  # what apply_binary hands _finish: no keyword arguments
+
+
+def _finish(cls, node, args: tuple, data, attrs):
+    """The output tensor(s) of a recorded op from the arrays its forward returned: each
+    floating-point one with ``node`` as grad_fn; then what forward saved, and the listener.
+    """
     if data.__class__ is tuple:
         outputs = _outputs(node, data)
         if cls.is_view:
             for output in outputs:
                 _share_storage(args[0], output, True)
         result = outputs
-    else:  # one output: Tensor._wrap and the output's grad_fn, inline
-        if data.__class__ is not _ndarray and isinstance(data, _generic):
-            data = np.asarray(data)  # numpy reductions give scalars; tensors hold arrays
+    else:  # one output: Tensor._wrap, the output's grad_fn and its meta, inline
+        if data.__class__ is _ndarray:
+            meta = _output_meta_cache.get((data.shape, data.dtype))
+            if meta is None:
+                meta = _single_output_meta(data)
+        else:
+            if isinstance(data, _generic):
+                data = np.asarray(data)  # numpy reductions give scalars; tensors hold arrays
+            meta = _single_output_meta(data)
         result = _new_object(Tensor)
         result._array = data
         if data.dtype.kind == "f":
             result._requires_grad = True
             result.grad_fn = node
-        node._output_meta = _single_output_meta(data)
+        node._output_meta = meta
         if cls.is_view:
             _share_storage(args[0], result)
         outputs = None  # made below only when something needs the tuple
