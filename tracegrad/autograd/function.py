@@ -27,6 +27,7 @@ from . import events, views
 from . import node as _node_module
 from .grad_mode import anomaly_flags, state
 from .node import Node, SavedTensor, _sequence
+from .node import saved_input as _saved_input
 
 # tracegrad.tensor.Tensor. tensor.py imports this module before it defines Tensor, so it
 # binds the class here once it exists (bind_tensor_class); a function-level import instead
@@ -617,16 +618,19 @@ def _alias(tensor):
 
 
 def _save(node: Node, to_save: tuple, outputs) -> tuple:
+    """What forward saved, as the node keeps it: a SavedTensor per tensor (one of the
+    node's own outputs is saved without a reference cycle), plain values as they are."""
     if not to_save:
         return ()
     saved = []
     for value in to_save:
-        if isinstance(value, Tensor):
-            is_output = False
+        if value.__class__ is Tensor or isinstance(value, Tensor):
             for output in outputs:
                 if output is value:
-                    is_output = True
-            saved.append(SavedTensor(value, node, is_output))
+                    saved.append(SavedTensor(value, node, True))
+                    break
+            else:
+                saved.append(_saved_input(value))
         else:
             saved.append(value)  # a plain value (a Python scalar operand) is kept as it is
     return tuple(saved)
@@ -789,29 +793,62 @@ def connect(node: Node, args: tuple) -> bool:
     does). Every recorded op runs it: plain loops over locals (bench/bench_engine.py (a)
     keeps it honest), and two plain Tensors -- most binary ops -- unrolled.
     """
-    if len(args) == 2:
+    count = len(args)
+    if count == 2:
         first, second = args
-        if first.__class__ is Tensor and second.__class__ is Tensor:
-            mask = 0
-            if first._requires_grad:
-                grad_fn = first.grad_fn
-                edge = (grad_fn, first._output_nr) if grad_fn is not None else \
-                    (first._grad_accumulator(), 0)
-                mask = 1
-            else:
-                edge = _NO_EDGE
-            if second._requires_grad:
-                grad_fn = second.grad_fn
-                node.next_functions = (edge, (grad_fn, second._output_nr)) \
-                    if grad_fn is not None else (edge, (second._grad_accumulator(), 0))
-                mask |= 2
-            else:
-                node.next_functions = (edge, _NO_EDGE)
-            x, y = first._array, second._array
-            node._input_meta = _input_meta((x.shape, x.dtype, y.shape, y.dtype))
-            node.needs_input_grad = _NEEDS[2][mask]
-            return mask != 0
+        if first.__class__ is Tensor or isinstance(first, Tensor):
+            if second.__class__ is Tensor or isinstance(second, Tensor):
+                mask = 0
+                if first._requires_grad:
+                    grad_fn = first.grad_fn
+                    edge = (grad_fn, first._output_nr) if grad_fn is not None else \
+                        (first._grad_accumulator(), 0)
+                    mask = 1
+                else:
+                    edge = _NO_EDGE
+                if second._requires_grad:
+                    grad_fn = second.grad_fn
+                    node.next_functions = (edge, (grad_fn, second._output_nr)) \
+                        if grad_fn is not None else (edge, (second._grad_accumulator(), 0))
+                    mask |= 2
+                else:
+                    node.next_functions = (edge, _NO_EDGE)
+                x, y = first._array, second._array
+                key = (x.shape, x.dtype, y.shape, y.dtype)
+                meta = _input_meta_cache.get(key)  # (see _input_meta)
+                node._input_meta = meta if meta is not None else _input_meta(key)
+                node.needs_input_grad = _NEEDS[2][mask]
+                return mask != 0
+            # A tensor and a plain value (x * 2, x.pow(2)): the tensor's edge only.
+            node._arg_slots = _FIRST_SLOT
+            node._num_args = 2
+            return _connect_one(node, first, _NEEDS[2])
+    elif count == 1:
+        (only,) = args
+        if only.__class__ is Tensor or isinstance(only, Tensor):
+            return _connect_one(node, only, _NEEDS[1])
     return _connect_any(node, args)
+
+
+_FIRST_SLOT = (0,)
+
+
+def _connect_one(node: Node, tensor, needs: tuple) -> bool:
+    """``connect`` where ``tensor`` is the only tensor argument (and the first);
+    ``needs`` is ``_NEEDS[number of arguments]``."""
+    array = tensor._array
+    key = (array.shape, array.dtype)
+    meta = _input_meta_cache.get(key)  # (see _input_meta)
+    node._input_meta = meta if meta is not None else _input_meta(key)
+    if tensor._requires_grad:
+        grad_fn = tensor.grad_fn
+        node.next_functions = ((grad_fn, tensor._output_nr),) if grad_fn is not None else \
+            ((tensor._grad_accumulator(), 0),)
+        node.needs_input_grad = needs[1]
+        return True
+    node.next_functions = (_NO_EDGE,)
+    node.needs_input_grad = needs[0]
+    return False
 
 
 def _connect_any(node: Node, args: tuple) -> bool:

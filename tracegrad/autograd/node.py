@@ -411,6 +411,31 @@ class SavedTensor:
         self.packed = None
 
 
+def saved_input(tensor) -> SavedTensor:
+    """``SavedTensor(tensor, node, False)``: an input saved for backward, made field by
+    field -- every op that saves an input makes one, and the general constructor's call
+    and branches cost as much as the fields (bench/bench_engine.py (a)). With saved-tensor
+    hooks in use anywhere, the general constructor (which runs the pack hook) makes it."""
+    if hooks_in_use:
+        return SavedTensor(tensor, None, False)
+    saved = _new_object(SavedTensor)
+    saved._array = tensor._array
+    counter = tensor._counter  # Tensor._version_counter's lines, inline
+    if counter is None:
+        counter = tensor._counter = VersionCounter()
+    saved.counter = counter
+    saved.version = counter.value
+    saved.output_nr = tensor._output_nr
+    saved.requires_grad = tensor._requires_grad
+    saved.producer = tensor.grad_fn
+    saved.tensor = tensor
+    saved.node_ref = saved.original = None
+    return saved
+
+
+_new_object = object.__new__
+
+
 class _Packed:
     """What saved-tensor hooks keep in place of the tensor: the pack hook's result, the
     unpack hook, and a saved leaf's AccumulateGrad (so the unpacked tensor still leads
