@@ -513,28 +513,30 @@ def _wrap_outputs(ctx, args: tuple, outputs: tuple, executable: bool) -> tuple:
     non_differentiable = ctx._non_differentiable
     # A view among several differentiable outputs counts as one of a multi-output op's.
     view_creation = views.IN_CUSTOM_FUNCTION
-    if executable and sum(
+    if executable and len(outputs) > 1 and sum(
             isinstance(output, Tensor) and output._array.dtype.kind == "f"
-            and not any(output is tensor for tensor in non_differentiable)
+            and not _is_among(output, non_differentiable)
             for output in outputs) > 1:
         view_creation = views.MULTI_OUTPUT_NODE
+    # (The checks below are plain loops, each skipped when its tuple is empty: most calls
+    # return one fresh tensor, and generator expressions cost more than the rest of this
+    # function then -- bench/bench_two_layer.py.)
     wired, output_meta, dirty_outputs = [], [], []
     for index, output in enumerate(outputs):
         if not isinstance(output, Tensor):
             wired.append(output)
             output_meta.append(None)
             continue
-        is_dirty = any(output is tensor for tensor in dirty)
-        if not is_dirty and any(output is arg for arg in args):
+        is_dirty = _is_among(output, dirty)
+        if not is_dirty and _is_among(output, args):
             output = _alias(output)  # an input returned as-is: a fresh view of it
         if output._base is not None and not is_dirty:
             output._creation = view_creation
-        output_meta.append((output._array.shape, output._array.dtype, output.device))
+        output_meta.append(_single_output_meta(output._array)[0])
         if not executable:
             wired.append(output)
             continue
-        if any(output is tensor for tensor in non_differentiable) or \
-                output._array.dtype.kind != "f":
+        if _is_among(output, non_differentiable) or output._array.dtype.kind != "f":
             output._requires_grad = False
         elif is_dirty:
             dirty_outputs.append((output, index))
@@ -555,7 +557,7 @@ def _wrap_outputs(ctx, args: tuple, outputs: tuple, executable: bool) -> tuple:
         return tuple(wired)
     ctx._output_meta = tuple(output_meta)
     listener = events.listener
-    if state.anomaly or listener is not None:
+    if anomaly_flags.enabled or listener is not None:
         _note_site(ctx)
     changes = []
     for tensor, index in dirty_outputs:  # PyTorch's rebase_history, then the version bump
@@ -570,6 +572,14 @@ def _wrap_outputs(ctx, args: tuple, outputs: tuple, executable: bool) -> tuple:
             views.notify_inplace(tensor, ctx.name(), ctx, args, previous, site, None,
                                  regenerated)
     return tuple(wired)
+
+
+def _is_among(value, values: tuple) -> bool:
+    """``value`` is one of ``values`` (by identity: ``in`` would compare tensors by ==)."""
+    for item in values:
+        if item is value:
+            return True
+    return False
 
 
 def _checked_dirty(ctx, args: tuple, outputs: tuple) -> tuple:
