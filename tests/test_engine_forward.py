@@ -146,3 +146,42 @@ def test_binary_operators_take_the_general_path_for_subclasses_and_no_grad():
     with tg.no_grad():
         assert (weight * 2).grad_fn is None
     assert (tg.ones(2) + tg.ones(2)).grad_fn is None
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("program", [
+    "x.split(1)[1] * 2",  # an edge to output 1 of a multi-output node
+    "x.split(1)[1] * x.split(1)[0]",
+    "x.unbind()[2].exp()",
+    "torch.where(x > 0, x, 0.0)",  # the condition has no edge, the number gets (None, 0)
+    "torch.where(x > 0, 1.0, x.split(1)[2])",
+    "3 - x",
+    "x.pow(2) + x.max(0)[0]",
+])
+def test_edges_read_as_torch_lays_them_out(program):
+    torch = pytest.importorskip("torch")
+
+    def run(library):
+        x = library.tensor([1.0, -2.0, 3.0], requires_grad=True)
+        return eval(program, {"torch": library, "x": x})  # noqa: S307 - the fixed programs above
+
+    assert _layout(run(tg)) == _layout(run(torch))
+
+
+def test_next_functions_is_a_fresh_tuple_of_pairs_and_can_be_rewired():
+    x = tg.ones(2, requires_grad=True)
+    node = (x.split(1)[1] * 2).grad_fn
+    first = node.next_functions
+    assert first == node.next_functions and first is not node.next_functions
+    split, input_nr = first[0]
+    assert split.name() == "SplitBackward0" and input_nr == 1 and first[1] == (None, 0)
+    node.next_functions = ((None, 0), (split, 1))  # the setter keeps the flat fields in step
+    assert node.next_functions == ((None, 0), (split, 1))
+    assert node._next_nodes == (None, split) and node._next_nrs == (0, 1)
+
+
+def test_backward_follows_edges_to_every_output_number():
+    x = tg.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    first, second, third = x.split(1)
+    (first * 2 + third * 5 + second.exp()).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [2.0, np.exp(2.0), 5.0], rtol=1e-6)

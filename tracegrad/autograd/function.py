@@ -26,7 +26,9 @@ from ..errors import AutogradError
 from . import events, views
 from . import node as _node_module
 from .grad_mode import anomaly_flags, state
+from .node import ZERO_NRS as _ZERO_NRS
 from .node import Node, SavedTensor, _sequence
+from .node import edge_numbers as _edge_numbers
 from .node import saved_input as _saved_input
 
 # tracegrad.tensor.Tensor. tensor.py imports this module before it defines Tensor, so it
@@ -35,7 +37,6 @@ from .node import saved_input as _saved_input
 Tensor: Any = None
 _ndarray = np.ndarray
 _CPU = backends.CPU
-_NO_EDGE = (None, 0)
 _new_object = object.__new__
 _generic = np.generic
 _share_storage = views.share_storage
@@ -168,7 +169,7 @@ class BackwardCFunction(Node, FunctionCtx):
         """backward's per-argument results as one per next_functions edge."""
         slots = self._arg_slots
         if slots is None:  # every argument is a tensor
-            expected = len(self.next_functions)
+            expected = len(self._next_nodes)
             if len(results) != expected:
                 results = self._trim_results(results, expected)
             return results
@@ -287,10 +288,10 @@ class OpNode(BackwardCFunction):
             del self._on_arrays  # back to the class default: Tensors
         if results.__class__ is not tuple:
             results = (results,)
-        if self._arg_slots is not None or len(results) != len(self.next_functions):
+        if self._arg_slots is not None or len(results) != len(self._next_nodes):
             results = self._edge_results(results)
         edge_grads = []
-        for (next_node, _), grad, meta in zip(self.next_functions, results, self._input_meta):
+        for next_node, grad, meta in zip(self._next_nodes, results, self._input_meta):
             if grad is not None:
                 if next_node is None:
                     grad = None  # no node takes it: drop it now, not at the end of the pass
@@ -809,20 +810,28 @@ def connect(node: Node, args: tuple) -> bool:
         if first.__class__ is Tensor or isinstance(first, Tensor):
             if second.__class__ is Tensor or isinstance(second, Tensor):
                 mask = 0
+                first_nr = second_nr = 0
                 if first._requires_grad:
-                    grad_fn = first.grad_fn
-                    edge = (grad_fn, first._output_nr) if grad_fn is not None else \
-                        (first._grad_accumulator(), 0)
+                    first_node = first.grad_fn
+                    if first_node is None:
+                        first_node = first._grad_accumulator()
+                    else:
+                        first_nr = first._output_nr
                     mask = 1
                 else:
-                    edge = _NO_EDGE
+                    first_node = None
                 if second._requires_grad:
-                    grad_fn = second.grad_fn
-                    node.next_functions = (edge, (grad_fn, second._output_nr)) \
-                        if grad_fn is not None else (edge, (second._grad_accumulator(), 0))
+                    second_node = second.grad_fn
+                    if second_node is None:
+                        second_node = second._grad_accumulator()
+                    else:
+                        second_nr = second._output_nr
                     mask |= 2
                 else:
-                    node.next_functions = (edge, _NO_EDGE)
+                    second_node = None
+                node._next_nodes = (first_node, second_node)
+                node._next_nrs = (first_nr, second_nr) if first_nr or second_nr else \
+                    _ZERO_NRS[2]
                 x, y = first._array, second._array
                 key = (x.shape, x.dtype, y.shape, y.dtype)
                 meta = _input_meta_cache.get(key)  # (see _input_meta)
@@ -852,18 +861,28 @@ def _connect_one(node: Node, tensor, needs: tuple) -> bool:
     node._input_meta = meta if meta is not None else _input_meta(key)
     if tensor._requires_grad:
         grad_fn = tensor.grad_fn
-        node.next_functions = ((grad_fn, tensor._output_nr),) if grad_fn is not None else \
-            ((tensor._grad_accumulator(), 0),)
+        if grad_fn is None:
+            node._next_nodes = (tensor._grad_accumulator(),)
+            node._next_nrs = _ZERO_NRS[1]
+        else:
+            node._next_nodes = (grad_fn,)
+            output_nr = tensor._output_nr
+            node._next_nrs = (output_nr,) if output_nr else _ZERO_NRS[1]
         node.needs_input_grad = needs[1]
         return True
-    node.next_functions = (_NO_EDGE,)
+    node._next_nodes = _NO_NODE
+    node._next_nrs = _ZERO_NRS[1]
     node.needs_input_grad = needs[0]
     return False
 
 
+_NO_NODE = (None,)
+
+
 def _connect_any(node: Node, args: tuple) -> bool:
     """``connect`` for any arguments."""
-    edges = []
+    next_nodes = []
+    next_nrs = []
     shapes_and_dtypes = []  # flat: shape, dtype, shape, dtype, ... (the meta cache's key)
     mask = 0  # bit i: argument i needs a gradient
     slots = None  # positions of the tensor args; None while every arg is a tensor
@@ -876,18 +895,22 @@ def _connect_any(node: Node, args: tuple) -> bool:
             if arg._requires_grad:
                 grad_fn = arg.grad_fn
                 if grad_fn is not None:
-                    edges.append((grad_fn, arg._output_nr))
+                    next_nodes.append(grad_fn)
+                    next_nrs.append(arg._output_nr)
                 else:
-                    edges.append((arg._grad_accumulator(), 0))
+                    next_nodes.append(arg._grad_accumulator())
+                    next_nrs.append(0)
                 mask |= 1 << position
             else:
-                edges.append(_NO_EDGE)
+                next_nodes.append(None)
+                next_nrs.append(0)
             if slots is not None:
                 slots.append(position)
         elif slots is None:
             slots = list(range(position))
         position += 1
-    node.next_functions = tuple(edges)
+    node._next_nodes = tuple(next_nodes)
+    node._next_nrs = _edge_numbers(tuple(next_nrs))
     node._input_meta = _input_meta(tuple(shapes_and_dtypes))
     node.needs_input_grad = _needs(position, mask)
     if slots is not None:
