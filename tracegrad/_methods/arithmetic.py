@@ -54,8 +54,8 @@ class ArithmeticMethods:
 
     def __pow__(self, exponent):
         if isinstance(exponent, Tensor):
-            return arith.Pow.apply(self, exponent)
-        return arith.PowScalar.apply(self, exponent)
+            return apply_binary(arith.Pow, self, exponent)
+        return apply_binary(arith.PowScalar, self, exponent)
 
     def __rpow__(self, base):
         return arith.RPow.apply(base, self)
