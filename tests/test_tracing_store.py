@@ -258,6 +258,69 @@ def test_damaged_columns_name_the_record(tmp_path, case):
     assert words in str(info.value), str(info.value)
 
 
+def _chain_trace(length: int = 40) -> Trace:
+    x = tg.name(tg.ones(4, requires_grad=True), "x")
+    with tg.record() as tr:
+        y = x
+        for _ in range(length):
+            y = y * 1.0
+        y.sum().backward()
+    return tr
+
+
+def test_repeated_strings_and_rare_values_take_short_forms(tmp_path):
+    """Op names repeat (a string table: codes), a tensor's name is rare (sparse: rows and
+    values); both load back as they were."""
+    trace = _chain_trace()
+    path = tmp_path / "chain.tgtrace"
+    trace.save(path)
+    with zipfile.ZipFile(path) as archive:
+        document = json.loads(archive.read("trace.json"))
+    nodes = _columns_of(document, "nodes")["columns"]
+    assert nodes["name"]["strings"] == ["MulBackward0", "AccumulateGrad", "SumBackward0"]
+    assert len(nodes["name"]["codes"]) == len(trace.nodes)
+    tensor_names = _columns_of(document, "tensors")["columns"]["name"]
+    assert tensor_names["rows"][0] == 0 and tensor_names["values"][0] == "x"
+    assert len(tensor_names["rows"]) < len(trace.tensors) / 4
+    assert tg.load_trace(path) == trace
+
+
+SHORT_FORM_DAMAGE = {
+    "a code out of the string table": (
+        lambda doc: _columns_of(doc, "nodes")["columns"]["name"]["codes"].__setitem__(5, 9),
+        "trace.nodes[5].name: string number 9 is not in the table (3 rows)"),
+    "a string table of numbers": (
+        lambda doc: _columns_of(doc, "nodes")["columns"]["name"]["strings"].__setitem__(0, 1),
+        "trace.nodes.records.name.strings[0]: expected a string, got an integer"),
+    "sparse rows out of order": (
+        lambda doc: _columns_of(doc, "tensors")["columns"]["name"].update(
+            rows=[3, 1], values=["a", "b"]), "rows must rise from 0 to at most"),
+    "a sparse row past the end": (
+        lambda doc: _columns_of(doc, "tensors")["columns"]["name"].update(rows=[10_000]),
+        "rows must rise from 0 to at most"),
+    "a sparse value of the wrong type": (
+        lambda doc: _columns_of(doc, "tensors")["columns"]["name"]["values"].__setitem__(0, 7),
+        "trace.tensors[0].name: expected a string, got an integer"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SHORT_FORM_DAMAGE))
+def test_damaged_short_forms_name_the_record(tmp_path, case):
+    edit, words = SHORT_FORM_DAMAGE[case]
+    path = tmp_path / "chain.tgtrace"
+    _chain_trace().save(path)
+    with zipfile.ZipFile(path) as archive:
+        members = {name: archive.read(name) for name in archive.namelist()}
+    document = json.loads(members["trace.json"])
+    edit(document)
+    members["trace.json"] = json.dumps(document).encode()
+    damaged = tmp_path / "damaged.tgtrace"
+    _write_zip(damaged, list(members.items()))
+    with pytest.raises(TraceFileError) as info:
+        tg.load_trace(damaged)
+    assert words in str(info.value), str(info.value)
+
+
 def _schema_1_encode(value, arrays):
     """The schema-1 encoder: every field, Sites and Values written in place."""
     import dataclasses

@@ -55,7 +55,7 @@ def _rows(cls: type, table: dict) -> list[dict]:
     for column in _columns(cls):
         if column.name not in columns:
             continue
-        values = columns[column.name]
+        values = _dense(column, columns[column.name], count)
         if column.kind is RECORD:
             values = _rows(column.child, values)
         elif column.kind is RECORDS:
@@ -66,6 +66,19 @@ def _rows(cls: type, table: dict) -> list[dict]:
         for record, value in zip(records, values):
             record[column.name] = value
     return records
+
+
+def _dense(column, values, count: int):
+    """A sparse column or a string table as the plain list it stands for."""
+    if column.kind in (RECORD, RECORDS) or not isinstance(values, dict):
+        return values
+    if "rows" in values:
+        dense = [_default(column) for _ in range(count)]
+        for row, value in zip(values["rows"], _dense(column, values["values"],
+                                                      len(values["rows"]))):
+            dense[row] = value
+        return dense
+    return [values["strings"][code] for code in values["codes"]]
 
 
 def _table(cls: type, records: list[dict]) -> dict:

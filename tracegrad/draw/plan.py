@@ -145,6 +145,13 @@ class _Planner:
         self.boxes: dict[str, Box] = {}
         self.arrows: list[Arrow] = []
         self.grads_after: dict[int, Value] | None = None  # built on first use
+        # Texts asked for again and again (a tensor is briefed as one node's output and the
+        # next one's input; a gradient is one step's output and the next step's input, and
+        # labels an arrow too): each made once. Values are keyed by id(): the trace keeps
+        # them alive while this plan is built, and nothing is ordered by the keys.
+        self._briefs: dict[int | None, str] = {}
+        self._value_details: dict[int, str] = {}
+        self._site_lines: dict[int, str] = {}
 
     # -- top level -------------------------------------------------------------------
     def build(self) -> Plan:
@@ -239,19 +246,18 @@ class _Planner:
         self.boxes[box.key] = box
 
     def _node_tooltip(self, node: NodeRecord, step: Step | None) -> list[str]:
-        kind = {"function": "user autograd.Function", "accumulate": "AccumulateGrad"}
-        lines = [f"{node.name} (node {node.id}, {kind.get(node.kind, 'built-in op')})",
-                 f"created at {site_full(node.site)}"]
+        brief = self._tensor_brief
+        lines = [f"{node.name} (node {node.id}, {_NODE_KINDS.get(node.kind, 'built-in op')})",
+                 self._created_at(node.site)]
         if node.module:
             lines.append(f"module: {node.module}")
-        lines.append("inputs: " + (_capped([self._tensor_brief(tensor_id)
-                                            for tensor_id in node.inputs[:TOOLTIP_ITEMS + 1]],
-                                           len(node.inputs)) or "none"))
-        lines.append("outputs: " + (_capped([self._tensor_brief(tensor_id)
-                                             for tensor_id in node.outputs[:TOOLTIP_ITEMS + 1]],
-                                            len(node.outputs)) or "none"))
+        inputs, outputs = node.inputs, node.outputs
+        lines.append("inputs: " + (_capped(list(map(brief, inputs[:TOOLTIP_ITEMS + 1])),
+                                           len(inputs)) or "none"))
+        lines.append("outputs: " + (_capped(list(map(brief, outputs[:TOOLTIP_ITEMS + 1])),
+                                            len(outputs)) or "none"))
         for saved in node.saved[:TOOLTIP_ITEMS]:
-            lines.append(f"saved {saved.slot or '?'}: {self._tensor_brief(saved.tensor)} "
+            lines.append(f"saved {saved.slot or '?'}: {brief(saved.tensor)} "
                          f"version {saved.version}, {bytes_text(saved.nbytes)}"
                          + (" (its own output)" if saved.is_output else ""))
         if len(node.saved) > TOOLTIP_ITEMS:
@@ -263,7 +269,7 @@ class _Planner:
             for direction, grads in (("in", step.grads_in), ("out", step.grads_out)):
                 for number, grad in enumerate(grads[:TOOLTIP_ITEMS]):
                     if grad is not None:
-                        lines.append(f"grad {direction} {number}: {value_detail(grad)}")
+                        lines.append(f"grad {direction} {number}: {self._detail(grad)}")
                 if len(grads) > TOOLTIP_ITEMS:
                     lines.append(f"... and {len(grads) - TOOLTIP_ITEMS:,} more gradients "
                                  f"{direction}")
@@ -277,12 +283,29 @@ class _Planner:
         return lines
 
     def _tensor_brief(self, tensor_id: int | None) -> str:
-        if tensor_id is None:
-            return "None"
-        tensor = self.trace.tensors.get(tensor_id)
-        if tensor is None:
-            return f"t{tensor_id}"
-        return f"{tensor.label} {tensor.dtype} {size_text(tensor.shape)}"
+        brief = self._briefs.get(tensor_id)
+        if brief is None:
+            tensor = self.trace.tensors.get(tensor_id) if tensor_id is not None else None
+            if tensor is not None:
+                brief = f"{tensor.label} {tensor.dtype} {size_text(tensor.shape)}"
+            else:
+                brief = "None" if tensor_id is None else f"t{tensor_id}"
+            self._briefs[tensor_id] = brief
+        return brief
+
+    def _detail(self, value: Value) -> str:
+        """``value_detail(value)``, made once per Value."""
+        detail = self._value_details.get(id(value))
+        if detail is None:
+            detail = self._value_details[id(value)] = value_detail(value)
+        return detail
+
+    def _created_at(self, site) -> str:
+        """``created at file:line in function: code``, made once per Site."""
+        line = self._site_lines.get(id(site))
+        if line is None:
+            line = self._site_lines[id(site)] = f"created at {site_full(site)}"
+        return line
 
     def _tensor_box(self, tensor_id: int, role: str, node: NodeRecord | None = None) -> Box:
         """The one box of a tensor, made on first use and given one more role each call."""
@@ -336,7 +359,7 @@ class _Planner:
                  + (", requires grad" if tensor.requires_grad else "")
                  + (", parameter" if tensor.is_parameter else "")]
         if tensor.site is not None:
-            lines.append(f"created at {site_full(tensor.site)}")
+            lines.append(self._created_at(tensor.site))
         if tensor.grad_fn is not None and tensor.grad_fn in self.trace.nodes:
             lines.append(f"made by {self.trace.nodes[tensor.grad_fn].name} "
                          f"(output {tensor.output_nr})")
@@ -346,7 +369,7 @@ class _Planner:
         for change in tensor.versions:
             lines.append(f"  v{change.version}: {change.op} at {site_full(change.site)}")
         if tensor.value is not None:
-            lines.append(f"value: {value_detail(tensor.value)}")
+            lines.append(f"value: {self._detail(tensor.value)}")
         lines.extend(self._grad_lines(tensor))
         for violation in self.tensor_violations.get(tensor_id, ()):
             lines.extend(violation_lines(self.trace, violation))
@@ -362,9 +385,9 @@ class _Planner:
                     self.grads_after.update(backward_pass.grads_after())
             grad = self.grads_after.get(tensor.id)
             if grad is not None:
-                return [f"grad: {value_detail(grad)}"]  # after the drawn pass
+                return [f"grad: {self._detail(grad)}"]  # after the drawn pass
         if tensor.grad is not None:
-            return [f"grad (after the last pass): {value_detail(tensor.grad)}"]
+            return [f"grad (after the last pass): {self._detail(tensor.grad)}"]
         return []
 
     def _mark_step(self, box: Box, step: Step | None) -> None:
@@ -422,7 +445,7 @@ class _Planner:
             if grad is not None:
                 arrow.label = value_summary(grad)
                 arrow.tooltip = [(f"gradient to {self._node_name(next_id)}: "
-                                 f"{value_detail(grad)}")]
+                                 f"{self._detail(grad)}")]
                 if nonfinite_text(grad.stats):
                     arrow.attrs.update(color=VIOLATION_COLOR, fontcolor=VIOLATION_COLOR)
             self.arrows.append(arrow)
@@ -440,14 +463,15 @@ class _Planner:
         for saved in node.saved:
             box = self._tensor_box(saved.tensor, role="saved")
             tensor = self.trace.tensors.get(saved.tensor)
+            size = bytes_text(saved.nbytes)
+            slot = saved.slot or "?"
             if box.key not in self.saved_detail_shown:  # the first saver's version, bytes
                 self.saved_detail_shown.add(box.key)
-                box.label.append(f"v{saved.version} · {bytes_text(saved.nbytes)}")
+                box.label.append(f"v{saved.version} · {size}")
             box.tooltip.append(f"saved by {node.name} (node {node.id}) as "
-                               f"{saved.slot or '?'} at version {saved.version}, "
-                               f"{bytes_text(saved.nbytes)}")
+                               f"{slot} at version {saved.version}, {size}")
             arrow = Arrow(box.key, f"n{node.id}", label=saved.slot,
-                          tooltip=[(f"{node.name} saved this as {saved.slot or '?'} "
+                          tooltip=[(f"{node.name} saved this as {slot} "
                                    f"(version {saved.version})")],
                           attrs={"dir": "none", "color": SAVED_FILL})
             if self._saved_was_broken(node.id, saved.tensor):
@@ -529,6 +553,9 @@ class _Planner:
         tooltip = [f"{exception.type}: {exception.message}", f"at {site_full(exception.site)}"]
         self.boxes["exception"] = Box("exception", label, tooltip, EXCEPTION_FILL,
                                       attrs={"shape": "note"})
+
+
+_NODE_KINDS = {"function": "user autograd.Function", "accumulate": "AccumulateGrad"}
 
 
 def _capped(items: list[str], total: int) -> str:

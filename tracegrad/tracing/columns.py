@@ -42,8 +42,9 @@ import dataclasses
 import functools
 import typing
 from collections.abc import Callable
-from itertools import accumulate, chain, islice, repeat
-from operator import attrgetter, itemgetter
+from functools import partial
+from itertools import accumulate, chain, compress, islice, repeat
+from operator import attrgetter, is_not, itemgetter, lt
 from typing import Any
 
 import numpy as np
@@ -53,6 +54,7 @@ from .codec import _REQUIRED, DecodeError, _fields, _kind, _Problem, _split_opti
 
 _PRIMITIVES = (int, float, bool, str)
 _NONE = type(None)
+_is_not_none = partial(is_not, None)
 
 
 # -- what each field is -----------------------------------------------------------------
@@ -66,6 +68,7 @@ VALUES = "values"  # a list of Values (or None), by row
 ARRAY = "array"  # an array, by its number in the arrays table
 RECORDS = "records"  # a list, dict (by id) or optional one of nested records
 RECORD = "record"  # one nested record, always there
+_FLAT_KINDS = frozenset({PLAIN, ANY, SITE, VALUE, VALUES, ARRAY})  # columns of values
 
 
 class _Column(typing.NamedTuple):
@@ -148,6 +151,7 @@ class _ColumnEncoder:
         self.values: list[model.Value] = []
         self._site_rows: dict[model.Site, int] = {}  # by value: equal sites share a row
         self._value_rows: dict[int, int] = {}  # id(Value) -> row: the trace keeps them alive
+        self._site_ids: dict[int, int] = {}  # id(Site) -> row, likewise
 
     def table(self, cls: type, records: list) -> dict:
         columns = {}
@@ -158,8 +162,45 @@ class _ColumnEncoder:
             values = list(map(attrgetter(column.name), records))
             if _all_default(column, values, count):
                 continue
-            columns[column.name] = self._encode(column, values)
+            if column.kind in _FLAT_KINDS:
+                columns[column.name] = self._flat_column(column, values, count)
+            else:
+                columns[column.name] = self._encode(column, values)
         return {"count": count, "columns": columns}
+
+    def _flat_column(self, column: _Column, values: list, count: int):
+        """A column of values (not of records): dense, or one of two shorter forms that
+        read back faster as well as being smaller --
+
+        * sparse, ``{"rows": [...], "values": [...]}``, when at most a quarter of the
+          records differ from the default (a tensor's name, a node's leaf);
+        * a string table, ``{"strings": [...], "codes": [...]}``, for strings that repeat
+          (op names, dtypes): a small int a record instead of a string.
+        """
+        default = column.default
+        if column.factory is not None:
+            rows = list(compress(range(count), values))  # non-empty lists and dicts
+        elif default is None:  # ``is not``: an array column never meets ==
+            rows = list(compress(range(count), map(_is_not_none, values)))
+        elif default is not _REQUIRED:
+            rows = [row for row, item in enumerate(values)
+                    if item is not default and (item != default or type(item) is not
+                                                type(default))] \
+                if values.count(default) * 4 >= count * 3 else None
+        else:
+            rows = None
+        if rows is not None and len(rows) * 4 <= count:
+            kept = list(map(values.__getitem__, rows))
+            return {"rows": rows, "values": self._dense(column, kept, len(kept))}
+        return self._dense(column, values, count)
+
+    def _dense(self, column: _Column, values: list, count: int):
+        if column.hint is str and count > 1:
+            strings = dict.fromkeys(values)  # in order of first sight: deterministic
+            if len(strings) * 2 <= count:
+                codes = {text: code for code, text in enumerate(strings)}
+                return {"strings": list(strings), "codes": list(map(codes.__getitem__, values))}
+        return self._encode(column, values)
 
     def _encode(self, column: _Column, values: list):
         kind = column.kind
@@ -172,6 +213,8 @@ class _ColumnEncoder:
         if kind is VALUE:
             return list(map(self._value_row, values))
         if kind is VALUES:
+            if not any(map(any, values)):  # structure only: [None] lists, JSON-able as is
+                return values
             value_row = self._value_row
             return [list(map(value_row, items)) for items in values]
         if kind is ARRAY:
@@ -189,10 +232,15 @@ class _ColumnEncoder:
     def _site_row(self, site: model.Site | None) -> int | None:
         if site is None:
             return None
-        row = self._site_rows.get(site)
+        # By id() first: a Site's own hash and == are Python code, and the recorder shares
+        # one Site object per line; equal Sites that are different objects share a row too.
+        row = self._site_ids.get(id(site))
         if row is None:
-            row = self._site_rows[site] = len(self.sites)
-            self.sites.append(site)
+            row = self._site_rows.get(site)
+            if row is None:
+                row = self._site_rows[site] = len(self.sites)
+                self.sites.append(site)
+            self._site_ids[id(site)] = row
         return row
 
     def _value_row(self, value: model.Value | None) -> int | None:
@@ -328,6 +376,10 @@ class _ColumnDecoder:
 
     def _column(self, column: _Column, values, count: int):
         kind = column.kind
+        if kind in _FLAT_KINDS and type(values) is dict:
+            if "rows" in values:
+                return self._sparse(column, values, count)
+            return self._dense(column, values, count)
         if kind is RECORD:
             records = self.table(column.child, values)
             if len(records) != count:
@@ -357,6 +409,42 @@ class _ColumnDecoder:
         _check_types(values, (int, _NONE) if column.nullable else (int,), "an array number")
         load_array = self.load_array
         return [None if number is None else load_array(number) for number in values]
+
+    def _sparse(self, column: _Column, values: dict, count: int) -> list:
+        """A sparse column: the default everywhere but at ``rows``."""
+        rows, kept = values.get("rows"), values.get("values")
+        if type(rows) is not list or not set(map(type, rows)) <= {int}:
+            raise _Problem("rows must be a list of integers").at(".rows")
+        if rows and not (0 <= rows[0] and rows[-1] < count and all(map(lt, rows, rows[1:]))):
+            raise _Problem(f"rows must rise from 0 to at most {count - 1}").at(".rows")
+        try:
+            kept = self._dense(column, kept, len(rows))
+        except _RowProblem as failure:  # its number in ``values``: the record's is its row
+            raise _RowProblem(rows[failure.row], failure.problem) from None
+        except _Problem as problem:
+            raise problem.at(".values") from None
+        if column.factory is not None:
+            factory = column.factory
+            dense = [factory() for _ in range(count)]
+        else:
+            dense = [column.default] * count
+        for row, item in zip(rows, kept):
+            dense[row] = item
+        return dense
+
+    def _dense(self, column: _Column, values, count: int) -> list:
+        """A dense column: a list, or a string table (codes into ``strings``)."""
+        if type(values) is dict:
+            strings, codes = values.get("strings"), values.get("codes")
+            if column.hint is not str or type(strings) is not list:
+                raise _Problem(f"expected a column (a list), got {_kind(values)}")
+            _expect_list(codes, count, ".codes")
+            try:
+                table = _plain_column(str, column.nullable, strings)
+            except _RowProblem as failure:  # a string many records share: name the table's
+                raise failure.problem.at(f".strings[{failure.row}]") from None
+            return _references(dict(enumerate(table)), codes, "string", False)
+        return self._column(column, values, count)
 
     def _nested(self, column: _Column, values, count: int) -> list:
         if type(values) is not dict:
@@ -517,7 +605,7 @@ def _references(rows: dict, values: list, what: str, nullable: bool,
             continue
         if type(number) is int:
             problem = _Problem(f"{what} number {number} is not in the table "
-                               f"({len(rows) - 1} rows)")
+                               f"({len(rows) - (None in rows)} rows)")
         else:
             problem = _Problem(_wrong(number, f"a {what} number"))
         if place is None:
