@@ -30,7 +30,6 @@ from ..tracing.text import violation_lines, violation_mark
 from ._text import (
     bytes_text,
     clip,
-    nonfinite_text,
     site_full,
     site_short,
     size_text,
@@ -54,7 +53,7 @@ EXCEPTION_FILL = "lightpink"
 TOOLTIP_ITEMS = 8  # inputs, outputs, saved tensors, gradients listed per tooltip
 
 
-@dataclass
+@dataclass(slots=True)  # slots: made 100,000 times for a large graph (bench/bench_dot.py)
 class Box:
     """One DOT node: its id, label lines, tooltip lines and extra attributes."""
 
@@ -67,7 +66,7 @@ class Box:
     roles: list[str] = field(default_factory=list)  # tensors: output, leaf, saved, base
 
 
-@dataclass
+@dataclass(slots=True)
 class Arrow:
     """One DOT edge from ``tail`` to ``head`` (forward direction, as torchviz draws)."""
 
@@ -152,6 +151,7 @@ class _Planner:
         self._briefs: dict[int | None, str] = {}
         self._value_details: dict[int, str] = {}
         self._site_lines: dict[int, str] = {}
+        self._node_keys: dict[int, str] = {}
 
     # -- top level -------------------------------------------------------------------
     def build(self) -> Plan:
@@ -209,6 +209,12 @@ class _Planner:
                     self.module_keys[node.module] = f"m{len(self.module_keys)}"
 
     def key_of_node(self, node_id: int) -> str:
+        key = self._node_keys.get(node_id)  # asked for as head and again as tail
+        if key is None:
+            key = self._node_keys[node_id] = self._new_key_of_node(node_id)
+        return key
+
+    def _new_key_of_node(self, node_id: int) -> str:
         module = self.module_of_node.get(node_id)
         if module is not None:
             return self.module_keys[module]
@@ -237,8 +243,10 @@ class _Planner:
             box.attrs["shape"] = "box3d"
             box.label.extend(f"{key}: {value}" for key, value in node.attrs.items()
                              if key != "folded" and not self.options.show_attrs)
-        self._mark_step(box, step)
-        self._mark_violations(box, self.node_violations.get(node.id, ()))
+        if step is not None:
+            self._mark_step(box, step)
+        if self.node_violations:
+            self._mark_violations(box, self.node_violations.get(node.id, ()))
         if step is not None and step.error:
             box.attrs["color"] = VIOLATION_COLOR
             box.attrs["penwidth"] = "2"
@@ -319,7 +327,8 @@ class _Planner:
                       roles=[role])
             if role == "leaf" and tensor is not None:
                 box.module = self._parameter_module(tensor)
-            self._mark_violations(box, self.tensor_violations.get(tensor_id, ()))
+            if self.tensor_violations:
+                self._mark_violations(box, self.tensor_violations.get(tensor_id, ()))
             self.boxes[key] = box
         else:
             roles = box.roles
@@ -446,7 +455,7 @@ class _Planner:
                 arrow.label = value_summary(grad)
                 arrow.tooltip = [(f"gradient to {self._node_name(next_id)}: "
                                  f"{self._detail(grad)}")]
-                if nonfinite_text(grad.stats):
+                if grad.stats.nan_count or grad.stats.inf_count:  # nonfinite_text's test
                     arrow.attrs.update(color=VIOLATION_COLOR, fontcolor=VIOLATION_COLOR)
             self.arrows.append(arrow)
 
@@ -474,7 +483,7 @@ class _Planner:
                           tooltip=[(f"{node.name} saved this as {slot} "
                                    f"(version {saved.version})")],
                           attrs={"dir": "none", "color": SAVED_FILL})
-            if self._saved_was_broken(node.id, saved.tensor):
+            if self.node_violations and self._saved_was_broken(node.id, saved.tensor):
                 arrow.attrs["color"] = VIOLATION_COLOR
                 current = tensor.version if tensor is not None else "?"
                 arrow.label = f"{saved.slot} v{saved.version}≠v{current}".strip()
