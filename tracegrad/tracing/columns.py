@@ -402,6 +402,8 @@ class _ColumnDecoder:
             _check_types(values, (list,), "a list")
             rows = self.rows[model.Value]
             flat = list(chain.from_iterable(values))
+            if set(map(type, flat)) <= {_NONE}:  # structure only: the lists are the column
+                return values
             _references(rows, flat, "Value", True, lambda position: _inner(values, position))
             lookup = rows.__getitem__
             return [list(map(lookup, items)) for items in values]
