@@ -221,6 +221,11 @@ COLUMN_DAMAGE = {  # (edit of the columns, words the error must hold)
     "columns not an object": (
         lambda doc: doc["values"].__setitem__("columns", []),
         "values.columns: expected an object of columns, got a list"),
+    "a billion statistics asked for by a count alone": (
+        lambda doc: doc["values"]["columns"]["stats"].__setitem__("count", 10 ** 9),
+        "values.stats: expected 13 records, got 1000000000"),
+    "two traces": (
+        lambda doc: doc["trace"].__setitem__("count", 2), "trace: expected 1 records, got 2"),
     "a required column missing": (
         lambda doc: _columns_of(doc, "tensors")["columns"].pop("dtype"),
         "trace.tensors[0]: missing field 'dtype'"),

@@ -309,10 +309,7 @@ def decode_columns(body, load_array: Callable[[int], np.ndarray]) -> model.Trace
             decoder.rows[cls] = {None: None, **dict(enumerate(rows))}
         if "trace" not in body:
             raise _Problem("missing entry 'trace'")
-        traces = _located_table(decoder, model.Trace, body["trace"], "trace", one=True)
-        if len(traces) != 1:
-            raise _Problem(f"expected one trace record, got {len(traces)}").at("trace")
-        trace = traces[0]
+        (trace,) = _located_table(decoder, model.Trace, body["trace"], "trace", one=True)
         trace.read_legacy_roots()
         return trace
     except _Problem as problem:
@@ -326,7 +323,7 @@ _EMPTY = {"count": 0, "columns": {}}
 
 def _located_table(decoder, cls: type, data, name: str, one: bool = False) -> list:
     try:
-        return decoder.table(cls, data)
+        return decoder.table(cls, data, expected=1 if one else None)
     except _RowProblem as failure:
         raise failure.problem.at(name if one else f"{name}[{failure.row}]") from None
     except _Problem as problem:
@@ -338,12 +335,17 @@ class _ColumnDecoder:
         self.load_array = load_array
         self.rows: dict[type, dict] = {}  # Site / Value: {row number: record, None: None}
 
-    def table(self, cls: type, data) -> list:
+    def table(self, cls: type, data, expected: int | None = None) -> list:
+        """The records of a table; ``expected``: how many there must be (checked before any
+        is made: a class whose every field has a default, such as Stats, could otherwise be
+        asked for a billion records by a count alone)."""
         if type(data) is not dict:
             raise _Problem(f"expected a table ({cls.__name__}), got {_kind(data)}")
         count, columns = data.get("count"), data.get("columns")
         if type(count) is not int or count < 0:
             raise _Problem(f"a table's count must be an integer >= 0, got {count!r}")
+        if expected is not None and count != expected:
+            raise _Problem(f"expected {expected} records, got {count}")
         if type(columns) is not dict:
             raise _Problem(f"expected an object of columns, got {_kind(columns)}").at(
                 ".columns")
@@ -381,10 +383,7 @@ class _ColumnDecoder:
                 return self._sparse(column, values, count)
             return self._dense(column, values, count)
         if kind is RECORD:
-            records = self.table(column.child, values)
-            if len(records) != count:
-                raise _Problem(f"expected {count} records, got {len(records)}")
-            return records
+            return self.table(column.child, values, expected=count)
         if kind is RECORDS:
             return self._nested(column, values, count)
         _expect_list(values, count)
