@@ -315,6 +315,7 @@ def test_limits_from_the_environment_reach_load_trace(saved, tmp_path, monkeypat
 
 
 @pytest.mark.parametrize("name", ["tracegrad.tracing.store", "tracegrad.tracing.codec",
+                                  "tracegrad.tracing.columns",
                                   "tracegrad.tracing.validate", "tracegrad.tracing.limits"])
 def test_docstring_examples(name):
     import doctest
