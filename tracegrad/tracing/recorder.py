@@ -54,7 +54,7 @@ from .model import (
 from .names import names_in_frame, user_frame
 from .nonfinite import name_cause_inputs, note_masks
 from .text import describe_violations, site_inline
-from .values import DEFAULT_BUDGET_BYTES, ValueBudget, is_finite
+from .values import DEFAULT_BUDGET_BYTES, ValueBudget, is_finite, value_is_finite
 from .violations import ViolationFinder, first_nan
 
 _MAX_PENDING_FRAMES = 8
@@ -176,7 +176,16 @@ class Recorder(FlowEvents, events.Listener):
         self.trace.metadata["summarized_values"] = self.budget.summarized
         self.trace.metadata.update(self.ledger.metadata())
         self._note_module_classes()
+        self._compact()
         return self.trace
+
+    def _compact(self) -> None:
+        """Let go of what only the objects that died needed (lookups by identity, the
+        tensors whose names were searched): a finished trace keeps its records and little
+        else (bench/bench_trace.py (c) measures it)."""
+        self.builder.compact()
+        live = {tensor_id for tensor_id, _ in self.builder._tensor_ids.values()}
+        self._looked_up = {tensor_id for tensor_id in self._looked_up if tensor_id in live}
 
     def name_pending(self) -> None:
         """Name the tensors recorded so far after the user's variables now, as ``stop()``
@@ -314,26 +323,35 @@ class Recorder(FlowEvents, events.Listener):
         before = builder._next_tensor_id
         record = builder.record_op(node, inputs, outputs)
         tensors = self.trace.tensors
-        if self.values:
+        values = self.values
+        if values and builder._next_tensor_id != before:
             for tensor, tensor_id in zip(inputs, record.inputs):
                 if tensor_id >= before and tensors[tensor_id].value is None:
                     tensors[tensor_id].value = self._capture(tensor._array)  # a leaf
-        for tensor, tensor_id in zip([out for out in outputs if out is not None],
-                                     record.outputs):
+        tainted = self._tainted
+        site = node._site
+        output_ids = record.outputs
+        for index, tensor in enumerate(outputs if len(outputs) == len(output_ids) else
+                                       [out for out in outputs if out is not None]):
+            tensor_id = output_ids[index]
             tensor_record = tensors[tensor_id]
             if not (tensor._requires_grad or tensor.requires_grad):  # an integer output
                 # (the property: a torch tensor's adapter): the gradient stops here
-                self._tainted.add(tensor_id)
-            elif tensor_id in self._tainted:  # first seen as a flow's result (an op inside
-                # a custom Function's forward): it is the Function's output now
-                self._tainted.discard(tensor_id)
+                tainted.add(tensor_id)
+            elif tainted and tensor_id in tainted:  # first seen as a flow's result (an op
+                # inside a custom Function's forward): it is the Function's output now
+                tainted.discard(tensor_id)
                 tensor_record.requires_grad = True
                 tensor_record.site = None
             if tensor_record.site is None:
-                tensor_record.site = node._site
-            value = tensor_record.value = self._capture(tensor._array)
-            finite = not value.stats.has_nonfinite if value is not None \
-                else is_finite(tensor._array)
+                tensor_record.site = site
+            data = tensor._array
+            if values:
+                value = tensor_record.value = self._capture(data)
+                finite = value_is_finite(value, data)
+            else:
+                tensor_record.value = None
+                finite = is_finite(data)
             if not finite:
                 # Inputs are checked only now, in the rare case: report where non-finite
                 # values first appear, not every op they flow through.
@@ -413,14 +431,16 @@ class Recorder(FlowEvents, events.Listener):
             record = tensor_records.get(tensor_id)
             if record is None:
                 continue
-            if tensor.name:
-                record.name = tensor.name
+            name = tensor.name
+            if name:
+                record.name = name
             elif record.name is None:
                 if new is None:
                     new = []
                 new.append((weakref.ref(tensor), record))
         if new:
-            frame = user_frame(1)
+            # From the caller's caller: this frame and the event's are tracegrad's own.
+            frame = user_frame(3)
             pending = self._unnamed.get(frame)
             if pending is None:
                 if len(self._unnamed) >= _MAX_PENDING_FRAMES:
@@ -622,12 +642,19 @@ class Recorder(FlowEvents, events.Listener):
             self._step = None
             return
         node_id = self.builder.node_id(node)
-        step = Step(index=len(current.steps), node=node_id,
-                    grads_in=[self._gradient(grad) for grad in grads_in],
-                    hooks=self._pending_hooks.pop(id(node), []))
-        current.steps.append(step)
-        self.ledger.current.step_count += 1
-        self.ledger.steps_alive += 1
+        if self.values:
+            gradient = self._gradient
+            grads = [gradient(grad) if grad is not None else None for grad in grads_in]
+        else:
+            grads = [None] * len(grads_in)
+        hooks = self._pending_hooks.pop(id(node), None) if self._pending_hooks else None
+        steps = current.steps
+        # positional, in field order: index, node, grads_in, grads_out, hooks
+        step = Step(len(steps), node_id, grads, [], hooks if hooks is not None else [])
+        steps.append(step)
+        ledger = self.ledger
+        ledger.groups[-1].step_count += 1
+        ledger.steps_alive += 1
         self._step = step
 
     def _summarize_running_pass(self) -> None:
@@ -644,10 +671,9 @@ class Recorder(FlowEvents, events.Listener):
         self._pending_hooks.clear()
 
     def _gradient(self, grad) -> Value | None:
-        """A gradient's Value; the same array going out of one step and into the next is
-        captured once (the pass holds the arrays, so their ids are not reused meanwhile)."""
-        if grad is None or not self.values:
-            return None
+        """A gradient's Value (``grad`` is not None, values are captured); the same array
+        going out of one step and into the next is captured once (the pass holds the
+        arrays, so their ids are not reused meanwhile)."""
         data = grad._array
         seen = self._pass_gradients.get(id(data))
         if seen is not None and seen[0] is data:
@@ -680,14 +706,24 @@ class Recorder(FlowEvents, events.Listener):
             self._check_counted_step(node, grads_out)
             self._step_node, self._step_grads_in = None, ()
             return
-        step.grads_out = [self._gradient(grad) for grad in grads_out]
+        values = self.values
+        if values:
+            gradient = self._gradient
+            captured = step.grads_out = [gradient(grad) if grad is not None else None
+                                         for grad in grads_out]
+        else:
+            step.grads_out = [None] * len(grads_out)
         step.duration_ns = int(duration_ns)
+        checked = None
         for edge_index, grad in enumerate(grads_out):
             if grad is None:
                 continue
-            value = step.grads_out[edge_index]
-            finite = not value.stats.has_nonfinite if value is not None \
-                else is_finite(grad._array)
+            data = grad._array
+            if data is checked:
+                continue  # the same array on two edges (AddBackward0): checked once
+            checked = data
+            finite = value_is_finite(captured[edge_index], data) if values \
+                else is_finite(data)
             if not finite:
                 found = len(self.trace.violations)
                 grads_in = self._step_grads_in
