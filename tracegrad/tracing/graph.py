@@ -24,7 +24,7 @@ import numpy as np
 
 from ..autograd.node import Node, SavedTensor
 from ..tensor import Tensor
-from .model import NodeRecord, SavedRecord, TensorRecord, Trace
+from .model import NO_ITEMS, NodeRecord, SavedRecord, TensorRecord, Trace
 
 # Instance attributes of a node that are machinery, not the op's parameters.
 _NODE_MACHINERY = frozenset({"needs_input_grad", "next_functions", "metadata", "variable"})
@@ -271,13 +271,13 @@ class GraphBuilder:
                 dtype if dtype is not None else _dtype_name(data.dtype),
                 "cpu" if data.__class__ is np.ndarray else str(tensor.device), tensor.name,
                 bool(tensor.requires_grad), tensor.grad_fn is None, None,
-                int(tensor._output_nr), None, type(tensor).__name__ == "Parameter")
+                int(tensor._output_nr), None, type(tensor).__name__ == "Parameter", NO_ITEMS)
         else:
             shape, dtype, device, is_parameter = fields
             record = TensorRecord(
                 tensor_id, _shape(shape), dtype, device, tensor.name,
                 bool(tensor.requires_grad), tensor.grad_fn is None, None,
-                int(tensor._output_nr), None, is_parameter)
+                int(tensor._output_nr), None, is_parameter, NO_ITEMS)
         self.trace.tensors[tensor_id] = record
         base = tensor._base
         if base is not None:
@@ -293,7 +293,7 @@ class GraphBuilder:
             id=tensor_id, shape=tuple(map(int, shape)), dtype=_dtype_name(numpy_dtype),
             device=str(device),
             requires_grad=numpy_dtype.kind == "f", is_leaf=False, grad_fn=node_id,
-            output_nr=output_nr)
+            output_nr=output_nr, versions=NO_ITEMS)
         self._output_tensors[_output_key(node_id, output_nr)] = tensor_id
         return tensor_id
 
@@ -385,6 +385,8 @@ class GraphBuilder:
             output_tensors[node_id if output_nr == 0 else (node_id, output_nr)] = tensor_id
             record.grad_fn, record.output_nr, record.is_leaf = node_id, output_nr, False
             output_ids.append(tensor_id)
+        if len(output_ids) == 1:  # the usual one output: a list of one, not of four slots
+            output_ids = [output_ids[0]]
         return self._finish_node(node, node_id, input_ids, output_ids)
 
     def record_inplace(self, info) -> NodeRecord | None:
@@ -448,8 +450,9 @@ class GraphBuilder:
         node_id = self._reserve_node(node)
         leaf = self.tensor_id(node.variable)
         self.trace.nodes[node_id] = NodeRecord(
-            id=node_id, name=shown_name(node), kind="accumulate", inputs=[leaf], leaf=leaf,
-            site=node._site, module=node._module)
+            id=node_id, name=shown_name(node), kind="accumulate", inputs=[leaf],
+            outputs=NO_ITEMS, next=NO_ITEMS, saved=NO_ITEMS, leaf=leaf, site=node._site,
+            module=node._module)
         return node_id
 
     def adopt(self, roots, known_outputs: dict | None = None) -> None:
@@ -532,8 +535,11 @@ class GraphBuilder:
             next_id = entry[0] if entry is not None and entry[1]() is next_node \
                 else self.node_id(next_node)
             edges.append((next_id, input_nr if input_nr.__class__ is int else int(input_nr)))
-        record.next = edges
-        record.saved = self.saved_records(node, node_id, stand_ins) if node._saved else []
+        # Lists of their own length (one built by appending keeps spare slots), and the
+        # shared empty one for nothing: these are most of a node's bytes.
+        record.next = edges if len(edges) > 2 else [*edges] if edges else NO_ITEMS
+        record.saved = self.saved_records(node, node_id, stand_ins) if node._saved \
+            else NO_ITEMS
         return record
 
     def saved_records(self, node, node_id: int, stand_ins: dict | None = None

@@ -40,6 +40,7 @@ from .keep import (
 )
 from .model import (
     DROPPED_PASS,
+    NO_ITEMS,
     ORIGIN_GRADCHECK,
     ORIGIN_USER,
     BackwardPass,
@@ -502,11 +503,11 @@ class Recorder(FlowEvents, events.Listener):
         if tensor_id is None:
             tensor_id = builder.tensor_id(tensor)
         change = VersionChange(info.version, info.op_name, info.site)
-        self.trace.tensors[tensor_id].versions.append(change)
+        _append(self.trace.tensors[tensor_id], "versions", change)
         if info.base is not tensor:
             base_id = builder.known_tensor(info.base)
             if base_id is not None:
-                self.trace.tensors[base_id].versions.append(change)
+                _append(self.trace.tensors[base_id], "versions", change)
         if node_record is not None:
             self._after_inplace_record(info, node_record)
         if watched:
@@ -650,7 +651,7 @@ class Recorder(FlowEvents, events.Listener):
         hooks = self._pending_hooks.pop(id(node), None) if self._pending_hooks else None
         steps = current.steps
         # positional, in field order: index, node, grads_in, grads_out, hooks
-        step = Step(len(steps), node_id, grads, [], hooks if hooks is not None else [])
+        step = Step(len(steps), node_id, grads, [], hooks if hooks is not None else NO_ITEMS)
         steps.append(step)
         ledger = self.ledger
         ledger.groups[-1].step_count += 1
@@ -692,7 +693,7 @@ class Recorder(FlowEvents, events.Listener):
             hook_name = "retain_grad"
         hook_record = HookRecord(kind=kind, name=hook_name, changed=bool(changed))
         if self._step is not None and self._step_node is node:
-            self._step.hooks.append(hook_record)
+            _append(self._step, "hooks", hook_record)
         else:  # tensor and pre hooks fire before the step starts
             self._pending_hooks.setdefault(id(node), []).append(hook_record)
 
@@ -795,6 +796,16 @@ class Recorder(FlowEvents, events.Listener):
         self._pass_gradients.clear()
         self._end_group()
         self.violations.prune()
+
+
+def _append(record, field: str, item) -> None:
+    """Append ``item`` to a record's list ``field``, giving the record a list of its own
+    first when it shares the empty one (model.NO_ITEMS)."""
+    items = getattr(record, field)
+    if items is NO_ITEMS:
+        setattr(record, field, [item])
+    else:
+        items.append(item)
 
 
 def _pass_origin(frame) -> tuple[str, str | None]:
