@@ -146,6 +146,7 @@ class Recorder(FlowEvents, events.Listener):
 
     def start(self) -> None:
         if self._subscription is None:
+            self.builder.trace = self.trace  # (let go by stop: see _compact)
             self._thread = threading.get_ident()
             self._subscription = events.subscribe(self)
             # A program on real torch is observed too: now, or when it imports torch.
@@ -187,6 +188,11 @@ class Recorder(FlowEvents, events.Listener):
         self.builder.compact()
         live = {tensor_id for tensor_id, _ in self.builder._tensor_ids.values()}
         self._looked_up = {tensor_id for tensor_id in self._looked_up if tensor_id in live}
+        # The trace keeps the builder (trace._builder: why_no_grad finds live tensors by
+        # it); the builder letting go of the trace leaves no reference cycle, so a trace
+        # nobody holds is freed at once, not by the next full garbage collection (which
+        # costs time in proportion to everything alive, dead traces included).
+        self.builder.trace = None
 
     def name_pending(self) -> None:
         """Name the tensors recorded so far after the user's variables now, as ``stop()``

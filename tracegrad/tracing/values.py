@@ -137,6 +137,16 @@ def is_finite(data) -> bool:
     """
     kind = data.dtype.kind
     if kind == "f":
+        if data.__class__ is np.ndarray and data.size <= _TINY:
+            # Python floats: cheaper than a NumPy call on a handful of elements (a loss, a
+            # bias); their sum is finite exactly when every element is (it cannot overflow
+            # here, except for float64 values near the limit: the exact check then decides)
+            ndim = data.ndim
+            total = data.item() if ndim == 0 else _fsum(data.tolist() if ndim == 1 else
+                                                        data.ravel().tolist())
+            if math.isfinite(total):
+                return True
+            return bool(np.isfinite(data).all())
         flat = data if data.ndim == 1 else data.reshape(-1)
         if _extobj_contextvar is not None and data.__class__ is np.ndarray:
             # an overflow here is ours, not the program's: no warning (np.errstate, inline)
@@ -154,6 +164,10 @@ def is_finite(data) -> bool:
         return True
     xp = backends.array_module(data)
     return bool(xp.isfinite(data).all())
+
+
+_TINY = 16  # elements: below this, is_finite sums Python floats
+_fsum = sum
 
 
 def value_is_finite(value: Value | None, data) -> bool:
