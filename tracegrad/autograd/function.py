@@ -27,8 +27,8 @@ from . import events, views
 from . import node as _node_module
 from .grad_mode import anomaly_flags, state
 from .module_scope import current_scope  # (_note_site: every op while a tracer listens)
-from .site import user_site
 from .node import Node, SavedTensor, _sequence
+from .site import user_site
 
 # tracegrad.tensor.Tensor. tensor.py imports this module before it defines Tensor, so it
 # binds the class here once it exists (bind_tensor_class); a function-level import instead
