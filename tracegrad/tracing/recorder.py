@@ -211,13 +211,14 @@ class Recorder(FlowEvents, events.Listener):
             self.trace.metadata["module_classes"] = classes
 
     # -- capture policy ----------------------------------------------------------------
-    def _capture(self, data) -> Value | None:
+    def _capture(self, data, like: Value | None = None) -> Value | None:
         """A Value of ``data`` for the current group: arrays are kept tentatively and
-        released when the group turns out not to be kept (see keep.py)."""
+        released when the group turns out not to be kept (see keep.py). ``like``: see
+        ValueBudget.capture."""
         if not self.values:
             return None
-        group = self.ledger.current
-        value = self.budget.capture(data, True)
+        group = self.ledger.groups[-1]
+        value = self.budget.capture(data, True, like)
         group.value_count += 1
         self.ledger.values_alive += 1
         if value.array is not None and self.keep_passes is not None:
@@ -767,7 +768,14 @@ class Recorder(FlowEvents, events.Listener):
             return
         tensor_id = self.builder.tensor_id(tensor)
         record = self.trace.tensors[tensor_id]
-        value = self._capture(tensor.grad._array) if tensor.grad is not None else None
+        grad = tensor.grad
+        value = None
+        if grad is not None and self.values:
+            # .grad is often the incoming gradient itself, or it added to zeros: the
+            # step's Value of that gradient may hold the same bits (see _capture)
+            step = current.steps[-1] if current is not None and current.steps else None
+            like = step.grads_in[0] if step is not None and step.grads_in else None
+            value = self._capture(grad._array, like)
         if value is not None:
             # The Value stays with this pass's step (.grad per pass); the record points
             # at the latest one (.grad after the last pass).
