@@ -24,7 +24,7 @@ import numpy as np
 
 from ..autograd.node import Node, SavedTensor
 from ..tensor import Tensor
-from .model import NO_ITEMS, NodeRecord, SavedRecord, TensorRecord, Trace
+from .model import NO_ATTRS, NO_ITEMS, NodeRecord, SavedRecord, TensorRecord, Trace
 
 # Instance attributes of a node that are machinery, not the op's parameters.
 _NODE_MACHINERY = frozenset({"needs_input_grad", "next_functions", "metadata", "variable"})
@@ -45,12 +45,43 @@ def gc_paused():
             gc.enable()
 
 
-def _reference(obj):
-    """A weak reference when the object allows one, else a strong one."""
+class _Seen(weakref.ref):
+    """An entry of the builder's lookups: a weak reference to a recorded object that
+    carries the object's id in the trace. One object per entry (a tuple and a reference
+    were two, each one more for the garbage collector to track on every op). Unpacks as
+    ``(id, reference)``, the pair the entries used to be.
+    """
+
+    __slots__ = ("id",)
+
+    def __iter__(self):
+        return iter((self.id, self))
+
+
+class _Held:
+    """A lookup entry for an object that allows no weak reference: held strongly."""
+
+    __slots__ = ("id", "held")
+
+    def __init__(self, held) -> None:
+        self.held = held
+
+    def __call__(self):
+        return self.held
+
+    def __iter__(self):
+        return iter((self.id, self))
+
+
+def _reference(obj, record_id: int):
+    """The lookup entry of ``obj``, recorded as ``record_id``: a weak reference when the
+    object allows one, else a strong one."""
     try:
-        return weakref.ref(obj)
+        entry = _Seen(obj)
     except TypeError:
-        return lambda: obj
+        entry = _Held(obj)
+    entry.id = record_id
+    return entry
 
 
 class _NotJsonable(Exception):
@@ -96,11 +127,11 @@ _int_tuples: dict[tuple, list] = {}
 
 def _int_tuple_json(value: tuple):
     """The shared JSON form of a tuple of ints or of tuples of ints, or None."""
+    if len(value) > _MAX_ATTR_ITEMS or not _exact_ints(value):
+        return None  # (checked first: a tuple may hold arrays, which cannot be hashed)
     shared = _int_tuples.get(value)
-    if shared is not None and _exact_ints(value):
+    if shared is not None:
         return shared
-    if not _exact_ints(value) or len(value) > _MAX_ATTR_ITEMS:
-        return None
     if len(_int_tuples) >= 4096:  # a program with ever-new shapes: start over
         _int_tuples.clear()
     shared = _int_tuples[value] = [item if type(item) is int else list(item)
@@ -143,7 +174,7 @@ def node_attrs(node: Node) -> dict[str, Any]:
             continue  # arrays, tensors, index objects: too big or not data
     if len(attrs) > 1:
         attrs = dict(sorted(attrs.items()))
-    return attrs
+    return attrs if attrs else NO_ATTRS
 
 
 _dtype_names: dict = {}
@@ -226,8 +257,10 @@ class GraphBuilder:
 
     def __init__(self, trace: Trace) -> None:
         self.trace = trace
-        self._tensor_ids: dict[int, tuple[int, Any]] = {}  # id(tensor) -> (tensor id, ref)
-        self._node_ids: dict[int, tuple[int, Any]] = {}  # id(node) -> (node id, ref)
+        # id(object) -> its entry (see _Seen): entry.id its id in the trace, entry() the
+        # object while it lives (an id reused after it died never matches)
+        self._tensor_ids: dict[int, _Seen | _Held] = {}
+        self._node_ids: dict[int, _Seen | _Held] = {}
         # (node id, nr) -> tensor id; output 0 (most nodes' only one) is keyed by the node
         # id alone, an int: no key tuple per node (see _output_key)
         self._output_tensors: dict = {}
@@ -237,15 +270,15 @@ class GraphBuilder:
     # -- tensors -----------------------------------------------------------------------
     def known_tensor(self, tensor) -> int | None:
         entry = self._tensor_ids.get(id(tensor))
-        if entry is not None and entry[1]() is tensor:
-            return entry[0]
+        if entry is not None and entry() is tensor:
+            return entry.id
         return None
 
     def tensor_id(self, tensor) -> int:
         """The id of a live tensor, recording it on first sight."""
         entry = self._tensor_ids.get(id(tensor))  # known_tensor, inline: every op asks
-        if entry is not None and entry[1]() is tensor:
-            return entry[0]
+        if entry is not None and entry() is tensor:
+            return entry.id
         return self._add_tensor(tensor).id
 
     def live_tensors(self):
@@ -260,7 +293,7 @@ class GraphBuilder:
     def _add_tensor(self, tensor) -> TensorRecord:
         tensor_id = self._next_tensor_id
         self._next_tensor_id = tensor_id + 1
-        self._tensor_ids[id(tensor)] = (tensor_id, _reference(tensor))
+        self._tensor_ids[id(tensor)] = _reference(tensor, tensor_id)
         # A torch tensor seen through the bridge says what it is without making an array.
         fields = tensor.__dict__.get("_trace_fields")
         if fields is None:
@@ -328,9 +361,9 @@ class GraphBuilder:
         recording kept them for nothing -- two fifths of a recorded chain's memory after
         backward (bench/bench_trace.py (c)). New dicts, as a dict never shrinks."""
         self._tensor_ids = {key: entry for key, entry in self._tensor_ids.items()
-                            if entry[1]() is not None}
+                            if entry() is not None}
         self._node_ids = {key: entry for key, entry in self._node_ids.items()
-                          if entry[1]() is not None}
+                          if entry() is not None}
         live = {node_id for node_id, _ in self._node_ids.values()}
         self._output_tensors = {
             key: tensor_id for key, tensor_id in self._output_tensors.items()
@@ -339,14 +372,14 @@ class GraphBuilder:
     # -- nodes -------------------------------------------------------------------------
     def known_node(self, node) -> int | None:
         entry = self._node_ids.get(id(node))
-        if entry is not None and entry[1]() is node:
-            return entry[0]
+        if entry is not None and entry() is node:
+            return entry.id
         return None
 
     def _reserve_node(self, node) -> int:
         node_id = self._next_node_id
         self._next_node_id = node_id + 1
-        self._node_ids[id(node)] = (node_id, _reference(node))
+        self._node_ids[id(node)] = _reference(node, node_id)
         return node_id
 
     def record_op(self, node, inputs, outputs) -> NodeRecord:
@@ -355,8 +388,8 @@ class GraphBuilder:
         The recorder's per-op path (bench/bench_trace.py (b) keeps it honest): the lookups
         of known_node and tensor_id are inline."""
         entry = self._node_ids.get(id(node))
-        if entry is not None and entry[1]() is node:
-            node_id = entry[0]
+        if entry is not None and entry() is node:
+            node_id = entry.id
         else:
             node_id = self._reserve_node(node)
         tensor_ids = self._tensor_ids
@@ -366,7 +399,7 @@ class GraphBuilder:
                 input_ids.append(None)
                 continue
             entry = tensor_ids.get(id(tensor))
-            input_ids.append(entry[0] if entry is not None and entry[1]() is tensor
+            input_ids.append(entry.id if entry is not None and entry() is tensor
                              else self._add_tensor(tensor).id)
         output_ids = []
         records = self.trace.tensors
@@ -375,8 +408,8 @@ class GraphBuilder:
             if tensor is None:
                 continue
             entry = tensor_ids.get(id(tensor))
-            if entry is not None and entry[1]() is tensor:
-                tensor_id = entry[0]
+            if entry is not None and entry() is tensor:
+                tensor_id = entry.id
                 record = records[tensor_id]
             else:
                 record = self._add_tensor(tensor)
@@ -532,7 +565,7 @@ class GraphBuilder:
                 edges.append(_NO_NEXT if input_nr == 0 else (None, int(input_nr)))
                 continue
             entry = node_ids.get(id(next_node))
-            next_id = entry[0] if entry is not None and entry[1]() is next_node \
+            next_id = entry.id if entry is not None and entry() is next_node \
                 else self.node_id(next_node)
             edges.append((next_id, input_nr if input_nr.__class__ is int else int(input_nr)))
         # Lists of their own length (one built by appending keeps spare slots), and the

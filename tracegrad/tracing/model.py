@@ -146,6 +146,23 @@ class SharedEmptyList(list):
 NO_ITEMS = SharedEmptyList()
 
 
+class SharedEmptyDict(dict):
+    """The empty dict that recorded nodes without op parameters share (``attrs``), as
+    SharedEmptyList: it equals ``{}``; adding to it raises."""
+
+    __slots__ = ()
+
+    def _refuse(self, *args, **kwargs):
+        raise TypeError(
+            "this empty dict is shared by trace records that have nothing here; assign a "
+            "dict of the record's own instead (e.g. record.attrs = {'dim': 0})")
+
+    __setitem__ = __delitem__ = update = setdefault = pop = popitem = __ior__ = _refuse
+
+
+NO_ATTRS = SharedEmptyDict()
+
+
 @dataclass
 class VersionChange:
     """One in-place mutation of a tensor: the op, the version it made, and where."""

@@ -22,7 +22,6 @@ from __future__ import annotations
 import sys
 import threading
 import traceback as traceback_module
-import weakref
 
 from .. import __version__, bridge
 from ..autograd import events, module_scope
@@ -128,7 +127,7 @@ class Recorder(FlowEvents, events.Listener):
         self._pending_hooks: dict[int, list[HookRecord]] = {}
         self._pass_gradients: dict[int, tuple] = {}  # id(array) -> (array, Value), one pass
         self._looked_up: set[int] = set()  # tensor ids whose variable name was searched
-        # user frame -> [(weakref to tensor, record)] waiting for a search of its variables
+        # user frame -> [builder entries of tensors] waiting for a search of its variables
         self._unnamed: dict = {}
         self._subscription = None
         self._thread = threading.get_ident()  # the thread recorded (set again by start)
@@ -445,7 +444,8 @@ class Recorder(FlowEvents, events.Listener):
             elif record.name is None:
                 if new is None:
                     new = []
-                new.append((weakref.ref(tensor), record))
+                # the builder's entry: a weak reference that knows the record's id
+                new.append(self.builder._tensor_ids[id(tensor)])
         if new:
             # From the caller's caller: this frame and the event's are tracegrad's own.
             frame = user_frame(3)
@@ -466,9 +466,11 @@ class Recorder(FlowEvents, events.Listener):
 
     def _flush_frame(self, frame, pending: list) -> None:
         wanted = {}
-        for reference, record in pending:
-            tensor = reference()
-            if tensor is not None and record.name is None:
+        records = self.trace.tensors
+        for entry in pending:
+            tensor = entry()
+            record = records.get(entry.id) if tensor is not None else None
+            if record is not None and record.name is None:
                 key = variable_key(tensor)
                 if key is not None:
                     wanted[key] = record
