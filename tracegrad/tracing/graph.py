@@ -401,25 +401,24 @@ class GraphBuilder:
             entry = tensor_ids.get(id(tensor))
             input_ids.append(entry.id if entry is not None and entry() is tensor
                              else self._add_tensor(tensor).id)
+        if len(outputs) == 1 and outputs[0] is not None:  # the usual one output
+            tensor = outputs[0]
+            entry = tensor_ids.get(id(tensor))
+            if entry is not None and entry() is tensor:
+                record = self.trace.tensors[entry.id]
+            else:
+                record = self._add_tensor(tensor)
+            tensor_id = record.id
+            self._output_tensors[node_id] = tensor_id  # set_output, inline
+            record.grad_fn, record.output_nr, record.is_leaf = node_id, 0, False
+            return self._finish_node(node, node_id, input_ids, [tensor_id])
         output_ids = []
-        records = self.trace.tensors
-        output_tensors = self._output_tensors
         for output_nr, tensor in enumerate(outputs):
             if tensor is None:
                 continue
-            entry = tensor_ids.get(id(tensor))
-            if entry is not None and entry() is tensor:
-                tensor_id = entry.id
-                record = records[tensor_id]
-            else:
-                record = self._add_tensor(tensor)
-                tensor_id = record.id
-            # set_output, inline
-            output_tensors[node_id if output_nr == 0 else (node_id, output_nr)] = tensor_id
-            record.grad_fn, record.output_nr, record.is_leaf = node_id, output_nr, False
+            tensor_id = self.tensor_id(tensor)
+            self.set_output(node_id, output_nr, tensor_id)
             output_ids.append(tensor_id)
-        if len(output_ids) == 1:  # the usual one output: a list of one, not of four slots
-            output_ids = [output_ids[0]]
         return self._finish_node(node, node_id, input_ids, output_ids)
 
     def record_inplace(self, info) -> NodeRecord | None:

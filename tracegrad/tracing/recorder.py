@@ -323,7 +323,10 @@ class Recorder(FlowEvents, events.Listener):
                 ledger.overflow or not self._room_for_op(args)):
             self._count_op(node, args, outputs)
             return
-        inputs = [arg for arg in args if isinstance(arg, Tensor)]
+        if len(args) == 2 and args[0].__class__ is Tensor and args[1].__class__ is Tensor:
+            inputs = args  # a binary op on two tensors, the usual case: no list to make
+        else:
+            inputs = [arg for arg in args if isinstance(arg, Tensor)]
         if self._pending:  # an input that came out of a flow: recorded with it, first
             for tensor in inputs:
                 self.materialize(tensor)
