@@ -117,6 +117,7 @@ def _jsonable(value, depth: int = 0):
 
 
 _PLAIN = frozenset({int, bool, str, type(None)})
+_public_names: dict[tuple, tuple[str, ...]] = {}  # (node class, attribute names) -> params
 # Shapes and other tuples of ints (Add's ``shapes``, a reduction's ``dim``), as attrs keep
 # them: one shared list per distinct tuple. Thousands of nodes name the same few shapes,
 # and a list of lists per node was a tenth of a recorded chain's memory
@@ -155,10 +156,23 @@ def _exact_ints(value: tuple) -> bool:
 
 def node_attrs(node: Node) -> dict[str, Any]:
     """The op parameters a node keeps (dim, keepdim, shapes, ...), JSON-able and sorted."""
+    fields = vars(node)
+    # Which of the node's attributes are parameters, worked out once per op class and set
+    # of attribute names (most nodes of an op have the same ones): every recorded op asks.
+    names = tuple(fields)
+    key = (node.__class__, names)
+    public = _public_names.get(key)
+    if public is None:
+        public = tuple(name for name in names
+                       if name[0] != "_" and name not in _NODE_MACHINERY)
+        if len(_public_names) >= 4096:  # classes or attributes without end: start over
+            _public_names.clear()
+        _public_names[key] = public
+    if not public:
+        return NO_ATTRS
     attrs = {}
-    for key, value in vars(node).items():
-        if key[0] == "_" or key in _NODE_MACHINERY:
-            continue
+    for key in public:
+        value = fields[key]
         kind = type(value)
         if kind in _PLAIN:  # the common cases first: this runs for every recorded op
             attrs[key] = value
@@ -295,7 +309,8 @@ class GraphBuilder:
         self._next_tensor_id = tensor_id + 1
         self._tensor_ids[id(tensor)] = _reference(tensor, tensor_id)
         # A torch tensor seen through the bridge says what it is without making an array.
-        fields = tensor.__dict__.get("_trace_fields")
+        # (a plain Tensor has none: its __dict__ is not even made, which reading it would do)
+        fields = None if tensor.__class__ is Tensor else tensor.__dict__.get("_trace_fields")
         if fields is None:
             data = tensor._array
             dtype = _dtype_names.get(data.dtype)
@@ -660,7 +675,7 @@ def from_tensor(tensor, name_from_caller: bool = True) -> Trace:
 def variable_key(tensor) -> int | None:
     """What a variable holding ``tensor`` is found by in the user's frames: the tensor
     itself, or the torch tensor a bridge adapter stands for (None once it is gone)."""
-    if "_trace_fields" in tensor.__dict__:
+    if tensor.__class__ is not Tensor and "_trace_fields" in tensor.__dict__:
         return tensor._variable_key
     return id(tensor)
 
