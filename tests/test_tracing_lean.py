@@ -4,6 +4,7 @@ shared with the leaf's .grad, the fast finiteness check, Sites cached by code ob
 
 from __future__ import annotations
 
+import copy
 import gc
 import json
 import pickle
@@ -104,6 +105,10 @@ def test_records_share_one_empty_list_and_adding_to_it_raises():
     assert NO_ITEMS == [] and NO_ATTRS == {}
     with pytest.raises(TypeError, match="shared by trace records"):
         NO_ATTRS["dim"] = 0
+    copied = copy.deepcopy(tr)  # copies and pickles share the one empty list too
+    assert copied.tensors[0] == tensor and copied.tensors[0].versions is NO_ITEMS
+    assert pickle.loads(pickle.dumps(tensor)).versions is NO_ITEMS
+    assert pickle.loads(pickle.dumps(tr.nodes[0])).attrs is NO_ATTRS
 
 
 def test_an_inplace_change_and_a_hook_give_their_record_a_list_of_its_own():

@@ -57,6 +57,12 @@ class _Seen(weakref.ref):
     def __iter__(self):
         return iter((self.id, self))
 
+    def __copy__(self):
+        return self  # as copy treats weak references: atomic (a trace copies with them)
+
+    def __deepcopy__(self, memo):
+        return self
+
 
 class _Held:
     """A lookup entry for an object that allows no weak reference: held strongly."""
@@ -71,6 +77,9 @@ class _Held:
 
     def __iter__(self):
         return iter((self.id, self))
+
+    __copy__ = _Seen.__copy__
+    __deepcopy__ = _Seen.__deepcopy__
 
 
 def _reference(obj, record_id: int):

@@ -142,6 +142,9 @@ class SharedEmptyList(list):
 
     append = extend = insert = __setitem__ = __iadd__ = __imul__ = _refuse
 
+    def __reduce__(self):
+        return "NO_ITEMS"  # the one instance: copies and pickles refer to it
+
 
 NO_ITEMS = SharedEmptyList()
 
@@ -158,6 +161,9 @@ class SharedEmptyDict(dict):
             "dict of the record's own instead (e.g. record.attrs = {'dim': 0})")
 
     __setitem__ = __delitem__ = update = setdefault = pop = popitem = __ior__ = _refuse
+
+    def __reduce__(self):
+        return "NO_ATTRS"  # the one instance: copies and pickles refer to it
 
 
 NO_ATTRS = SharedEmptyDict()
