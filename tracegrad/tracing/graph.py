@@ -583,7 +583,10 @@ class GraphBuilder:
         self.trace.nodes[node_id] = record
         node_ids = self._node_ids
         edges = []
-        for next_node, input_nr in node.next_functions:
+        # A tracegrad node keeps its edges flat; next_functions would build the pairs.
+        pairs = zip(node._next_nodes, node._next_nrs) if isinstance(node, Node) \
+            else node.next_functions
+        for next_node, input_nr in pairs:
             if next_node is None:
                 edges.append(_NO_NEXT if input_nr == 0 else (None, int(input_nr)))
                 continue
