@@ -26,10 +26,12 @@ from ..errors import AutogradError
 from . import events, views
 from . import node as _node_module
 from .grad_mode import anomaly_flags, state
+from .module_scope import current_scope  # (_note_site: every op while a tracer listens)
 from .node import ZERO_NRS as _ZERO_NRS
 from .node import Node, SavedTensor, _sequence
 from .node import edge_numbers as _edge_numbers
 from .node import saved_input as _saved_input
+from .site import user_site
 
 # tracegrad.tensor.Tensor. tensor.py imports this module before it defines Tensor, so it
 # binds the class here once it exists (bind_tensor_class); a function-level import instead
@@ -668,9 +670,6 @@ def _save(node: Node, to_save: tuple, outputs) -> tuple:
 
 
 def _note_site(node: Node, depth: int = 3) -> None:
-    from .module_scope import current_scope
-    from .site import user_site
-
     node._site = user_site(depth)
     node._module = current_scope()
     if state.anomaly:  # the forward traceback PyTorch's anomaly mode shows (graph-api)

@@ -62,25 +62,39 @@ def user_site(depth: int = 1):
 
     The file is made relative to the working directory where possible, so traces and
     golden files do not depend on where the checkout lives.
+
+    Every op asks while a tracer listens (bench/bench_trace.py (b)): the walk reads the
+    file table inline, and the cache is keyed by the code object's identity (hashing a
+    code object hashes its constants, on every call).
     """
     frame = sys._getframe(depth)
-    while frame is not None and _is_internal(frame.f_code.co_filename):
+    internal = _internal_files
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        flag = internal.get(filename)
+        if flag is None:
+            flag = _is_internal(filename)
+        if not flag:
+            break
         frame = frame.f_back
     if frame is None:
         return None
     # A loop makes the same node on the same line every iteration: Sites are immutable, so
     # one per (code, line) is shared (relpath and linecache cost more than the op itself).
-    # The file is part of the key: code objects compare equal across files when their
-    # source is the same (two copies of one script), and each must keep its own file.
+    # Distinct code objects keep distinct Sites (two copies of one script compile to equal
+    # code objects, and each must keep its own file); the entry holds its code object, so
+    # the id in the key is never reused while the entry exists.
     code = frame.f_code
-    key = (code, code.co_filename, frame.f_lineno)
-    site = _sites.get(key)
-    if site is None:
-        site = _sites[key] = _make_site(frame)
+    key = (id(code), frame.f_lineno)
+    entry = _sites.get(key)
+    if entry is not None and entry[0] is code:
+        return entry[1]
+    site = _make_site(frame)
+    _sites[key] = (code, site)
     return site
 
 
-_sites: dict = {}
+_sites: dict = {}  # (id(code), line) -> (code, Site)
 
 
 def _make_site(frame) -> Site:
