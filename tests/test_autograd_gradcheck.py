@@ -18,16 +18,7 @@ import pytest
 
 import tracegrad
 
-LIBS = [pytest.param("tracegrad", id="tracegrad"),
-        pytest.param("torch", id="torch", marks=pytest.mark.torch)]
 MODES = [pytest.param(False, id="slow"), pytest.param(True, id="fast")]
-
-
-@pytest.fixture(params=LIBS)
-def lib(request):
-    if request.param == "torch":
-        return pytest.importorskip("torch")
-    return tracegrad
 
 
 def _module(lib):
