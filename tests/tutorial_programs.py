@@ -7,18 +7,42 @@ their temporary projects as it is (so it imports nothing but tracegrad).
 import tracegrad as torch
 
 
-class MyReLU(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, input):
-        ctx.save_for_backward(input)
-        return input.clamp(min=0)
+def my_relu_on(library, scale: float = 1.0):
+    """The tutorial's MyReLU as a Function of ``library`` (tracegrad, or torch to compare
+    with); a ``scale`` other than 1 multiplies its gradient (a planted bug)."""
+
+    class MyReLU(library.autograd.Function):
+        @staticmethod
+        def forward(ctx, input):
+            ctx.save_for_backward(input)
+            return input.clamp(min=0)
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (input,) = ctx.saved_tensors
+            grad_input = grad_output.clone()
+            grad_input[input < 0] = 0
+            return grad_input if scale == 1.0 else grad_input * scale
+
+    return MyReLU
+
+
+MyReLU = my_relu_on(torch)
+
+
+class AddOneInPlace(torch.autograd.Function):
+    """Adds one to its input in place and says so with ``ctx.mark_dirty`` (as torch's
+    mark_dirty example)."""
 
     @staticmethod
-    def backward(ctx, grad_output):
-        (input,) = ctx.saved_tensors
-        grad_input = grad_output.clone()
-        grad_input[input < 0] = 0
-        return grad_input
+    def forward(ctx, x):
+        x.add_(1)
+        ctx.mark_dirty(x)
+        return x
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad
 
 
 class LinearFunction(torch.autograd.Function):
