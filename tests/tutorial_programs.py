@@ -1,4 +1,6 @@
-"""The PyTorch tutorials' custom autograd Functions, once, with `import tracegrad as torch`.
+"""The PyTorch tutorials' custom autograd Functions, once, with `import tracegrad as torch`;
+and the small Functions PyTorch's own autograd tests use, made for a library (tracegrad or
+torch, the ``lib`` fixture) so one test checks both.
 
 Tests that need them import them from here; the pytest-plugin tests write this file into
 their temporary projects as it is (so it imports nothing but tracegrad).
@@ -117,3 +119,34 @@ class GlobalMaxPool(torch.autograd.Function):
         grad_input = torch.zeros(ctx.input_shape, dtype=grad_output.dtype)
         grad_input.scatter_(-1, indices.unsqueeze(-1), grad_output.unsqueeze(-1))
         return grad_input
+
+
+# -- small Functions for a library (tracegrad or torch) ----------------------------------
+def mul2_function(lib):
+    """x * 2 as a custom Function of ``lib`` (its backward: grad * 2)."""
+
+    class Mul2(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad * 2
+
+    return Mul2.apply
+
+
+def double_mul_function(lib):
+    """Two outputs, x*2 and x*3, as PyTorch's multi-output hook tests use."""
+
+    class DoubleMul(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2, x * 3
+
+        @staticmethod
+        def backward(ctx, g1, g2):
+            return g1 * 2 + g2 * 3
+
+    return DoubleMul.apply
