@@ -121,6 +121,20 @@ class GlobalMaxPool(torch.autograd.Function):
         return grad_input
 
 
+class BadSquare(torch.autograd.Function):
+    """x * x whose backward says 3x instead of 2x: the planted bug gradcheck must catch."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * 3 * x  # wrong: should be 2 * x
+
+
 # -- small Functions for a library (tracegrad or torch) ----------------------------------
 def mul2_function(lib):
     """x * 2 as a custom Function of ``lib`` (its backward: grad * 2)."""
