@@ -74,10 +74,13 @@ def test_an_in_place_update_seen_by_backward_raises_the_version_error():
         y.backward()
 
 
-def test_overlapping_operand_gives_the_values_of_a_fresh_result():
+def test_overlapping_operand_leaves_the_fast_path_for_torch_overlap_check():
     x = tg.arange(5.0)
-    x[1:] += x[:-1]  # NumPy buffers the overlapping operand
-    assert x.tolist() == [0.0, 1.0, 3.0, 5.0, 7.0]
+    with pytest.raises(RuntimeError, match="refer to a single memory location"):
+        x[1:] += x[:-1]  # as torch: partial overlap (tests/test_inplace_overlap.py)
+    assert x.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
+    x += x  # the same elements in the same layout: allowed, as in torch
+    assert x.tolist() == [0.0, 2.0, 4.0, 6.0, 8.0]
 
 
 @pytest.mark.torch

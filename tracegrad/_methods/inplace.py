@@ -153,6 +153,7 @@ class InplaceMethods:
 
 
 _ndarray = np.ndarray
+_may_share_memory = np.may_share_memory
 _SLOW = object()  # _plain_operand's "take the op's path"
 _PLAIN_NUMBERS = (int, float)
 
@@ -192,7 +193,8 @@ def _plain_operand(tensor, other):
         # path, which computes the result into a new array first.
         if value.__class__ is _ndarray and array.__class__ is _ndarray and \
                 value.dtype is array.dtype and (value.shape == array.shape or not value.ndim):
-            return value
+            # a view of the same storage (x[1:] += x[:-1]): the op's path checks overlap
+            return _SLOW if _may_share_memory(value, array) else value
     return _SLOW
 
 
