@@ -139,13 +139,8 @@ def _trace(name: str, real_torch: bool):
 
 @pytest.fixture(scope="module", params=sorted(PROGRAMS))
 def both(request):
-    # nan_bug divides by zero on purpose; the setting is put back, so that later tests in
-    # this worker see the default (test_tracing_lean checks that a check leaves it alone)
-    previous = np.seterr(all="ignore")
-    try:
+    with np.errstate(all="ignore"):  # nan_bug divides by zero on purpose
         return request.param, _trace(request.param, False), _trace(request.param, True)
-    finally:
-        np.seterr(**previous)
 
 
 def _lines(text: str) -> list[str]:
