@@ -69,18 +69,20 @@ def user_site(depth: int = 1):
     if frame is None:
         return None
     # A loop makes the same node on the same line every iteration: Sites are immutable, so
-    # one per (code, line) is shared (relpath and linecache cost more than the op itself).
-    # The file is part of the key: code objects compare equal across files when their
-    # source is the same (two copies of one script), and each must keep its own file.
+    # one per (code object, line) is shared (relpath and linecache cost more than the op
+    # itself). Keyed by the code object's id, not the object: hashing a code object hashes
+    # its constants and names on every call (microseconds for a long function), and code
+    # objects of two copies of one script compare equal though each keeps its own file.
+    # The entry holds its code object, so that id is not reused while the entry exists.
     code = frame.f_code
-    key = (code, code.co_filename, frame.f_lineno)
-    site = _sites.get(key)
-    if site is None:
-        site = _sites[key] = _make_site(frame)
-    return site
+    key = (id(code), frame.f_lineno)
+    entry = _sites.get(key)
+    if entry is None or entry[0] is not code:
+        entry = _sites[key] = (code, _make_site(frame))
+    return entry[1]
 
 
-_sites: dict = {}
+_sites: dict = {}  # (id(code), line) -> (code, Site)
 
 
 def _make_site(frame) -> Site:
