@@ -37,6 +37,7 @@ _WIDENED = {torch.bfloat16: torch.float32, torch.complex32: torch.complex64}
 for _name in ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz"):
     if hasattr(torch, _name):
         _WIDENED[getattr(torch, _name)] = torch.float32
+_STRIDED = torch.strided
 _EXPECTED_VERSION = re.compile(r"expected version (\d+)")
 
 
@@ -77,10 +78,14 @@ def numpy_dtype(dtype):
 def host_array(tensor) -> np.ndarray:
     """A NumPy array of a torch tensor's values: a view of its memory on the CPU (no copy),
     a host copy elsewhere; widened where NumPy has no such dtype."""
-    data = tensor.detach()
-    if data.device.type != "cpu":
+    # Per value the recorder captures (every gradient of a kept pass): each check is the
+    # cheapest torch offers (``device.type`` alone costs a microsecond; ``detach()`` half of
+    # one, needed only where ``numpy()`` would refuse a tensor that requires grad).
+    data = tensor.detach() if tensor.requires_grad else tensor
+    if not data.is_cpu:
         data = data.cpu()
-    if data.layout != torch.strided:
+    layout = data.layout
+    if layout is not _STRIDED and layout != _STRIDED:
         data = data.to_dense()
     widened = _WIDENED.get(data.dtype)
     if widened is not None:
