@@ -64,7 +64,16 @@ def user_site(depth: int = 1):
     golden files do not depend on where the checkout lives.
     """
     frame = sys._getframe(depth)
-    while frame is not None and _is_internal(frame.f_code.co_filename):
+    known = _internal_files
+    while frame is not None:
+        # Inline lookup first (a call per frame costs more than the lookup, and a site is
+        # looked for per op, through every frame of the library code above it).
+        filename = frame.f_code.co_filename
+        internal = known.get(filename)
+        if internal is None:
+            internal = _is_internal(filename)
+        if not internal:
+            break
         frame = frame.f_back
     if frame is None:
         return None

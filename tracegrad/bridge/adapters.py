@@ -124,6 +124,13 @@ def class_node_name(fn) -> str:
 def storage_key(tensor) -> int | None:
     """What in-place changes of ``tensor`` are grouped by: its storage's address."""
     try:
+        # The storage's address is the tensor's less its offset: three getters, where
+        # untyped_storage() makes a Python storage object (over a microsecond for a tensor
+        # just made, and every saved tensor and in-place change asks). An empty tensor's
+        # address is 0 whatever its storage: asked the slow way.
+        address = tensor.data_ptr()
+        if address:
+            return address - tensor.storage_offset() * tensor.element_size()
         return tensor.untyped_storage().data_ptr()
     except (RuntimeError, NotImplementedError, TypeError):
         return None  # no storage (sparse, nested, functional wrappers)
@@ -467,7 +474,12 @@ _SLOT_ORDER = {name: rank for rank, name in enumerate(
      "indices", "index", "mask", "src", "result"))}
 
 
+_PLAIN_TYPES = frozenset({int, float, bool, str, type(None)})
+
+
 def _attr_value(value):
+    if type(value) in _PLAIN_TYPES:  # most parameters: no isinstance chain (a microsecond)
+        return value
     if isinstance(value, torch.dtype):
         return dtype_name(value)
     if isinstance(value, torch.device):
@@ -477,6 +489,17 @@ def _attr_value(value):
     if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
         return None
     return value
+
+
+def _output_meta(fn) -> tuple:
+    """(shape, NumPy dtype, device) per output of a node, as tracegrad's nodes keep them."""
+    found = []
+    for meta in fn._input_metadata:
+        dtype = meta.dtype
+        numpy = _numpy_dtypes.get(dtype)
+        found.append((tuple(meta.shape), numpy if numpy is not None else numpy_dtype(dtype),
+                      _device_text(meta.device)))
+    return tuple(found)
 
 
 # -- the registry ----------------------------------------------------------------------------
@@ -575,9 +598,7 @@ class Registry:
         state["_name"] = name = class_node_name(fn)
         state["_seq"] = fn._sequence_nr()
         state["_alive"] = True
-        state["_output_meta"] = tuple(
-            (tuple(meta.shape), numpy_dtype(meta.dtype), _device_text(meta.device))
-            for meta in fn._input_metadata)
+        state["_output_meta"] = _output_meta(fn)
         state["next_functions"] = ()
         site, module = self.session.site_for(fn) if self.session is not None else (None, None)
         state["_site"], state["_module"] = site, module
