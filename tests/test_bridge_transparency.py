@@ -173,3 +173,58 @@ def test_pytorchs_version_error_still_fires_when_tracing():
     assert outcome[:2] == ("raised", "RuntimeError")
     assert "modified by an inplace operation" in outcome[2]
     assert "is at version 1; expected version 0 instead" in outcome[2]
+
+
+def _collected_inside_recording() -> bool:
+    """Whether gc.collect() inside a recording collects a cycle made inside it."""
+    import gc
+    import weakref
+
+    class Node:
+        pass
+
+    with tg.record():
+        (torch.ones(2, requires_grad=True) * 2).sum().backward()
+        a, b = Node(), Node()
+        a.other, b.other = b, a
+        gone = weakref.ref(a)
+        del a, b
+        gc.collect()
+        return gone() is None
+
+
+def test_the_collector_is_given_back_as_it_was():
+    """The objects older than a recording are frozen while it runs (a full collection would
+    scan all of torch's) and unfrozen when it ends; garbage made during it is collected."""
+    import gc
+
+    if gc.get_freeze_count():
+        pytest.skip("objects were frozen before this test (by another test in this worker)")
+    with tg.record():
+        (torch.ones(2, requires_grad=True) * 2).sum().backward()
+        assert gc.get_freeze_count() > 0
+    assert gc.get_freeze_count() == 0
+    assert _collected_inside_recording()
+    assert gc.get_freeze_count() == 0
+
+
+def test_a_programs_own_freeze_is_left_alone():
+    import gc
+
+    if gc.get_freeze_count():
+        pytest.skip("objects were frozen before this test (by another test in this worker)")
+    gc.freeze()  # the program froze its objects before the recording: they stay frozen
+    try:
+        before = gc.get_freeze_count()
+        with tg.record():
+            (torch.ones(2, requires_grad=True) * 2).sum().backward()
+        assert gc.get_freeze_count() >= before > 0
+    finally:
+        gc.unfreeze()
+    with tg.record():
+        (torch.ones(2, requires_grad=True) * 2).sum().backward()
+        gc.freeze()  # ... or during it: not undone when the recording ends
+    try:
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
