@@ -10,8 +10,6 @@ tracegrad's own engine makes (``tracegrad.autograd.events``).
 * Saved tensors: read from torch's own handles (``grad_fn._raw_saved_*``), never through
   ``saved_tensors_hooks``, which would switch off torch's version check for what they pack.
 * Module scope and parameter names: global module forward hooks, while recording only.
-* The garbage collector skips the objects older than the recording while it runs
-  (``_collector.py``).
 
 The program computes and raises exactly what it would without tracing: every call goes to
 torch unchanged and once, the hooks return None (they change no gradient), and a failure of
@@ -30,7 +28,6 @@ from torch.overrides import TorchFunctionMode
 from ..autograd import events
 from ..autograd.site import add_internal_directory, user_site
 from ..autograd.views import InplaceInfo
-from ._collector import FrozenHeap
 from .adapters import Registry, TorchTensor
 from .custom import CustomFunctions
 from .modules import ModuleScopes
@@ -158,7 +155,6 @@ class Session:
         self._kinds: dict = {}
         self._op_site = None  # (site, module) for nodes made by the call being recorded
         self._active = False
-        self._heap = FrozenHeap()
 
     # -- start and stop ----------------------------------------------------------------
     def start(self) -> None:
@@ -166,7 +162,6 @@ class Session:
         self._mode.__enter__()
         self._active = True
         try:
-            self._heap.freeze()  # see _collector.py: torch's heap, scanned again and again
             self.scopes.start()
         except BaseException:
             self.stop()
@@ -189,7 +184,6 @@ class Session:
             self.scopes.stop()
             self.passes.stop()
             self.custom.clear()
-            self._heap.thaw()
         if self.failure is not None:
             warnings.warn(
                 f"tracegrad: the PyTorch bridge stopped recording after an error of its own "
