@@ -19,6 +19,7 @@ recording's cost is the recorder's).
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 import time
 
@@ -42,6 +43,10 @@ def _round_robin(configurations: dict, repeat: int) -> dict:
     best = dict.fromkeys(configurations, float("inf"))
     for _ in range(repeat):
         for label, function in configurations.items():
+            # Each run starts from the same collector state: the count of objects that
+            # triggers a full collection carries over from run to run, so without this the
+            # configuration that happens to cross it pays for the ones before it.
+            gc.collect()
             best[label] = min(best[label], _timed(function))
     return best
 
