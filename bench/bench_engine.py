@@ -9,7 +9,8 @@
 (b) a 100,000-op chain: forward and backward seconds, peak memory; target <= 1.2x PyTorch
     forward, <= 1.0x backward;
 (c) the per-op forward cost of a 1,000,000-op chain over that of a 10,000-op one; target
-    <= 1.1x (flat, as PyTorch's).
+    <= 1.1x (flat, as PyTorch's); with the garbage collector's work per 10,000 ops (the
+    objects it tracks per op are what its scans of a growing graph cost).
 
 How: CPU time (``process_time``), one BLAS thread, medians. In (a) the libraries share one
 process and run round by round; (b) and (c) run each chain in a fresh process (peak memory
@@ -19,6 +20,7 @@ is then the process's own), alternating the libraries, and take the median of th
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import resource
 import statistics
@@ -150,7 +152,10 @@ def child_deep(library: str, length: int) -> dict:
 
 
 def child_scale(length: int, repeats: int) -> dict:
-    """tracegrad's forward CPU time per op for a chain of ``length`` (median of repeats)."""
+    """tracegrad's forward CPU time per op for a chain of ``length`` (median of repeats),
+    and what the cyclic garbage collector did meanwhile: collections of each generation
+    per 10,000 ops, and the objects it tracks that each op leaves alive (what its scans
+    of the growing graph grow with)."""
     warm_up, _ = _tracegrad_chain(1_000)
     warm_up()
     per_op = []
@@ -158,7 +163,17 @@ def child_scale(length: int, repeats: int) -> dict:
         forward, _ = _tracegrad_chain(length)
         per_op.append(cpu_seconds(forward) / length * 1e6)
         del forward
-    return {"forward_us": statistics.median(per_op)}
+    forward, _ = _tracegrad_chain(length)
+    gc.collect()
+    tracked_before = len(gc.get_objects())
+    collections_before = [generation["collections"] for generation in gc.get_stats()]
+    result = forward()
+    collections = [generation["collections"] - before for generation, before
+                   in zip(gc.get_stats(), collections_before)]
+    tracked = (len(gc.get_objects()) - tracked_before) / length
+    del result
+    return {"forward_us": statistics.median(per_op), "tracked_per_op": tracked,
+            "collections_per_10k": [count * 10_000 / length for count in collections]}
 
 
 def _run_child(*arguments: str) -> dict | None:
@@ -218,11 +233,16 @@ def report_scale(runs: int) -> None:
     small, large = SCALE
     small_runs, large_runs = [], []
     for _ in range(runs):
-        small_runs.append(_run_child("scale", str(small), "5")["forward_us"])
-        large_runs.append(_run_child("scale", str(large), "1")["forward_us"])
-    small_us, large_us = statistics.median(small_runs), statistics.median(large_runs)
+        small_runs.append(_run_child("scale", str(small), "5"))
+        large_runs.append(_run_child("scale", str(large), "1"))
+    small_us = statistics.median(run["forward_us"] for run in small_runs)
+    large_us = statistics.median(run["forward_us"] for run in large_runs)
     print(f"(c) tracegrad forward per op: {small:,} ops {small_us:.2f} µs, {large:,} ops "
           f"{large_us:.2f} µs (fresh processes, median of {runs})")
+    for length, run in ((small, small_runs[-1]), (large, large_runs[-1])):
+        per_generation = ", ".join(f"{count:.1f}" for count in run["collections_per_10k"])
+        print(f"    gc at {length:,} ops: {run['tracked_per_op']:.2f} tracked objects left "
+              f"per op; collections per 10,000 ops by generation: {per_generation}")
     print(versus(f"per-op forward, {large:,} ops vs {small:,}", large_us / small_us,
                  TARGETS["scale"]))
 

@@ -13,6 +13,8 @@ peak RSS, and what the trace kept:
 * loop: a small MLP trained ``--loop-steps`` steps under ``record()`` with a 16 MiB
   structure budget: the trace's records after 1/4 of the steps and at the end (flat, not
   growing ~3 KB per node per step).
+* file: the chain's trace saved to a .tgtrace file and loaded back (CPU time per node kept;
+  issue 14's targets: <= 10 µs each). ``--file-ops`` sets that chain's length (0: skip).
 """
 
 from __future__ import annotations
@@ -23,9 +25,13 @@ import os
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 
+from _harness import versus
+
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # the machine is shared
+FILE_TARGET_US = 10.0  # issue 14: trace save and load, per node
 
 
 def _peak_mb() -> float:
@@ -85,6 +91,36 @@ def run_loop(steps: int, structure_mb: int) -> dict:
             "full_passes": sum(1 for p in trace.passes if not p.summarized)}
 
 
+def run_file(ops: int) -> dict:
+    """Save and load (CPU time) the trace of a chain of ``ops`` multiplications and one
+    backward, recorded structure only and with values."""
+    import tracegrad
+    from tracegrad.tracing import load_trace
+
+    figures = {}
+    for values in (False, True):
+        x = tracegrad.ones(4, requires_grad=True)
+        with tracegrad.record(values=values) as trace:
+            y = x
+            for _ in range(ops):
+                y = y * 1.0
+            y.sum().backward()
+            del y
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "chain.tgtrace")
+            started = time.process_time()
+            trace.save(path)
+            save = time.process_time() - started
+            started = time.process_time()
+            loaded = load_trace(path)
+            load = time.process_time() - started
+            size = os.path.getsize(path)
+        assert len(loaded.nodes) == len(trace.nodes)
+        figures["values" if values else "structure"] = {
+            "nodes": len(trace.nodes), "save": save, "load": load, "mb": size / 1e6}
+    return figures
+
+
 def _in_subprocess(case: str, **arguments) -> dict:
     command = [sys.executable, __file__, "--case", case, "--arguments", json.dumps(arguments)]
     result = subprocess.run(command, capture_output=True, text=True, check=False)
@@ -99,12 +135,13 @@ def main() -> None:
     parser.add_argument("--loop-steps", type=int, default=20_000)
     parser.add_argument("--structure-mb", type=int, default=512)
     parser.add_argument("--values-mb", type=int, default=256)
+    parser.add_argument("--file-ops", type=int, default=50_000)
     parser.add_argument("--case", help=argparse.SUPPRESS)
     parser.add_argument("--arguments", help=argparse.SUPPRESS)
     options = parser.parse_args()
     if options.case:  # one measurement, in this (fresh) process
         arguments = json.loads(options.arguments)
-        function = {"chain": run_chain, "loop": run_loop}[options.case]
+        function = {"chain": run_chain, "loop": run_loop, "file": run_file}[options.case]
         print(json.dumps(function(**arguments)))
         return
     budgets = {"structure_mb": options.structure_mb, "values_mb": options.values_mb}
@@ -132,6 +169,18 @@ def main() -> None:
         print(f"  {loop['full_passes']:,} of {loop['passes']:,} passes kept in full (the "
               "first and last 2 always, others while the budget had room; the rest are "
               "summarized: ~0.6 KB each)")
+
+    if options.file_ops:
+        file = _in_subprocess("file", ops=options.file_ops)
+        print(f"trace file, a chain of {options.file_ops:,} ops and one backward (CPU time):")
+        for label, figures in file.items():
+            nodes = figures["nodes"]
+            print(f"  {label}: {nodes:,} nodes, {figures['mb']:.1f} MB, save "
+                  f"{figures['save']:.2f} s, load {figures['load']:.2f} s")
+            print(versus(f"save per node ({label})", figures["save"] / nodes * 1e6,
+                         FILE_TARGET_US, unit=" µs"))
+            print(versus(f"load per node ({label})", figures["load"] / nodes * 1e6,
+                         FILE_TARGET_US, unit=" µs"))
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ import pytest
 import tracegrad as tg
 from tracegrad.tracing.model import BackwardPass, NodeRecord, Step, TensorRecord, Trace
 from tracegrad.tracing.query import as_trace
+from tracegrad.tracing.store import save_trace
 
 
 def _leaves():
@@ -79,7 +80,7 @@ def test_files_that_kept_roots_in_metadata_still_load(tmp_path):
     loss = (w * 2).sum()
     path = tmp_path / "old.tgtrace"
     trace = tg.tracing.from_tensor(loss)
-    trace.save(path)
+    save_trace(trace, path, schema_version=3)  # the layout of the files that did this
     with zipfile.ZipFile(path) as archive:
         members = {name: archive.read(name) for name in archive.namelist()}
     document = json.loads(members["trace.json"])

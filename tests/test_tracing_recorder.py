@@ -233,3 +233,27 @@ def test_subscribe_refuses_an_object_that_is_not_a_listener():
 
     with pytest.raises(TypeError, match="subclass Listener"):
         events.subscribe(object())
+
+
+def test_node_parameters_that_are_tuples_of_arrays_are_left_out():
+    """An op parameter holding arrays (not data a trace keeps) is skipped, and tuples of
+    ints -- shared between records -- keep ints and floats apart."""
+
+    class Keep(tg.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.arrays = (x.detach().numpy(), x.detach().numpy())
+            ctx.sizes = (2, (3, 4))
+            ctx.scales = (2.0, (3.0, 4.0))
+            return x * 1
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad
+
+    x = tg.ones(2, requires_grad=True)
+    with tg.record() as tr:
+        Keep.apply(x).sum().backward()
+    (node,) = [node for node in tr.nodes.values() if node.name == "KeepBackward"]
+    assert node.attrs == {"scales": [2.0, [3.0, 4.0]], "sizes": [2, [3, 4]]}
+    assert type(node.attrs["scales"][0]) is float and type(node.attrs["sizes"][0]) is int

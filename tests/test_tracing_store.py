@@ -14,12 +14,14 @@ import zipfile
 
 import numpy as np
 import pytest
+from trace_files import as_columns, as_rows, edit_rows
 
 import tracegrad as tg
 from tracegrad.errors import TraceFileError
 from tracegrad.testing.graph_text import graph_text
 from tracegrad.tracing.limits import TraceLimits
 from tracegrad.tracing.model import SCHEMA_VERSION, Trace
+from tracegrad.tracing.store import save_trace
 from tracegrad.tracing.validate import validate_trace
 
 
@@ -47,7 +49,7 @@ def test_round_trip_compares_equal(tmp_path):
     some_value = loaded.passes[0].steps[0].grads_in[0]
     assert isinstance(some_value.array, np.ndarray)
     with zipfile.ZipFile(path) as archive:
-        document = json.loads(archive.read("trace.json"))
+        document = as_rows(json.loads(archive.read("trace.json")))
         assert document["format"] == "tracegrad-trace"
         assert document["schema_version"] == SCHEMA_VERSION
         assert document["tracegrad"] == tg.__version__
@@ -78,11 +80,13 @@ def test_missing_and_not_a_zip(tmp_path):
 
 
 def _rewrite(path, out, edit):
+    """A copy of the file at ``path`` with ``edit(document, members)`` applied: the document
+    seen as one object per record (trace_files.as_rows), written back as columns."""
     with zipfile.ZipFile(path) as archive:
         members = {name: archive.read(name) for name in archive.namelist()}
-    document = json.loads(members["trace.json"])
+    document = as_rows(json.loads(members["trace.json"]))
     edit(document, members)
-    members["trace.json"] = json.dumps(document).encode()
+    members["trace.json"] = json.dumps(as_columns(document)).encode()
     with zipfile.ZipFile(out, "w") as archive:
         for name, payload in members.items():
             archive.writestr(name, payload)
@@ -172,6 +176,154 @@ def test_schema_1_files_still_load(tmp_path):
             np.save(buffer, array, allow_pickle=False)
             archive.writestr(f"arrays/{index:06d}.npy", buffer.getvalue())
     assert tg.load_trace(path) == trace
+
+
+def test_schema_3_files_still_load_and_can_still_be_written(tmp_path):
+    """Schema 3 had one JSON object per record; schema 4 writes columns, a third the size."""
+    trace = _program_trace()
+    old, new = tmp_path / "old.tgtrace", tmp_path / "new.tgtrace"
+    save_trace(trace, old, schema_version=3)
+    save_trace(trace, new)
+    with zipfile.ZipFile(old) as archive:
+        document = json.loads(archive.read("trace.json"))
+    assert document["schema_version"] == 3 and isinstance(document["trace"]["nodes"], list)
+    assert tg.load_trace(old) == trace == tg.load_trace(new)
+    with zipfile.ZipFile(new) as archive:
+        document = json.loads(archive.read("trace.json"))
+    assert document["schema_version"] == SCHEMA_VERSION == 4
+    assert set(document["trace"]) == {"count", "columns"}
+    with pytest.raises(ValueError, match="schema_version must be one of 3, 4, got 5"):
+        save_trace(trace, tmp_path / "x.tgtrace", schema_version=5)
+
+
+def _columns_of(document, *path):
+    """The columns of a nested table: _columns_of(doc, "nodes", "saved") is the table of
+    every node's saved tensors."""
+    table = document["trace"]
+    for name in path:
+        table = table["columns"][name]["records"]
+    return table
+
+
+COLUMN_DAMAGE = {  # (edit of the columns, words the error must hold)
+    "a column too short": (
+        lambda doc: _columns_of(doc, "nodes")["columns"]["name"].pop(),
+        "trace.nodes.records.name: expected 7 values, got 6"),
+    "lengths that do not add up": (
+        lambda doc: doc["trace"]["columns"]["nodes"]["lengths"].__setitem__(0, 5),
+        "trace.nodes.lengths: the lengths add up to 5 but there are 7 records"),
+    "a negative length": (
+        lambda doc: doc["trace"]["columns"]["nodes"]["lengths"].__setitem__(0, -1),
+        "trace.nodes.lengths: lengths must be integers >= 0"),
+    "a count that is not a number": (
+        lambda doc: _columns_of(doc, "nodes", "saved").__setitem__("count", "many"),
+        "trace.nodes.records.saved.records: a table's count must be an integer >= 0"),
+    "columns not an object": (
+        lambda doc: doc["values"].__setitem__("columns", []),
+        "values.columns: expected an object of columns, got a list"),
+    "a billion statistics asked for by a count alone": (
+        lambda doc: doc["values"]["columns"]["stats"].__setitem__("count", 10 ** 9),
+        "values.stats: expected 13 records, got 1000000000"),
+    "two traces": (
+        lambda doc: doc["trace"].__setitem__("count", 2), "trace: expected 1 records, got 2"),
+    "a required column missing": (
+        lambda doc: _columns_of(doc, "tensors")["columns"].pop("dtype"),
+        "trace.tensors[0]: missing field 'dtype'"),
+    "a wrong type deep in a nested table": (
+        lambda doc: _columns_of(doc, "passes", "steps")["columns"]["node"].__setitem__(
+            2, "seven"), "trace.passes[0].steps[2].node: expected an integer, got a string"),
+    "an edge of three items": (
+        lambda doc: _columns_of(doc, "nodes")["columns"]["next"][0].__setitem__(0, [1, 0, 0]),
+        "trace.nodes[0].next[0]: expected 2 items, got 3"),
+    "a Value row out of the table": (
+        lambda doc: _columns_of(doc, "passes", "steps")["columns"]["grads_in"][0].__setitem__(
+            0, 10_000), "trace.passes[0].steps[0].grads_in[0]: Value number 10000 is not in"),
+    "a Site row of the wrong type": (
+        lambda doc: _columns_of(doc, "nodes")["columns"]["site"].__setitem__(1, "a"),
+        "trace.nodes[1].site: expected a Site number, got a string"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(COLUMN_DAMAGE))
+def test_damaged_columns_name_the_record(tmp_path, case):
+    """Damage only the column layout can have: each names the record (or the column) it
+    is in, as TraceFileError."""
+    edit, words = COLUMN_DAMAGE[case]
+    path = tmp_path / "run.tgtrace"
+    _program_trace().save(path)
+    with zipfile.ZipFile(path) as archive:
+        members = {name: archive.read(name) for name in archive.namelist()}
+    document = json.loads(members["trace.json"])
+    edit(document)
+    members["trace.json"] = json.dumps(document).encode()
+    damaged = tmp_path / "damaged.tgtrace"
+    _write_zip(damaged, list(members.items()))
+    with pytest.raises(TraceFileError) as info:
+        tg.load_trace(damaged)
+    assert words in str(info.value), str(info.value)
+
+
+def _chain_trace(length: int = 40) -> Trace:
+    x = tg.name(tg.ones(4, requires_grad=True), "x")
+    with tg.record() as tr:
+        y = x
+        for _ in range(length):
+            y = y * 1.0
+        y.sum().backward()
+    return tr
+
+
+def test_repeated_strings_and_rare_values_take_short_forms(tmp_path):
+    """Op names repeat (a string table: codes), a tensor's name is rare (sparse: rows and
+    values); both load back as they were."""
+    trace = _chain_trace()
+    path = tmp_path / "chain.tgtrace"
+    trace.save(path)
+    with zipfile.ZipFile(path) as archive:
+        document = json.loads(archive.read("trace.json"))
+    nodes = _columns_of(document, "nodes")["columns"]
+    assert nodes["name"]["strings"] == ["MulBackward0", "AccumulateGrad", "SumBackward0"]
+    assert len(nodes["name"]["codes"]) == len(trace.nodes)
+    tensor_names = _columns_of(document, "tensors")["columns"]["name"]
+    assert tensor_names["rows"][0] == 0 and tensor_names["values"][0] == "x"
+    assert len(tensor_names["rows"]) < len(trace.tensors) / 4
+    assert tg.load_trace(path) == trace
+
+
+SHORT_FORM_DAMAGE = {
+    "a code out of the string table": (
+        lambda doc: _columns_of(doc, "nodes")["columns"]["name"]["codes"].__setitem__(5, 9),
+        "trace.nodes[5].name: string number 9 is not in the table (3 rows)"),
+    "a string table of numbers": (
+        lambda doc: _columns_of(doc, "nodes")["columns"]["name"]["strings"].__setitem__(0, 1),
+        "trace.nodes.records.name.strings[0]: expected a string, got an integer"),
+    "sparse rows out of order": (
+        lambda doc: _columns_of(doc, "tensors")["columns"]["name"].update(
+            rows=[3, 1], values=["a", "b"]), "rows must rise from 0 to at most"),
+    "a sparse row past the end": (
+        lambda doc: _columns_of(doc, "tensors")["columns"]["name"].update(rows=[10_000]),
+        "rows must rise from 0 to at most"),
+    "a sparse value of the wrong type": (
+        lambda doc: _columns_of(doc, "tensors")["columns"]["name"]["values"].__setitem__(0, 7),
+        "trace.tensors[0].name: expected a string, got an integer"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SHORT_FORM_DAMAGE))
+def test_damaged_short_forms_name_the_record(tmp_path, case):
+    edit, words = SHORT_FORM_DAMAGE[case]
+    path = tmp_path / "chain.tgtrace"
+    _chain_trace().save(path)
+    with zipfile.ZipFile(path) as archive:
+        members = {name: archive.read(name) for name in archive.namelist()}
+    document = json.loads(members["trace.json"])
+    edit(document)
+    members["trace.json"] = json.dumps(document).encode()
+    damaged = tmp_path / "damaged.tgtrace"
+    _write_zip(damaged, list(members.items()))
+    with pytest.raises(TraceFileError) as info:
+        tg.load_trace(damaged)
+    assert words in str(info.value), str(info.value)
 
 
 def _schema_1_encode(value, arrays):
@@ -355,7 +507,7 @@ def _damaged_members(members: dict, paths: list[tuple], rng: random.Random) -> l
     if choice < 0.6:
         _mutate_document(document, paths, rng)
     elif choice < 0.75:
-        _edge_or_base(document, rng)
+        document = edit_rows(document, lambda rows: _edge_or_base(rows, rng))
     elif choice < 0.85:  # offsets, sizes and dtypes of the arrays table
         entry = rng.choice(document["arrays"])
         position = rng.randrange(3)

@@ -12,6 +12,7 @@ import typing
 import zipfile
 
 import pytest
+from trace_files import as_columns, as_rows
 
 import tracegrad as tg
 from tracegrad.errors import TraceFileError
@@ -45,12 +46,13 @@ def saved(tmp_path_factory) -> str:
 
 
 def _edited(saved: str, tmp_path, edit) -> str:
-    """A copy of the saved trace with ``edit(trace_body, document)`` applied to its JSON."""
+    """A copy of the saved trace with ``edit(trace_body, document)`` applied to its JSON,
+    seen as one object per record (trace_files.as_rows) and written back as columns."""
     with zipfile.ZipFile(saved) as archive:
         members = {name: archive.read(name) for name in archive.namelist()}
-    document = json.loads(members["trace.json"])
+    document = as_rows(json.loads(members["trace.json"]))
     edit(document["trace"], document)
-    members["trace.json"] = json.dumps(document).encode()
+    members["trace.json"] = json.dumps(as_columns(document)).encode()
     out = tmp_path / "edited.tgtrace"
     with zipfile.ZipFile(out, "w") as archive:
         for name, payload in members.items():
@@ -177,8 +179,8 @@ def test_each_inconsistency_names_its_place(saved, tmp_path, case):
 
 
 def test_tables_are_checked_where_they_are_referred_to(saved, tmp_path):
-    def negative_line(_, document):
-        document["sites"][0]["line"] = -5
+    def negative_line(body, document):
+        document["sites"][body["tensors"][2]["site"]]["line"] = -5
 
     with pytest.raises(TraceFileError, match=r"trace\.tensors\[2\]\.site\.line: -5 is out"):
         tg.load_trace(_edited(saved, tmp_path, negative_line))
@@ -313,6 +315,7 @@ def test_limits_from_the_environment_reach_load_trace(saved, tmp_path, monkeypat
 
 
 @pytest.mark.parametrize("name", ["tracegrad.tracing.store", "tracegrad.tracing.codec",
+                                  "tracegrad.tracing.columns",
                                   "tracegrad.tracing.validate", "tracegrad.tracing.limits"])
 def test_docstring_examples(name):
     import doctest

@@ -25,7 +25,7 @@ from ._methods import (
     ShapeMethods,
     UnsupportedMethods,
 )
-from .autograd import events, views
+from .autograd import engine, events, views
 from .autograd.grad_mode import state
 from .autograd.node import AccumulateGrad, HookDict, RemovableHandle, VersionCounter, add_hook
 from .errors import AutogradError, DTypeError, ShapeError, describe_tensor
@@ -305,8 +305,6 @@ class Tensor(ArithmeticMethods, ComparisonMethods, InplaceMethods, MathMethods, 
         >>> x.grad
         tensor([2., 4.])
         """
-        from .autograd import engine
-
         engine.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
     # -- .grad ---------------------------------------------------------------------------
@@ -647,12 +645,6 @@ def _scalar_array(value, like: Tensor):
     return array
 
 
-def _wrap_dim(dim: int, ndim: int) -> int:
-    from .ops.shape import wrap_dim
-
-    return wrap_dim(dim, ndim)
-
-
 def _normalize_array(array: np.ndarray) -> np.ndarray:
     """Check that a NumPy array's dtype is one tracegrad has (every real dtype torch has)."""
     if array.dtype not in _dtype._BY_NUMPY:
@@ -670,6 +662,7 @@ bind_tensor_class(Tensor)  # before the ops load: their hot paths use the bound 
 from ._methods import bind_ops  # noqa: E402 - the op modules need Tensor defined
 from .ops import conversion as _conversion  # noqa: E402
 from .ops import indexing as _indexing
+from .ops.shape import wrap_dim as _wrap_dim  # noqa: E402 - Tensor.size(dim)
 
 bind_ops()
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from ..autograd.function import apply_binary  # noqa: TC004 - bound at runtime by _bind()
     from ..ops import arith, binary, bitwise, linalg, pointwise, unary  # noqa: TC004 - bound at runtime by _bind()
     from ..tensor import Tensor  # noqa: TC004 - bound at runtime by _bind()
 
@@ -16,28 +17,30 @@ if TYPE_CHECKING:
 class ArithmeticMethods:
     __slots__ = ()
 
+    # The four operators go through apply_binary, not Op.apply: the same steps without
+    # packing the operands into *args (bench/bench_engine.py (a)).
     def __add__(self, other):
-        return arith.Add.apply(self, other)
+        return apply_binary(arith.Add, self, other)
 
     def __radd__(self, other):
         # torch computes number + tensor as tensor.add(number): the number's edge second
-        return arith.Add.apply(self, other)
+        return apply_binary(arith.Add, self, other)
 
     def __sub__(self, other):
-        return arith.Sub.apply(self, other)
+        return apply_binary(arith.Sub, self, other)
 
     def __rsub__(self, other):
         return arith.RSub.apply(other, self)
 
     def __mul__(self, other):
-        return arith.Mul.apply(self, other)
+        return apply_binary(arith.Mul, self, other)
 
     def __rmul__(self, other):
         # torch computes number * tensor as tensor.mul(number): the number's edge second
-        return arith.Mul.apply(self, other)
+        return apply_binary(arith.Mul, self, other)
 
     def __truediv__(self, other):
-        return arith.Div.apply(self, other)
+        return apply_binary(arith.Div, self, other)
 
     def __rtruediv__(self, other):
         # torch computes number / tensor as reciprocal(tensor) * number (MulBackward0)
@@ -51,8 +54,8 @@ class ArithmeticMethods:
 
     def __pow__(self, exponent):
         if isinstance(exponent, Tensor):
-            return arith.Pow.apply(self, exponent)
-        return arith.PowScalar.apply(self, exponent)
+            return apply_binary(arith.Pow, self, exponent)
+        return apply_binary(arith.PowScalar, self, exponent)
 
     def __rpow__(self, base):
         return arith.RPow.apply(base, self)
@@ -68,16 +71,16 @@ class ArithmeticMethods:
 
     def add(self, other, alpha=1):
         if alpha == 1:
-            return arith.Add.apply(self, other)
+            return apply_binary(arith.Add, self, other)
         return arith.Add.apply(self, other, alpha=alpha)  # one node, as torch records it
 
     def sub(self, other, alpha=1):
         if alpha == 1:
-            return arith.Sub.apply(self, other)
+            return apply_binary(arith.Sub, self, other)
         return arith.Sub.apply(self, other, alpha=alpha)
 
     def mul(self, other):
-        return arith.Mul.apply(self, other)
+        return apply_binary(arith.Mul, self, other)
 
     def div(self, other, *, rounding_mode=None):
         if rounding_mode is None:
@@ -147,6 +150,7 @@ class ArithmeticMethods:
 def _bind() -> None:
     """The op modules import Tensor, so they are bound here once Tensor exists
     (``tracegrad._methods.bind_ops``), not imported at load time."""
-    global Tensor, arith, binary, bitwise, linalg, pointwise, unary
+    global Tensor, apply_binary, arith, binary, bitwise, linalg, pointwise, unary
+    from ..autograd.function import apply_binary
     from ..ops import arith, binary, bitwise, linalg, pointwise, unary
     from ..tensor import Tensor

@@ -8,7 +8,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 if TYPE_CHECKING:
+    from ..autograd import events, views
+    from ..autograd.grad_mode import anomaly_flags, state
     from ..ops import arith, indexing, unary
     from ..tensor import Tensor
 
@@ -18,15 +22,33 @@ class InplaceMethods:
 
     def add_(self, other, alpha=1):
         if alpha == 1:
+            value = _plain_operand(self, other)
+            if value is not _SLOW:
+                array = self._array
+                array += value  # (see _plain_operand)
+                views.after_inplace(self, "add_")
+                return self
             return self._inplace("add_", arith.Add, other)
         return self._inplace("add_", arith.Add, other, alpha=alpha)
 
     def sub_(self, other, alpha=1):
         if alpha == 1:
+            value = _plain_operand(self, other)
+            if value is not _SLOW:
+                array = self._array
+                array -= value  # (see _plain_operand)
+                views.after_inplace(self, "sub_")
+                return self
             return self._inplace("sub_", arith.Sub, other)
         return self._inplace("sub_", arith.Sub, other, alpha=alpha)
 
     def mul_(self, other):
+        value = _plain_operand(self, other)
+        if value is not _SLOW:
+            array = self._array
+            array *= value  # (see _plain_operand)
+            views.after_inplace(self, "mul_")
+            return self
         return self._inplace("mul_", arith.Mul, other)
 
     def div_(self, other):
@@ -41,6 +63,13 @@ class InplaceMethods:
         return self._inplace("neg_", arith.Neg)
 
     def zero_(self):
+        if not (state.grad_enabled and self._requires_grad) and _unwatched() and \
+                0 not in self._array.strides:
+            # Nothing is recorded: zero the storage where it lies (the op would build a
+            # zero array and copy it in: two passes over a gradient per optimizer step).
+            self._array.fill(0)
+            views.after_inplace(self, "zero_")
+            return self
         return self._inplace("zero_", arith.Zero, 0)
 
     def fill_(self, value):
@@ -123,6 +152,52 @@ class InplaceMethods:
     __ipow__ = pow_
 
 
+_ndarray = np.ndarray
+_may_share_memory = np.may_share_memory
+_SLOW = object()  # _plain_operand's "take the op's path"
+_PLAIN_NUMBERS = (int, float)
+
+
+def _unwatched() -> bool:
+    """No listener and no anomaly mode: an unrecorded in-place op then owes nobody an
+    event or a source line, only the version bump."""
+    return events.listener is None and not anomaly_flags.enabled
+
+
+def _plain_operand(tensor, other):
+    """What ``tensor``'s array can be updated with in place by one NumPy/CuPy operator
+    (``array -= value``), or ``_SLOW`` when the op's own path must run.
+
+    The fast case is an optimizer-style update (``w -= lr * w.grad`` under no_grad, ``+=``,
+    ``*=``): nothing recorded, nobody watching, a floating-point tensor whose storage each
+    element owns, and a Python number or a tensor of its exact dtype, array type and shape
+    (or 0-d). There the op's path computes a new array and copies it in; the operator
+    writes the result in place (a third of the memory traffic, bench/bench_two_layer.py),
+    with the same values and the same version bump. Anything else -- promotion, broadcast,
+    a recorded op, a listener -- takes the op's path and its checks.
+    """
+    if state.grad_enabled and (tensor._requires_grad or (
+            other.__class__ is Tensor and other._requires_grad)):
+        return _SLOW
+    if events.listener is not None or anomaly_flags.enabled:
+        return _SLOW
+    array = tensor._array
+    if array.dtype.kind != "f" or 0 in array.strides:
+        return _SLOW
+    if other.__class__ in _PLAIN_NUMBERS:
+        return other
+    if other.__class__ is Tensor:
+        value = other._array
+        # NumPy only: its ufuncs buffer an operand that overlaps the output in memory
+        # (x += x.flip(0)); CuPy's kernels do not, so a CuPy tensor operand takes the op's
+        # path, which computes the result into a new array first.
+        if value.__class__ is _ndarray and array.__class__ is _ndarray and \
+                value.dtype is array.dtype and (value.shape == array.shape or not value.ndim):
+            # a view of the same storage (x[1:] += x[:-1]): the op's path checks overlap
+            return _SLOW if _may_share_memory(value, array) else value
+    return _SLOW
+
+
 def _check_broadcasts_into(tensor, src, op_name: str) -> None:
     """``src`` must broadcast to exactly ``tensor``'s shape (PyTorch's two messages)."""
     target, shape = tensor._array.shape, src._array.shape
@@ -155,7 +230,9 @@ class _RandomFill:
 def _bind() -> None:
     """The op modules import Tensor, so they are bound here once Tensor exists
     (``tracegrad._methods.bind_ops``), not imported at load time."""
-    global Tensor, arith, indexing, unary
+    global Tensor, anomaly_flags, arith, events, indexing, state, unary, views
+    from ..autograd import events, views
+    from ..autograd.grad_mode import anomaly_flags, state
     from ..ops import arith, indexing, unary
     from ..tensor import Tensor
 

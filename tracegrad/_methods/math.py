@@ -10,6 +10,7 @@ from collections import namedtuple
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from ..autograd.function import apply_binary  # noqa: TC004 - bound at runtime by _bind()
     from ..ops import decompositions, indexing, linalg, pointwise, unary  # noqa: TC004 - bound at runtime by _bind()
 
 
@@ -74,7 +75,7 @@ class MathMethods:
 
     # -- matrix products ----------------------------------------------------------------
     def mm(self, mat2):
-        return linalg.Mm.apply(self, mat2)
+        return apply_binary(linalg.Mm, self, mat2)  # (see ArithmeticMethods.__add__)
 
     def matmul(self, other):
         return linalg.matmul(self, other)
@@ -361,6 +362,7 @@ class MathMethods:
 def _bind() -> None:
     """The op modules import Tensor, so they are bound here once Tensor exists
     (``tracegrad._methods.bind_ops``), not imported at load time."""
-    global Tensor, decompositions, indexing, linalg, pointwise, unary
+    global Tensor, apply_binary, decompositions, indexing, linalg, pointwise, unary
+    from ..autograd.function import apply_binary
     from ..ops import decompositions, indexing, linalg, pointwise, unary
     from ..tensor import Tensor

@@ -373,14 +373,14 @@ def _plan(root_nodes: list, targets: set | None, accumulate: bool) -> tuple:
     while stack:
         node = stack.pop()
         order.append(node)
-        for next_node, _ in node.next_functions:
+        for next_node in node._next_nodes:
             if next_node is not None and next_node not in seen:
                 seen.add(next_node)
                 stack.append(next_node)
     participates, needed = set(), set()
     # Nodes in creation order: every input of a node was created before it.
     for node in sorted(order, key=_creation_order):
-        for next_node, _ in node.next_functions:
+        for next_node in node._next_nodes:
             if next_node in participates:
                 participates.add(node)
                 needed.add(node)
@@ -395,7 +395,7 @@ def _plan(root_nodes: list, targets: set | None, accumulate: bool) -> tuple:
         if node not in participates:
             continue
         dependencies.setdefault(node, 0)
-        for next_node, _ in node.next_functions:
+        for next_node in node._next_nodes:
             if next_node in participates:
                 dependencies[next_node] = dependencies.get(next_node, 0) + 1
     return dependencies, needed
@@ -412,7 +412,7 @@ def _count_all_dependencies(root_nodes: list) -> dict:
             stack.append(node)
     while stack:
         node = stack.pop()
-        for next_node, _ in node.next_functions:
+        for next_node in node._next_nodes:
             if next_node is not None:
                 count = dependencies.get(next_node)
                 if count is None:
@@ -486,7 +486,7 @@ def _execute(roots, dependencies, needed, captures, inputs, retain_graph, pass_i
                     break
             grad_value = None  # (see the end of the loop: hold no gradient)
             if not has_grad:
-                next_grads = (None,) * len(node.next_functions)
+                next_grads = (None,) * len(node._next_nodes)
             else:
                 try:
                     if not raw:
@@ -501,7 +501,8 @@ def _execute(roots, dependencies, needed, captures, inputs, retain_graph, pass_i
         grads = None
         if not retain_graph and node._saved:
             node._release(pass_index)
-        for (next_node, input_nr), grad_value in zip(node.next_functions, next_grads):
+        for next_node, input_nr, grad_value in zip(node._next_nodes, node._next_nrs,
+                                                    next_grads):
             if next_node is not None and next_node in dependencies:
                 if grad_value is not None:
                     grads_in = buffers.get(next_node)
@@ -583,7 +584,7 @@ def _run_node(node: Node, grads: list, listener, anomaly_on: bool, raw: bool):
             else:
                 next_grads = node._backward(grads)
         else:
-            next_grads = () if node._is_accumulate else (None,) * len(node.next_functions)
+            next_grads = () if node._is_accumulate else (None,) * len(node._next_nodes)
         if node._post_hooks:
             next_grads = _call_post_hooks(node, next_grads, grads, listener)
         if listener is not None:

@@ -26,7 +26,12 @@ from ..errors import AutogradError
 from . import events, views
 from . import node as _node_module
 from .grad_mode import anomaly_flags, state
+from .module_scope import current_scope  # (_note_site: every op while a tracer listens)
+from .node import ZERO_NRS as _ZERO_NRS
 from .node import Node, SavedTensor, _sequence
+from .node import edge_numbers as _edge_numbers
+from .node import saved_input as _saved_input
+from .site import user_site
 
 # tracegrad.tensor.Tensor. tensor.py imports this module before it defines Tensor, so it
 # binds the class here once it exists (bind_tensor_class); a function-level import instead
@@ -34,7 +39,6 @@ from .node import Node, SavedTensor, _sequence
 Tensor: Any = None
 _ndarray = np.ndarray
 _CPU = backends.CPU
-_NO_EDGE = (None, 0)
 _new_object = object.__new__
 _generic = np.generic
 _share_storage = views.share_storage
@@ -167,7 +171,7 @@ class BackwardCFunction(Node, FunctionCtx):
         """backward's per-argument results as one per next_functions edge."""
         slots = self._arg_slots
         if slots is None:  # every argument is a tensor
-            expected = len(self.next_functions)
+            expected = len(self._next_nodes)
             if len(results) != expected:
                 results = self._trim_results(results, expected)
             return results
@@ -286,10 +290,10 @@ class OpNode(BackwardCFunction):
             del self._on_arrays  # back to the class default: Tensors
         if results.__class__ is not tuple:
             results = (results,)
-        if self._arg_slots is not None or len(results) != len(self.next_functions):
+        if self._arg_slots is not None or len(results) != len(self._next_nodes):
             results = self._edge_results(results)
         edge_grads = []
-        for (next_node, _), grad, meta in zip(self.next_functions, results, self._input_meta):
+        for next_node, grad, meta in zip(self._next_nodes, results, self._input_meta):
             if grad is not None:
                 if next_node is None:
                     grad = None  # no node takes it: drop it now, not at the end of the pass
@@ -512,28 +516,30 @@ def _wrap_outputs(ctx, args: tuple, outputs: tuple, executable: bool) -> tuple:
     non_differentiable = ctx._non_differentiable
     # A view among several differentiable outputs counts as one of a multi-output op's.
     view_creation = views.IN_CUSTOM_FUNCTION
-    if executable and sum(
+    if executable and len(outputs) > 1 and sum(
             isinstance(output, Tensor) and output._array.dtype.kind == "f"
-            and not any(output is tensor for tensor in non_differentiable)
+            and not _is_among(output, non_differentiable)
             for output in outputs) > 1:
         view_creation = views.MULTI_OUTPUT_NODE
+    # (The checks below are plain loops, each skipped when its tuple is empty: most calls
+    # return one fresh tensor, and generator expressions cost more than the rest of this
+    # function then -- bench/bench_two_layer.py.)
     wired, output_meta, dirty_outputs = [], [], []
     for index, output in enumerate(outputs):
         if not isinstance(output, Tensor):
             wired.append(output)
             output_meta.append(None)
             continue
-        is_dirty = any(output is tensor for tensor in dirty)
-        if not is_dirty and any(output is arg for arg in args):
+        is_dirty = _is_among(output, dirty)
+        if not is_dirty and _is_among(output, args):
             output = _alias(output)  # an input returned as-is: a fresh view of it
         if output._base is not None and not is_dirty:
             output._creation = view_creation
-        output_meta.append((output._array.shape, output._array.dtype, output.device))
+        output_meta.append(_single_output_meta(output._array)[0])
         if not executable:
             wired.append(output)
             continue
-        if any(output is tensor for tensor in non_differentiable) or \
-                output._array.dtype.kind != "f":
+        if _is_among(output, non_differentiable) or output._array.dtype.kind != "f":
             output._requires_grad = False
         elif is_dirty:
             dirty_outputs.append((output, index))
@@ -554,7 +560,7 @@ def _wrap_outputs(ctx, args: tuple, outputs: tuple, executable: bool) -> tuple:
         return tuple(wired)
     ctx._output_meta = tuple(output_meta)
     listener = events.listener
-    if state.anomaly or listener is not None:
+    if anomaly_flags.enabled or listener is not None:
         _note_site(ctx)
     changes = []
     for tensor, index in dirty_outputs:  # PyTorch's rebase_history, then the version bump
@@ -569,6 +575,14 @@ def _wrap_outputs(ctx, args: tuple, outputs: tuple, executable: bool) -> tuple:
             views.notify_inplace(tensor, ctx.name(), ctx, args, previous, site, None,
                                  regenerated)
     return tuple(wired)
+
+
+def _is_among(value, values: tuple) -> bool:
+    """``value`` is one of ``values`` (by identity: ``in`` would compare tensors by ==)."""
+    for item in values:
+        if item is value:
+            return True
+    return False
 
 
 def _checked_dirty(ctx, args: tuple, outputs: tuple) -> tuple:
@@ -617,25 +631,25 @@ def _alias(tensor):
 
 
 def _save(node: Node, to_save: tuple, outputs) -> tuple:
+    """What forward saved, as the node keeps it: a SavedTensor per tensor (one of the
+    node's own outputs is saved without a reference cycle), plain values as they are."""
     if not to_save:
         return ()
     saved = []
     for value in to_save:
-        if isinstance(value, Tensor):
-            is_output = False
+        if value.__class__ is Tensor or isinstance(value, Tensor):
             for output in outputs:
                 if output is value:
-                    is_output = True
-            saved.append(SavedTensor(value, node, is_output))
+                    saved.append(SavedTensor(value, node, True))
+                    break
+            else:
+                saved.append(_saved_input(value))
         else:
             saved.append(value)  # a plain value (a Python scalar operand) is kept as it is
     return tuple(saved)
 
 
 def _note_site(node: Node, depth: int = 3) -> None:
-    from .module_scope import current_scope
-    from .site import user_site
-
     node._site = user_site(depth)
     node._module = current_scope()
     if state.anomaly:  # the forward traceback PyTorch's anomaly mode shows (graph-api)
@@ -789,34 +803,85 @@ def connect(node: Node, args: tuple) -> bool:
     does). Every recorded op runs it: plain loops over locals (bench/bench_engine.py (a)
     keeps it honest), and two plain Tensors -- most binary ops -- unrolled.
     """
-    if len(args) == 2:
+    count = len(args)
+    if count == 2:
         first, second = args
-        if first.__class__ is Tensor and second.__class__ is Tensor:
-            mask = 0
-            if first._requires_grad:
-                grad_fn = first.grad_fn
-                edge = (grad_fn, first._output_nr) if grad_fn is not None else \
-                    (first._grad_accumulator(), 0)
-                mask = 1
-            else:
-                edge = _NO_EDGE
-            if second._requires_grad:
-                grad_fn = second.grad_fn
-                node.next_functions = (edge, (grad_fn, second._output_nr)) \
-                    if grad_fn is not None else (edge, (second._grad_accumulator(), 0))
-                mask |= 2
-            else:
-                node.next_functions = (edge, _NO_EDGE)
-            x, y = first._array, second._array
-            node._input_meta = _input_meta((x.shape, x.dtype, y.shape, y.dtype))
-            node.needs_input_grad = _NEEDS[2][mask]
-            return mask != 0
+        if first.__class__ is Tensor or isinstance(first, Tensor):
+            if second.__class__ is Tensor or isinstance(second, Tensor):
+                mask = 0
+                first_nr = second_nr = 0
+                if first._requires_grad:
+                    first_node = first.grad_fn
+                    if first_node is None:
+                        first_node = first._grad_accumulator()
+                    else:
+                        first_nr = first._output_nr
+                    mask = 1
+                else:
+                    first_node = None
+                if second._requires_grad:
+                    second_node = second.grad_fn
+                    if second_node is None:
+                        second_node = second._grad_accumulator()
+                    else:
+                        second_nr = second._output_nr
+                    mask |= 2
+                else:
+                    second_node = None
+                node._next_nodes = (first_node, second_node)
+                node._next_nrs = (first_nr, second_nr) if first_nr or second_nr else \
+                    _ZERO_NRS[2]
+                x, y = first._array, second._array
+                key = (x.shape, x.dtype, y.shape, y.dtype)
+                meta = _input_meta_cache.get(key)  # (see _input_meta)
+                node._input_meta = meta if meta is not None else _input_meta(key)
+                node.needs_input_grad = _NEEDS[2][mask]
+                return mask != 0
+            # A tensor and a plain value (x * 2, x.pow(2)): the tensor's edge only.
+            node._arg_slots = _FIRST_SLOT
+            node._num_args = 2
+            return _connect_one(node, first, _NEEDS[2])
+    elif count == 1:
+        (only,) = args
+        if only.__class__ is Tensor or isinstance(only, Tensor):
+            return _connect_one(node, only, _NEEDS[1])
     return _connect_any(node, args)
+
+
+_FIRST_SLOT = (0,)
+
+
+def _connect_one(node: Node, tensor, needs: tuple) -> bool:
+    """``connect`` where ``tensor`` is the only tensor argument (and the first);
+    ``needs`` is ``_NEEDS[number of arguments]``."""
+    array = tensor._array
+    key = (array.shape, array.dtype)
+    meta = _input_meta_cache.get(key)  # (see _input_meta)
+    node._input_meta = meta if meta is not None else _input_meta(key)
+    if tensor._requires_grad:
+        grad_fn = tensor.grad_fn
+        if grad_fn is None:
+            node._next_nodes = (tensor._grad_accumulator(),)
+            node._next_nrs = _ZERO_NRS[1]
+        else:
+            node._next_nodes = (grad_fn,)
+            output_nr = tensor._output_nr
+            node._next_nrs = (output_nr,) if output_nr else _ZERO_NRS[1]
+        node.needs_input_grad = needs[1]
+        return True
+    node._next_nodes = _NO_NODE
+    node._next_nrs = _ZERO_NRS[1]
+    node.needs_input_grad = needs[0]
+    return False
+
+
+_NO_NODE = (None,)
 
 
 def _connect_any(node: Node, args: tuple) -> bool:
     """``connect`` for any arguments."""
-    edges = []
+    next_nodes = []
+    next_nrs = []
     shapes_and_dtypes = []  # flat: shape, dtype, shape, dtype, ... (the meta cache's key)
     mask = 0  # bit i: argument i needs a gradient
     slots = None  # positions of the tensor args; None while every arg is a tensor
@@ -829,18 +894,22 @@ def _connect_any(node: Node, args: tuple) -> bool:
             if arg._requires_grad:
                 grad_fn = arg.grad_fn
                 if grad_fn is not None:
-                    edges.append((grad_fn, arg._output_nr))
+                    next_nodes.append(grad_fn)
+                    next_nrs.append(arg._output_nr)
                 else:
-                    edges.append((arg._grad_accumulator(), 0))
+                    next_nodes.append(arg._grad_accumulator())
+                    next_nrs.append(0)
                 mask |= 1 << position
             else:
-                edges.append(_NO_EDGE)
+                next_nodes.append(None)
+                next_nrs.append(0)
             if slots is not None:
                 slots.append(position)
         elif slots is None:
             slots = list(range(position))
         position += 1
-    node.next_functions = tuple(edges)
+    node._next_nodes = tuple(next_nodes)
+    node._next_nrs = _edge_numbers(tuple(next_nrs))
     node._input_meta = _input_meta(tuple(shapes_and_dtypes))
     node.needs_input_grad = _needs(position, mask)
     if slots is not None:
@@ -889,28 +958,67 @@ def _record(cls, args, attrs):
     """Run a built-in op with a new node wired into the graph (grad mode on, some input
     requires grad), and tell the listener.
 
-    The path every recorded ``a * b`` takes (wire's lines inline: a call and a tuple less
-    per op); bench/bench_engine.py (a) and (c) keep it honest.
+    The path every recorded op takes (wire's lines inline: a call and a tuple less per
+    op); bench/bench_engine.py (a) and (c) keep it honest.
     """
     node = _new_object(cls._node_class)
     node._seq = next(_sequence)
     connect(node, args)
-    data = cls.forward(node, *args, **attrs)
+    return _finish(cls, node, args, cls.forward(node, *args, **attrs), attrs)
+
+
+def apply_binary(cls, a, b):
+    """``cls.apply(a, b)`` for a binary op called without keywords (``a * b``, ``a + b``):
+    the same steps, with the two arguments passed on as themselves.
+
+    Written for speed: packing them into ``*args`` and ``**attrs`` and out again at each
+    of apply, _record and forward cost more than the engine's own work for a tiny tensor
+    (bench/bench_engine.py (a)). Anything but two plain Tensors, one requiring grad in
+    grad mode, goes through ``cls.apply``.
+
+    >>> import tracegrad as torch
+    >>> from tracegrad.ops.arith import Mul
+    >>> apply_binary(Mul, torch.ones(2, requires_grad=True), torch.full((2,), 3.0))
+    tensor([3., 3.], grad_fn=<MulBackward0>)
+    """
+    if state.grad_enabled and ((a.__class__ is Tensor and a._requires_grad) or (
+            b.__class__ is Tensor and b._requires_grad)):
+        node = _new_object(cls._node_class)
+        node._seq = next(_sequence)
+        args = (a, b)
+        connect(node, args)
+        return _finish(cls, node, args, cls.forward(node, a, b), _NO_ATTRS)
+    return cls.apply(a, b)
+
+
+_NO_ATTRS = MappingProxyType({})  # what apply_binary hands _finish: no keyword arguments
+
+
+def _finish(cls, node, args: tuple, data, attrs):
+    """The output tensor(s) of a recorded op from the arrays its forward returned: each
+    floating-point one with ``node`` as grad_fn; then what forward saved, and the listener.
+    """
     if data.__class__ is tuple:
         outputs = _outputs(node, data)
         if cls.is_view:
             for output in outputs:
                 _share_storage(args[0], output, True)
         result = outputs
-    else:  # one output: Tensor._wrap and the output's grad_fn, inline
-        if data.__class__ is not _ndarray and isinstance(data, _generic):
-            data = np.asarray(data)  # numpy reductions give scalars; tensors hold arrays
+    else:  # one output: Tensor._wrap, the output's grad_fn and its meta, inline
+        if data.__class__ is _ndarray:
+            meta = _output_meta_cache.get((data.shape, data.dtype))
+            if meta is None:
+                meta = _single_output_meta(data)
+        else:
+            if isinstance(data, _generic):
+                data = np.asarray(data)  # numpy reductions give scalars; tensors hold arrays
+            meta = _single_output_meta(data)
         result = _new_object(Tensor)
         result._array = data
         if data.dtype.kind == "f":
             result._requires_grad = True
             result.grad_fn = node
-        node._output_meta = _single_output_meta(data)
+        node._output_meta = meta
         if cls.is_view:
             _share_storage(args[0], result)
         outputs = None  # made below only when something needs the tuple

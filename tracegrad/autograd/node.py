@@ -411,6 +411,42 @@ class SavedTensor:
         self.packed = None
 
 
+# The input_nr tuples of nodes whose edges all lead to output 0 (nearly all): shared.
+ZERO_NRS = tuple((0,) * count for count in range(8))
+
+
+def edge_numbers(numbers: tuple) -> tuple:
+    """``numbers`` (the input_nr of each edge), shared when all are 0."""
+    if len(numbers) < 8 and not any(numbers):
+        return ZERO_NRS[len(numbers)]
+    return numbers
+
+
+def saved_input(tensor) -> SavedTensor:
+    """``SavedTensor(tensor, node, False)``: an input saved for backward, made field by
+    field -- every op that saves an input makes one, and the general constructor's call
+    and branches cost as much as the fields (bench/bench_engine.py (a)). With saved-tensor
+    hooks in use anywhere, the general constructor (which runs the pack hook) makes it."""
+    if hooks_in_use:
+        return SavedTensor(tensor, None, False)
+    saved = _new_object(SavedTensor)
+    saved._array = tensor._array
+    counter = tensor._counter  # Tensor._version_counter's lines, inline
+    if counter is None:
+        counter = tensor._counter = VersionCounter()
+    saved.counter = counter
+    saved.version = counter.value
+    saved.output_nr = tensor._output_nr
+    saved.requires_grad = tensor._requires_grad
+    saved.producer = tensor.grad_fn
+    saved.tensor = tensor
+    saved.node_ref = saved.original = None
+    return saved
+
+
+_new_object = object.__new__
+
+
 class _Packed:
     """What saved-tensor hooks keep in place of the tensor: the pack hook's result, the
     unpack hook, and a saved leaf's AccumulateGrad (so the unpacked tensor still leads
@@ -532,7 +568,14 @@ class Node:
     _takes_arrays = False
     # Defaults live on the class so that making a node per op sets one attribute; an
     # instance attribute replaces a default only when it differs (they are never mutated).
-    next_functions: tuple = ()
+    # The edges, flat: the node each leads to (None where no gradient flows) and its
+    # input_nr, as two parallel tuples. The node list is the one object per node the
+    # garbage collector tracks for them (the numbers are interned), where PyTorch's layout
+    # -- a pair per edge -- made one more per edge, and the collector's scans of a deep
+    # graph are most of its forward's growth (bench/bench_engine.py (b), (c)).
+    # ``next_functions`` builds PyTorch's pairs from them when asked.
+    _next_nodes: tuple = ()
+    _next_nrs: tuple = ()
     _saved: tuple = ()
     _site = None
     _module = None
@@ -565,6 +608,17 @@ class Node:
     @property
     def num_outputs(self) -> int:
         return len(self._output_meta)
+
+    @property
+    def next_functions(self) -> tuple:
+        """One ``(node, input_nr)`` per differentiable input, ``(None, 0)`` where no
+        gradient flows: a new tuple each time, as in PyTorch."""
+        return tuple(zip(self._next_nodes, self._next_nrs))
+
+    @next_functions.setter
+    def next_functions(self, edges) -> None:
+        self._next_nodes = tuple(node for node, _ in edges)
+        self._next_nrs = edge_numbers(tuple(input_nr for _, input_nr in edges))
 
     def register_hook(self, fn: Callable) -> RemovableHandle:
         """``fn(grad_inputs, grad_outputs)`` runs after this node's backward; returning a

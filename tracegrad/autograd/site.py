@@ -62,33 +62,36 @@ def user_site(depth: int = 1):
 
     The file is made relative to the working directory where possible, so traces and
     golden files do not depend on where the checkout lives.
+
+    Every op asks while a tracer listens (bench/bench_trace.py (b)): the walk reads the
+    file table inline, and the cache is keyed by the code object's identity (hashing a
+    code object hashes its constants, on every call).
     """
     frame = sys._getframe(depth)
-    known = _internal_files
+    internal = _internal_files
     while frame is not None:
-        # Inline lookup first (a call per frame costs more than the lookup, and a site is
-        # looked for per op, through every frame of the library code above it).
         filename = frame.f_code.co_filename
-        internal = known.get(filename)
-        if internal is None:
-            internal = _is_internal(filename)
-        if not internal:
+        flag = internal.get(filename)
+        if flag is None:
+            flag = _is_internal(filename)
+        if not flag:
             break
         frame = frame.f_back
     if frame is None:
         return None
     # A loop makes the same node on the same line every iteration: Sites are immutable, so
-    # one per (code object, line) is shared (relpath and linecache cost more than the op
-    # itself). Keyed by the code object's id, not the object: hashing a code object hashes
-    # its constants and names on every call (microseconds for a long function), and code
-    # objects of two copies of one script compare equal though each keeps its own file.
-    # The entry holds its code object, so that id is not reused while the entry exists.
+    # one per (code, line) is shared (relpath and linecache cost more than the op itself).
+    # Distinct code objects keep distinct Sites (two copies of one script compile to equal
+    # code objects, and each must keep its own file); the entry holds its code object, so
+    # the id in the key is never reused while the entry exists.
     code = frame.f_code
     key = (id(code), frame.f_lineno)
     entry = _sites.get(key)
-    if entry is None or entry[0] is not code:
-        entry = _sites[key] = (code, _make_site(frame))
-    return entry[1]
+    if entry is not None and entry[0] is code:
+        return entry[1]
+    site = _make_site(frame)
+    _sites[key] = (code, site)
+    return site
 
 
 _sites: dict = {}  # (id(code), line) -> (code, Site)

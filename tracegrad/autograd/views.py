@@ -308,6 +308,86 @@ def check_no_overlap(tensor) -> None:
                 "expanded view)")
 
 
+_OVERLAP_MESSAGE = (
+    "unsupported operation: some elements of the input tensor and the written-to tensor "
+    "refer to a single memory location. Please clone() the tensor before performing the "
+    "operation.")
+
+
+def _dense(array) -> bool:
+    """PyTorch's ``is_non_overlapping_and_dense``: the elements fill one block of storage
+    without gaps, in some order of the dimensions (positive strides only)."""
+    expected = array.itemsize
+    for stride, size in sorted(zip(array.strides, array.shape)):
+        if size == 1:
+            continue
+        if stride != expected:
+            return False
+        expected *= size
+    return True
+
+
+def overlap_status(written, read) -> str:
+    """PyTorch's ``get_overlap_status`` of two arrays: "full" (the same elements in the same
+    layout), "partial" (some shared memory otherwise), "none", or "too hard" (a layout with
+    gaps, which PyTorch does not look into)."""
+    if written is read:
+        return "full"
+    if not written.size or not read.size:
+        return "none"
+    xp = backends.array_module(written)
+    if read.__class__ is not written.__class__ or not xp.may_share_memory(written, read):
+        return "none"  # a bounds check: different storages answer here, cheaply
+    if not (_dense(written) and _dense(read)):
+        return "too hard"
+    begin, other = _address(written), _address(read)
+    end, other_end = begin + written.nbytes, other + read.nbytes
+    if begin == other and end == other_end:
+        same = written.strides == read.strides and written.itemsize == read.itemsize
+        return "full" if same else "partial"
+    return "partial" if begin < other_end and other < end else "none"
+
+
+def check_no_partial_overlap(tensor, source, array=None) -> None:
+    """PyTorch's ``assert_no_partial_overlap`` before an in-place op writes ``tensor``
+    (or ``array``, the part of it being written) from ``source``: reading an element the
+    same op has already overwritten would give an order-dependent result, so it refuses."""
+    written = tensor._array if array is None else array
+    if overlap_status(written, source._array) == "partial":
+        raise AutogradError(_overlap_message(tensor, source))
+
+
+def check_no_any_overlap(tensor, source) -> None:
+    """PyTorch's ``assert_no_overlap`` (``index_put_``): the values may not share memory
+    with the tensor written at all."""
+    if overlap_status(tensor._array, source._array) in ("full", "partial"):
+        raise AutogradError(_overlap_message(tensor, source))
+
+
+# In-place ops whose PyTorch kernels read a tensor argument's value before writing
+# (fill_ and friends take a 0-dim value) or are not TensorIterator kernels (the matrix
+# products, masked_scatter_): PyTorch runs no overlap check for them.
+_NO_OVERLAP_CHECK = frozenset({
+    "fill_", "masked_fill_", "index_fill_", "masked_scatter_",
+    "addmm_", "addmv_", "addbmm_", "baddbmm_"})
+
+
+def _check_overlap(tensor, op_name: str, source, attrs: dict) -> None:
+    """The memory-overlap check PyTorch's kernel for ``op_name`` makes on ``source``."""
+    if op_name in _NO_OVERLAP_CHECK:
+        return
+    if "index" in attrs and op_name in ("index_put_", "__setitem__"):
+        check_no_any_overlap(tensor, source)
+    elif op_name != "__setitem__" or source._array.ndim:  # x[i] = 0-dim value is fill_
+        check_no_partial_overlap(tensor, source)
+
+
+def _overlap_message(tensor, source) -> str:
+    return (f"{_OVERLAP_MESSAGE} (writing into {describe_tensor(tensor)} from "
+            f"{describe_tensor(source)}, which shares its memory. Hint: write from "
+            "source.clone().)")
+
+
 _TORCH_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half",
                      "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char",
                      "uint8": "Byte", "bool": "Bool"}
@@ -517,6 +597,9 @@ def _recording(tensor, args) -> bool:
 def apply_inplace(tensor, op_name: str, op, args: tuple, attrs: dict):
     """``tensor.<op_name>(*args)``: ``op`` computes the new value, which is written into
     ``tensor``'s storage; recorded as PyTorch records an in-place op."""
+    for arg in args:
+        if arg.__class__ is Tensor or isinstance(arg, Tensor):
+            _check_overlap(tensor, op_name, arg, attrs)
     if not _recording(tensor, args):
         result = op.apply(tensor, *args, **attrs)
         check_result(tensor, result._array, op_name)

@@ -87,47 +87,67 @@ def plan_to_digraph(plan: Plan, rankdir: str = "TB") -> graphviz.Digraph:
                              node_attr=dict(NODE_ATTRS), edge_attr=dict(EDGE_ATTRS))
     clusters = _make_clusters(graphviz, plan.boxes, plan.module_labels)
     body = graph.body
+    # One f-string per statement, with the common shapes written out (a box with no extra
+    # attributes, an arrow with none): sorting and joining attribute lists for each of
+    # 100,000 statements cost as much as planning them (bench/bench_dot.py).
     for box in plan.boxes:
         target = clusters[box.module].body if box.module is not None else body
-        attributes = {"fillcolor": box.fill, "tooltip": _text(box.tooltip)}
-        attributes.update(box.attrs)
-        target.append(f"\t{quote(box.key)} [{_attribute_list(_text(box.label), attributes)}]\n")
+        label = quote(_text(box.label))
+        if box.attrs:
+            attributes = {"fillcolor": box.fill, "tooltip": _text(box.tooltip), **box.attrs}
+            target.append(f"\t{quote(box.key)} [label={label} "
+                          f"{_attribute_list(attributes)}]\n")
+        else:  # "fillcolor" < "tooltip": the order graphviz sorts them in
+            target.append(f"\t{quote(box.key)} [label={label} fillcolor={quote(box.fill)} "
+                          f"tooltip={quote(_text(box.tooltip))}]\n")
     _attach_clusters(graph, clusters)
+    append = body.append
     for arrow in plan.arrows:
-        attributes = dict(arrow.attrs)
-        if arrow.tooltip:
-            attributes["tooltip"] = _text(arrow.tooltip)
-        if arrow.label:
-            attributes["label"] = _text([arrow.label])
         line = f"\t{quote(arrow.tail)} -> {quote(arrow.head)}"
-        if attributes:
-            line += f" [{_attribute_list(None, attributes)}]"
-        body.append(line + "\n")
+        if arrow.attrs or arrow.tooltip or arrow.label:
+            attributes = dict(arrow.attrs)
+            if arrow.tooltip:
+                attributes["tooltip"] = _text(arrow.tooltip)
+            if arrow.label:
+                attributes["label"] = _text([arrow.label])
+            line += f" [{_attribute_list(attributes)}]"
+        append(line + "\n")
     return graph
 
 
 # graphviz.quoting's rule for ids that need no quotes
 _PLAIN_ID = re.compile(r"(?:[A-Za-z_][A-Za-z0-9_]*|-?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?))\Z")
 _KEYWORDS = {"node", "edge", "graph", "digraph", "subgraph", "strict"}
+_NUMBER_START = frozenset("-.0123456789")
 
 
 def quote(text: str) -> str:
     """A DOT id: bare when DOT reads it as one token (as graphviz.quoting does), else
-    double-quoted. Backslashes must already be escaped (see ``_text``)."""
-    if _PLAIN_ID.match(text) and text.lower() not in _KEYWORDS:
+    double-quoted. Backslashes must already be escaped (see ``_text``).
+
+    >>> quote("n12"), quote("-1.5"), quote("graph"), quote('say "hi"')
+    ('n12', '-1.5', '"graph"', '"say \\\\"hi\\\\""')
+    """
+    # str.isidentifier on ASCII is graphviz's [A-Za-z_][A-Za-z0-9_]*, decided in C; the
+    # regex is left for numbers (rare): labels and tooltips (spaces) fail both at once.
+    if text.isidentifier() and text.isascii():
+        return text if text.lower() not in _KEYWORDS else f'"{text}"'
+    if text[:1] in _NUMBER_START and text and _PLAIN_ID.match(text):
         return text
     return '"' + text.replace('"', '\\"') + '"'
 
 
-def _attribute_list(label: str | None, attributes: dict[str, str]) -> str:
-    parts = [f"label={quote(label)}"] if label is not None else []
-    parts.extend(f"{key}={quote(attributes[key])}" for key in sorted(attributes))
-    return " ".join(parts)
+def _attribute_list(attributes: dict[str, str]) -> str:
+    """``key=value`` pairs sorted by key, as graphviz writes them."""
+    return " ".join([f"{key}={quote(attributes[key])}" for key in sorted(attributes)])
 
 
 def _text(lines: list[str]) -> str:
     """DOT-safe text: backslashes doubled, lines joined by DOT's ``\\n``; ``quote`` then
     wraps it in double quotes, so ``<...>`` is never read as an HTML label."""
+    text = "\\n".join(lines)
+    if text.count("\\") == len(lines) - 1:  # no backslash but the separators': done, in C
+        return text
     return "\\n".join(line.replace("\\", "\\\\") for line in lines)
 
 

@@ -30,7 +30,6 @@ from ..tracing.text import violation_lines, violation_mark
 from ._text import (
     bytes_text,
     clip,
-    nonfinite_text,
     site_full,
     site_short,
     size_text,
@@ -54,7 +53,7 @@ EXCEPTION_FILL = "lightpink"
 TOOLTIP_ITEMS = 8  # inputs, outputs, saved tensors, gradients listed per tooltip
 
 
-@dataclass
+@dataclass(slots=True)  # slots: made 100,000 times for a large graph (bench/bench_dot.py)
 class Box:
     """One DOT node: its id, label lines, tooltip lines and extra attributes."""
 
@@ -67,7 +66,7 @@ class Box:
     roles: list[str] = field(default_factory=list)  # tensors: output, leaf, saved, base
 
 
-@dataclass
+@dataclass(slots=True)
 class Arrow:
     """One DOT edge from ``tail`` to ``head`` (forward direction, as torchviz draws)."""
 
@@ -145,6 +144,14 @@ class _Planner:
         self.boxes: dict[str, Box] = {}
         self.arrows: list[Arrow] = []
         self.grads_after: dict[int, Value] | None = None  # built on first use
+        # Texts asked for again and again (a tensor is briefed as one node's output and the
+        # next one's input; a gradient is one step's output and the next step's input, and
+        # labels an arrow too): each made once. Values are keyed by id(): the trace keeps
+        # them alive while this plan is built, and nothing is ordered by the keys.
+        self._briefs: dict[int | None, str] = {}
+        self._value_details: dict[int, str] = {}
+        self._site_lines: dict[int, str] = {}
+        self._node_keys: dict[int, str] = {}
 
     # -- top level -------------------------------------------------------------------
     def build(self) -> Plan:
@@ -202,6 +209,12 @@ class _Planner:
                     self.module_keys[node.module] = f"m{len(self.module_keys)}"
 
     def key_of_node(self, node_id: int) -> str:
+        key = self._node_keys.get(node_id)  # asked for as head and again as tail
+        if key is None:
+            key = self._node_keys[node_id] = self._new_key_of_node(node_id)
+        return key
+
+    def _new_key_of_node(self, node_id: int) -> str:
         module = self.module_of_node.get(node_id)
         if module is not None:
             return self.module_keys[module]
@@ -230,8 +243,10 @@ class _Planner:
             box.attrs["shape"] = "box3d"
             box.label.extend(f"{key}: {value}" for key, value in node.attrs.items()
                              if key != "folded" and not self.options.show_attrs)
-        self._mark_step(box, step)
-        self._mark_violations(box, self.node_violations.get(node.id, ()))
+        if step is not None:
+            self._mark_step(box, step)
+        if self.node_violations:
+            self._mark_violations(box, self.node_violations.get(node.id, ()))
         if step is not None and step.error:
             box.attrs["color"] = VIOLATION_COLOR
             box.attrs["penwidth"] = "2"
@@ -239,19 +254,18 @@ class _Planner:
         self.boxes[box.key] = box
 
     def _node_tooltip(self, node: NodeRecord, step: Step | None) -> list[str]:
-        kind = {"function": "user autograd.Function", "accumulate": "AccumulateGrad"}
-        lines = [f"{node.name} (node {node.id}, {kind.get(node.kind, 'built-in op')})",
-                 f"created at {site_full(node.site)}"]
+        brief = self._tensor_brief
+        lines = [f"{node.name} (node {node.id}, {_NODE_KINDS.get(node.kind, 'built-in op')})",
+                 self._created_at(node.site)]
         if node.module:
             lines.append(f"module: {node.module}")
-        lines.append("inputs: " + (_capped([self._tensor_brief(tensor_id)
-                                            for tensor_id in node.inputs[:TOOLTIP_ITEMS + 1]],
-                                           len(node.inputs)) or "none"))
-        lines.append("outputs: " + (_capped([self._tensor_brief(tensor_id)
-                                             for tensor_id in node.outputs[:TOOLTIP_ITEMS + 1]],
-                                            len(node.outputs)) or "none"))
+        inputs, outputs = node.inputs, node.outputs
+        lines.append("inputs: " + (_capped(list(map(brief, inputs[:TOOLTIP_ITEMS + 1])),
+                                           len(inputs)) or "none"))
+        lines.append("outputs: " + (_capped(list(map(brief, outputs[:TOOLTIP_ITEMS + 1])),
+                                            len(outputs)) or "none"))
         for saved in node.saved[:TOOLTIP_ITEMS]:
-            lines.append(f"saved {saved.slot or '?'}: {self._tensor_brief(saved.tensor)} "
+            lines.append(f"saved {saved.slot or '?'}: {brief(saved.tensor)} "
                          f"version {saved.version}, {bytes_text(saved.nbytes)}"
                          + (" (its own output)" if saved.is_output else ""))
         if len(node.saved) > TOOLTIP_ITEMS:
@@ -263,7 +277,7 @@ class _Planner:
             for direction, grads in (("in", step.grads_in), ("out", step.grads_out)):
                 for number, grad in enumerate(grads[:TOOLTIP_ITEMS]):
                     if grad is not None:
-                        lines.append(f"grad {direction} {number}: {value_detail(grad)}")
+                        lines.append(f"grad {direction} {number}: {self._detail(grad)}")
                 if len(grads) > TOOLTIP_ITEMS:
                     lines.append(f"... and {len(grads) - TOOLTIP_ITEMS:,} more gradients "
                                  f"{direction}")
@@ -277,12 +291,29 @@ class _Planner:
         return lines
 
     def _tensor_brief(self, tensor_id: int | None) -> str:
-        if tensor_id is None:
-            return "None"
-        tensor = self.trace.tensors.get(tensor_id)
-        if tensor is None:
-            return f"t{tensor_id}"
-        return f"{tensor.label} {tensor.dtype} {size_text(tensor.shape)}"
+        brief = self._briefs.get(tensor_id)
+        if brief is None:
+            tensor = self.trace.tensors.get(tensor_id) if tensor_id is not None else None
+            if tensor is not None:
+                brief = f"{tensor.label} {tensor.dtype} {size_text(tensor.shape)}"
+            else:
+                brief = "None" if tensor_id is None else f"t{tensor_id}"
+            self._briefs[tensor_id] = brief
+        return brief
+
+    def _detail(self, value: Value) -> str:
+        """``value_detail(value)``, made once per Value."""
+        detail = self._value_details.get(id(value))
+        if detail is None:
+            detail = self._value_details[id(value)] = value_detail(value)
+        return detail
+
+    def _created_at(self, site) -> str:
+        """``created at file:line in function: code``, made once per Site."""
+        line = self._site_lines.get(id(site))
+        if line is None:
+            line = self._site_lines[id(site)] = f"created at {site_full(site)}"
+        return line
 
     def _tensor_box(self, tensor_id: int, role: str, node: NodeRecord | None = None) -> Box:
         """The one box of a tensor, made on first use and given one more role each call."""
@@ -296,7 +327,8 @@ class _Planner:
                       roles=[role])
             if role == "leaf" and tensor is not None:
                 box.module = self._parameter_module(tensor)
-            self._mark_violations(box, self.tensor_violations.get(tensor_id, ()))
+            if self.tensor_violations:
+                self._mark_violations(box, self.tensor_violations.get(tensor_id, ()))
             self.boxes[key] = box
         else:
             roles = box.roles
@@ -336,7 +368,7 @@ class _Planner:
                  + (", requires grad" if tensor.requires_grad else "")
                  + (", parameter" if tensor.is_parameter else "")]
         if tensor.site is not None:
-            lines.append(f"created at {site_full(tensor.site)}")
+            lines.append(self._created_at(tensor.site))
         if tensor.grad_fn is not None and tensor.grad_fn in self.trace.nodes:
             lines.append(f"made by {self.trace.nodes[tensor.grad_fn].name} "
                          f"(output {tensor.output_nr})")
@@ -346,7 +378,7 @@ class _Planner:
         for change in tensor.versions:
             lines.append(f"  v{change.version}: {change.op} at {site_full(change.site)}")
         if tensor.value is not None:
-            lines.append(f"value: {value_detail(tensor.value)}")
+            lines.append(f"value: {self._detail(tensor.value)}")
         lines.extend(self._grad_lines(tensor))
         for violation in self.tensor_violations.get(tensor_id, ()):
             lines.extend(violation_lines(self.trace, violation))
@@ -362,9 +394,9 @@ class _Planner:
                     self.grads_after.update(backward_pass.grads_after())
             grad = self.grads_after.get(tensor.id)
             if grad is not None:
-                return [f"grad: {value_detail(grad)}"]  # after the drawn pass
+                return [f"grad: {self._detail(grad)}"]  # after the drawn pass
         if tensor.grad is not None:
-            return [f"grad (after the last pass): {value_detail(tensor.grad)}"]
+            return [f"grad (after the last pass): {self._detail(tensor.grad)}"]
         return []
 
     def _mark_step(self, box: Box, step: Step | None) -> None:
@@ -422,8 +454,8 @@ class _Planner:
             if grad is not None:
                 arrow.label = value_summary(grad)
                 arrow.tooltip = [(f"gradient to {self._node_name(next_id)}: "
-                                 f"{value_detail(grad)}")]
-                if nonfinite_text(grad.stats):
+                                 f"{self._detail(grad)}")]
+                if grad.stats.nan_count or grad.stats.inf_count:  # nonfinite_text's test
                     arrow.attrs.update(color=VIOLATION_COLOR, fontcolor=VIOLATION_COLOR)
             self.arrows.append(arrow)
 
@@ -440,17 +472,18 @@ class _Planner:
         for saved in node.saved:
             box = self._tensor_box(saved.tensor, role="saved")
             tensor = self.trace.tensors.get(saved.tensor)
+            size = bytes_text(saved.nbytes)
+            slot = saved.slot or "?"
             if box.key not in self.saved_detail_shown:  # the first saver's version, bytes
                 self.saved_detail_shown.add(box.key)
-                box.label.append(f"v{saved.version} · {bytes_text(saved.nbytes)}")
+                box.label.append(f"v{saved.version} · {size}")
             box.tooltip.append(f"saved by {node.name} (node {node.id}) as "
-                               f"{saved.slot or '?'} at version {saved.version}, "
-                               f"{bytes_text(saved.nbytes)}")
+                               f"{slot} at version {saved.version}, {size}")
             arrow = Arrow(box.key, f"n{node.id}", label=saved.slot,
-                          tooltip=[(f"{node.name} saved this as {saved.slot or '?'} "
+                          tooltip=[(f"{node.name} saved this as {slot} "
                                    f"(version {saved.version})")],
                           attrs={"dir": "none", "color": SAVED_FILL})
-            if self._saved_was_broken(node.id, saved.tensor):
+            if self.node_violations and self._saved_was_broken(node.id, saved.tensor):
                 arrow.attrs["color"] = VIOLATION_COLOR
                 current = tensor.version if tensor is not None else "?"
                 arrow.label = f"{saved.slot} v{saved.version}≠v{current}".strip()
@@ -529,6 +562,9 @@ class _Planner:
         tooltip = [f"{exception.type}: {exception.message}", f"at {site_full(exception.site)}"]
         self.boxes["exception"] = Box("exception", label, tooltip, EXCEPTION_FILL,
                                       attrs={"shape": "note"})
+
+
+_NODE_KINDS = {"function": "user autograd.Function", "accumulate": "AccumulateGrad"}
 
 
 def _capped(items: list[str], total: int) -> str:

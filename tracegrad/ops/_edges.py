@@ -16,7 +16,8 @@ results (one per argument) stay as they are, and the engine maps results to edge
 
 from __future__ import annotations
 
-_NO_EDGE = (None, 0)
+from ..autograd.node import ZERO_NRS, edge_numbers
+
 _NUMBER_META = ((), None)  # (shape, dtype) of an edge that never receives a gradient
 
 
@@ -31,12 +32,16 @@ def number_edge(ctx, position: int) -> None:
     """
     if not ctx.needs_input_grad:
         return
-    # Two arguments, one of them a tensor: the tensor's edge is the only one so far.
+    # Two arguments, one of them a tensor: the tensor's edge is the only one so far. (The
+    # node's flat edge fields, written directly: this runs for every recorded x * 2.)
+    tensor_node, tensor_nr = ctx._next_nodes[0], ctx._next_nrs[0]
     if position:
-        ctx.next_functions = (ctx.next_functions[0], _NO_EDGE)
+        ctx._next_nodes = (tensor_node, None)
+        ctx._next_nrs = (tensor_nr, 0) if tensor_nr else ZERO_NRS[2]
         ctx._input_meta = (ctx._input_meta[0], _NUMBER_META)
     else:
-        ctx.next_functions = (_NO_EDGE, ctx.next_functions[0])
+        ctx._next_nodes = (None, tensor_node)
+        ctx._next_nrs = (0, tensor_nr) if tensor_nr else ZERO_NRS[2]
         ctx._input_meta = (_NUMBER_META, ctx._input_meta[0])
     ctx._arg_slots, ctx._num_args = (0, 1), 2
 
@@ -54,17 +59,21 @@ def select_edges(ctx, positions: tuple) -> None:
     """
     if not ctx.needs_input_grad:
         return
-    slots, edges, metas = ctx._arg_slots, ctx.next_functions, ctx._input_meta
+    slots, metas = ctx._arg_slots, ctx._input_meta
+    next_nodes, next_nrs = ctx._next_nodes, ctx._next_nrs
     if slots is None:  # every argument is a tensor: edge i is argument i
-        slots = range(len(edges))
-    kept_edges, kept_metas = [], []
+        slots = range(len(next_nodes))
+    kept_nodes, kept_nrs, kept_metas = [], [], []
     for position in positions:
         if position in slots:
             index = slots.index(position)
-            kept_edges.append(edges[index])
+            kept_nodes.append(next_nodes[index])
+            kept_nrs.append(next_nrs[index])
             kept_metas.append(metas[index])
         else:
-            kept_edges.append(_NO_EDGE)
+            kept_nodes.append(None)
+            kept_nrs.append(0)
             kept_metas.append(_NUMBER_META)
-    ctx.next_functions, ctx._input_meta = tuple(kept_edges), tuple(kept_metas)
+    ctx._next_nodes, ctx._next_nrs = tuple(kept_nodes), edge_numbers(tuple(kept_nrs))
+    ctx._input_meta = tuple(kept_metas)
     ctx._arg_slots, ctx._num_args = tuple(positions), len(ctx.needs_input_grad)

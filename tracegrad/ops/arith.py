@@ -53,7 +53,7 @@ class Add(Op):
     @staticmethod
     def forward(ctx, a, b, alpha=1):
         x, y = operands(a, b)
-        if len(ctx.next_functions) == 1:  # a recorded tensor + number: torch's 2nd edge
+        if len(ctx._next_nodes) == 1:  # a recorded tensor + number: torch's 2nd edge
             number_edge(ctx, 1 if isinstance(a, Tensor) else 0)
         ctx.shapes = (_shape(a), _shape(b))
         if alpha != 1:
@@ -82,7 +82,7 @@ class Sub(Op):
 
     @staticmethod
     def forward(ctx, a, b, alpha=1):
-        if len(ctx.next_functions) == 1:  # a recorded tensor - number: torch's 2nd edge
+        if len(ctx._next_nodes) == 1:  # a recorded tensor - number: torch's 2nd edge
             number_edge(ctx, 1 if isinstance(a, Tensor) else 0)
         if alpha != 1:
             ctx.alpha = alpha
@@ -139,7 +139,7 @@ class Mul(Op):
         needs = ctx.needs_input_grad
         if needs:
             ctx.save_for_backward(a if needs[1] else None, b if needs[0] else None)
-            if len(ctx.next_functions) == 1:  # tensor * number: torch's 2nd edge
+            if len(ctx._next_nodes) == 1:  # tensor * number: torch's 2nd edge
                 number_edge(ctx, 1 if isinstance(a, Tensor) else 0)
         try:
             return x * y
@@ -168,7 +168,7 @@ class Div(Op):
         needs = ctx.needs_input_grad
         if needs:
             ctx.save_for_backward(a if needs[-1] else None, b)
-            if len(ctx.next_functions) == 1:  # tensor / number: torch's 2nd edge
+            if len(ctx._next_nodes) == 1:  # tensor / number: torch's 2nd edge
                 number_edge(ctx, 1 if isinstance(a, Tensor) else 0)
         try:
             result = x / y

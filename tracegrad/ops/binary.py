@@ -236,7 +236,7 @@ class DivRounding(Op):
     @staticmethod
     def forward(ctx, a, b, rounding_mode):
         x, y = _pair("div", a, b)
-        if len(ctx.next_functions) == 1:  # tensor / number: torch's 2nd edge
+        if len(ctx._next_nodes) == 1:  # tensor / number: torch's 2nd edge
             number_edge(ctx, 1 if isinstance(a, Tensor) else 0)
         tensor = a if isinstance(a, Tensor) else b
         _check_integer_divisor("div", y, tensor)

@@ -348,6 +348,7 @@ def setitem(tensor, index, value) -> None:
         source = backends.to_device(source, tensor.device)
     views.check_no_overlap(tensor)
     if plan.advanced:
+        views.check_no_any_overlap(tensor, value)
         where = _advanced_index(plan)
         try:
             array[where] = source
@@ -355,6 +356,8 @@ def setitem(tensor, index, value) -> None:
             raise _value_shape_error(value, array[where].shape, tensor) from None
     else:
 
+        if source.ndim:
+            views.check_no_partial_overlap(tensor, value, array)
         source = source.reshape(_without_leading_ones(source.shape))
         check_expandable(array.shape, source.shape, value)
         array[...] = source
@@ -387,6 +390,8 @@ def _assign_basic(tensor, index, value) -> bool:
     if 0 in array.strides:
         return False  # maybe an expanded tensor: the full path says why not
     try:
+        if value.__class__ is Tensor and source.ndim:
+            views.check_no_partial_overlap(tensor, value, array[index])
         array[index] = source
     except (IndexError, ValueError, TypeError):
         return False

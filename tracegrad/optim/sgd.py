@@ -52,7 +52,9 @@ class SGD(Optimizer):
                 buffer = state["momentum_buffer"] = Tensor._wrap(update.copy(), False)
             else:
                 buffer._array *= momentum
-                buffer._array += (1 - group["dampening"]) * update
+                dampening = group["dampening"]
+                # (1 - 0) * update is update exactly: no temporary for the default
+                buffer._array += (1 - dampening) * update if dampening else update
             if group["nesterov"]:
                 update = update + momentum * buffer._array
             else:

@@ -1,4 +1,8 @@
-"""Trace <-> JSON-able data, with arrays set aside, and a strict type-checked decoder.
+"""Trace <-> JSON-able data one object per record (schemas 1 to 3), and a strict decoder.
+
+Files are written in columns since schema 4 (columns.py, which shares this module's field
+plans and errors); this layout is still read, and written by
+``save_trace(..., schema_version=3)`` for tracegrad versions that predate columns.
 
 The encoder and decoder of each dataclass are built once from the type hints of
 ``model.py`` (a plan per class: field names, what each field needs, its default), so a field

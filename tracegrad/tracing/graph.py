@@ -24,7 +24,7 @@ import numpy as np
 
 from ..autograd.node import Node, SavedTensor
 from ..tensor import Tensor
-from .model import NodeRecord, SavedRecord, TensorRecord, Trace
+from .model import NO_ATTRS, NO_ITEMS, NodeRecord, SavedRecord, TensorRecord, Trace
 
 # Instance attributes of a node that are machinery, not the op's parameters.
 _NODE_MACHINERY = frozenset({"needs_input_grad", "next_functions", "metadata", "variable"})
@@ -45,12 +45,52 @@ def gc_paused():
             gc.enable()
 
 
-def _reference(obj):
-    """A weak reference when the object allows one, else a strong one."""
+class _Seen(weakref.ref):
+    """An entry of the builder's lookups: a weak reference to a recorded object that
+    carries the object's id in the trace. One object per entry (a tuple and a reference
+    were two, each one more for the garbage collector to track on every op). Unpacks as
+    ``(id, reference)``, the pair the entries used to be.
+    """
+
+    __slots__ = ("id",)
+
+    def __iter__(self):
+        return iter((self.id, self))
+
+    def __copy__(self):
+        return self  # as copy treats weak references: atomic (a trace copies with them)
+
+    def __deepcopy__(self, memo):
+        return self
+
+
+class _Held:
+    """A lookup entry for an object that allows no weak reference: held strongly."""
+
+    __slots__ = ("id", "held")
+
+    def __init__(self, held) -> None:
+        self.held = held
+
+    def __call__(self):
+        return self.held
+
+    def __iter__(self):
+        return iter((self.id, self))
+
+    __copy__ = _Seen.__copy__
+    __deepcopy__ = _Seen.__deepcopy__
+
+
+def _reference(obj, record_id: int):
+    """The lookup entry of ``obj``, recorded as ``record_id``: a weak reference when the
+    object allows one, else a strong one."""
     try:
-        return weakref.ref(obj)
+        entry = _Seen(obj)
     except TypeError:
-        return lambda: obj
+        entry = _Held(obj)
+    entry.id = record_id
+    return entry
 
 
 class _NotJsonable(Exception):
@@ -59,7 +99,14 @@ class _NotJsonable(Exception):
 
 def _jsonable(value, depth: int = 0):
     """``value`` as JSON-able data (tuples become lists), or raise _NotJsonable."""
-    if value is None or isinstance(value, (bool, str)):
+    kind = type(value)
+    if kind in _PLAIN or kind is float and math.isfinite(value):
+        return value
+    if kind is tuple or kind is list:
+        if depth < 3 and len(value) <= _MAX_ATTR_ITEMS:
+            return [_jsonable(item, depth + 1) for item in value]
+        raise _NotJsonable
+    if isinstance(value, (bool, str)):
         return value
     if isinstance(value, (int, np.integer)):
         return int(value)
@@ -72,32 +119,85 @@ def _jsonable(value, depth: int = 0):
         return value.name
     if isinstance(value, (tuple, list)) and depth < 3 and len(value) <= _MAX_ATTR_ITEMS:
         return [_jsonable(item, depth + 1) for item in value]
-    type_name = type(value).__name__
+    type_name = kind.__name__
     if type_name in ("dtype", "device"):  # tracegrad's own dtype and device
         return str(getattr(value, "name", value))
     raise _NotJsonable
 
 
 _PLAIN = frozenset({int, bool, str, type(None)})
+_public_names: dict[tuple, tuple[str, ...]] = {}  # (node class, attribute names) -> params
+# Shapes and other tuples of ints (Add's ``shapes``, a reduction's ``dim``), as attrs keep
+# them: one shared list per distinct tuple. Thousands of nodes name the same few shapes,
+# and a list of lists per node was a tenth of a recorded chain's memory
+# (bench/bench_trace.py (c)). Only tuples of exact ints are shared: (1, 2) == (1.0, 2.0),
+# and those must stay two different JSON values.
+_int_tuples: dict[tuple, list] = {}
+
+
+def _int_tuple_json(value: tuple):
+    """The shared JSON form of a tuple of ints or of tuples of ints, or None."""
+    if len(value) > _MAX_ATTR_ITEMS or not _exact_ints(value):
+        return None  # (checked first: a tuple may hold arrays, which cannot be hashed)
+    shared = _int_tuples.get(value)
+    if shared is not None:
+        return shared
+    if len(_int_tuples) >= 4096:  # a program with ever-new shapes: start over
+        _int_tuples.clear()
+    shared = _int_tuples[value] = [item if type(item) is int else list(item)
+                                   for item in value]
+    return shared
+
+
+def _exact_ints(value: tuple) -> bool:
+    for item in value:
+        kind = type(item)
+        if kind is tuple:
+            if len(item) > _MAX_ATTR_ITEMS:
+                return False
+            for inner in item:
+                if type(inner) is not int:
+                    return False
+        elif kind is not int:
+            return False
+    return True
 
 
 def node_attrs(node: Node) -> dict[str, Any]:
     """The op parameters a node keeps (dim, keepdim, shapes, ...), JSON-able and sorted."""
+    fields = vars(node)
+    # Which of the node's attributes are parameters, worked out once per op class and set
+    # of attribute names (most nodes of an op have the same ones): every recorded op asks.
+    names = tuple(fields)
+    key = (node.__class__, names)
+    public = _public_names.get(key)
+    if public is None:
+        public = tuple(name for name in names
+                       if name[0] != "_" and name not in _NODE_MACHINERY)
+        if len(_public_names) >= 4096:  # classes or attributes without end: start over
+            _public_names.clear()
+        _public_names[key] = public
+    if not public:
+        return NO_ATTRS
     attrs = {}
-    for key, value in vars(node).items():
-        if key[0] == "_" or key in _NODE_MACHINERY:
-            continue
+    for key in public:
+        value = fields[key]
         kind = type(value)
         if kind in _PLAIN:  # the common cases first: this runs for every recorded op
             attrs[key] = value
             continue
+        if kind is tuple:
+            shared = _int_tuple_json(value)
+            if shared is not None:
+                attrs[key] = shared
+                continue
         try:
             attrs[key] = _jsonable(value)
         except _NotJsonable:
             continue  # arrays, tensors, index objects: too big or not data
     if len(attrs) > 1:
         attrs = dict(sorted(attrs.items()))
-    return attrs
+    return attrs if attrs else NO_ATTRS
 
 
 _dtype_names: dict = {}
@@ -120,18 +220,52 @@ def _device_name(tensor) -> str:
     return "cpu" if type(tensor._array) is np.ndarray else str(tensor.device)
 
 
+# Shapes as records keep them, one tuple per distinct shape: a recorded chain names the
+# same shape on every tensor (bench/bench_trace.py (c) counts the bytes).
+_shapes: dict[tuple, tuple[int, ...]] = {}
+
+
+def _shape(shape) -> tuple[int, ...]:
+    shared = _shapes.get(shape)
+    if shared is None:
+        if len(_shapes) >= 4096:  # a program with ever-new shapes: start over
+            _shapes.clear()
+        shared = tuple(map(int, shape))
+        shared = _shapes.setdefault(shared, shared)
+    return shared
+
+
 def shown_name(node: Node) -> str:
     """A node's name as traces, graph text and DOT show it: the class name, as torchviz
     shows it -- ``AccumulateGrad`` and ``CopySlices``, where ``name()`` says
     ``torch::autograd::AccumulateGrad`` as PyTorch's does."""
-    return node.name().rpartition("::")[2]
+    name = node.name()
+    shown = _shown_names.get(name)
+    if shown is None:
+        shown = _shown_names[name] = name.rpartition("::")[2]
+    return shown
+
+
+_shown_names: dict[str, str] = {}
 
 
 def _slot_names(node: Node) -> tuple:
     """The saved slots' names as torch gives them (``self``, ``mat2``, ``result``), from
     the op's ``saved_names``; empty for a custom Function (its slots are numbered)."""
-    names = getattr(getattr(node, "_function", None), "saved_names", ())
-    return tuple(entry for entry in names if "=" not in entry)
+    function = getattr(node, "_function", None)
+    names = _slot_names_of.get(function)
+    if names is None:  # once per op class: this runs for every recorded node
+        names = tuple(entry for entry in getattr(function, "saved_names", ())
+                      if "=" not in entry)
+        if len(_slot_names_of) >= 4096:  # classes made in a loop: start over
+            _slot_names_of.clear()
+        _slot_names_of[function] = names
+    return names
+
+
+_slot_names_of: dict = {}
+# A next_functions edge to nothing, shared by every record that has one.
+_NO_NEXT = (None, 0)
 
 
 def node_kind(node: Node) -> str:
@@ -146,24 +280,28 @@ class GraphBuilder:
 
     def __init__(self, trace: Trace) -> None:
         self.trace = trace
-        self._tensor_ids: dict[int, tuple[int, Any]] = {}  # id(tensor) -> (tensor id, ref)
-        self._node_ids: dict[int, tuple[int, Any]] = {}  # id(node) -> (node id, ref)
-        self._output_tensors: dict[tuple[int, int], int] = {}  # (node id, nr) -> tensor id
+        # id(object) -> its entry (see _Seen): entry.id its id in the trace, entry() the
+        # object while it lives (an id reused after it died never matches)
+        self._tensor_ids: dict[int, _Seen | _Held] = {}
+        self._node_ids: dict[int, _Seen | _Held] = {}
+        # (node id, nr) -> tensor id; output 0 (most nodes' only one) is keyed by the node
+        # id alone, an int: no key tuple per node (see _output_key)
+        self._output_tensors: dict = {}
         self._next_tensor_id = 0
         self._next_node_id = 0
 
     # -- tensors -----------------------------------------------------------------------
     def known_tensor(self, tensor) -> int | None:
         entry = self._tensor_ids.get(id(tensor))
-        if entry is not None and entry[1]() is tensor:
-            return entry[0]
+        if entry is not None and entry() is tensor:
+            return entry.id
         return None
 
     def tensor_id(self, tensor) -> int:
         """The id of a live tensor, recording it on first sight."""
-        known = self.known_tensor(tensor)
-        if known is not None:
-            return known
+        entry = self._tensor_ids.get(id(tensor))  # known_tensor, inline: every op asks
+        if entry is not None and entry() is tensor:
+            return entry.id
         return self._add_tensor(tensor).id
 
     def live_tensors(self):
@@ -177,22 +315,30 @@ class GraphBuilder:
 
     def _add_tensor(self, tensor) -> TensorRecord:
         tensor_id = self._next_tensor_id
-        self._next_tensor_id += 1
-        self._tensor_ids[id(tensor)] = (tensor_id, _reference(tensor))
+        self._next_tensor_id = tensor_id + 1
+        self._tensor_ids[id(tensor)] = _reference(tensor, tensor_id)
         # A torch tensor seen through the bridge says what it is without making an array.
-        fields = tensor.__dict__.get("_trace_fields")
+        # (a plain Tensor has none: its __dict__ is not even made, which reading it would do)
+        fields = None if tensor.__class__ is Tensor else tensor.__dict__.get("_trace_fields")
         if fields is None:
             data = tensor._array
-            fields = (tuple(map(int, data.shape)), _dtype_name(data.dtype),
-                      _device_name(tensor), type(tensor).__name__ == "Parameter")
-        shape, dtype, device, is_parameter = fields
-        record = TensorRecord(
-            id=tensor_id, shape=shape, dtype=dtype, device=device, name=tensor.name,
-            requires_grad=bool(tensor.requires_grad), is_leaf=tensor.grad_fn is None,
-            output_nr=int(tensor._output_nr), is_parameter=is_parameter)
+            dtype = _dtype_names.get(data.dtype)
+            record = TensorRecord(  # positional: the fields in order (one per new tensor)
+                tensor_id, _shape(data.shape),
+                dtype if dtype is not None else _dtype_name(data.dtype),
+                "cpu" if data.__class__ is np.ndarray else str(tensor.device), tensor.name,
+                bool(tensor.requires_grad), tensor.grad_fn is None, None,
+                int(tensor._output_nr), None, type(tensor).__name__ == "Parameter", NO_ITEMS)
+        else:
+            shape, dtype, device, is_parameter = fields
+            record = TensorRecord(
+                tensor_id, _shape(shape), dtype, device, tensor.name,
+                bool(tensor.requires_grad), tensor.grad_fn is None, None,
+                int(tensor._output_nr), None, is_parameter, NO_ITEMS)
         self.trace.tensors[tensor_id] = record
-        if tensor._base is not None:
-            record.base = self.tensor_id(tensor._base)
+        base = tensor._base
+        if base is not None:
+            record.base = self.tensor_id(base)
         return record
 
     def _add_virtual_tensor(self, node_id: int, output_nr: int, meta) -> int:
@@ -204,15 +350,15 @@ class GraphBuilder:
             id=tensor_id, shape=tuple(map(int, shape)), dtype=_dtype_name(numpy_dtype),
             device=str(device),
             requires_grad=numpy_dtype.kind == "f", is_leaf=False, grad_fn=node_id,
-            output_nr=output_nr)
-        self._output_tensors[(node_id, output_nr)] = tensor_id
+            output_nr=output_nr, versions=NO_ITEMS)
+        self._output_tensors[_output_key(node_id, output_nr)] = tensor_id
         return tensor_id
 
     def output_tensor(self, node_id: int, output_nr: int) -> int | None:
-        return self._output_tensors.get((node_id, output_nr))
+        return self._output_tensors.get(node_id if output_nr == 0 else (node_id, output_nr))
 
     def set_output(self, node_id: int, output_nr: int, tensor_id: int) -> None:
-        self._output_tensors[(node_id, output_nr)] = tensor_id
+        self._output_tensors[node_id if output_nr == 0 else (node_id, output_nr)] = tensor_id
         record = self.trace.tensors[tensor_id]
         record.grad_fn, record.output_nr, record.is_leaf = node_id, output_nr, False
 
@@ -230,29 +376,66 @@ class GraphBuilder:
     def forget_outputs(self, output_keys) -> None:
         """Forget the ``(node id, output_nr)`` entries of nodes dropped from the trace (a
         pass summarized to stay within the structure budget; their objects are dead)."""
-        for key in output_keys:
-            self._output_tensors.pop(key, None)
+        for node_id, output_nr in output_keys:
+            self._output_tensors.pop(_output_key(node_id, output_nr), None)
+
+    def compact(self) -> None:
+        """Forget the lookups of objects that died, and the outputs of dead nodes: they can
+        never match again (ids are checked against the live object), and a finished
+        recording kept them for nothing -- two fifths of a recorded chain's memory after
+        backward (bench/bench_trace.py (c)). New dicts, as a dict never shrinks."""
+        self._tensor_ids = {key: entry for key, entry in self._tensor_ids.items()
+                            if entry() is not None}
+        self._node_ids = {key: entry for key, entry in self._node_ids.items()
+                          if entry() is not None}
+        live = {node_id for node_id, _ in self._node_ids.values()}
+        self._output_tensors = {
+            key: tensor_id for key, tensor_id in self._output_tensors.items()
+            if (key if key.__class__ is int else key[0]) in live}
 
     # -- nodes -------------------------------------------------------------------------
     def known_node(self, node) -> int | None:
         entry = self._node_ids.get(id(node))
-        if entry is not None and entry[1]() is node:
-            return entry[0]
+        if entry is not None and entry() is node:
+            return entry.id
         return None
 
     def _reserve_node(self, node) -> int:
         node_id = self._next_node_id
-        self._next_node_id += 1
-        self._node_ids[id(node)] = (node_id, _reference(node))
+        self._next_node_id = node_id + 1
+        self._node_ids[id(node)] = _reference(node, node_id)
         return node_id
 
     def record_op(self, node, inputs, outputs) -> NodeRecord:
-        """Record a node seen in forward, with its actual input and output tensors."""
-        node_id = self.known_node(node)
-        if node_id is None:
+        """Record a node seen in forward, with its actual input and output tensors.
+
+        The recorder's per-op path (bench/bench_trace.py (b) keeps it honest): the lookups
+        of known_node and tensor_id are inline."""
+        entry = self._node_ids.get(id(node))
+        if entry is not None and entry() is node:
+            node_id = entry.id
+        else:
             node_id = self._reserve_node(node)
-        input_ids = [self.tensor_id(tensor) if tensor is not None else None
-                     for tensor in inputs]
+        tensor_ids = self._tensor_ids
+        input_ids = []
+        for tensor in inputs:
+            if tensor is None:
+                input_ids.append(None)
+                continue
+            entry = tensor_ids.get(id(tensor))
+            input_ids.append(entry.id if entry is not None and entry() is tensor
+                             else self._add_tensor(tensor).id)
+        if len(outputs) == 1 and outputs[0] is not None:  # the usual one output
+            tensor = outputs[0]
+            entry = tensor_ids.get(id(tensor))
+            if entry is not None and entry() is tensor:
+                record = self.trace.tensors[entry.id]
+            else:
+                record = self._add_tensor(tensor)
+            tensor_id = record.id
+            self._output_tensors[node_id] = tensor_id  # set_output, inline
+            record.grad_fn, record.output_nr, record.is_leaf = node_id, 0, False
+            return self._finish_node(node, node_id, input_ids, [tensor_id])
         output_ids = []
         for output_nr, tensor in enumerate(outputs):
             if tensor is None:
@@ -323,8 +506,9 @@ class GraphBuilder:
         node_id = self._reserve_node(node)
         leaf = self.tensor_id(node.variable)
         self.trace.nodes[node_id] = NodeRecord(
-            id=node_id, name=shown_name(node), kind="accumulate", inputs=[leaf], leaf=leaf,
-            site=node._site, module=node._module)
+            id=node_id, name=shown_name(node), kind="accumulate", inputs=[leaf],
+            outputs=NO_ITEMS, next=NO_ITEMS, saved=NO_ITEMS, leaf=leaf, site=node._site,
+            module=node._module)
         return node_id
 
     def adopt(self, roots, known_outputs: dict | None = None) -> None:
@@ -389,16 +573,32 @@ class GraphBuilder:
             return None
         return self.output_tensor(producer, input_nr)
 
-    def _finish_node(self, node, node_id: int, input_ids, output_ids,
+    def _finish_node(self, node, node_id: int, input_ids: list, output_ids: list,
                      stand_ins: dict | None = None) -> NodeRecord:
-        record = NodeRecord(
-            id=node_id, name=shown_name(node), kind=node_kind(node), inputs=list(input_ids),
-            outputs=list(output_ids), attrs=node_attrs(node), site=node._site,
-            module=node._module)
+        """The node's record, made from ``input_ids`` and ``output_ids`` (lists the record
+        takes over)."""
+        record = NodeRecord(  # positional, in field order; next and saved follow
+            node_id, shown_name(node), node_kind(node), input_ids, output_ids, None, None,
+            node_attrs(node), node._site, node._module)
         self.trace.nodes[node_id] = record
-        record.next = [(self.node_id(next_node) if next_node is not None else None,
-                        int(input_nr)) for next_node, input_nr in node.next_functions]
-        record.saved = self.saved_records(node, node_id, stand_ins)
+        node_ids = self._node_ids
+        edges = []
+        # A tracegrad node keeps its edges flat; next_functions would build the pairs.
+        pairs = zip(node._next_nodes, node._next_nrs) if isinstance(node, Node) \
+            else node.next_functions
+        for next_node, input_nr in pairs:
+            if next_node is None:
+                edges.append(_NO_NEXT if input_nr == 0 else (None, int(input_nr)))
+                continue
+            entry = node_ids.get(id(next_node))
+            next_id = entry.id if entry is not None and entry() is next_node \
+                else self.node_id(next_node)
+            edges.append((next_id, input_nr if input_nr.__class__ is int else int(input_nr)))
+        # Lists of their own length (one built by appending keeps spare slots), and the
+        # shared empty one for nothing: these are most of a node's bytes.
+        record.next = edges if len(edges) > 2 else [*edges] if edges else NO_ITEMS
+        record.saved = self.saved_records(node, node_id, stand_ins) if node._saved \
+            else NO_ITEMS
         return record
 
     def saved_records(self, node, node_id: int, stand_ins: dict | None = None
@@ -406,7 +606,7 @@ class GraphBuilder:
         records = []
         names = _slot_names(node)
         for slot, saved in enumerate(node._saved):
-            if not isinstance(saved, SavedTensor):
+            if saved.__class__ is not SavedTensor and not isinstance(saved, SavedTensor):
                 continue
             source = saved.source_tensor()
             if stand_ins and id(source) in stand_ins:
@@ -432,6 +632,11 @@ class GraphBuilder:
                 tensor=tensor_id, version=int(saved.version), nbytes=nbytes, slot=slot_name,
                 is_output=saved.is_output))
         return records
+
+
+def _output_key(node_id: int, output_nr: int):
+    """The builder's key for output ``output_nr`` of node ``node_id``."""
+    return node_id if output_nr == 0 else (node_id, output_nr)
 
 
 def _saved_outputs(nodes, known_outputs: dict) -> None:
@@ -482,7 +687,7 @@ def from_tensor(tensor, name_from_caller: bool = True) -> Trace:
 def variable_key(tensor) -> int | None:
     """What a variable holding ``tensor`` is found by in the user's frames: the tensor
     itself, or the torch tensor a bridge adapter stands for (None once it is gone)."""
-    if "_trace_fields" in tensor.__dict__:
+    if tensor.__class__ is not Tensor and "_trace_fields" in tensor.__dict__:
         return tensor._variable_key
     return id(tensor)
 

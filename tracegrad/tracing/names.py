@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from types import FrameType
 
-from ..autograd.site import _is_internal
+from ..autograd.site import _internal_files, _is_internal
 
 
 def name(tensor, label: str):
@@ -31,11 +31,24 @@ def name(tensor, label: str):
 
 
 def user_frame(depth: int = 1) -> FrameType | None:
-    """The innermost frame outside tracegrad (where the user's variables live)."""
-    frame = sys._getframe(depth)
-    while frame is not None and _is_internal(frame.f_code.co_filename):
+    """The innermost frame outside tracegrad (where the user's variables live), from
+    ``depth`` frames up (1: the caller)."""
+    try:
+        frame = sys._getframe(depth)
+    except ValueError:  # the stack is not that deep
+        return None
+    # _is_internal's table, read inline: the recorder looks for this frame on every op,
+    # several frames up.
+    internal = _internal_files
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        flag = internal.get(filename)
+        if flag is None:
+            flag = _is_internal(filename)
+        if not flag:
+            return frame
         frame = frame.f_back
-    return frame
+    return None
 
 
 def names_in_frame(frame: FrameType | None, wanted) -> dict[int, str]:

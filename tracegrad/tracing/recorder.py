@@ -22,7 +22,6 @@ from __future__ import annotations
 import sys
 import threading
 import traceback as traceback_module
-import weakref
 
 from .. import __version__, bridge
 from ..autograd import events, module_scope
@@ -40,6 +39,7 @@ from .keep import (
 )
 from .model import (
     DROPPED_PASS,
+    NO_ITEMS,
     ORIGIN_GRADCHECK,
     ORIGIN_USER,
     BackwardPass,
@@ -54,7 +54,7 @@ from .model import (
 from .names import names_in_frame, user_frame
 from .nonfinite import name_cause_inputs, note_masks
 from .text import describe_violations, site_inline
-from .values import DEFAULT_BUDGET_BYTES, ValueBudget, is_finite
+from .values import DEFAULT_BUDGET_BYTES, ValueBudget, is_finite, value_is_finite
 from .violations import ViolationFinder, first_nan
 
 _MAX_PENDING_FRAMES = 8
@@ -127,7 +127,7 @@ class Recorder(FlowEvents, events.Listener):
         self._pending_hooks: dict[int, list[HookRecord]] = {}
         self._pass_gradients: dict[int, tuple] = {}  # id(array) -> (array, Value), one pass
         self._looked_up: set[int] = set()  # tensor ids whose variable name was searched
-        # user frame -> [(weakref to tensor, record)] waiting for a search of its variables
+        # user frame -> [builder entries of tensors] waiting for a search of its variables
         self._unnamed: dict = {}
         self._subscription = None
         self._thread = threading.get_ident()  # the thread recorded (set again by start)
@@ -145,6 +145,7 @@ class Recorder(FlowEvents, events.Listener):
 
     def start(self) -> None:
         if self._subscription is None:
+            self.builder.trace = self.trace  # (let go by stop: see _compact)
             self._thread = threading.get_ident()
             self._subscription = events.subscribe(self)
             # A program on real torch is observed too: now, or when it imports torch.
@@ -176,7 +177,21 @@ class Recorder(FlowEvents, events.Listener):
         self.trace.metadata["summarized_values"] = self.budget.summarized
         self.trace.metadata.update(self.ledger.metadata())
         self._note_module_classes()
+        self._compact()
         return self.trace
+
+    def _compact(self) -> None:
+        """Let go of what only the objects that died needed (lookups by identity, the
+        tensors whose names were searched): a finished trace keeps its records and little
+        else (bench/bench_trace.py (c) measures it)."""
+        self.builder.compact()
+        live = {tensor_id for tensor_id, _ in self.builder._tensor_ids.values()}
+        self._looked_up = {tensor_id for tensor_id in self._looked_up if tensor_id in live}
+        # The trace keeps the builder (trace._builder: why_no_grad finds live tensors by
+        # it); the builder letting go of the trace leaves no reference cycle, so a trace
+        # nobody holds is freed at once, not by the next full garbage collection (which
+        # costs time in proportion to everything alive, dead traces included).
+        self.builder.trace = None
 
     def name_pending(self) -> None:
         """Name the tensors recorded so far after the user's variables now, as ``stop()``
@@ -195,13 +210,14 @@ class Recorder(FlowEvents, events.Listener):
             self.trace.metadata["module_classes"] = classes
 
     # -- capture policy ----------------------------------------------------------------
-    def _capture(self, data) -> Value | None:
+    def _capture(self, data, like: Value | None = None) -> Value | None:
         """A Value of ``data`` for the current group: arrays are kept tentatively and
-        released when the group turns out not to be kept (see keep.py)."""
+        released when the group turns out not to be kept (see keep.py). ``like``: see
+        ValueBudget.capture."""
         if not self.values:
             return None
-        group = self.ledger.current
-        value = self.budget.capture(data, True)
+        group = self.ledger.groups[-1]
+        value = self.budget.capture(data, True, like)
         group.value_count += 1
         self.ledger.values_alive += 1
         if value.array is not None and self.keep_passes is not None:
@@ -307,33 +323,45 @@ class Recorder(FlowEvents, events.Listener):
                 ledger.overflow or not self._room_for_op(args)):
             self._count_op(node, args, outputs)
             return
-        inputs = [arg for arg in args if isinstance(arg, Tensor)]
+        if len(args) == 2 and args[0].__class__ is Tensor and args[1].__class__ is Tensor:
+            inputs = args  # a binary op on two tensors, the usual case: no list to make
+        else:
+            inputs = [arg for arg in args if isinstance(arg, Tensor)]
         if self._pending:  # an input that came out of a flow: recorded with it, first
             for tensor in inputs:
                 self.materialize(tensor)
         before = builder._next_tensor_id
         record = builder.record_op(node, inputs, outputs)
         tensors = self.trace.tensors
-        if self.values:
+        values = self.values
+        if values and builder._next_tensor_id != before:
             for tensor, tensor_id in zip(inputs, record.inputs):
                 if tensor_id >= before and tensors[tensor_id].value is None:
                     tensors[tensor_id].value = self._capture(tensor._array)  # a leaf
-        for tensor, tensor_id in zip([out for out in outputs if out is not None],
-                                     record.outputs):
+        tainted = self._tainted
+        site = node._site
+        output_ids = record.outputs
+        for index, tensor in enumerate(outputs if len(outputs) == len(output_ids) else
+                                       [out for out in outputs if out is not None]):
+            tensor_id = output_ids[index]
             tensor_record = tensors[tensor_id]
             if not (tensor._requires_grad or tensor.requires_grad):  # an integer output
                 # (the property: a torch tensor's adapter): the gradient stops here
-                self._tainted.add(tensor_id)
-            elif tensor_id in self._tainted:  # first seen as a flow's result (an op inside
-                # a custom Function's forward): it is the Function's output now
-                self._tainted.discard(tensor_id)
+                tainted.add(tensor_id)
+            elif tainted and tensor_id in tainted:  # first seen as a flow's result (an op
+                # inside a custom Function's forward): it is the Function's output now
+                tainted.discard(tensor_id)
                 tensor_record.requires_grad = True
                 tensor_record.site = None
             if tensor_record.site is None:
-                tensor_record.site = node._site
-            value = tensor_record.value = self._capture(tensor._array)
-            finite = not value.stats.has_nonfinite if value is not None \
-                else is_finite(tensor._array)
+                tensor_record.site = site
+            data = tensor._array
+            if values:
+                value = tensor_record.value = self._capture(data)
+                finite = value_is_finite(value, data)
+            else:
+                tensor_record.value = None
+                finite = is_finite(data)
             if not finite:
                 # Inputs are checked only now, in the rare case: report where non-finite
                 # values first appear, not every op they flow through.
@@ -413,14 +441,17 @@ class Recorder(FlowEvents, events.Listener):
             record = tensor_records.get(tensor_id)
             if record is None:
                 continue
-            if tensor.name:
-                record.name = tensor.name
+            name = tensor.name
+            if name:
+                record.name = name
             elif record.name is None:
                 if new is None:
                     new = []
-                new.append((weakref.ref(tensor), record))
+                # the builder's entry: a weak reference that knows the record's id
+                new.append(self.builder._tensor_ids[id(tensor)])
         if new:
-            frame = user_frame(1)
+            # From the caller's caller: this frame and the event's are tracegrad's own.
+            frame = user_frame(3)
             pending = self._unnamed.get(frame)
             if pending is None:
                 if len(self._unnamed) >= _MAX_PENDING_FRAMES:
@@ -438,9 +469,11 @@ class Recorder(FlowEvents, events.Listener):
 
     def _flush_frame(self, frame, pending: list) -> None:
         wanted = {}
-        for reference, record in pending:
-            tensor = reference()
-            if tensor is not None and record.name is None:
+        records = self.trace.tensors
+        for entry in pending:
+            tensor = entry()
+            record = records.get(entry.id) if tensor is not None else None
+            if record is not None and record.name is None:
                 key = variable_key(tensor)
                 if key is not None:
                     wanted[key] = record
@@ -482,11 +515,11 @@ class Recorder(FlowEvents, events.Listener):
         if tensor_id is None:
             tensor_id = builder.tensor_id(tensor)
         change = VersionChange(info.version, info.op_name, info.site)
-        self.trace.tensors[tensor_id].versions.append(change)
+        _append(self.trace.tensors[tensor_id], "versions", change)
         if info.base is not tensor:
             base_id = builder.known_tensor(info.base)
             if base_id is not None:
-                self.trace.tensors[base_id].versions.append(change)
+                _append(self.trace.tensors[base_id], "versions", change)
         if node_record is not None:
             self._after_inplace_record(info, node_record)
         if watched:
@@ -622,12 +655,19 @@ class Recorder(FlowEvents, events.Listener):
             self._step = None
             return
         node_id = self.builder.node_id(node)
-        step = Step(index=len(current.steps), node=node_id,
-                    grads_in=[self._gradient(grad) for grad in grads_in],
-                    hooks=self._pending_hooks.pop(id(node), []))
-        current.steps.append(step)
-        self.ledger.current.step_count += 1
-        self.ledger.steps_alive += 1
+        if self.values:
+            gradient = self._gradient
+            grads = [gradient(grad) if grad is not None else None for grad in grads_in]
+        else:
+            grads = [None] * len(grads_in)
+        hooks = self._pending_hooks.pop(id(node), None) if self._pending_hooks else None
+        steps = current.steps
+        # positional, in field order: index, node, grads_in, grads_out, hooks
+        step = Step(len(steps), node_id, grads, [], hooks if hooks is not None else NO_ITEMS)
+        steps.append(step)
+        ledger = self.ledger
+        ledger.groups[-1].step_count += 1
+        ledger.steps_alive += 1
         self._step = step
 
     def _summarize_running_pass(self) -> None:
@@ -644,10 +684,9 @@ class Recorder(FlowEvents, events.Listener):
         self._pending_hooks.clear()
 
     def _gradient(self, grad) -> Value | None:
-        """A gradient's Value; the same array going out of one step and into the next is
-        captured once (the pass holds the arrays, so their ids are not reused meanwhile)."""
-        if grad is None or not self.values:
-            return None
+        """A gradient's Value (``grad`` is not None, values are captured); the same array
+        going out of one step and into the next is captured once (the pass holds the
+        arrays, so their ids are not reused meanwhile)."""
         data = grad._array
         seen = self._pass_gradients.get(id(data))
         if seen is not None and seen[0] is data:
@@ -666,7 +705,7 @@ class Recorder(FlowEvents, events.Listener):
             hook_name = "retain_grad"
         hook_record = HookRecord(kind=kind, name=hook_name, changed=bool(changed))
         if self._step is not None and self._step_node is node:
-            self._step.hooks.append(hook_record)
+            _append(self._step, "hooks", hook_record)
         else:  # tensor and pre hooks fire before the step starts
             self._pending_hooks.setdefault(id(node), []).append(hook_record)
 
@@ -680,14 +719,24 @@ class Recorder(FlowEvents, events.Listener):
             self._check_counted_step(node, grads_out)
             self._step_node, self._step_grads_in = None, ()
             return
-        step.grads_out = [self._gradient(grad) for grad in grads_out]
+        values = self.values
+        if values:
+            gradient = self._gradient
+            captured = step.grads_out = [gradient(grad) if grad is not None else None
+                                         for grad in grads_out]
+        else:
+            step.grads_out = [None] * len(grads_out)
         step.duration_ns = int(duration_ns)
+        checked = None
         for edge_index, grad in enumerate(grads_out):
             if grad is None:
                 continue
-            value = step.grads_out[edge_index]
-            finite = not value.stats.has_nonfinite if value is not None \
-                else is_finite(grad._array)
+            data = grad._array
+            if data is checked:
+                continue  # the same array on two edges (AddBackward0): checked once
+            checked = data
+            finite = value_is_finite(captured[edge_index], data) if values \
+                else is_finite(data)
             if not finite:
                 found = len(self.trace.violations)
                 grads_in = self._step_grads_in
@@ -724,7 +773,14 @@ class Recorder(FlowEvents, events.Listener):
             return
         tensor_id = self.builder.tensor_id(tensor)
         record = self.trace.tensors[tensor_id]
-        value = self._capture(tensor.grad._array) if tensor.grad is not None else None
+        grad = tensor.grad
+        value = None
+        if grad is not None and self.values:
+            # .grad is often the incoming gradient itself, or it added to zeros: the
+            # step's Value of that gradient may hold the same bits (see _capture)
+            step = current.steps[-1] if current is not None and current.steps else None
+            like = step.grads_in[0] if step is not None and step.grads_in else None
+            value = self._capture(grad._array, like)
         if value is not None:
             # The Value stays with this pass's step (.grad per pass); the record points
             # at the latest one (.grad after the last pass).
@@ -759,6 +815,16 @@ class Recorder(FlowEvents, events.Listener):
         self._pass_gradients.clear()
         self._end_group()
         self.violations.prune()
+
+
+def _append(record, field: str, item) -> None:
+    """Append ``item`` to a record's list ``field``, giving the record a list of its own
+    first when it shares the empty one (model.NO_ITEMS)."""
+    items = getattr(record, field)
+    if items is NO_ITEMS:
+        setattr(record, field, [item])
+    else:
+        items.append(item)
 
 
 def _pass_origin(frame) -> tuple[str, str | None]:

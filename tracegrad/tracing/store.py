@@ -1,12 +1,14 @@
 """The .tgtrace file: a zip of ``trace.json`` and ``arrays.bin``, loaded without pickle.
 
 ``trace.json`` holds ``{"format": "tracegrad-trace", "schema_version": N, "tracegrad": "0.1.0",
-"timings": true, "arrays": [[dtype, shape, offset], ...], "array_bytes": N, "sites": [...],
-"values": [...], "trace": {...}}`` (see codec.py for the last three); array number i is the
-raw bytes of ``arrays.bin`` at its offset (C order, 16-byte aligned). One member for all
-arrays instead of one ``.npy`` each: a 50,000-node trace holds 100,000 arrays, and a zip
-member costs more than a small array. trace.json is deflated; arrays.bin only when that
-pays (see ``_worth_compressing``). Schema-1 files (``arrays/NNNNNN.npy``) still load.
+"timings": true, "arrays": [[dtype, shape, offset], ...], "array_bytes": N, "sites": ...,
+"values": ..., "trace": ...}``; the last three are tables of records in columns (schema 4,
+see columns.py; schemas 1 to 3 wrote one object per record, see codec.py, and still load).
+Array number i is the raw bytes of ``arrays.bin`` at its offset (C order, 16-byte aligned).
+One member for all arrays instead of one ``.npy`` each: a 50,000-node trace holds 100,000
+arrays, and a zip member costs more than a small array. trace.json is deflated; arrays.bin
+only when that pays (see ``_worth_compressing``). Schema-1 files (``arrays/NNNNNN.npy``)
+still load.
 
 Files are written deterministically (fixed timestamps, fixed order), so the same program
 saved with ``timings=False`` gives a byte-identical file. A file is read as hostile input
@@ -40,6 +42,7 @@ import numpy as np
 from .. import __version__
 from ..errors import TraceFileError
 from .codec import DecodeError, decode_trace, encode_trace
+from .columns import decode_columns, encode_columns
 from .graph import gc_paused as _gc_paused  # building or parsing: no cycles, millions of objects
 from .limits import TraceLimits
 from .model import FORMAT_NAME, SCHEMA_VERSION, Trace
@@ -49,22 +52,32 @@ from .validate import InvalidTrace, validate_trace
 _FIXED_TIME = (1980, 1, 1, 0, 0, 0)
 
 
-def save_trace(trace: Trace, path: str | os.PathLike, timings: bool = True) -> None:
+def save_trace(trace: Trace, path: str | os.PathLike, timings: bool = True, *,
+               schema_version: int = SCHEMA_VERSION) -> None:
     """Write ``trace`` to ``path`` (a .tgtrace zip).
 
     ``timings=False`` stores every step's duration as 0, so that running the same program
     twice gives byte-identical files (durations are the one thing that varies).
+    ``schema_version=3`` writes the older layout (one JSON object per record), which
+    tracegrad versions before schema 4 read; it is larger and slower to read and write.
     """
+    if schema_version not in _ENCODERS:
+        raise ValueError(f"save_trace: schema_version must be one of "
+                         f"{', '.join(map(str, sorted(_ENCODERS)))}, got {schema_version!r}")
     arrays: list[np.ndarray] = []
     with _gc_paused():
-        body = encode_trace(trace, arrays, timings=timings)
+        body = _ENCODERS[schema_version](trace, arrays, timings=timings)
         table, blob = _pack_arrays(arrays)
-        document = {"format": FORMAT_NAME, "schema_version": SCHEMA_VERSION,
+        document = {"format": FORMAT_NAME, "schema_version": schema_version,
                     "tracegrad": __version__, "timings": bool(timings),
                     "arrays": table, "array_bytes": len(blob), **body}
         text = json.dumps(document, allow_nan=False, separators=(",", ":"),
                           default=_json_scalar)
     _write_atomically(os.fspath(path), text.encode("utf-8"), blob)
+
+
+# Schema 4 writes columns (columns.py); schema 3, one object per record (codec.py).
+_ENCODERS = {SCHEMA_VERSION: encode_columns, 3: encode_trace}
 
 
 def _write_atomically(path: str, text: bytes, blob: bytes) -> None:
@@ -222,7 +235,10 @@ def _load(name: str, limits: TraceLimits) -> Trace:
             load_array = archive.npy_arrays()
         else:
             load_array = archive.packed_arrays(document)
-        trace = decode_trace(document, load_array)
+        if version >= 4:
+            trace = decode_columns(document, load_array)
+        else:  # one object per record (schemas 1 to 3)
+            trace = decode_trace(document, load_array)
     validate_trace(trace, limits)
     return trace
 

@@ -197,17 +197,26 @@ class Records(Rule):
         return None  # the children's rules do the checking (see _children)
 
 
-class Metadata(Rule):
-    """The metadata keys consumers read have their types and ranges; others are free."""
+class Keys(Rule):
+    """A free-form dict (metadata, a violation's detail) whose keys that consumers read have
+    their types and ranges; other keys are free."""
+
+    def __init__(self, checks: dict[str, Callable]) -> None:
+        self.checks = checks
 
     def check(self, records, get, context):
+        checks = self.checks
         for record in records:
-            metadata = get(record)
-            for key, check in _METADATA_KEYS.items():
-                if key in metadata:
-                    problem = check(metadata[key], context)
+            mapping = get(record)
+            if not mapping or checks.keys().isdisjoint(mapping):
+                continue  # the common case: nothing a consumer reads
+            for key, check in checks.items():
+                if key in mapping:
+                    problem = check(mapping[key], context)
                     if problem is not None:
                         return record, f".{key}", problem
+            if "min" in checks and ("min" in mapping) != ("max" in mapping):
+                return record, "", "has one of 'min' and 'max' without the other"
         return None
 
 
@@ -235,6 +244,19 @@ def _count_map_problem(value, context: _Context) -> str | None:
     return f"{value!r} is not an object of counts"
 
 
+def _id_problem(value, context: _Context) -> str | None:
+    """A record id consumers look up (``trace.nodes.get(...)``): an int or None."""
+    return None if value is None or type(value) is int else f"{value!r} is not an id"
+
+
+def _optional_text_problem(value, context: _Context) -> str | None:
+    return None if value is None or type(value) is str else f"{value!r} is not a string"
+
+
+def _any_problem(value, context: _Context) -> str | None:
+    return None  # any value; checked only with its partner (min needs max)
+
+
 def _type_problem(expected: type) -> Callable:
     def problem(value, context: _Context) -> str | None:
         if type(value) is expected:
@@ -260,6 +282,18 @@ _METADATA_KEYS: dict[str, Callable] = {
     "tracegrad_version": _type_problem(str),
 }
 
+# A NaN/Inf violation's evidence (causes.py writes it, text.py reads it).
+_DETAIL_KEYS: dict[str, Callable] = {
+    "indices": _type_problem(list),
+    "values": _type_problem(list),
+    "count": _count_problem,
+    "tensor": _id_problem,
+    "upstream": _id_problem,
+    "mask_node": _id_problem,
+    "inner_cause": _optional_text_problem,
+    "min": _any_problem,
+}
+
 NODE, TENSOR = Reference("node"), Reference("tensor")
 COUNT = Count()
 SITE = Records(model.Site, shared=True)
@@ -274,7 +308,7 @@ RULES: dict[type, dict[str, Rule | None]] = {
         "violations": Records(model.Violation),
         "exception": Records(model.ExceptionRecord),
         "flows": Records(model.Flow),
-        "metadata": Metadata(),
+        "metadata": Keys(_METADATA_KEYS),
         "roots": Reference("tensor", many=True),
     },
     model.Flow: {
@@ -373,7 +407,7 @@ RULES: dict[type, dict[str, Rule | None]] = {
         "pass_index": COUNT,  # and a pass that exists: _violation_places
         "step_index": COUNT,  # and a step of that pass
         "cause": FREE,
-        "detail": FREE,
+        "detail": Keys(_DETAIL_KEYS),
         "from_nonfinite": FREE,
         "op": FREE,
         "input_nr": COUNT,

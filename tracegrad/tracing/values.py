@@ -6,6 +6,10 @@ while the trace is under its memory budget.
 >>> value = budget.capture(np.array([1.0, float("nan")]), keep_array=True)
 >>> value.stats.nan_count, value.array is not None
 (1, True)
+
+Statistics of a value whose array is kept are computed when first read (``PendingStats``):
+four passes over the array that a trace nobody looks at never needs. Values whose array
+is given back (``ValueBudget.release``) get theirs computed then, from the same copy.
 """
 
 from __future__ import annotations
@@ -18,6 +22,23 @@ from .. import backends
 from .model import DROPPED_BUDGET, DROPPED_PASS, Stats, Value, array_dtype_name
 
 DEFAULT_BUDGET_BYTES = 256 * 1024 * 1024
+
+# The reductions behind ndarray.sum/min/max, called directly: the methods go through a
+# Python wrapper each (numpy/_core/_methods.py), which cost as much as the reduction on
+# the small arrays of a typical trace.
+_sum = np.add.reduce
+_min = np.minimum.reduce
+_max = np.maximum.reduce
+_float64 = np.float64
+
+try:  # NumPy 2 keeps its floating-point error state in this context variable. Setting it
+    # directly is what np.errstate does, without the Python-level context manager that
+    # cost more than the finiteness check it wraps (two checks per recorded op).
+    from numpy._core._ufunc_config import _extobj_contextvar, _make_extobj
+
+    _QUIET = _make_extobj(all="ignore")
+except ImportError:  # another NumPy: np.errstate, the public way
+    _extobj_contextvar = None
 
 
 def host_array(data) -> np.ndarray:
@@ -36,7 +57,7 @@ def compute_stats(array: np.ndarray) -> Stats:
         return _finite_stats(as_float)
     # One sum tells whether every element is finite; counting is needed only when not
     # (or when the sum itself overflowed, which the count then shows is harmless).
-    total = float(array.sum(dtype=np.float64))
+    total = float(_sum(array, None, _float64))
     if math.isfinite(total):
         return _finite_stats(array, total)
     nan_count = int(np.isnan(array).sum())
@@ -51,15 +72,60 @@ def compute_stats(array: np.ndarray) -> Stats:
 
 def _finite_stats(array: np.ndarray, total: float | None = None) -> Stats:
     if total is None:
-        total = float(array.sum(dtype=np.float64))
+        total = float(_sum(array, None, _float64))
     flat = array.reshape(-1)
     squares = float(np.dot(flat, flat))
     if not math.isfinite(squares):  # a float32 dot product overflowed; redo it in float64
         wide = flat.astype(np.float64)
         squares = float(np.dot(wide, wide))
     norm = math.sqrt(squares)
-    return Stats(min=float(array.min()), max=float(array.max()),
-                 mean=total / array.size, norm=norm)
+    return Stats(float(_min(array, None)), float(_max(array, None)), total / array.size,
+                 norm)
+
+
+class PendingStats(Stats):
+    """The statistics of a kept array, computed on first look.
+
+    The first attribute read of any kind -- a field, ``__dict__`` (the trace file's
+    encoder reads records through it), ``__class__``, pickling -- computes them from the
+    array and turns this object into a plain ``Stats`` with those numbers: readers cannot
+    tell the difference, and the numbers are those an eager capture would have computed
+    (from a copy with the same memory layout, so the reductions run in the same order).
+
+    >>> stats = PendingStats.of(np.array([3.0, 4.0]))
+    >>> stats.max, stats.norm, type(stats).__name__
+    (4.0, 5.0, 'Stats')
+    """
+
+    __slots__ = ()
+
+    @classmethod
+    def of(cls, array: np.ndarray) -> Stats:
+        stats = _new_object(cls)
+        stats._source = array
+        return stats
+
+    def __getattribute__(self, name: str):
+        fields = _object_getattribute(self, "__dict__")
+        source = fields.get("_source")
+        if source is not None:
+            # Fields first, then the source goes: a second reader meanwhile (threads)
+            # either computes the same numbers again or finds them in place.
+            fields.update(_object_getattribute(compute_stats(source), "__dict__"))
+            fields.pop("_source", None)
+            _object_setattr(self, "__class__", Stats)
+        return _object_getattribute(self, name)
+
+
+_new_object = object.__new__
+_object_getattribute = object.__getattribute__
+_object_setattr = object.__setattr__
+
+
+def settle_stats(value: Value | None) -> None:
+    """Compute a value's pending statistics now (before its array is let go)."""
+    if value is not None and type(value.stats) is PendingStats:
+        value.stats.nan_count  # noqa: B018 - the first read computes them
 
 
 def is_finite(data) -> bool:
@@ -71,14 +137,75 @@ def is_finite(data) -> bool:
     """
     kind = data.dtype.kind
     if kind == "f":
-        flat = data.reshape(-1)
-        with np.errstate(over="ignore"):  # an overflow here is ours, not the program's
-            if math.isfinite(flat.dot(flat)):
+        if data.__class__ is np.ndarray and data.size <= _TINY:
+            # Python floats: cheaper than a NumPy call on a handful of elements (a loss, a
+            # bias); their sum is finite exactly when every element is (it cannot overflow
+            # here, except for float64 values near the limit: the exact check then decides)
+            ndim = data.ndim
+            total = data.item() if ndim == 0 else _fsum(data.tolist() if ndim == 1 else
+                                                        data.ravel().tolist())
+            if math.isfinite(total):
                 return True
+            return bool(np.isfinite(data).all())
+        flat = data if data.ndim == 1 else data.reshape(-1)
+        if _extobj_contextvar is not None and data.__class__ is np.ndarray:
+            # an overflow here is ours, not the program's: no warning (np.errstate, inline)
+            token = _extobj_contextvar.set(_QUIET)
+            try:
+                squares = flat.dot(flat)
+            finally:
+                _extobj_contextvar.reset(token)
+        else:
+            with np.errstate(over="ignore"):
+                squares = flat.dot(flat)
+        if math.isfinite(squares):
+            return True
     elif kind != "c":
         return True
     xp = backends.array_module(data)
     return bool(xp.isfinite(data).all())
+
+
+_TINY = 16  # elements: below this, is_finite sums Python floats
+_fsum = sum
+
+
+def value_is_finite(value: Value | None, data) -> bool:
+    """Whether ``data``, just captured as ``value`` (or not captured: None), is finite:
+    from the statistics when they were computed, else with one check of the array."""
+    if value is not None:
+        stats = value.stats
+        if type(stats) is not PendingStats:  # type(): reading stats.__class__ computes them
+            return not stats.has_nonfinite
+    return is_finite(data)
+
+
+# Shapes as values keep them, one tuple per distinct shape (as the graph builder does).
+_shapes: dict[tuple, tuple[int, ...]] = {}
+
+
+def _shape(shape) -> tuple[int, ...]:
+    shared = _shapes.get(shape)
+    if shared is None:
+        if len(_shapes) >= 4096:  # a program with ever-new shapes: start over
+            _shapes.clear()
+        shared = tuple(map(int, shape))
+        shared = _shapes.setdefault(shared, shared)
+    return shared
+
+
+_UNSIGNED = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def _same_bits(array: np.ndarray, other: np.ndarray) -> bool:
+    """Whether two arrays hold the same bits (-0.0 is not 0.0, a NaN equals itself), in
+    the same layout; False when that cannot be told cheaply."""
+    if array.dtype != other.dtype or array.shape != other.shape:
+        return False
+    unsigned = _UNSIGNED.get(array.dtype.itemsize)
+    if unsigned is None or not (array.flags.c_contiguous and other.flags.c_contiguous):
+        return False
+    return bool(np.array_equal(array.view(unsigned), other.view(unsigned)))
 
 
 class ValueBudget:
@@ -94,26 +221,42 @@ class ValueBudget:
         self.used_bytes = 0
         self.summarized = 0
 
-    def capture(self, data, keep_array: bool = True) -> Value:
-        array = host_array(data)
+    def capture(self, data, keep_array: bool = True, like: Value | None = None) -> Value:
+        """A Value of ``data``. ``like``: a Value captured just before whose array may
+        hold the very same bits (a leaf's ``.grad`` after accumulating its incoming
+        gradient into zeros): then its copy and statistics serve this one too -- one
+        comparison instead of a copy and four passes."""
+        array = data if data.__class__ is np.ndarray else backends.to_host(data)
         dtype_name = array_dtype_name(array.dtype)
-        value = Value(shape=tuple(map(int, array.shape)), dtype=dtype_name,
-                      stats=compute_stats(array))
-        if not keep_array:
-            value.dropped = DROPPED_PASS
-        elif self.used_bytes + array.nbytes <= self.limit_bytes:
-            # A copy: tensors are mutated in place after they are captured.
-            value.array = np.array(array, copy=True)
-            self.used_bytes += array.nbytes
-        else:
-            value.dropped = DROPPED_BUDGET
+        shape = _shape(array.shape)
+        if keep_array:
+            nbytes = array.nbytes
+            if self.used_bytes + nbytes <= self.limit_bytes:
+                if like is not None and like.array is not None \
+                        and _same_bits(array, like.array):
+                    # counted as a copy of its own: the budget's decisions stay the same
+                    self.used_bytes += nbytes
+                    return Value(shape, dtype_name, like.stats, like.array)
+                # A copy: tensors are mutated in place after they are captured. Order "K"
+                # keeps the layout, so statistics computed from the copy later are those
+                # of the array now; a strided view's are computed now, from the view
+                # (its copy is laid out differently, and sums would round differently).
+                copy = array.copy(order="K")
+                self.used_bytes += nbytes
+                flags = array.flags
+                stats = PendingStats.of(copy) if flags.c_contiguous or flags.f_contiguous \
+                    else compute_stats(array)
+                return Value(shape, dtype_name, stats, copy)
+            value = Value(shape, dtype_name, compute_stats(array), None, DROPPED_BUDGET)
             self.summarized += 1
-        return value
+            return value
+        return Value(shape, dtype_name, compute_stats(array), None, DROPPED_PASS)
 
     def release(self, value: Value | None, reason: str = DROPPED_PASS) -> None:
         """Drop a value's array (keep its statistics), giving its bytes back; ``reason``
         is recorded in ``value.dropped``."""
         if value is not None and value.array is not None:
+            settle_stats(value)
             self.used_bytes -= value.array.nbytes
             value.array = None
             value.dropped = reason

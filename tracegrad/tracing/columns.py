@@ -1,0 +1,639 @@
+"""Trace <-> JSON-able data in columns (schema 4): one list per field, not one object per record.
+
+A 50,000-node trace is 150,000 records (tensors, nodes, steps, saved tensors). Written one
+JSON object per record (schema 3) it was 300 bytes a node, and every record cost a dict
+built, encoded, parsed and walked key by key in Python. In columns, a table of records is
+
+    {"count": N, "columns": {"id": [0, 1, ...], "shape": [[4], [4], ...], ...}}
+
+and a column is encoded, parsed and type-checked whole (``set(map(type, column))`` runs
+in C), then the records are made with one ``map(cls, *columns)``. What that layout
+changes, and what it keeps:
+
+* a column whose every value is the field's default is left out (a default in model.py is
+  part of the format, as in schema 3);
+* a list of records inside a record (a node's saved tensors, a pass's steps, the trace's
+  nodes) is one table for all of them plus how many each parent has:
+  ``{"lengths": [1, 0, 2, ...], "records": {table}}``; a record that may be absent
+  (``Trace.exception``) is such a list of length 0 or 1, and one that is always there
+  (``Value.stats``) is a table as long as its parents';
+* Sites and Values are stored once each, in the ``sites`` and ``values`` tables, and
+  referred to by row number; an array by its number in the file's arrays table;
+* the trace itself is a table of one record.
+
+A value of the wrong type is reported with the path of the record it belongs to, as a
+schema-3 file would name it (``trace.nodes[3].saved[0].version``): the logical place,
+which says more than the column's position in the file.
+
+>>> import json
+>>> from tracegrad.tracing.model import Trace, TensorRecord
+>>> trace = Trace(tensors={0: TensorRecord(id=0, shape=(2,), dtype="float32")})
+>>> arrays = []
+>>> body = json.loads(json.dumps(encode_columns(trace, arrays)))
+>>> body["trace"]["columns"]["tensors"]["records"]["columns"]
+{'id': [0], 'shape': [[2]], 'dtype': ['float32']}
+>>> decode_columns(body, arrays.__getitem__) == trace
+True
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import typing
+from collections.abc import Callable
+from functools import partial
+from itertools import accumulate, chain, compress, islice, repeat
+from operator import attrgetter, is_not, itemgetter, lt
+from typing import Any
+
+import numpy as np
+
+from . import model
+from .codec import _REQUIRED, DecodeError, _fields, _kind, _Problem, _split_optional
+
+_PRIMITIVES = (int, float, bool, str)
+_NONE = type(None)
+_is_not_none = partial(is_not, None)
+
+
+# -- what each field is -----------------------------------------------------------------
+# A field's kind decides how its column is written and read. Worked out once per class from
+# model.py's type hints (so a field added there with a default needs nothing here).
+PLAIN = "plain"  # JSON-able as it is: primitives, lists and tuples of them, dict[str, int]
+ANY = "any"  # free-form data (attrs, metadata): JSON-able, numpy scalars made plain
+SITE = "site"  # a Site, by row of the sites table
+VALUE = "value"  # a Value, by row of the values table
+VALUES = "values"  # a list of Values (or None), by row
+ARRAY = "array"  # an array, by its number in the arrays table
+RECORDS = "records"  # a list, dict (by id) or optional one of nested records
+RECORD = "record"  # one nested record, always there
+_FLAT_KINDS = frozenset({PLAIN, ANY, SITE, VALUE, VALUES, ARRAY})  # columns of values
+
+
+class _Column(typing.NamedTuple):
+    name: str
+    kind: str
+    hint: Any  # the field's hint without "| None"
+    nullable: bool
+    child: type | None  # the nested record class (RECORDS, RECORD)
+    container: str  # RECORDS: "list", "dict" or "optional"
+    default: Any  # _REQUIRED, or the default value
+    factory: Callable | None
+
+
+@functools.cache
+def _columns(cls: type) -> tuple[_Column, ...]:
+    columns = []
+    for field in _fields(cls):
+        inner, nullable = _split_optional(field.hint)
+        kind, child, container = _kind_of(inner, nullable)
+        columns.append(_Column(field.name, kind, inner, nullable, child, container,
+                               field.default, field.factory))
+    return tuple(columns)
+
+
+def _kind_of(hint, nullable: bool) -> tuple[str, type | None, str]:
+    if hint is model.Site:
+        return SITE, None, ""
+    if hint is model.Value:
+        return VALUE, None, ""
+    if hint is np.ndarray:
+        return ARRAY, None, ""
+    if dataclasses.is_dataclass(hint):
+        return (RECORDS, hint, "optional") if nullable else (RECORD, hint, "")
+    origin, arguments = typing.get_origin(hint), typing.get_args(hint)
+    if hint is Any or (origin is dict and arguments[1] is Any):
+        return ANY, None, ""
+    if origin is dict and dataclasses.is_dataclass(arguments[1]):
+        return RECORDS, arguments[1], "dict"
+    if origin is list and dataclasses.is_dataclass(arguments[0]):
+        return RECORDS, arguments[0], "list"
+    if origin is list and _split_optional(arguments[0])[0] is model.Value:
+        return VALUES, None, ""
+    if _is_plain(hint):
+        return PLAIN, None, ""
+    raise TypeError(f"columns: cannot store a field of type {hint}")
+
+
+def _is_plain(hint) -> bool:
+    hint = _split_optional(hint)[0]
+    if hint in _PRIMITIVES:
+        return True
+    origin, arguments = typing.get_origin(hint), typing.get_args(hint)
+    if origin is dict:
+        return arguments[0] is str and _is_plain(arguments[1])
+    if origin in (list, tuple):
+        return all(_is_plain(argument) for argument in arguments if argument is not Ellipsis)
+    return False
+
+
+# -- encoding ----------------------------------------------------------------------------
+def encode_columns(trace: model.Trace, arrays: list, timings: bool = True) -> dict:
+    """``trace`` as JSON-able columns: ``{"sites": table, "values": table, "trace": table}``.
+
+    Whole arrays are appended to ``arrays`` and referred to by number. ``timings=False``
+    leaves out every step's duration (byte-identical files from identical programs)."""
+    encoder = _ColumnEncoder(arrays, timings)
+    body = encoder.table(model.Trace, [trace])
+    # Values are encoded after everything that refers to them (their arrays are numbered
+    # in that order), sites last (values have none, but keep one order for both).
+    values = encoder.table(model.Value, encoder.values)
+    sites = encoder.table(model.Site, encoder.sites)
+    return {"sites": sites, "values": values, "trace": body}
+
+
+class _ColumnEncoder:
+    def __init__(self, arrays: list, timings: bool) -> None:
+        self.arrays = arrays
+        self.timings = timings
+        self.sites: list[model.Site] = []
+        self.values: list[model.Value] = []
+        self._site_rows: dict[model.Site, int] = {}  # by value: equal sites share a row
+        self._value_rows: dict[int, int] = {}  # id(Value) -> row: the trace keeps them alive
+        self._site_ids: dict[int, int] = {}  # id(Site) -> row, likewise
+
+    def table(self, cls: type, records: list) -> dict:
+        columns = {}
+        count = len(records)
+        for column in _columns(cls):
+            if cls is model.Step and column.name == "duration_ns" and not self.timings:
+                continue
+            values = list(map(attrgetter(column.name), records))
+            if _all_default(column, values, count):
+                continue
+            if column.kind in _FLAT_KINDS:
+                columns[column.name] = self._flat_column(column, values, count)
+            else:
+                columns[column.name] = self._encode(column, values)
+        return {"count": count, "columns": columns}
+
+    def _flat_column(self, column: _Column, values: list, count: int):
+        """A column of values (not of records): dense, or one of two shorter forms that
+        read back faster as well as being smaller --
+
+        * sparse, ``{"rows": [...], "values": [...]}``, when at most a quarter of the
+          records differ from the default (a tensor's name, a node's leaf);
+        * a string table, ``{"strings": [...], "codes": [...]}``, for strings that repeat
+          (op names, dtypes): a small int a record instead of a string.
+        """
+        default = column.default
+        if column.factory is not None:
+            rows = list(compress(range(count), values))  # non-empty lists and dicts
+        elif default is None:  # ``is not``: an array column never meets ==
+            rows = list(compress(range(count), map(_is_not_none, values)))
+        elif default is not _REQUIRED:
+            rows = [row for row, item in enumerate(values)
+                    if item is not default and (item != default or type(item) is not
+                                                type(default))] \
+                if values.count(default) * 4 >= count * 3 else None
+        else:
+            rows = None
+        if rows is not None and len(rows) * 4 <= count:
+            kept = list(map(values.__getitem__, rows))
+            return {"rows": rows, "values": self._dense(column, kept, len(kept))}
+        return self._dense(column, values, count)
+
+    def _dense(self, column: _Column, values: list, count: int):
+        if column.hint is str and count > 1:
+            strings = dict.fromkeys(values)  # in order of first sight: deterministic
+            if len(strings) * 2 <= count:
+                codes = {text: code for code, text in enumerate(strings)}
+                return {"strings": list(strings), "codes": list(map(codes.__getitem__, values))}
+        return self._encode(column, values)
+
+    def _encode(self, column: _Column, values: list):
+        kind = column.kind
+        if kind is PLAIN:
+            return values
+        if kind is ANY:
+            return [_plain(item) if item else item for item in values]
+        if kind is SITE:
+            return list(map(self._site_row, values))
+        if kind is VALUE:
+            return list(map(self._value_row, values))
+        if kind is VALUES:
+            if not any(map(any, values)):  # structure only: [None] lists, JSON-able as is
+                return values
+            value_row = self._value_row
+            return [list(map(value_row, items)) for items in values]
+        if kind is ARRAY:
+            return list(map(self._array_number, values))
+        if kind is RECORD:
+            return self.table(column.child, values)
+        # RECORDS: one table for all, and how many each parent has.
+        if column.container == "dict":  # records filed by id: in id order
+            values = [[mapping[key] for key in sorted(mapping)] for mapping in values]
+        elif column.container == "optional":
+            values = [[] if item is None else [item] for item in values]
+        return {"lengths": list(map(len, values)),
+                "records": self.table(column.child, list(chain.from_iterable(values)))}
+
+    def _site_row(self, site: model.Site | None) -> int | None:
+        if site is None:
+            return None
+        # By id() first: a Site's own hash and == are Python code, and the recorder shares
+        # one Site object per line; equal Sites that are different objects share a row too.
+        row = self._site_ids.get(id(site))
+        if row is None:
+            row = self._site_rows.get(site)
+            if row is None:
+                row = self._site_rows[site] = len(self.sites)
+                self.sites.append(site)
+            self._site_ids[id(site)] = row
+        return row
+
+    def _value_row(self, value: model.Value | None) -> int | None:
+        if value is None:
+            return None
+        row = self._value_rows.get(id(value))
+        if row is None:
+            row = self._value_rows[id(value)] = len(self.values)
+            self.values.append(value)
+        return row
+
+    def _array_number(self, array: np.ndarray | None) -> int | None:
+        if array is None:
+            return None
+        self.arrays.append(array)
+        return len(self.arrays) - 1
+
+
+def _all_default(column: _Column, values: list, count: int) -> bool:
+    """Whether a column can be left out: every value is the field's default."""
+    if column.factory is not None:
+        return not any(values)  # empty lists and dicts
+    default = column.default
+    if default is _REQUIRED or column.kind is ARRAY:
+        return False
+    if default is None:
+        return values.count(None) == count
+    # ``type(...) is`` as well as ==: 0 == False, but a bool column of zeros is not False's.
+    return values.count(default) == count and set(map(type, values)) <= {type(default)}
+
+
+def _plain(value):
+    """Free-form data (node attrs, metadata) as JSON: numpy scalars and arrays made plain."""
+    if isinstance(value, dict):
+        return {str(key): _plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return _plain(dataclasses.asdict(value))
+    return value
+
+
+# -- decoding ----------------------------------------------------------------------------
+class _RowProblem(Exception):
+    """A problem in record number ``row`` of the table being read (its path so far in
+    ``problem``); the table's parent turns the row into its own place."""
+
+    def __init__(self, row: int, problem: _Problem) -> None:
+        super().__init__(problem.message)
+        self.row, self.problem = row, problem
+
+
+def decode_columns(body, load_array: Callable[[int], np.ndarray]) -> model.Trace:
+    """The Trace that ``encode_columns``'s output describes; ``load_array(number)`` gives
+    the arrays back. Raises DecodeError naming the place of the first bad value."""
+    if not isinstance(body, dict):
+        raise DecodeError(f"expected an object, got {_kind(body)}")
+    decoder = _ColumnDecoder(load_array)
+    try:
+        for name, cls in (("sites", model.Site), ("values", model.Value)):
+            rows = _located_table(decoder, cls, body.get(name, _EMPTY), name)
+            decoder.rows[cls] = {None: None, **dict(enumerate(rows))}
+        if "trace" not in body:
+            raise _Problem("missing entry 'trace'")
+        (trace,) = _located_table(decoder, model.Trace, body["trace"], "trace", one=True)
+        trace.read_legacy_roots()
+        return trace
+    except _Problem as problem:
+        where = "".join(reversed(problem.path))
+        raise DecodeError(f"{where}: {problem.message}" if where else problem.message,
+                          where or None) from None
+
+
+_EMPTY = {"count": 0, "columns": {}}
+
+
+def _located_table(decoder, cls: type, data, name: str, one: bool = False) -> list:
+    try:
+        return decoder.table(cls, data, expected=1 if one else None)
+    except _RowProblem as failure:
+        raise failure.problem.at(name if one else f"{name}[{failure.row}]") from None
+    except _Problem as problem:
+        raise problem.at(name) from None
+
+
+class _ColumnDecoder:
+    def __init__(self, load_array: Callable[[int], np.ndarray]) -> None:
+        self.load_array = load_array
+        self.rows: dict[type, dict] = {}  # Site / Value: {row number: record, None: None}
+
+    def table(self, cls: type, data, expected: int | None = None) -> list:
+        """The records of a table; ``expected``: how many there must be (checked before any
+        is made: a class whose every field has a default, such as Stats, could otherwise be
+        asked for a billion records by a count alone)."""
+        if type(data) is not dict:
+            raise _Problem(f"expected a table ({cls.__name__}), got {_kind(data)}")
+        count, columns = data.get("count"), data.get("columns")
+        if type(count) is not int or count < 0:
+            raise _Problem(f"a table's count must be an integer >= 0, got {count!r}")
+        if expected is not None and count != expected:
+            raise _Problem(f"expected {expected} records, got {count}")
+        if type(columns) is not dict:
+            raise _Problem(f"expected an object of columns, got {_kind(columns)}").at(
+                ".columns")
+        arguments = []
+        for column in _columns(cls):
+            values = columns.get(column.name, _ABSENT)
+            if values is _ABSENT:
+                if column.factory is not None:
+                    factory = column.factory
+                    values = [factory() for _ in range(count)]
+                elif column.default is _REQUIRED:
+                    if count:
+                        raise _RowProblem(0, _Problem(f"missing field '{column.name}'"))
+                    values = []
+                else:
+                    values = repeat(column.default, count)
+            else:
+                try:
+                    values = self._column(column, values, count)
+                except _RowProblem as failure:
+                    failure.problem.at(f".{column.name}")
+                    raise
+                except _Problem as problem:
+                    raise problem.at(f".{column.name}") from None
+            arguments.append(values)
+        records = list(map(cls, *arguments))  # the dataclass's own __init__: fastest here
+        if cls is model.Value:
+            _check_arrays(records)
+        return records
+
+    def _column(self, column: _Column, values, count: int):
+        kind = column.kind
+        if kind in _FLAT_KINDS and type(values) is dict:
+            if "rows" in values:
+                return self._sparse(column, values, count)
+            return self._dense(column, values, count)
+        if kind is RECORD:
+            return self.table(column.child, values, expected=count)
+        if kind is RECORDS:
+            return self._nested(column, values, count)
+        _expect_list(values, count)
+        if kind is PLAIN:
+            return _plain_column(column.hint, column.nullable, values)
+        if kind is ANY:
+            if typing.get_origin(column.hint) is dict:
+                _check_types(values, (dict,), "an object")
+            return values
+        if kind is SITE:
+            return _references(self.rows[model.Site], values, "Site", column.nullable)
+        if kind is VALUE:
+            return _references(self.rows[model.Value], values, "Value", column.nullable)
+        if kind is VALUES:
+            _check_types(values, (list,), "a list")
+            rows = self.rows[model.Value]
+            flat = list(chain.from_iterable(values))
+            if set(map(type, flat)) <= {_NONE}:  # structure only: the lists are the column
+                return values
+            _references(rows, flat, "Value", True, lambda position: _inner(values, position))
+            lookup = rows.__getitem__
+            return [list(map(lookup, items)) for items in values]
+        # ARRAY
+        _check_types(values, (int, _NONE) if column.nullable else (int,), "an array number")
+        load_array = self.load_array
+        return [None if number is None else load_array(number) for number in values]
+
+    def _sparse(self, column: _Column, values: dict, count: int) -> list:
+        """A sparse column: the default everywhere but at ``rows``."""
+        rows, kept = values.get("rows"), values.get("values")
+        if type(rows) is not list or not set(map(type, rows)) <= {int}:
+            raise _Problem("rows must be a list of integers").at(".rows")
+        if rows and not (0 <= rows[0] and rows[-1] < count and all(map(lt, rows, rows[1:]))):
+            raise _Problem(f"rows must rise from 0 to at most {count - 1}").at(".rows")
+        try:
+            kept = self._dense(column, kept, len(rows))
+        except _RowProblem as failure:  # its number in ``values``: the record's is its row
+            raise _RowProblem(rows[failure.row], failure.problem) from None
+        except _Problem as problem:
+            raise problem.at(".values") from None
+        if column.factory is not None:
+            factory = column.factory
+            dense = [factory() for _ in range(count)]
+        else:
+            dense = [column.default] * count
+        for row, item in zip(rows, kept):
+            dense[row] = item
+        return dense
+
+    def _dense(self, column: _Column, values, count: int) -> list:
+        """A dense column: a list, or a string table (codes into ``strings``)."""
+        if type(values) is dict:
+            strings, codes = values.get("strings"), values.get("codes")
+            if column.hint is not str or type(strings) is not list:
+                raise _Problem(f"expected a column (a list), got {_kind(values)}")
+            _expect_list(codes, count, ".codes")
+            try:
+                table = _plain_column(str, column.nullable, strings)
+            except _RowProblem as failure:  # a string many records share: name the table's
+                raise failure.problem.at(f".strings[{failure.row}]") from None
+            return _references(dict(enumerate(table)), codes, "string", False)
+        return self._column(column, values, count)
+
+    def _nested(self, column: _Column, values, count: int) -> list:
+        if type(values) is not dict:
+            raise _Problem(f"expected {{'lengths': ..., 'records': ...}}, got {_kind(values)}")
+        lengths = values.get("lengths")
+        _expect_list(lengths, count, ".lengths")
+        if not all(type(length) is int and length >= 0 for length in lengths):
+            raise _Problem("lengths must be integers >= 0").at(".lengths")
+        try:
+            records = self.table(column.child, values.get("records"))
+        except _RowProblem as failure:  # a flat row number: the parent's row and its own
+            ends = list(accumulate(lengths))
+            row = next(row for row, end in enumerate(ends) if end > failure.row)
+            inner = failure.row - (ends[row] - lengths[row])
+            if column.container == "list" or column.container == "dict":
+                failure.problem.at(f"[{inner}]")
+            raise _RowProblem(row, failure.problem) from None
+        except _Problem as problem:
+            raise problem.at(".records") from None
+        if sum(lengths) != len(records):
+            raise _Problem(f"the lengths add up to {sum(lengths)} but there are "
+                           f"{len(records)} records").at(".lengths")
+        flat = iter(records)
+        if column.container == "optional":
+            return [next(flat) if length else None for length in lengths]
+        groups = [list(islice(flat, length)) for length in lengths]
+        if column.container == "list":
+            return groups
+        return [_by_id(group, row) for row, group in enumerate(groups)]
+
+
+_ABSENT = object()
+
+
+def _by_id(records: list, row: int) -> dict:
+    found = {record.id: record for record in records}
+    if len(found) != len(records):
+        seen: set = set()
+        for position, record in enumerate(records):
+            if record.id in seen:
+                raise _RowProblem(row, _Problem(f"duplicate id {record.id}").at(
+                    f"[{position}]"))
+            seen.add(record.id)
+    return found
+
+
+def _expect_list(values, count: int, part: str = "") -> None:
+    if type(values) is not list:
+        problem = _Problem(f"expected a column (a list), got {_kind(values)}")
+        raise problem.at(part) if part else problem
+    if len(values) != count:
+        problem = _Problem(f"expected {count} values, got {len(values)}")
+        raise problem.at(part) if part else problem
+
+
+def _check_types(values: list, allowed: tuple, what: str) -> None:
+    """Every value's type is one of ``allowed`` (decided in C); else the first that is not."""
+    if set(map(type, values)).issubset(allowed):
+        return
+    for row, item in enumerate(values):
+        if type(item) not in allowed:
+            raise _RowProblem(row, _Problem(_wrong(item, what)))
+
+
+_WANTED = {int: "an integer", float: "a number", bool: "a boolean", str: "a string"}
+
+
+def _wrong(item, what: str) -> str:
+    if item is None:
+        return f"null where {what} is required"
+    return f"expected {what}, got {_kind(item)}"
+
+
+def _plain_column(hint, nullable: bool, values: list) -> list:
+    """A column of plain values, type-checked whole; tuples made from lists."""
+    allowed = (hint, _NONE) if nullable else (hint,)
+    if hint in _PRIMITIVES:
+        if hint is float:
+            allowed = (*allowed, int)
+        _check_types(values, allowed, _WANTED[hint])
+        if hint is float and int in set(map(type, values)):
+            return [float(item) if type(item) is int else item for item in values]
+        return values
+    origin, arguments = typing.get_origin(hint), typing.get_args(hint)
+    outer = (list, _NONE) if nullable else (list,)
+    if origin is dict:  # dict[str, int]: op counts
+        _check_types(values, (dict,), "an object")
+        item_hint = arguments[1]
+        items = list(chain.from_iterable(map(dict.values, values)))
+        if not set(map(type, items)).issubset((item_hint,)):
+            for row, mapping in enumerate(values):
+                for key, item in mapping.items():
+                    if type(item) is not item_hint:
+                        raise _RowProblem(row, _Problem(_wrong(item, _WANTED[item_hint]))
+                                          .at(f".{key}"))
+        return values
+    _check_types(values, outer, "a list")
+    present = [item for item in values if item is not None] if nullable else values
+    if origin is list or arguments[-1] is Ellipsis:  # list[X], tuple[X, ...]
+        item_hint, item_nullable = _split_optional(arguments[0])
+        flat = list(chain.from_iterable(present))
+        if item_hint in _PRIMITIVES:
+            _check_flat(values, flat, (item_hint, _NONE) if item_nullable else (item_hint,),
+                        _WANTED[item_hint])
+        else:  # list[tuple[int | None, int]]: a node's edges
+            _check_pairs(values, flat, typing.get_args(item_hint))
+            return [list(map(tuple, items)) for items in values]
+        if origin is tuple:
+            return [item if item is None else tuple(item) for item in values]
+        return values
+    raise TypeError(f"columns: cannot read a column of {hint}")
+
+
+def _check_flat(values: list, flat: list, allowed: tuple, what: str) -> None:
+    if set(map(type, flat)).issubset(allowed):
+        return
+    for row, items in enumerate(values):
+        for position, item in enumerate(items or ()):
+            if type(item) not in allowed:
+                raise _RowProblem(row, _Problem(_wrong(item, what)).at(f"[{position}]"))
+
+
+def _check_pairs(values: list, pairs: list, item_hints: tuple) -> None:
+    """Fixed-length lists (edges: [node id or None, input number]), checked column-wise."""
+    allowed = [(_split_optional(hint)[0], _NONE) if _split_optional(hint)[1]
+               else (hint,) for hint in item_hints]
+    size = len(item_hints)
+    good = set(map(type, pairs)).issubset((list,)) and set(map(len, pairs)) <= {size} \
+        and all(set(map(type, map(itemgetter(index), pairs))).issubset(allowed[index])
+                for index in range(size))
+    if good:
+        return
+    for row, items in enumerate(values):
+        for position, pair in enumerate(items):
+            if type(pair) is not list:
+                problem = _Problem(f"expected a list, got {_kind(pair)}")
+            elif len(pair) != size:
+                problem = _Problem(f"expected {size} items, got {len(pair)}")
+            else:
+                bad = [index for index in range(size) if type(pair[index]) not in
+                       allowed[index]]
+                if not bad:
+                    continue
+                wanted = _WANTED.get(allowed[bad[0]][0], "a value")
+                problem = _Problem(_wrong(pair[bad[0]], wanted)).at(f"[{bad[0]}]")
+            raise _RowProblem(row, problem.at(f"[{position}]"))
+
+
+def _references(rows: dict, values: list, what: str, nullable: bool,
+                place: Callable | None = None) -> list:
+    """Rows of a table by number (None where allowed), checked whole: numbers of the right
+    type that are all in the table (set differences of ints, in C)."""
+    kinds = set(map(type, values))
+    if kinds <= ({int, _NONE} if nullable else {int}) and not set(values) - rows.keys():
+        return list(map(rows.__getitem__, values))
+    for position, number in enumerate(values):
+        if type(number) is int and number in rows or (number is None and nullable):
+            continue
+        if type(number) is int:
+            problem = _Problem(f"{what} number {number} is not in the table "
+                               f"({len(rows) - (None in rows)} rows)")
+        else:
+            problem = _Problem(_wrong(number, f"a {what} number"))
+        if place is None:
+            raise _RowProblem(position, problem)
+        row, inner = place(position)
+        raise _RowProblem(row, problem.at(f"[{inner}]"))
+    return list(map(rows.__getitem__, values))
+
+
+def _inner(groups: list, position: int) -> tuple[int, int]:
+    """(group, position in it) of item ``position`` of the groups laid end to end."""
+    for row, group in enumerate(groups):
+        if position < len(group):
+            return row, position
+        position -= len(group)
+    raise IndexError(position)
+
+
+def _check_arrays(values: list) -> None:
+    for row, value in enumerate(values):
+        array = value.array
+        if array is None:
+            continue
+        if array.shape != value.shape or model.array_dtype_name(array.dtype) != value.dtype:
+            raise _RowProblem(row, _Problem(
+                f"the stored array is {array.dtype.name} {list(array.shape)} but the value "
+                f"says {value.dtype} {list(value.shape)}").at(".array"))
+
+
+__all__ = ["decode_columns", "encode_columns"]
