@@ -139,8 +139,9 @@ def _trace(name: str, real_torch: bool):
 
 @pytest.fixture(scope="module", params=sorted(PROGRAMS))
 def both(request):
-    np.seterr(all="ignore")  # nan_bug divides by zero on purpose
-    return request.param, _trace(request.param, False), _trace(request.param, True)
+    with np.errstate(all="ignore"):  # nan_bug divides by zero on purpose; the setting is
+        # put back after, so tests later in this worker see NumPy's defaults
+        return request.param, _trace(request.param, False), _trace(request.param, True)
 
 
 def _lines(text: str) -> list[str]:
