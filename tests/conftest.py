@@ -7,6 +7,8 @@ import shutil
 
 import pytest
 
+import tracegrad
+
 
 def _gpu_missing() -> str | None:
     if importlib.util.find_spec("cupy") is None:
@@ -43,3 +45,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 reasons[marker] = _missing(marker)
             if reasons[marker] is not None:
                 item.add_marker(pytest.mark.skip(reason=reasons[marker]))
+
+
+@pytest.fixture(params=[pytest.param("tracegrad", id="tracegrad"),
+                        pytest.param("torch", id="torch", marks=pytest.mark.torch)])
+def lib(request):
+    """The library a test runs on: tracegrad, then torch (the reference, where installed);
+    a test written once against ``lib`` checks that both behave the same."""
+    if request.param == "torch":
+        return pytest.importorskip("torch")
+    return tracegrad

@@ -18,14 +18,6 @@ import pytest
 
 import tracegrad
 
-LIBS = [pytest.param("tracegrad", id="tracegrad"),
-        pytest.param("torch", id="torch", marks=pytest.mark.torch)]
-
-
-@pytest.fixture(params=LIBS)
-def lib(request):
-    return tracegrad if request.param == "tracegrad" else pytest.importorskip("torch")
-
 
 @pytest.fixture(autouse=True)
 def _anomaly_off_after():

@@ -13,15 +13,6 @@ import weakref
 
 import pytest
 
-import tracegrad
-
-
-@pytest.fixture(params=["tracegrad", pytest.param("torch", marks=pytest.mark.torch)])
-def lib(request):
-    if request.param == "torch":
-        return pytest.importorskip("torch")
-    return tracegrad
-
 
 def values(tensor) -> list:
     return tensor.detach().tolist()

@@ -16,16 +16,6 @@ import pytest
 import tracegrad
 from tracegrad.autograd import functional as tracegrad_functional
 
-LIBS = [pytest.param("tracegrad", id="tracegrad"),
-        pytest.param("torch", id="torch", marks=pytest.mark.torch)]
-
-
-@pytest.fixture(params=LIBS)
-def lib(request):
-    if request.param == "torch":
-        return pytest.importorskip("torch")
-    return tracegrad
-
 
 def _same_struct(lib, result, base) -> None:
     """Tensors, or tuples of tensors, of the same sizes."""

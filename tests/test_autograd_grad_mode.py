@@ -18,14 +18,6 @@ import pytest
 import tracegrad
 from tracegrad.autograd import events
 
-LIBS = [pytest.param("tracegrad", id="tracegrad"),
-        pytest.param("torch", id="torch", marks=pytest.mark.torch)]
-
-
-@pytest.fixture(params=LIBS)
-def lib(request):
-    return tracegrad if request.param == "tracegrad" else pytest.importorskip("torch")
-
 
 def close(a, b) -> bool:
     """Equal up to float32 rounding (relative to the size of the values)."""

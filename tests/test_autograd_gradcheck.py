@@ -15,19 +15,11 @@ import warnings
 
 import numpy as np
 import pytest
+from tutorial_programs import BadSquare
 
 import tracegrad
 
-LIBS = [pytest.param("tracegrad", id="tracegrad"),
-        pytest.param("torch", id="torch", marks=pytest.mark.torch)]
 MODES = [pytest.param(False, id="slow"), pytest.param(True, id="fast")]
-
-
-@pytest.fixture(params=LIBS)
-def lib(request):
-    if request.param == "torch":
-        return pytest.importorskip("torch")
-    return tracegrad
 
 
 def _module(lib):
@@ -344,17 +336,6 @@ def test_gradgradcheck_catches_a_backward_that_is_not_differentiable(lib, fast_m
 
 # -- tracegrad's own -----------------------------------------------------------------------
 def test_mismatch_names_the_worst_element_by_its_indices():
-    class BadSquare(tracegrad.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            ctx.save_for_backward(x)
-            return x * x
-
-        @staticmethod
-        def backward(ctx, grad):
-            (x,) = ctx.saved_tensors
-            return grad * 3 * x  # wrong: should be 2 * x
-
     x = tracegrad.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=tracegrad.float64,
                          requires_grad=True)
     with pytest.raises(tracegrad.autograd.gradcheck_jacobians.GradcheckError) as info:

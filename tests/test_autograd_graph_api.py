@@ -14,18 +14,11 @@ import weakref
 
 import numpy as np
 import pytest
+from tutorial_programs import mul2_function
 
 import tracegrad
 from tracegrad.autograd import graph as tracegrad_graph
 from tracegrad.autograd import node as tracegrad_node
-
-LIBS = [pytest.param("tracegrad", id="tracegrad"),
-        pytest.param("torch", id="torch", marks=pytest.mark.torch)]
-
-
-@pytest.fixture(params=LIBS)
-def lib(request):
-    return tracegrad if request.param == "tracegrad" else pytest.importorskip("torch")
 
 
 def close(a, b) -> bool:
@@ -811,15 +804,6 @@ def test_multi_grad_hook_rejects_an_unknown_mode(lib):
 def test_which_nodes_the_running_backward_will_execute(lib):
     calls = [0]
 
-    class Double(lib.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            return x * 2
-
-        @staticmethod
-        def backward(ctx, grad):
-            return grad * 2
-
     def node_of(t):
         if t.requires_grad and t.grad_fn is None:
             return t.clone().grad_fn.next_functions[0][0]
@@ -829,7 +813,7 @@ def test_which_nodes_the_running_backward_will_execute(lib):
     a2 = lib.randn(2, 3, 4, requires_grad=True)
     b = a * a2
     b2 = b.cos()
-    c = Double.apply(b)
+    c = mul2_function(lib)(b)
     expectations = {"run": [node_of(t) for t in (a, b, c)],
                     "skip": [node_of(t) for t in (a2, b2)]}
 

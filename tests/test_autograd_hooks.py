@@ -15,49 +15,14 @@ import warnings
 import weakref
 
 import pytest
+from tutorial_programs import double_mul_function, mul2_function
 
 import tracegrad
-
-LIBS = [pytest.param("tracegrad", id="tracegrad"),
-        pytest.param("torch", id="torch", marks=pytest.mark.torch)]
-
-
-@pytest.fixture(params=LIBS)
-def lib(request):
-    return tracegrad if request.param == "tracegrad" else pytest.importorskip("torch")
 
 
 def close(a, b) -> bool:
     """Equal up to float32 rounding (relative to the size of the values)."""
     return bool((a - b).abs().max() <= 1e-5 * (1 + b.abs().max()))
-
-
-def mul2_function(lib):
-    class Mul2(lib.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            return x * 2
-
-        @staticmethod
-        def backward(ctx, grad):
-            return grad * 2
-
-    return Mul2.apply
-
-
-def double_mul_function(lib):
-    """Two outputs, x*2 and x*3, as PyTorch's multi-output hook tests use."""
-
-    class DoubleMul(lib.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            return x * 2, x * 3
-
-        @staticmethod
-        def backward(ctx, g1, g2):
-            return g1 * 2 + g2 * 3
-
-    return DoubleMul.apply
 
 
 # -- tensor hooks ------------------------------------------------------------------------

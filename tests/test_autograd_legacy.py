@@ -22,16 +22,6 @@ import pytest
 
 import tracegrad
 
-LIBS = [pytest.param("tracegrad", id="tracegrad"),
-        pytest.param("torch", id="torch", marks=pytest.mark.torch)]
-
-
-@pytest.fixture(params=LIBS)
-def lib(request):
-    if request.param == "torch":
-        return pytest.importorskip("torch")
-    return tracegrad
-
 
 def _caught(function):
     """(result, [(category, message)]) of calling ``function`` with every warning kept."""

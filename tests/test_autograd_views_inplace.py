@@ -11,15 +11,9 @@ from __future__ import annotations
 import math
 
 import pytest
+from tutorial_programs import double_mul_function
 
 import tracegrad
-
-
-@pytest.fixture(params=["tracegrad", pytest.param("torch", marks=pytest.mark.torch)])
-def lib(request):
-    if request.param == "torch":
-        return pytest.importorskip("torch")
-    return tracegrad
 
 
 def values(tensor) -> list:
@@ -467,23 +461,14 @@ def test_retain_grad_inplace_over_view(lib):
 
 
 def test_retains_grad_inplace_multiple_outputs(lib):
-    class DoubleMul(lib.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            return x * 2, x * 3
-
-        @staticmethod
-        def backward(ctx, g1, g2):
-            return g1 * 2 + g2 * 3
-
     b = lib.rand(3, 3, requires_grad=True)
-    var, mean = DoubleMul.apply(b)
+    var, mean = double_mul_function(lib)(b)
     var.retain_grad()
     mean.retain_grad()
     var.mul_(2)
     (var + mean).sum().backward()
     a = b.detach().requires_grad_(True)
-    var2, mean2 = DoubleMul.apply(a)
+    var2, mean2 = double_mul_function(lib)(a)
     var2.mul_(2)
     expected = lib.autograd.grad((var2 + mean2).sum(), inputs=(var2, mean2))
     assert values(var.grad) == values(expected[0])
@@ -512,18 +497,9 @@ def test_tensor_hooks_inplace(lib):
 
 
 def test_tensor_hooks_inplace_multiple_outputs(lib):
-    class DoubleMul(lib.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            return x * 2, x * 3
-
-        @staticmethod
-        def backward(ctx, g1, g2):
-            return g1 * 2 + g2 * 3
-
     counts = [0, 0, 0]
     b = lib.rand(3, 3, requires_grad=True)
-    out1, out2 = DoubleMul.apply(b)
+    out1, out2 = double_mul_function(lib)(b)
     out1.register_hook(lambda g: counts.__setitem__(0, counts[0] + 1))
     out2.register_hook(lambda g: counts.__setitem__(1, counts[1] + 1))
     out1.mul_(2)

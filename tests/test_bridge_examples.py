@@ -139,8 +139,7 @@ def _trace(name: str, real_torch: bool):
 
 @pytest.fixture(scope="module", params=sorted(PROGRAMS))
 def both(request):
-    with np.errstate(all="ignore"):  # nan_bug divides by zero on purpose; the setting is
-        # put back after, so tests later in this worker see NumPy's defaults
+    with np.errstate(all="ignore"):  # nan_bug divides by zero on purpose
         return request.param, _trace(request.param, False), _trace(request.param, True)
 
 

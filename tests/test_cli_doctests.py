@@ -13,9 +13,9 @@ MODULES = [
     "tracegrad.tracing.progress", "tracegrad.tracing.violations", "tracegrad.draw",
     "tracegrad.draw.fold", "tracegrad.draw.plan", "tracegrad.draw.render",
     "tracegrad.draw._text", "tracegrad.draw.torchviz_compat",
-    "tracegrad.tracing.notebook", "tracegrad.tracing.query", "tracegrad.tracing.model",
+    "tracegrad.tracing.notebook", "tracegrad.tracing.query",
     "tracegrad.tracing.causes", "tracegrad.tracing.nonfinite", "tracegrad.tracing.memory",
-    "tracegrad.tracing.summary",
+    "tracegrad.tracing.text", "tracegrad.tracing.diff",
 ]
 
 

@@ -7,30 +7,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from tutorial_programs import my_relu_on
 
 import tracegrad as tg
 from tracegrad.cli import main
 from tracegrad.testing import diff_traces
-
-
-def _relu_function(lib, scale: float):
-    """The tutorial's MyReLU, its backward scaled by ``scale`` (1.001: the planted bug)."""
-
-    class MyReLU(lib.autograd.Function):
-        @staticmethod
-        def forward(ctx, input):
-            ctx.save_for_backward(input)
-            return input.clamp(min=0)
-
-        @staticmethod
-        def backward(ctx, grad_output):
-            (input,) = ctx.saved_tensors
-            grad_input = grad_output.clone()
-            grad_input[input < 0] = 0
-            return grad_input * scale
-
-    return MyReLU
-
 
 DATA = np.random.default_rng(0)
 X, W1, W2, Y = (DATA.standard_normal(shape).astype(np.float32)
@@ -38,7 +19,7 @@ X, W1, W2, Y = (DATA.standard_normal(shape).astype(np.float32)
 
 
 def _net(lib=tg, scale: float = 1.0, extra: bool = False, x=X):
-    relu = _relu_function(lib, scale).apply
+    relu = my_relu_on(lib, scale).apply
     w1 = lib.tensor(W1, requires_grad=True)
     w2 = lib.tensor(W2, requires_grad=True)
     with tg.record() as trace:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from tutorial_programs import Exp, MyReLU
+from tutorial_programs import AddOneInPlace, Exp, MyReLU
 
 import tracegrad as tg
 
@@ -146,16 +146,6 @@ def test_set_materialize_grads_false_passes_none():
     np.testing.assert_allclose(x.grad.data, [1.0, 1.0])
 
 
-class AddOneInPlace(tg.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        x.add_(1)
-        ctx.mark_dirty(x)
-        return x
-
-    @staticmethod
-    def backward(ctx, grad):
-        return grad
 
 
 def test_mark_dirty_rebases_the_modified_input():

@@ -6,6 +6,7 @@ import re
 import warnings
 
 import pytest
+from tutorial_programs import BadSquare
 
 import tracegrad as tg
 from tracegrad.autograd.gradcheck import GradcheckError
@@ -182,18 +183,6 @@ def test_gradcheck_warns_for_non_double_inputs():
         warnings.simplefilter("always")
         tg.autograd.gradcheck(lambda t: t * 2, (x,), atol=1e-2, rtol=1e-2, eps=1e-3)
     assert any("is not a double precision floating point" in str(w.message) for w in caught)
-
-
-class BadSquare(tg.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return x * x
-
-    @staticmethod
-    def backward(ctx, grad):
-        (x,) = ctx.saved_tensors
-        return grad * 3 * x  # wrong: should be 2 * x
 
 
 def test_gradcheck_failure_names_output_input_and_worst_element():

@@ -5,24 +5,11 @@ from __future__ import annotations
 import re
 
 import pytest
+from tutorial_programs import BadSquare
 
 import tracegrad as tg
 from tracegrad.autograd.gradcheck import GradcheckError
 from tracegrad.testing import NodeGradcheckError, gradcheck
-
-
-class BadSquare(tg.autograd.Function):
-    """x ** 2 whose backward forgets the factor 2."""
-
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return x * x
-
-    @staticmethod
-    def backward(ctx, grad):
-        (x,) = ctx.saved_tensors
-        return grad * x
 
 
 class GoodSquare(tg.autograd.Function):

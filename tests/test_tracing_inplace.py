@@ -9,6 +9,7 @@ never rewrites a record afterwards.
 from __future__ import annotations
 
 import pytest
+from tutorial_programs import AddOneInPlace
 
 import tracegrad as tg
 from tracegrad.autograd import events
@@ -100,28 +101,17 @@ def test_inplace_through_a_view_of_a_saved_base_is_a_violation_at_once():
 
 
 def test_mark_dirty_is_recorded_once_with_the_version_change():
-    class AddOne(tg.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            x.add_(1)
-            ctx.mark_dirty(x)
-            return x
-
-        @staticmethod
-        def backward(ctx, grad):
-            return grad
-
     x = tg.ones(2, requires_grad=True)
     with tg.record() as tr:
         y = x * 1
-        AddOne.apply(y)
+        AddOneInPlace.apply(y)
         base = x * 1
-        AddOne.apply(base[:1])
+        AddOneInPlace.apply(base[:1])
     y_id = next(t.id for t in tr.tensors.values() if t.name == "y")
     node = tr.node(tr.tensor(y_id).grad_fn)
-    assert node.name == "AddOneBackward" and node.inputs == node.outputs == [y_id]
+    assert node.name == "AddOneInPlaceBackward" and node.inputs == node.outputs == [y_id]
     assert [(v.version, v.op) for v in tr.tensor(y_id).versions] == [
-        (1, "add_"), (2, "AddOneBackward")]  # the add_ inside forward, then mark_dirty
+        (1, "add_"), (2, "AddOneInPlaceBackward")]  # the add_ inside forward, then mark_dirty
     base_id = next(t.id for t in tr.tensors.values() if t.name == "base")
     copy = node_named(tr, "CopySlices")
     assert copy.outputs == [base_id] and tr.tensor(base_id).grad_fn == copy.id

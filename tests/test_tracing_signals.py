@@ -36,11 +36,19 @@ LOOP = """
 def start(tmp_path, size: int = 8, extra: tuple[str, ...] = ()) -> subprocess.Popen:
     script = tmp_path / "loop.py"
     script.write_text(textwrap.dedent(LOOP))
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tracegrad", "run", "--keep-passes", "2", "2", *extra,
-         "-o", str(tmp_path / "loop.tgtrace"), str(script), str(size)],
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "TRACEGRAD_PROGRESS": "0"})
+    # A suite started in the background (`scripts/test.sh &`, some CI runners) inherits
+    # SIGINT ignored, and so would the script: `tracegrad run` rightly leaves an ignored
+    # SIGINT ignored, and the SIGINT tests hung. A Python handler here becomes the default
+    # disposition in the child, as in a terminal.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "tracegrad", "run", "--keep-passes", "2", "2", *extra,
+             "-o", str(tmp_path / "loop.tgtrace"), str(script), str(size)],
+            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env={**os.environ, "TRACEGRAD_PROGRESS": "0"})
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert process.stdout.readline() == "looping\n", process.communicate(timeout=60)
     return process
 

@@ -14,7 +14,7 @@ from tracegrad.tui.widgets.help_screen import HelpScreen
 from tracegrad.tui.widgets.pass_bar import PassBar
 from tracegrad.tui.widgets.prompt import PromptScreen
 from tracegrad.tui.widgets.violations_list import ViolationsList
-from tui_driving import BIG, SMALL, run_async, screen_text
+from tui_driving import BIG, SMALL, answer, run_async, screen_text
 
 
 def make_app(tmp_path=None, **trace_options) -> DebuggerApp:
@@ -163,14 +163,14 @@ async def test_go_to_step_prompt():
 async def test_search_by_name_op_and_tensor():
     app = make_app(passes=2)
     async with app.run_test(size=BIG) as pilot:
-        await pilot.press("slash", *"relu", "enter")
+        await answer(pilot, "slash", "relu")
         assert (app.pass_index, app.step_index) == (0, 3)
         assert "ReluBackward0" in app.status_text
-        await pilot.press("slash", *"w1", "enter")  # AccumulateGrad of leaf w1
+        await answer(pilot, "slash", "w1")  # AccumulateGrad of leaf w1
         assert app.step_index == 5
-        await pilot.press("slash", *"layer1", "enter")  # module scope
+        await answer(pilot, "slash", "layer1")  # module scope
         assert app.step_index == 4
-        await pilot.press("slash", *"nosuchop", "enter")
+        await answer(pilot, "slash", "nosuchop")
         assert app.step_index == 4
         assert "no step's node matches" in app.status_text
 
@@ -180,17 +180,21 @@ async def test_run_until_conditions():
     app = make_app(nan=True, hook=True)
     async with app.run_test(size=BIG) as pilot:
         assert app.step_index == 3  # it opens at the NaN
-        await pilot.press("home", "u", *"nan", "enter")
+        await pilot.press("home")
+        await answer(pilot, "u", "nan")
         assert app.step_index == 3
         assert "stopped at step 3" in app.status_text
-        await pilot.press("home", "u", *"hook", "enter")
+        await pilot.press("home")
+        await answer(pilot, "u", "hook")
         assert app.step_index == 1
-        await pilot.press("home", "u", *"op accumulate", "enter")
+        await pilot.press("home")
+        await answer(pilot, "u", "op accumulate")
         assert app.step_index == 2
-        await pilot.press("home", "u", *"norm > 1e9", "enter")
+        await pilot.press("home")
+        await answer(pilot, "u", "norm > 1e9")
         assert app.step_index == 0
         assert "no later step" in app.status_text
-        await pilot.press("u", *"bogus", "enter")
+        await answer(pilot, "u", "bogus")
         assert "cannot understand 'bogus'" in app.status_text
 
 

@@ -184,3 +184,30 @@ def test_dump_of_agreeing_traces(capsys, monkeypatch, saved_pair):
                               saved_pair[0])
     assert status == 0
     assert "agree" in out
+
+
+@pytest.mark.parametrize("command", [["tui", "--dump"], ["diff"]])
+def test_rtol_and_atol_mean_what_they_mean_for_tracegrad_diff(capsys, monkeypatch, saved_pair,
+                                                              command):
+    # The planted bug scales one gradient by 1.001: inside rtol=1e-2, outside rtol=1e-4.
+    status, out, err = run_main(capsys, monkeypatch, *command, "--rtol", "1e-2", "--atol",
+                                "0", *saved_pair)
+    assert status == 0, err
+    assert "agree" in out and "(rtol=0.01, atol=0.0)" in out
+    status, out, err = run_main(capsys, monkeypatch, *command, "--rtol", "1e-4", *saved_pair)
+    assert status == 1, err
+    assert "the runs part at TripleBackward [backward pass 0, step 2]" in out
+    assert ("tolerance: rtol=0.0001" if command[0] == "tui" else "(rtol=0.0001)") in out
+
+
+def test_tui_view_shows_the_tolerance_it_was_given():
+    app = DiffApp(scaled_run(1.0), scaled_run(1.001), names=NAMES, atol=1e-9, rtol=1e-6)
+    assert "tolerance: rtol=1e-06, atol=1e-09" in app.view.side(0)
+    assert "tolerance: torch.testing's default tolerances" in parted_app().view.side(1)
+
+
+def test_tolerances_with_one_target_are_refused(capsys, monkeypatch, saved_pair):
+    status, _, err = run_main(capsys, monkeypatch, "tui", "--dump", "--atol", "1e-3",
+                              saved_pair[0])
+    assert status == 2
+    assert "tracegrad tui: --rtol and --atol are the tolerances for comparing two traces" in err

@@ -14,19 +14,9 @@ from tracegrad.tui.app import DebuggerApp
 from tracegrad.tui.widgets.graph_view import GraphView
 from tracegrad.tui.widgets.key_bar import KeyBar
 from tracegrad.tui.widgets.pass_bar import PassBar
-from tui_driving import BIG, SMALL, run_async, screen_text
+from tui_driving import BIG, SMALL, answer, run_async, screen_text
 
 SIZES = pytest.mark.parametrize("size", [BIG, SMALL], ids=["120x40", "80x24"])
-
-
-async def answer(pilot, key: str, text: str) -> None:
-    """Open a prompt with ``key``, give it ``text`` and press enter (the text is set at
-    once: typing it key by key costs a screen refresh per character)."""
-    from textual.widgets import Input
-
-    await pilot.press(key)
-    pilot.app.screen.query_one(Input).value = text
-    await pilot.press("enter")
 
 
 # -- stepping across passes -------------------------------------------------------------------

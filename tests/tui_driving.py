@@ -1,9 +1,12 @@
-"""Driving the debugger in tests: terminal sizes, async test bodies, the screen as text."""
+"""Driving the debugger in tests: terminal sizes, async test bodies, the screen as text,
+answering its prompts."""
 
 from __future__ import annotations
 
 import asyncio
 import functools
+
+from textual.widgets import Input
 
 BIG = (120, 40)
 SMALL = (80, 24)
@@ -21,3 +24,12 @@ def screen_text(app) -> str:
     """What the terminal shows, as plain text (one line per row)."""
     strips = app.screen._compositor.render_strips()
     return "\n".join("".join(segment.text for segment in strip) for strip in strips)
+
+
+async def answer(pilot, key: str, text: str) -> None:
+    """Open a prompt with ``key``, give it ``text`` and press enter (the text is set at
+    once: typing it key by key costs a screen refresh per character; test_tui_app's
+    go-to-step test types into the prompt key by key)."""
+    await pilot.press(key)
+    pilot.app.screen.query_one(Input).value = text
+    await pilot.press("enter")

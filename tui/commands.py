@@ -8,6 +8,7 @@ Only argparse is imported at load time; tracing, loading and textual come in the
     tracegrad tui --dump run.tgtrace          # the steps table as text, no terminal needed
     tracegrad tui a.tgtrace b.tgtrace         # two runs side by side, where they part
     tracegrad tui --dump a.tgtrace b.tgtrace  # the same, as text
+    tracegrad tui --rtol 1e-4 a.tgtrace b.tgtrace  # tolerances, as `tracegrad diff`
 
 tracegrad's options (``--dump`` included) go before the target; what follows the target is
 the script's (``tracegrad tui x.py --dump`` is refused as ambiguous, see tracegrad.cli).
@@ -19,6 +20,7 @@ import argparse
 import sys
 
 from tracegrad.cli import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, add_command, add_target, fail
+from tracegrad.tracing.answer_commands import add_tolerance_options
 from tracegrad.tracing.commands import add_recording_options, recording_options
 
 NO_TERMINAL = (
@@ -41,6 +43,7 @@ def register(subparsers) -> None:
     parser.add_argument("--all-passes", action="store_true",
                         help="also show gradcheck's probe passes (hidden by default: a "
                              "program that calls gradcheck records one pass per probe)")
+    add_tolerance_options(parser)  # only with two traces, as in `tracegrad diff`
     add_recording_options(parser)
     add_target(parser, "a Python script to trace, or a saved .tgtrace file")
     parser.set_defaults(handler=run_tui)
@@ -48,7 +51,12 @@ def register(subparsers) -> None:
 
 def run_tui(args: argparse.Namespace) -> int:
     if _two_traces(args):
-        return run_diff_tui(args.target, args.script_args[0], dump=args.dump)
+        return run_diff_tui(args.target, args.script_args[0], dump=args.dump,
+                            rtol=args.rtol, atol=args.atol)
+    if args.rtol is not None or args.atol is not None:
+        return fail("tui", "--rtol and --atol are the tolerances for comparing two traces "
+                           "(`tracegrad tui --rtol 1e-4 A.tgtrace B.tgtrace`); with one "
+                           "target there is nothing to compare.", EXIT_USAGE)
     if not args.dump:
         refusal = no_terminal(args.target)
         if refusal is not None:

@@ -22,10 +22,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tracegrad.tracing.diff import Difference, _describe_node, _feeders, align_nodes, diff_traces
+from tracegrad.tracing.diff import Difference, align_nodes, diff_traces, feeders
 from tracegrad.tracing.model import Trace
-from tracegrad.tracing.report import _tolerance_words, format_diff
-from tracegrad.tracing.text import site_line
+from tracegrad.tracing.report import format_diff
+from tracegrad.tracing.text import describe_node, site_line, tolerance_words
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ class DiffView:
         self.traces = (a, b)
         self.result = diff_traces(a, b, rtol=rtol, atol=atol, names=names)
         self.names = self.result.names
-        self.tolerance = _tolerance_words(rtol, atol).strip(" ()")
+        self.tolerance = tolerance_words(rtol, atol)
         self.differences = [item for item in (self.result.forward, self.result.backward)
                             if item is not None]
         self.by_differences = len(self.differences) > 1
@@ -170,12 +170,12 @@ class DiffView:
     def _above(trace: Trace, node_id: int, forward: bool) -> list[str]:
         if forward:
             node = trace.nodes[node_id]
-            found = [_describe_node(trace, trace.tensors[tensor].grad_fn)
+            found = [describe_node(trace, trace.tensors[tensor].grad_fn)
                      for tensor in node.inputs if tensor is not None and tensor in trace.tensors
                      and trace.tensors[tensor].grad_fn is not None]
         else:
-            found = [_describe_node(trace, feeder)
-                     for feeder in _feeders(trace).get(node_id, ())]
+            found = [describe_node(trace, feeder)
+                     for feeder in feeders(trace).get(node_id, ())]
         return list(dict.fromkeys(found))  # one line per op, however many edges it feeds
 
 

@@ -52,18 +52,24 @@ def register(subparsers) -> None:
 
     diff_parser = add_command(subparsers, "diff", help="find where two traces of one "
                               "program part", description=DIFF_DESCRIPTION)
-    diff_parser.add_argument("--rtol", type=float, default=None,
-                             help="relative tolerance (default 1.3e-6 for float32, 1e-7 "
-                                  "for float64, as torch.testing)")
-    diff_parser.add_argument("--atol", type=float, default=None,
-                             help="absolute tolerance (default 1e-5 for float32, 1e-7 "
-                                  "for float64)")
+    add_tolerance_options(diff_parser)
     diff_parser.add_argument("--tui", action="store_true",
                              help="show both traces side by side in the terminal, at the "
                                   "node where they part")
     diff_parser.add_argument("first", metavar="A", help="a .tgtrace file")
     diff_parser.add_argument("second", metavar="B", help="the .tgtrace file to compare with")
     diff_parser.set_defaults(handler=diff_command)
+
+
+def add_tolerance_options(parser: argparse.ArgumentParser) -> None:
+    """``--rtol``/``--atol`` for comparing two traces (``tracegrad diff``, ``tracegrad tui
+    A B``): None unless given, meaning torch.testing's defaults for each value's dtype."""
+    parser.add_argument("--rtol", type=float, default=None,
+                        help="relative tolerance (default 1.3e-6 for float32, 1e-7 "
+                             "for float64, as torch.testing)")
+    parser.add_argument("--atol", type=float, default=None,
+                        help="absolute tolerance (default 1e-5 for float32, 1e-7 "
+                             "for float64)")
 
 
 def why_command(args: argparse.Namespace) -> int:

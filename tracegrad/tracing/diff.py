@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .model import NodeRecord, Site, Trace, Value
+from .text import describe_node
 
 # torch.testing.assert_close's defaults, by dtype: (rtol, atol)
 _TOLERANCES = {"float16": (1e-3, 1e-5), "bfloat16": (1.6e-2, 1e-5),
@@ -232,15 +233,6 @@ def _difference(phase: str, what: str, node_a: NodeRecord, node_b: NodeRecord,
                       statistics_only=statistics_only, **where)
 
 
-def _describe_node(trace: Trace, node_id: int | None) -> str:
-    if node_id is None or node_id not in trace.nodes:
-        return "(not recorded)"
-    node = trace.nodes[node_id]
-    if node.kind == "accumulate" and node.leaf is not None and node.leaf in trace.tensors:
-        return f"AccumulateGrad of '{trace.tensors[node.leaf].label}'"
-    return f"{node.name} at {node.site}" if node.site is not None else node.name
-
-
 # -- forward --------------------------------------------------------------------------------
 def _first_forward(a: Trace, b: Trace, pairs: dict[int, int], tolerance: _Tolerance):
     for node_a in a.iter_nodes():
@@ -248,7 +240,7 @@ def _first_forward(a: Trace, b: Trace, pairs: dict[int, int], tolerance: _Tolera
         if node_b_id is None or node_a.kind == "accumulate":
             continue
         node_b = b.nodes[node_b_id]
-        above = [_describe_node(a, a.tensors[tensor].grad_fn)
+        above = [describe_node(a, a.tensors[tensor].grad_fn)
                  for tensor in node_a.inputs if tensor is not None and tensor in a.tensors
                  and a.tensors[tensor].grad_fn is not None]
         for position, (input_a, input_b) in enumerate(zip(node_a.inputs, node_b.inputs)):
@@ -275,14 +267,14 @@ def _first_forward(a: Trace, b: Trace, pairs: dict[int, int], tolerance: _Tolera
 def _first_backward(a: Trace, b: Trace, pass_a, pass_b, pairs: dict[int, int],
                     tolerance: _Tolerance):
     steps_b = {step.node: step for step in pass_b.steps}
-    feeders = _feeders(a)
+    fed_by = feeders(a)
     for step_a in pass_a.steps:
         node_b_id = pairs.get(step_a.node)
         step_b = steps_b.get(node_b_id) if node_b_id is not None else None
         if step_b is None:
             continue
         node_a, node_b = a.nodes[step_a.node], b.nodes[node_b_id]
-        above = [_describe_node(a, feeder) for feeder in feeders.get(node_a.id, ())]
+        above = [describe_node(a, feeder) for feeder in fed_by.get(node_a.id, ())]
         where = {"pass_index": pass_a.index, "step_index": step_a.index}
         for position, (grad_a, grad_b) in enumerate(zip(step_a.grads_in, step_b.grads_in)):
             found = tolerance.compare(grad_a, grad_b)
@@ -294,7 +286,7 @@ def _first_backward(a: Trace, b: Trace, pass_a, pass_b, pairs: dict[int, int],
             if found is not None:
                 target = node_a.next[position][0] if position < len(node_a.next) else None
                 return _difference("backward", f"gradient to input {position} ("
-                                   f"{_describe_node(a, target)})", node_a, node_b, found,
+                                   f"{describe_node(a, target)})", node_a, node_b, found,
                                    above, **where)
         found = tolerance.compare(step_a.grad_after, step_b.grad_after)
         if found is not None:
@@ -305,8 +297,9 @@ def _first_backward(a: Trace, b: Trace, pass_a, pass_b, pairs: dict[int, int],
     return None
 
 
-def _feeders(trace: Trace) -> dict[int, list[int]]:
-    """node id -> the nodes whose gradient flows into it (the ops above it)."""
+def feeders(trace: Trace) -> dict[int, list[int]]:
+    """node id -> the nodes whose gradient flows into it (the ops above it in backward),
+    in edge order; the diff TUI lists them beside the step where the runs part."""
     found: dict[int, list[int]] = {}
     for node_id, next_id, _ in trace.edges():
         found.setdefault(next_id, []).append(node_id)

@@ -29,6 +29,7 @@ from .text import (
     format_memory,
     nonfinite_message,
     site_line,
+    tolerance_words,
     violation_lines,
 )
 
@@ -273,7 +274,7 @@ def format_diff(result) -> str:
     a.tgtrace and b.tgtrace agree: 4 nodes paired, every forward value and gradient within tolerance (torch.testing's default tolerances).
     """
     a_name, b_name = result.names
-    tolerance = _tolerance_words(result.rtol, result.atol)
+    tolerance = f" ({tolerance_words(result.rtol, result.atol)})"
     if result.same:
         return (f"{a_name} and {b_name} agree: {result.matched} nodes paired, every forward "
                 f"value and gradient within tolerance{tolerance}.")
@@ -289,13 +290,6 @@ def format_diff(result) -> str:
         lines.append(f"backward passes: {result.passes[0]} in {a_name}, {result.passes[1]} "
                      f"in {b_name}")
     return "\n".join(lines)
-
-
-def _tolerance_words(rtol, atol) -> str:
-    if rtol is None and atol is None:
-        return " (torch.testing's default tolerances)"
-    return f" (rtol={rtol}, atol={atol})" if atol is not None and rtol is not None else \
-        f" (rtol={rtol})" if rtol is not None else f" (atol={atol})"
 
 
 def _format_difference(difference, names: tuple[str, str], tolerance: str) -> list[str]:

@@ -126,6 +126,46 @@ def site_inline(site: Site | None) -> str:
     return f"{site}" + (f" ({site.code})" if site.code else "")
 
 
+# -- nodes and tolerances ------------------------------------------------------------------
+
+
+def describe_node(trace: Trace, node_id: int | None) -> str:
+    """``MulBackward0 at net.py:3``, ``AccumulateGrad of 'w'``: a node as where-two-runs-part
+    names the ops around the place where they differ (``(not recorded)`` when it is not in
+    ``trace``).
+
+    >>> import tracegrad
+    >>> w = tracegrad.ones(3, requires_grad=True)
+    >>> with tracegrad.record() as tr:
+    ...     (w * 2).sum().backward()
+    >>> [describe_node(tr, node.id).split(" at ")[0] for node in tr.iter_nodes()]
+    ['MulBackward0', "AccumulateGrad of 'w'", 'SumBackward0']
+    >>> describe_node(tr, None)
+    '(not recorded)'
+    """
+    if node_id is None or node_id not in trace.nodes:
+        return "(not recorded)"
+    node = trace.nodes[node_id]
+    if node.kind == "accumulate" and node.leaf is not None and node.leaf in trace.tensors:
+        return f"AccumulateGrad of '{trace.tensors[node.leaf].label}'"
+    return f"{node.name} at {node.site}" if node.site is not None else node.name
+
+
+def tolerance_words(rtol: float | None, atol: float | None) -> str:
+    """The tolerance two runs were compared with, as ``tracegrad diff`` and its TUI say it.
+
+    >>> tolerance_words(None, None)
+    "torch.testing's default tolerances"
+    >>> tolerance_words(1e-3, None), tolerance_words(1e-3, 0.0)
+    ('rtol=0.001', 'rtol=0.001, atol=0.0')
+    """
+    if rtol is None and atol is None:
+        return "torch.testing's default tolerances"
+    if rtol is not None and atol is not None:
+        return f"rtol={rtol}, atol={atol}"
+    return f"rtol={rtol}" if rtol is not None else f"atol={atol}"
+
+
 # -- tensors ----------------------------------------------------------------------------
 
 
