@@ -10,12 +10,16 @@ load of a shared machine drifts over every configuration alike).
     .venv/bin/python bench/bench_bridge.py [--steps 200] [--mlp-steps 1000] [--repeat 3]
 
 torch runs on one thread (the machine is shared; the tracer's cost is per op, not per FLOP);
-times are this process's CPU time.
+times are this process's CPU time. Two rows in parentheses say where the time goes: a
+TorchFunctionMode that only passes calls on (the floor for any observer of torch calls), and
+the bridge reporting to a listener that does nothing (the bridge's share; the rest of a
+recording's cost is the recorder's).
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 import time
 
@@ -39,6 +43,10 @@ def _round_robin(configurations: dict, repeat: int) -> dict:
     best = dict.fromkeys(configurations, float("inf"))
     for _ in range(repeat):
         for label, function in configurations.items():
+            # Each run starts from the same collector state: the count of objects that
+            # triggers a full collection carries over from run to run, so without this the
+            # configuration that happens to cross it pays for the ones before it.
+            gc.collect()
             best[label] = min(best[label], _timed(function))
     return best
 
@@ -48,6 +56,37 @@ def _traced(function, **options):
         with tracegrad.record(**options) as trace:
             function()
         assert trace.metadata["engine"] == "torch" and trace.passes
+    return run
+
+
+def _mode_only(function):
+    """The floor: a TorchFunctionMode that passes every call on (torch's own dispatch cost,
+    which any observer of torch calls pays)."""
+    from torch.overrides import TorchFunctionMode
+
+    class PassOn(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    def run() -> None:
+        with PassOn():
+            function()
+    return run
+
+
+def _bridge_only(function):
+    """The bridge's own share: armed, reporting to a listener that does nothing (no
+    recorder), so the difference to a recording is the recorder's."""
+    from tracegrad import bridge
+    from tracegrad.autograd import events
+
+    def run() -> None:
+        attachment = bridge.attach()
+        try:
+            with events.subscribe(events.Listener()):
+                function()
+        finally:
+            attachment.detach()
     return run
 
 
@@ -76,6 +115,8 @@ def bench_two_layer(torch, steps: int, repeat: int) -> bool:
     module.train(steps=10)  # warm up torch's kernels and the bridge's caches
     _traced(lambda: module.train(steps=2))()
     best = _round_robin({"untraced": train,
+                         "(no-op TorchFunctionMode)": _mode_only(train),
+                         "(bridge, no-op listener)": _bridge_only(train),
                          "structure only": _traced(train, values=False),
                          "values": _traced(train)}, repeat)
     return _report(f"two-layer net (64x1000 -> 100 -> 10, MyReLU), {steps} steps, best of "
@@ -89,8 +130,10 @@ def bench_mlp(torch, steps: int, repeat: int) -> bool:
         module.train(steps=steps)
 
     module.train(steps=10)
-    best = _round_robin({"untraced": train, "values (first and last 2 passes)":
-                         _traced(train)}, repeat)
+    best = _round_robin({"untraced": train,
+                         "(no-op TorchFunctionMode)": _mode_only(train),
+                         "(bridge, no-op listener)": _bridge_only(train),
+                         "values (first and last 2 passes)": _traced(train)}, repeat)
     return _report(f"nn.Sequential MLP (2 -> 32 -> 32 -> 3, Adam), {steps} steps, best of "
                    f"{repeat}:", best, {"values (first and last 2 passes)": MLP_TARGET})
 

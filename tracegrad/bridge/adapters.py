@@ -37,6 +37,7 @@ _WIDENED = {torch.bfloat16: torch.float32, torch.complex32: torch.complex64}
 for _name in ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz"):
     if hasattr(torch, _name):
         _WIDENED[getattr(torch, _name)] = torch.float32
+_STRIDED = torch.strided
 _EXPECTED_VERSION = re.compile(r"expected version (\d+)")
 
 
@@ -77,10 +78,14 @@ def numpy_dtype(dtype):
 def host_array(tensor) -> np.ndarray:
     """A NumPy array of a torch tensor's values: a view of its memory on the CPU (no copy),
     a host copy elsewhere; widened where NumPy has no such dtype."""
-    data = tensor.detach()
-    if data.device.type != "cpu":
+    # Per value the recorder captures (every gradient of a kept pass): each check is the
+    # cheapest torch offers (``device.type`` alone costs a microsecond; ``detach()`` half of
+    # one, needed only where ``numpy()`` would refuse a tensor that requires grad).
+    data = tensor.detach() if tensor.requires_grad else tensor
+    if not data.is_cpu:
         data = data.cpu()
-    if data.layout != torch.strided:
+    layout = data.layout
+    if layout is not _STRIDED and layout != _STRIDED:
         data = data.to_dense()
     widened = _WIDENED.get(data.dtype)
     if widened is not None:
@@ -100,9 +105,32 @@ def node_name(fn) -> str:
     return name
 
 
+_class_names: dict = {}  # node type -> its name, for types named after their one node kind
+
+
+def class_node_name(fn) -> str:
+    """``node_name(fn)``, known per type after the first node of it (one per node made
+    while recording). Kept only where the type's own name says it (``MulBackward0``,
+    ``MyReLUBackward``): a type shared by several C++ node kinds is asked every time."""
+    kind = type(fn)
+    name = _class_names.get(kind)
+    if name is None:
+        name = node_name(fn)
+        if name == kind.__name__:
+            _class_names[kind] = name
+    return name
+
+
 def storage_key(tensor) -> int | None:
     """What in-place changes of ``tensor`` are grouped by: its storage's address."""
     try:
+        # The storage's address is the tensor's less its offset: three getters, where
+        # untyped_storage() makes a Python storage object (over a microsecond for a tensor
+        # just made, and every saved tensor and in-place change asks). An empty tensor's
+        # address is 0 whatever its storage: asked the slow way.
+        address = tensor.data_ptr()
+        if address:
+            return address - tensor.storage_offset() * tensor.element_size()
         return tensor.untyped_storage().data_ptr()
     except (RuntimeError, NotImplementedError, TypeError):
         return None  # no storage (sparse, nested, functional wrappers)
@@ -119,15 +147,15 @@ class TorchTensor(Tensor):
     """
 
     def __init__(self, tensor, registry: Registry) -> None:
-        fields = self.__dict__
-        fields["_registry"] = registry
-        on_cpu = tensor.is_cpu
-        fields["_trace_fields"] = (tuple(tensor.shape), dtype_name(tensor.dtype),
-                                   "cpu" if on_cpu else str(tensor.device),
-                                   _is_parameter(type(tensor)))
-        fields["_on_cpu"] = on_cpu
-        fields["_cached"] = None
-        fields["_held"] = None  # a strong reference, for tensors only a walk knows of
+        self.__dict__ = _adapter_fields(tensor, registry)
+
+    @staticmethod
+    def made(tensor, registry: Registry) -> TorchTensor:
+        """The fast constructor (one per tensor the program makes while recorded): no
+        ``Tensor.__new__``/``__init__`` chain, the fields set in one assignment."""
+        adapter = _new_object(TorchTensor)
+        adapter.__dict__ = _adapter_fields(tensor, registry)
+        return adapter
 
     @property
     def subject(self):
@@ -230,14 +258,30 @@ class TorchTensor(Tensor):
         return f"<torch tensor {dtype} {list(shape)} on {device}>"
 
 
+_new_object = object.__new__
+
+
+def _adapter_fields(tensor, registry: Registry) -> dict:
+    dtype = tensor.dtype
+    name = _dtype_names.get(dtype)
+    if name is None:
+        name = dtype_name(dtype)
+    on_cpu = tensor.is_cpu
+    return {"_registry": registry,
+            "_trace_fields": (tuple(tensor.shape), name, "cpu" if on_cpu else str(tensor.device),
+                              _is_parameter(type(tensor))),
+            "_on_cpu": on_cpu, "_cached": None,
+            "_held": None,  # a strong reference, for tensors only a walk knows of
+            "_ref": weakref.ref(tensor)}
+
+
+_CPU = torch.device("cpu")
+
+
 def _device_text(device) -> str:
-    text = _device_texts.get(device)
-    if text is None:
-        text = _device_texts[device] = "cpu" if device.type == "cpu" else str(device)
-    return text
-
-
-_device_texts: dict = {}
+    # Per output of every node made: comparing with the CPU device is ~50 ns, where
+    # ``device.type`` or ``str(device)`` costs a microsecond.
+    return "cpu" if device == _CPU else str(device)
 _parameter_types: dict = {}
 
 
@@ -404,15 +448,22 @@ class TorchNode:
         return f"<{self._name} (torch)>"
 
 
-def _saved_layout(fn) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(names of saved tensors, names of saved parameters) of a node type, from its
-    ``_saved_*`` / ``_raw_saved_*`` properties, in torch's definition order."""
+def _saved_layout(fn) -> tuple[tuple[tuple[str, str, str], ...], tuple[tuple[str, str], ...]]:
+    """What a node type saves, read once per type (``vars()`` of the type per node would
+    cost more than the rest of reading it): ((slot, raw attribute, attribute) per saved
+    tensor, in the order a reader expects (see _SLOT_ORDER), (name, attribute) per saved
+    parameter), from its ``_saved_*`` / ``_raw_saved_*`` properties in torch's order."""
     names = [key for key in vars(type(fn)) if key.startswith("_saved_")]
     raw = {key[len("_raw_saved_"):] for key in vars(type(fn)) if key.startswith("_raw_saved_")}
-    tensors = tuple(key[len("_saved_"):] for key in names if key[len("_saved_"):] in raw)
+    tensors = [key[len("_saved_"):] for key in names if key[len("_saved_"):] in raw]
+    # A stable sort by slot gives the order sorting each node's entries would (the items of
+    # a saved list share their slot's rank).
+    tensors.sort(key=lambda slot: _SLOT_ORDER.get(slot, len(_SLOT_ORDER)))
     params = tuple(key[len("_saved_"):] for key in names if key[len("_saved_"):] not in raw
                    and not key.endswith(_SHAPE_SUFFIXES))
-    return tensors, params
+    return (tuple((slot, "_raw_saved_" + slot, "_saved_" + slot) for slot in tensors),
+            tuple((param, "_saved_" + param) for param in params
+                  if param not in ("next_functions", "variable", "metadata")))
 
 
 _layouts: dict = {}
@@ -423,7 +474,12 @@ _SLOT_ORDER = {name: rank for rank, name in enumerate(
      "indices", "index", "mask", "src", "result"))}
 
 
+_PLAIN_TYPES = frozenset({int, float, bool, str, type(None)})
+
+
 def _attr_value(value):
+    if type(value) in _PLAIN_TYPES:  # most parameters: no isinstance chain (a microsecond)
+        return value
     if isinstance(value, torch.dtype):
         return dtype_name(value)
     if isinstance(value, torch.device):
@@ -433,6 +489,17 @@ def _attr_value(value):
     if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
         return None
     return value
+
+
+def _output_meta(fn) -> tuple:
+    """(shape, NumPy dtype, device) per output of a node, as tracegrad's nodes keep them."""
+    found = []
+    for meta in fn._input_metadata:
+        dtype = meta.dtype
+        numpy = _numpy_dtypes.get(dtype)
+        found.append((tuple(meta.shape), numpy if numpy is not None else numpy_dtype(dtype),
+                      _device_text(meta.device)))
+    return tuple(found)
 
 
 # -- the registry ----------------------------------------------------------------------------
@@ -455,10 +522,9 @@ class Registry:
         adapter = self._tensors.get(key)
         if adapter is not None and adapter._ref() is tensor:
             return adapter
-        adapter = TorchTensor(tensor, self)
         # A plain weak reference (a callback per tensor costs more than it saves): entries
         # of tensors gone are dropped in sweeps, and a lookup checks the reference.
-        adapter.__dict__["_ref"] = weakref.ref(tensor)
+        adapter = TorchTensor.made(tensor, self)
         tensors = self._tensors
         tensors[key] = adapter
         if len(tensors) > self._sweep_at:
@@ -529,12 +595,10 @@ class Registry:
         key = id(fn.metadata)
         state = adapter.__dict__
         state["_key"] = key
-        state["_name"] = name = node_name(fn)
+        state["_name"] = name = class_node_name(fn)
         state["_seq"] = fn._sequence_nr()
         state["_alive"] = True
-        state["_output_meta"] = tuple(
-            (tuple(meta.shape), numpy_dtype(meta.dtype), _device_text(meta.device))
-            for meta in fn._input_metadata)
+        state["_output_meta"] = _output_meta(fn)
         state["next_functions"] = ()
         site, module = self.session.site_for(fn) if self.session is not None else (None, None)
         state["_site"], state["_module"] = site, module
@@ -569,29 +633,26 @@ class Registry:
             layout = _layouts.get(type(fn))
             if layout is None:
                 layout = _layouts[type(fn)] = _saved_layout(fn)
-            tensor_names, param_names = layout
+            tensor_slots, param_slots = layout
             state = adapter.__dict__
-            for param in param_names:
-                if param in ("next_functions", "variable", "metadata"):
-                    continue
+            for param, attribute in param_slots:
                 try:
-                    value = _attr_value(getattr(fn, "_saved_" + param))
+                    value = _attr_value(getattr(fn, attribute))
                 except RuntimeError:
                     continue
                 if value is not None:
                     state[param] = value
             saved = []
-            for slot in tensor_names:
+            for slot, raw_attribute, attribute in tensor_slots:
                 try:
-                    raw = getattr(fn, "_raw_saved_" + slot)
+                    raw = getattr(fn, raw_attribute)
                 except RuntimeError:
                     continue  # a saved list that backward already freed
                 if isinstance(raw, (list, tuple)):
                     saved.extend((f"{slot}.{index}", item, None)
                                  for index, item in enumerate(raw))
                 else:
-                    saved.append((slot, raw, "_saved_" + slot))
-            saved.sort(key=lambda item: _SLOT_ORDER.get(item[0].split(".")[0], len(_SLOT_ORDER)))
+                    saved.append((slot, raw, attribute))
         records = []
         custom = adapter._function is _CustomFunction
         for slot, raw, attribute in saved:

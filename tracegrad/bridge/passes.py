@@ -47,16 +47,18 @@ class _PostHook(_NodeHook):
         self.passes.guarded(self.passes.node_finished, self.node, grad_inputs, grad_outputs)
 
 
-class _Gone:
-    """Weak-reference callback on a node's pre-hook: the node died (or was unhooked)."""
+class _Sentinel(weakref.ref):
+    """A weak reference to a node's pre-hook, carrying the node: its callback says the node
+    died (or was unhooked). One object per node, where a callback object of its own would
+    be a second."""
 
-    __slots__ = ("key", "node", "passes")
+    __slots__ = ("key", "node")
 
-    def __init__(self, passes: Passes, key: int, node: TorchNode) -> None:
-        self.passes, self.key, self.node = passes, key, node
 
-    def __call__(self, _reference) -> None:
-        self.passes.node_gone(self.key, self.node)
+def _sentinel(hook: _PreHook, key: int, node: TorchNode, callback) -> _Sentinel:
+    sentinel = _Sentinel(hook, callback)
+    sentinel.key, sentinel.node = key, node
+    return sentinel
 
 
 class _Observer:
@@ -87,6 +89,7 @@ class Passes:
         self._retain = False
         self._open: TorchNode | None = None  # the node whose backward is running
         self._started = 0
+        self._on_node_gone = self._node_gone  # bound once: every hooked node's sentinel has it
 
     def guarded(self, method, *args) -> None:
         self.session.guarded(method, *args)
@@ -113,7 +116,10 @@ class Passes:
             return
         key = node._key
         self._handles[key] = handles
-        self._sentinels[key] = weakref.ref(pre, _Gone(self, key, node))
+        self._sentinels[key] = _sentinel(pre, key, node, self._on_node_gone)
+
+    def _node_gone(self, sentinel: _Sentinel) -> None:
+        self.node_gone(sentinel.key, sentinel.node)
 
     def node_gone(self, key: int, node: TorchNode) -> None:
         self.registry.forget_node(key, node)

@@ -105,6 +105,22 @@ def _tensors_in(values, found: list) -> list:
     return found
 
 
+def _sequence_of(node) -> int:
+    return node._seq
+
+
+def _saved_outputs(made: list) -> dict:
+    """(node key, output_nr) -> the torch tensor a node made in this call saved: the outputs
+    of nodes inside a composite call, which the program never sees."""
+    found: dict[tuple, object] = {}
+    for node in made:
+        for saved in node._saved:
+            producer = node if saved.is_output else saved.producer
+            if producer is not None and saved._held is not None:
+                found.setdefault((producer._key, saved.output_nr), saved._held)
+    return found
+
+
 class _PassThrough:
     """What a mode left on torch's stack after its recording ended does: nothing."""
 
@@ -360,14 +376,10 @@ class Session:
         """on_op for each node a call made, oldest first. A node inside a composite op has
         no output the program sees; where a node saved that output, it is that tensor."""
         registry = self.registry
-        inner_outputs: dict[tuple, object] = {}  # (node key, output_nr) -> torch tensor
-        for node in made:
-            for saved in node._saved:
-                producer = node if saved.is_output else saved.producer
-                if producer is not None and saved._held is not None:
-                    inner_outputs.setdefault((producer._key, saved.output_nr), saved._held)
+        inner_outputs: dict[tuple, object] | None = None  # (node key, output_nr) -> tensor
         top_keys = {id(fn.metadata): fn for fn in tops}
-        made.sort(key=lambda node: node._seq)
+        if len(made) > 1:
+            made.sort(key=_sequence_of)
         for node in made:
             fn = top_keys.get(node._key)
             wired = [None] * max(1, len(node._output_meta))
@@ -377,6 +389,8 @@ class Session:
                         wired[tensor.output_nr] = adapter
                 args = call_args
             elif node._site is not None:  # made inside this call (not an older node)
+                if inner_outputs is None:  # only composite calls (F.linear) get here
+                    inner_outputs = _saved_outputs(made)
                 for output_nr in range(len(wired)):
                     tensor = inner_outputs.get((node._key, output_nr))
                     if tensor is not None:
