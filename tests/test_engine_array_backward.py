@@ -9,7 +9,7 @@ import pytest
 
 import tracegrad as tg
 from tracegrad.autograd.function import Op
-from tracegrad.ops import arith, reduce, unary
+from tracegrad.ops import arith, decompositions, reduce
 
 _SEEN: list = []  # (type of the gradient, type of the saved value), per _Probe backward
 
@@ -35,7 +35,7 @@ class _Probe(Op):
 def test_the_flag_follows_the_formula():
     assert arith.Mul._node_class._takes_arrays
     assert reduce.SumAll._node_class._takes_arrays  # inherits Sum's backward and its flag
-    assert not unary.Silu._node_class._takes_arrays  # not converted: runs on Tensors
+    assert not decompositions.Svd._node_class._takes_arrays  # not converted: on Tensors
 
 
 def test_formula_gets_arrays_without_create_graph_and_tensors_with_it():
@@ -166,3 +166,75 @@ def test_zero_dim_gradients_that_numpy_turns_into_scalars():
         create_graph=True)[0]
     assert type(x.grad) is tg.Tensor and x.grad.shape == ()
     np.testing.assert_allclose(x.grad.item(), reference.item(), rtol=1e-12)
+
+
+# -- nn's fused ops (tracegrad/nn/_ops.py: not in ops.registry()) ------------------------
+def _linear(L, x, w, b):
+    return L.nn.functional.linear(x, w, b)
+
+
+def _nll(L, x, w, b):
+    target = L.tensor([1, 0, 3])
+    log_probs = L.nn.functional.log_softmax(x @ w.T + b, dim=1)
+    return (L.nn.functional.nll_loss(log_probs, target)
+            + L.nn.functional.nll_loss(log_probs, target, weight=L.tensor([1.0, 2.0, 0.5, 1.0],
+                                                                          dtype=x.dtype),
+                                       reduction="sum", ignore_index=0))
+
+
+def _mse(L, x, w, b):
+    return L.nn.functional.mse_loss(x @ w.T, b.expand(3, 4))
+
+
+NN_PROGRAMS = {"AddmmBackward0": _linear, "NllLossBackward0": _nll, "MseLossBackward0": _mse}
+
+
+def _nn_inputs(lib):
+    rng = np.random.default_rng(3)
+    return [lib.tensor(rng.standard_normal(shape), requires_grad=True)
+            for shape in ((3, 5), (4, 5), (4,))]
+
+
+def _weighted_grads(lib, program, create_graph):
+    inputs = _nn_inputs(lib)
+    out = program(lib, *inputs)
+    weight = lib.tensor(np.linspace(0.5, 1.5, out.numel()).reshape(tuple(out.shape)))
+    return lib.autograd.grad((out * weight).sum(), inputs, create_graph=create_graph)
+
+
+@pytest.mark.parametrize("node_name", NN_PROGRAMS)
+def test_nn_fused_ops_run_on_arrays_and_on_tensors_alike(node_name, monkeypatch):
+    from tracegrad.autograd.function import OpNode
+
+    ran = []
+    on_arrays = OpNode._edge_arrays
+
+    def recording(node, grads):
+        ran.append(node.name())
+        return on_arrays(node, grads)
+
+    monkeypatch.setattr(OpNode, "_edge_arrays", recording)
+    program = NN_PROGRAMS[node_name]
+    on_arrays_grads = _weighted_grads(tg, program, False)
+    assert node_name in ran
+    ran.clear()
+    on_tensor_grads = _weighted_grads(tg, program, True)
+    assert node_name not in ran
+    for mine, reference in zip(on_arrays_grads, on_tensor_grads):
+        np.testing.assert_allclose(mine.numpy(), reference.detach().numpy(), rtol=1e-12)
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("node_name", NN_PROGRAMS)
+def test_nn_fused_ops_match_torch(node_name):
+    torch = pytest.importorskip("torch")
+    program = NN_PROGRAMS[node_name]
+    for mine, reference in zip(_weighted_grads(tg, program, False),
+                               _weighted_grads(torch, program, False)):
+        np.testing.assert_allclose(mine.numpy(), reference.numpy(), rtol=1e-10)
+
+
+@pytest.mark.parametrize("node_name", NN_PROGRAMS)
+def test_nn_fused_ops_second_derivatives(node_name):
+    program = NN_PROGRAMS[node_name]
+    assert tg.autograd.gradgradcheck(lambda *xs: program(tg, *xs), _nn_inputs(tg))

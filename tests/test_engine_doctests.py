@@ -11,7 +11,7 @@ MODULES = [  # the engine modules whose docstrings carry examples
     "tracegrad.tensor", "tracegrad.factories", "tracegrad.ops", "tracegrad.ops.reduce",
     "tracegrad.ops.shape", "tracegrad.autograd.engine", "tracegrad.autograd.function",
     "tracegrad.autograd.grad_mode", "tracegrad.autograd.gradcheck",
-    "tracegrad.autograd.views",
+    "tracegrad.autograd.views", "tracegrad.autograd.quiet", "tracegrad.ops._math",
 ]
 
 

@@ -765,6 +765,58 @@ def test_forward_and_gradients_match_torch(name, index):
                                    atol=1e-10, err_msg=f"gradient of input {position}")
 
 
+# -- one formula, two ways: arrays without create_graph, Tensors with it -----------------
+# An op with ``array_backward`` runs its formula on backend arrays when no graph is built of
+# the backward pass (the tests above, through backward() and gradcheck) and on Tensors with
+# create_graph (gradgradcheck). This asserts each op's formula really ran each way and that
+# the two gave the same numbers.
+ARRAY_OPS = sorted(name for name, op in ops.registry().items()
+                   if op._node_class._takes_arrays)
+
+
+@pytest.mark.parametrize("name", ARRAY_OPS)
+def test_array_backward_runs_on_arrays_and_on_tensors(name, monkeypatch):
+    from tracegrad.autograd.function import OpNode
+
+    node_class = ops.registry()[name]._node_class
+    ran = {"arrays": [], "tensors": []}
+    on_arrays, on_tensors = OpNode._edge_arrays, OpNode._backward
+
+    def recording_arrays(node, grads):
+        ran["arrays"].append(type(node))
+        return on_arrays(node, grads)
+
+    def recording_tensors(node, grads):
+        ran["tensors"].append(type(node))
+        return on_tensors(node, grads)
+
+    monkeypatch.setattr(OpNode, "_edge_arrays", recording_arrays)
+    monkeypatch.setattr(OpNode, "_backward", recording_tensors)
+    checked = 0
+    for index, case in enumerate(CASES[name]):
+        if case.no_derivative or case.random_draw:
+            continue
+        ways = {}
+        for way, create_graph in (("arrays", False), ("tensors", True)):
+            inputs = _inputs(tg, _arrays(name, index, case))
+            outputs = [o for o in _as_tuple(case.call(tg, *inputs)) if o.requires_grad]
+            rng = np.random.default_rng(7)
+            loss = sum((o * tg.tensor(rng.standard_normal(tuple(o.shape)))).sum()
+                       for o in outputs)
+            ran[way].clear()
+            ways[way] = tg.autograd.grad(loss, inputs, create_graph=create_graph,
+                                         allow_unused=True)
+            assert node_class in ran[way], f"case {index}: {name} never ran on {way}"
+        for position, (mine, reference) in enumerate(zip(ways["arrays"], ways["tensors"])):
+            assert (mine is None) == (reference is None), f"case {index}, input {position}"
+            if mine is not None:
+                np.testing.assert_allclose(mine.numpy(), reference.detach().numpy(),
+                                           rtol=1e-12, atol=1e-14,
+                                           err_msg=f"case {index}, input {position}")
+        checked += 1
+    assert checked, f"no case of {name} has a gradient to check"
+
+
 # -- every op on CUDA, against the same op on the CPU -----------------------------------
 # The CPU is the reference, so only the CUDA case runs: on machines without CuPy and a GPU
 # (CI) it skips with the reason (tests/conftest.py).

@@ -15,6 +15,10 @@ thread), so several threads can each run forward and backward at once. As in PyT
   makes non-leaf inputs retain their gradient;
 - in anomaly mode an error in a node's backward is preceded by warnings carrying the
   traceback of the forward call that made the node.
+
+NumPy's floating-point warnings (``x / 0``, overflow) are off for the pass, as PyTorch
+prints none (autograd/quiet.py); user code the pass runs -- hooks, custom Functions'
+backwards, a leaf's post-accumulate hooks -- gets the caller's own setting back.
 """
 
 from __future__ import annotations
@@ -26,13 +30,18 @@ import time
 import warnings
 from collections.abc import Sequence
 
+import numpy as np
+
 from .. import backends
 from ..errors import AutogradError, ShapeError
-from . import anomaly, events
+from . import anomaly, events, quiet
 from . import node as _node_module
+from . import views as _views
+from .function import OpNode, _fit_array
 from .grad_mode import state
 from .graph import GradientEdge
 from .node import (
+    AccumulateGrad,
     Node,
     _hook_name,
     restore_saved_tensors_hooks,
@@ -60,12 +69,14 @@ class GraphTask:
 
     ``dependencies`` holds every node that takes part; ``needed`` the ones that execute
     (None: all of them; otherwise a node outside it only has its gradient captured).
+    ``user_errors`` is NumPy's error state of the caller, for the user code the pass runs.
     """
 
-    __slots__ = ("dependencies", "id", "needed")
+    __slots__ = ("dependencies", "id", "needed", "user_errors")
 
     def __init__(self, task_id: int, dependencies: dict, needed) -> None:
         self.id, self.dependencies, self.needed = task_id, dependencies, needed
+        self.user_errors = quiet.current()
 
     def will_execute(self, node: Node) -> bool:
         """Whether ``node`` takes part in this pass (runs, or has its gradient captured)."""
@@ -334,6 +345,7 @@ def run(outputs: Sequence, grad_outputs: Sequence, retain_graph: bool, create_gr
     if collecting:
         gc.disable()
     error = None
+    silenced = quiet.silence()  # once per pass: no warning torch would not print
     try:
         # Without create_graph nothing is recorded, so gradients flow as backend arrays:
         # each built-in backward is then a few NumPy/CuPy calls (OpNode._backward_arrays).
@@ -343,6 +355,7 @@ def run(outputs: Sequence, grad_outputs: Sequence, retain_graph: bool, create_gr
         error = exc
         raise
     finally:
+        quiet.restore(silenced)
         if collecting:
             gc.enable()
         state.grad_enabled = previous_mode
@@ -430,41 +443,51 @@ def _creation_order(node: Node) -> tuple:
 
 
 _ACCUMULATE_FIRST = -(1 << 62)
+# What _execute zips with a node's results when they need no fitting: None for every edge.
+_UNFITTED = itertools.repeat(None)
+_ndarray = np.ndarray
 
 
 def _priority(node: Node) -> int:
-    # heapq pops the smallest: AccumulateGrad first, then the most recently created node.
-    return _ACCUMULATE_FIRST if node._is_accumulate else -node._seq
+    # heapq pops the smallest: AccumulateGrad first (the oldest of them first), then the
+    # most recently created node. Keys are unique (from _seq), so nodes are never compared
+    # and the heap holds (key, node) pairs. _execute writes this inline where it pushes.
+    return _ACCUMULATE_FIRST + node._seq if node._is_accumulate else -node._seq
 
 
 def _execute(roots, dependencies, needed, captures, inputs, retain_graph, pass_index,
              listener, raw: bool) -> list:
     """Run ready nodes until none is left. The loop body runs once per node of the graph,
-    so the common case (no hooks, nobody listening, no anomaly mode) is kept inline.
+    so the common case (no hooks, nobody listening, no anomaly mode) is kept inline: it is
+    what bench/bench_engine.py (a) and (b) time per backward node.
 
     ``raw``: gradients are backend arrays between nodes (no graph is built of this pass);
     a node whose backward takes Tensors gets them wrapped (``_run_wrapped``), and hooks
     and the listener always see Tensors (``_run_node``). Otherwise they are Tensors.
+
+    A node has a gradient buffer only once some gradient for it is not None, so "no
+    buffer" is "nothing to run": such a node only passes its dependencies on.
     """
     buffers: dict = {}
     results = [None] * (len(inputs) if inputs is not None else 0)
     for node, output_nr, grad_value in roots:
-        if node is not None and node in dependencies:
-            if raw and grad_value is not None:
+        if node is not None and grad_value is not None and node in dependencies:
+            if raw:
                 grad_value = grad_value._array
             _add_to_buffer(buffers, node, output_nr, grad_value)
-    ready = [(_priority(node), node._seq, node) for node in dependencies
-             if dependencies[node] == 0]
+    ready = [(_priority(node), node) for node in dependencies if dependencies[node] == 0]
     heapq.heapify(ready)
     heappop, heappush = heapq.heappop, heapq.heappush
+    buffers_pop, buffers_get = buffers.pop, buffers.get
     anomaly_on = state.anomaly  # read once per pass, not per node
     slow = listener is not None or anomaly_on
     while ready:
-        node = heappop(ready)[2]
-        grads = buffers.pop(node, None)
-        if grads is None:
-            grads = [None] * max(1, len(node._output_meta))
+        node = heappop(ready)[1]
+        grads = buffers_pop(node, None)
+        metas = _UNFITTED
         if needed is not None:
+            if grads is None:
+                grads = [None] * max(1, len(node._output_meta))
             if node not in needed:
                 # grad() wants this node's gradient, not its backward: its tensor hooks
                 # run (as in PyTorch), then the gradient is captured.
@@ -476,36 +499,48 @@ def _execute(roots, dependencies, needed, captures, inputs, retain_graph, pass_i
                 continue
             if captures:
                 _capture(captures, results, node, _wrapped(grads) if raw else grads)
+            if not any(grad_value is not None for grad_value in grads):
+                grads = None  # nothing to run (the hooked path below remakes the Nones)
         if slow or node._hooked:
+            if grads is None:
+                grads = [None] * max(1, len(node._output_meta))
             next_grads = _run_node(node, grads, listener, anomaly_on, raw)
+        elif grads is None:
+            next_grads = None  # no gradient reached it: nothing runs, nothing flows on
         else:
-            has_grad = False
-            for grad_value in grads:
-                if grad_value is not None:
-                    has_grad = True
-                    break
-            grad_value = None  # (see the end of the loop: hold no gradient)
-            if not has_grad:
-                next_grads = (None,) * len(node._next_nodes)
-            else:
-                try:
-                    if not raw:
-                        next_grads = node._backward(grads)
-                    elif node._takes_arrays:
-                        next_grads = node._backward_arrays(grads)
-                    else:
-                        next_grads = _run_wrapped(node, grads)
-                except Exception as error:
-                    _annotate(error, node)
-                    raise
+            try:
+                if raw and node._takes_arrays and not node._is_accumulate:
+                    # A built-in op on arrays: its results are fitted to their edges (shape,
+                    # dtype) below, as they are handed on (OpNode._edge_arrays).
+                    next_grads = node._edge_arrays(grads)
+                    metas = node._input_meta
+                else:
+                    next_grads = _run_backward(node, grads, raw)
+            except Exception as error:
+                _annotate(error, node)
+                raise
         grads = None
         if not retain_graph and node._saved:
             node._release(pass_index)
-        for next_node, input_nr, grad_value in zip(node._next_nodes, node._next_nrs,
-                                                    next_grads):
-            if next_node is not None and next_node in dependencies:
+        if next_grads is None:
+            for next_node in node._next_nodes:
+                remaining = dependencies.get(next_node)
+                if remaining is not None:
+                    dependencies[next_node] = remaining - 1
+                    if remaining == 1:
+                        heappush(ready, (-next_node._seq if not next_node._is_accumulate
+                                         else _ACCUMULATE_FIRST + next_node._seq, next_node))
+            continue
+        for next_node, input_nr, grad_value, meta in zip(node._next_nodes, node._next_nrs,
+                                                         next_grads, metas):
+            remaining = dependencies.get(next_node)  # None: no node, or one not taking part
+            if remaining is not None:
                 if grad_value is not None:
-                    grads_in = buffers.get(next_node)
+                    if meta is not None and (
+                            grad_value.__class__ is not _ndarray or
+                            grad_value.shape != meta[0] or grad_value.dtype is not meta[1]):
+                        grad_value = _fit_array(grad_value, meta)
+                    grads_in = buffers_get(next_node)
                     if grads_in is None:
                         if input_nr == 0 and len(next_node._output_meta) < 2:
                             buffers[next_node] = [grad_value]  # the common one-output case
@@ -517,11 +552,11 @@ def _execute(roots, dependencies, needed, captures, inputs, retain_graph, pass_i
                         current = grads_in[input_nr]
                         grads_in[input_nr] = grad_value if current is None else current + \
                             grad_value
-                remaining = dependencies[next_node] - 1
-                dependencies[next_node] = remaining
-                if remaining == 0:
-                    heappush(ready, (_ACCUMULATE_FIRST if next_node._is_accumulate
-                                     else -next_node._seq, next_node._seq, next_node))
+                # (kept at 0, not deleted: GraphTask.will_execute reads the keys)
+                dependencies[next_node] = remaining - 1
+                if remaining == 1:  # _priority, inline
+                    heappush(ready, (-next_node._seq if not next_node._is_accumulate
+                                     else _ACCUMULATE_FIRST + next_node._seq, next_node))
         # Hold no gradient past its hand-off: an AccumulateGrad keeps (rather than copies)
         # a gradient that nothing else references, as PyTorch does.
         next_grads = grad_value = None
@@ -536,6 +571,41 @@ def _wrapped(grads) -> list:
 
 def _unwrapped(grads) -> list:
     return [None if grad_value is None else grad_value._array for grad_value in grads]
+
+
+# The nodes whose backward is tracegrad's own code (an AccumulateGrad's post-accumulate
+# hooks aside): it runs with NumPy's warnings off. Anything else -- a custom Function, a
+# module's backward hook -- is user code and gets the caller's NumPy error state back.
+_BUILT_IN_NODES = (OpNode, AccumulateGrad, _views.CopySlices)
+
+
+def _runs_user_code(node: Node) -> bool:
+    if node._is_accumulate:
+        return bool(node.variable._post_accumulate_grad_hooks)
+    return not isinstance(node, _BUILT_IN_NODES)
+
+
+def _as_user(function, *args):
+    """``function(*args)`` -- user code inside a pass -- under the caller's own NumPy error
+    state (the pass silences NumPy's warnings for its own formulas only)."""
+    token = quiet.as_user(running.task.user_errors)
+    try:
+        return function(*args)
+    finally:
+        quiet.restore(token)
+
+
+def _run_backward(node: Node, grads: list, raw: bool):
+    """A node's backward off the fast path: an AccumulateGrad, a node whose backward takes
+    Tensors (wrapped for it in a raw pass), and user code (``_as_user``)."""
+    if not raw:
+        call = node._backward
+    elif node._takes_arrays:
+        call = node._backward_arrays
+    else:
+        return _as_user(_run_wrapped, node, grads) if _runs_user_code(node) else \
+            _run_wrapped(node, grads)
+    return _as_user(call, grads) if _runs_user_code(node) else call(grads)
 
 
 def _run_wrapped(node: Node, grads: list):
@@ -575,13 +645,13 @@ def _run_node(node: Node, grads: list, listener, anomaly_on: bool, raw: bool):
             listener.on_node_start(node, tuple(grads))
             started = time.perf_counter_ns()
         if any(grad_value is not None for grad_value in grads):
-            if not raw:
-                next_grads = node._backward(grads)
-            elif node._takes_arrays and not node._is_accumulate:
-                # (AccumulateGrad here runs on the Tensors the hooks saw: PyTorch's .grad
-                # is the very tensor the node's hooks are given.)
+            if raw and node._takes_arrays and not node._is_accumulate:
                 next_grads = _wrapped(node._backward_arrays(_unwrapped(grads)))
+            elif _runs_user_code(node):
+                next_grads = _as_user(node._backward, grads)
             else:
+                # (an AccumulateGrad runs on the Tensors the hooks saw: PyTorch's .grad is
+                # the very tensor the node's hooks are given)
                 next_grads = node._backward(grads)
         else:
             next_grads = () if node._is_accumulate else (None,) * len(node._next_nodes)
@@ -622,7 +692,7 @@ def _call_tensor_pre_hooks(node: Node, grads: list, listener) -> list:
         for output_nr, hooks in tuple(node._tensor_hooks):
             for hook in tuple(hooks.values()):
                 original = grads[output_nr]
-                result = hook(original)
+                result = _as_user(hook, original)
                 if listener is not None:
                     listener.on_hook(node, "tensor", hook, result is not None)
                 if result is not None:
@@ -640,7 +710,7 @@ def _call_tensor_pre_hooks(node: Node, grads: list, listener) -> list:
 
 def _call_pre_hooks(node: Node, grads: list, listener) -> list:
     for hook in tuple(node._pre_hooks.values()):
-        result = hook(tuple(grads))
+        result = _as_user(hook, tuple(grads))
         if listener is not None:
             listener.on_hook(node, "pre", hook, result is not None)
         if result is not None:
@@ -650,7 +720,7 @@ def _call_pre_hooks(node: Node, grads: list, listener) -> list:
 
 def _call_post_hooks(node: Node, next_grads, grads, listener):
     for hook in tuple(node._post_hooks.values()):
-        result = hook(tuple(next_grads), tuple(grads))
+        result = _as_user(hook, tuple(next_grads), tuple(grads))
         if listener is not None:
             listener.on_hook(node, "post", hook, result is not None)
         if result is not None:

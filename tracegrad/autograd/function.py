@@ -264,19 +264,34 @@ class OpNode(BackwardCFunction):
         """The saved values: Tensors, or -- while the formula runs on arrays -- their
         backend arrays (so one formula serves both ways)."""
         if self._on_arrays:
-            return self._saved_arrays()
+            # Each saved tensor's array, version-checked (plain values as saved): once per
+            # node of a backward pass, so a plain loop, not a generator.
+            arrays = []
+            for saved in self._saved:
+                arrays.append(saved.unpack_array(self) if saved.__class__ is SavedTensor
+                              else saved)
+            return tuple(arrays)
         return tuple(saved.unpack(self) if type(saved) is SavedTensor else saved
-                     for saved in self._saved)
-
-    def _saved_arrays(self) -> tuple:
-        """The saved values as a backward on arrays reads them: each saved tensor's array,
-        version-checked (plain values as they were saved)."""
-        return tuple(saved.unpack_array(self) if type(saved) is SavedTensor else saved
                      for saved in self._saved)
 
     def _backward_arrays(self, grads: list) -> tuple:
         """The op's backward on backend arrays: one array (or None) per edge, each of its
         input's shape and dtype."""
+        results = self._edge_arrays(grads)
+        # The common case -- every result already its edge's array -- is only checked,
+        # not copied into a new list.
+        for next_node, grad, meta in zip(self._next_nodes, results, self._input_meta):
+            if grad is not None and (next_node is None or grad.__class__ is not _ndarray or
+                                     grad.shape != meta[0] or grad.dtype is not meta[1]):
+                return self._fitted_arrays(results)
+        return results
+
+    def _edge_arrays(self, grads: list) -> tuple:
+        """The op's formula on backend arrays, one result per edge, as the formula gave them
+        (a NumPy scalar, a broadcast shape or a promoted dtype is left to ``_fit_array``).
+        The engine's fast path calls this and fits each result as it hands it on, so a
+        node's results are looked at once (bench/bench_engine.py (a)); ``_backward_arrays``
+        fits them all here."""
         if len(grads) > 1:
             metas = self._output_meta
             for index, grad in enumerate(grads):
@@ -287,16 +302,21 @@ class OpNode(BackwardCFunction):
         try:
             results = self._function.backward(self, *grads)
         finally:
-            del self._on_arrays  # back to the class default: Tensors
+            self._on_arrays = False  # (a store, not a del: cheaper, same meaning)
         if results.__class__ is not tuple:
             results = (results,)
         if self._arg_slots is not None or len(results) != len(self._next_nodes):
             results = self._edge_results(results)
+        return results
+
+    def _fitted_arrays(self, results) -> list:
+        """``results`` made into their edges' arrays (see ``_fit_array``); a result for an
+        edge no node takes is dropped now, not held to the end of the pass."""
         edge_grads = []
         for next_node, grad, meta in zip(self._next_nodes, results, self._input_meta):
             if grad is not None:
                 if next_node is None:
-                    grad = None  # no node takes it: drop it now, not at the end of the pass
+                    grad = None
                 elif grad.__class__ is not _ndarray or grad.shape != meta[0] or \
                         grad.dtype is not meta[1]:
                     grad = _fit_array(grad, meta)

@@ -1,8 +1,9 @@
 """The fused ops behind nn: linear (AddmmBackward0), mse_loss and nll_loss.
 
 Each is one node, named as PyTorch names it, so a traced model's graph matches torch's and
-a training step costs no more array passes than hand-written NumPy. Backward formulas use
-tensor ops, so ``create_graph=True`` differentiates through them.
+a training step costs no more array passes than hand-written NumPy. Each backward formula
+is written once for Tensors and arrays (``array_backward``, tracegrad/ops/__init__.py): on
+arrays without create_graph, on Tensors with it, so second derivatives work.
 """
 
 from __future__ import annotations
@@ -15,9 +16,8 @@ from ..autograd.grad_mode import state
 from ..errors import DTypeError, ShapeError
 from ..ops import _math
 from ..ops._edges import select_edges
-from ..ops.indexing import ScatterInto
+from ..ops.indexing import scatter_into
 from ..ops.linalg import save_operands
-from ..ops.reduce import sum_to
 from ..tensor import Tensor
 
 _ndarray = np.ndarray
@@ -29,6 +29,7 @@ class Addmm(Op):
     """``bias + input @ weight_t`` for a 2-D input: what ``F.linear`` records in torch."""
 
     node_name = "AddmmBackward0"
+    array_backward = True
     saved_names = ("mat1", "mat2", "alpha=alpha", "beta=beta")  # as PyTorch names them
 
     @staticmethod
@@ -48,11 +49,11 @@ class Addmm(Op):
         input, weight_t = ctx.saved_tensors
         needs = ctx.needs_input_grad
         grad_bias = _bias_grad(grad, ctx._input_meta[0][0]) if needs[0] else None
-        grad_input = grad.mm(weight_t.t()) if needs[1] else None
+        grad_input = _math.mm(grad, _math.t(weight_t)) if needs[1] else None
         # grad.T @ input is the weight's gradient in the weight's own (out, in) layout;
         # handing TBackward0 its transposed view means the weight receives a contiguous
         # array, so .grad and the optimizer's passes over it stay cache-friendly.
-        grad_weight_t = grad.t().mm(input).t() if needs[2] else None
+        grad_weight_t = _math.t(_math.mm(_math.t(grad), input)) if needs[2] else None
         return grad_bias, grad_input, grad_weight_t
 
 
@@ -62,14 +63,17 @@ Addmm._node_class.alpha = Addmm._node_class.beta = 1
 
 
 def _bias_grad(grad, shape):
-    data = grad._array
+    """The bias's gradient: ``grad`` summed down to ``shape`` (a Tensor or an array, as
+    ``grad`` is)."""
+    is_tensor = grad.__class__ is Tensor
+    data = grad._array if is_tensor else grad
     if (data.__class__ is not _ndarray and not state.grad_enabled and data.ndim == 2
             and shape == data.shape[1:]):
         # CuPy sums axis 0 of a row-major array with strided reads; ones @ grad (a cuBLAS
         # GEMV) reads it coalesced, several times faster for a 1024 x 4096 gradient
-        ones = grad._xp.ones(data.shape[0], dtype=data.dtype)
-        return Tensor._wrap(ones @ data, False)
-    return sum_to(grad, shape)
+        ones = _math.xp(grad).ones(data.shape[0], dtype=data.dtype)
+        return Tensor._wrap(ones @ data, False) if is_tensor else ones @ data
+    return _math.sum_to(grad, shape)
 
 
 def linear(input, weight, bias=None):
@@ -142,6 +146,7 @@ class NllLoss(Op):
     """Negative log likelihood of class-index targets, picked along ``class_axis``."""
 
     node_name = "NllLossBackward0"
+    array_backward = True
     saved_names = ("self", "target", "weight")  # as PyTorch names them; total_weight below
 
     @staticmethod
@@ -171,15 +176,12 @@ class NllLoss(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        from ..tensor import Tensor
-
         coefficients = -ctx.weights
         if ctx.reduction == "mean":
             coefficients = coefficients / ctx.total_weight
-        src = Tensor._wrap(coefficients.astype(grad._array.dtype), False) * grad
-        src = src.unsqueeze(ctx.class_axis)
-        grad_input = ScatterInto.apply(src, shape=ctx.input_shape, dim=ctx.class_axis,
-                                       index=ctx.index, accumulate=False)
+        src = _math.constant(grad, coefficients.astype(_math.numpy_dtype(grad))) * grad
+        src = _math.unsqueeze(src, ctx.class_axis)
+        grad_input = scatter_into(src, ctx.input_shape, ctx.class_axis, ctx.index, False)
         return grad_input, None, None
 
 

@@ -89,6 +89,20 @@ def mm(left, right):
     return left @ right
 
 
+def mv(matrix, vector):
+    """Matrix times vector: Tensors (recorded, MvBackward0) or arrays."""
+    if matrix.__class__ is Tensor:
+        return _ops.linalg.Mv.apply(matrix, vector)
+    return matrix @ vector
+
+
+def outer(a, b):
+    """The outer product of two vectors: Tensors (recorded, OuterBackward0) or arrays."""
+    if a.__class__ is Tensor:
+        return _ops.linalg.Outer.apply(a, b)
+    return array_module(a).outer(a, b)
+
+
 def t(value):
     """A 2-D Tensor (recorded) or array, transposed."""
     return value.t() if value.__class__ is Tensor else value.T
@@ -147,9 +161,147 @@ def sum_keepdim(value, dim: int):
     return value.sum(axis=dim, keepdims=True)
 
 
+def sum_dims(value, dims: tuple):
+    """``value`` summed over ``dims`` (gone from the shape): a Tensor (recorded) or an
+    array."""
+    if value.__class__ is Tensor:
+        return value.sum(dim=dims)
+    return value.sum(axis=dims)
+
+
+def mean_dims(value, dims: tuple):
+    """The mean over ``dims``, kept as size 1: a Tensor (recorded) or an array."""
+    if value.__class__ is Tensor:
+        return value.mean(dim=dims, keepdim=True)
+    return value.mean(axis=dims, keepdims=True)
+
+
 def numel(value) -> int:
     """How many elements a Tensor or array holds."""
     return value.numel() if value.__class__ is Tensor else value.size
+
+
+def constant(like, array):
+    """A plain backend array the op kept (a mask, indices, statistics) as the same kind of
+    value as ``like``: itself beside arrays, a Tensor that needs no gradient beside Tensors."""
+    return Tensor._wrap(array, False) if like.__class__ is Tensor else array
+
+
+def clamp_max(value, bound):
+    """``value`` capped at the number ``bound``: a Tensor (recorded) or an array."""
+    if value.__class__ is Tensor:
+        return value.clamp(max=bound)
+    return array_module(value).minimum(value, bound)
+
+
+def clamp(value, low, high):
+    """``value`` limited to ``[low, high]`` (either may be None): a Tensor (recorded) or an
+    array."""
+    if value.__class__ is Tensor:
+        return value.clamp(low, high)
+    return array_module(value).clip(value, low, high)
+
+
+def held(like, tensor):
+    """A Tensor an op keeps as an attribute (a loss's class weights), as the kind of value
+    ``like`` is: itself beside Tensors, its array beside arrays."""
+    return tensor if like.__class__ is Tensor else tensor._array
+
+
+def logsigmoid(value):
+    """``log(sigmoid(value))``, without overflow: a Tensor (recorded, LogSigmoidBackward0)
+    or an array."""
+    if value.__class__ is Tensor:
+        return _ops.activation.LogSigmoid.apply(value)
+    xp = array_module(value)
+    return xp.minimum(value, 0) - xp.log1p(xp.exp(-xp.abs(value)))
+
+
+def rsqrt(value):
+    """``1 / sqrt(value)`` of a Tensor (recorded) or an array."""
+    if value.__class__ is Tensor:
+        return value.rsqrt()
+    return 1 / array_module(value).sqrt(value)
+
+
+def sinh(value):
+    """``sinh`` of a Tensor (recorded) or an array."""
+    if value.__class__ is Tensor:
+        return value.sinh()
+    return array_module(value).sinh(value)
+
+
+def cosh(value):
+    """``cosh`` of a Tensor (recorded) or an array."""
+    if value.__class__ is Tensor:
+        return value.cosh()
+    return array_module(value).cosh(value)
+
+
+def log(value):
+    """The natural logarithm of a Tensor (recorded) or an array."""
+    if value.__class__ is Tensor:
+        return value.log()
+    return array_module(value).log(value)
+
+
+def narrow(value, axis: int, start: int, end: int):
+    """``value[start:end]`` along ``axis``: a Tensor (recorded, SliceBackward0) or an array
+    view."""
+    if value.__class__ is Tensor:
+        return _ops.indexing.Slice.apply(value, axis, start, end, 1)
+    return value[(slice(None),) * axis + (slice(start, end),)]
+
+
+def select(value, axis: int, index: int):
+    """Position ``index`` along ``axis``, that dimension gone: a Tensor (recorded,
+    SelectBackward0) or an array view."""
+    if value.__class__ is Tensor:
+        return _ops.indexing.Select.apply(value, axis, index)
+    return value[(slice(None),) * axis + (index, Ellipsis)]
+
+
+def cat(values, axis: int):
+    """Tensors (recorded, CatBackward0) or arrays joined along ``axis``."""
+    if values[0].__class__ is Tensor:
+        return _ops.shape.Cat.apply(*values, dim=axis)
+    return array_module(values[0]).concatenate(values, axis=axis)
+
+
+def stack(values, axis: int):
+    """Tensors (recorded, StackBackward0) or arrays stacked along a new ``axis``."""
+    if values[0].__class__ is Tensor:
+        return _ops.shape.Stack.apply(*values, dim=axis)
+    return array_module(values[0]).stack(values, axis=axis)
+
+
+def unsqueeze(value, axis: int):
+    """``value`` with a new dimension of size 1 at ``axis``: a Tensor (recorded) or an
+    array view."""
+    if value.__class__ is Tensor:
+        return _ops.shape.Unsqueeze.apply(value, dim=axis)
+    return array_module(value).expand_dims(value, axis)
+
+
+def numpy_dtype(value):
+    """The NumPy/CuPy dtype of a Tensor's or an array's elements."""
+    return value._array.dtype if value.__class__ is Tensor else value.dtype
+
+
+def reapply(op, value, *args, **attrs):
+    """``op`` applied to ``value`` -- for an op whose backward is itself (flip, roll, tril,
+    a dtype cast, a pad): beside Tensors recorded; beside arrays its forward on the array,
+    recording nothing (a backward pass without create_graph runs without grad mode)."""
+    if value.__class__ is Tensor:
+        return op.apply(value, *args, **attrs)
+    return op.apply(Tensor._wrap(value, False), *args, **attrs)._array
+
+
+def tanh(value):
+    """``tanh`` of a Tensor (recorded) or an array."""
+    if value.__class__ is Tensor:
+        return value.tanh()
+    return array_module(value).tanh(value)
 
 
 def where(condition, a, b):

@@ -74,6 +74,7 @@ class Elu(Op):
     SELU's constants (both EluBackward0 in torch)."""
 
     node_name = "EluBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, alpha=1.0, scale=1.0, input_scale=1.0):
@@ -91,9 +92,9 @@ class Elu(Op):
         (a,) = ctx.saved_tensors
         # exp of the clamped input: the positive side is not used, and must not overflow
         # to inf, whose product with a zero gradient would be nan in double backward
-        exponential = (a.clamp(max=0) * ctx.input_scale).exp()
+        exponential = _math.exp(_math.clamp_max(a, 0) * ctx.input_scale)
         negative = grad * (exponential * (ctx.input_scale * ctx.scale * ctx.alpha))
-        return (unary_where(a > 0, grad * ctx.scale, negative), None, None, None)
+        return (_math.where(a > 0, grad * ctx.scale, negative), None, None, None)
 
 
 class Celu(Elu):
@@ -105,6 +106,7 @@ class Gelu(Op):
     """``x * Phi(x)`` (``approximate="none"``) or its tanh approximation."""
 
     node_name = "GeluBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, approximate="none"):
@@ -120,7 +122,15 @@ class Gelu(Op):
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
-        return (GeluBackward.apply(grad, a, ctx.approximate), None)
+        return (_gelu_grad(grad, a, ctx.approximate), None)
+
+
+def _gelu_grad(grad, a, approximate: str):
+    """``grad * gelu'(a)``: beside Tensors a node of its own (GeluBackwardBackward0, whose
+    gradient is exact), beside arrays the product itself."""
+    if grad.__class__ is Tensor:
+        return GeluBackward.apply(grad, a, approximate)
+    return grad * _gelu_derivative(_math.xp(a), a, approximate)
 
 
 class GeluBackward(Op):
@@ -256,6 +266,7 @@ class Mish(Op):
     """``x * tanh(softplus(x))``."""
 
     node_name = "MishBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a):
@@ -267,8 +278,8 @@ class Mish(Op):
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
-        t = Softplus.apply(a, 1.0, 20.0).tanh()
-        return (grad * (t + a * a.sigmoid() * (1 - t * t)),)
+        t = _math.tanh(_math.reapply(Softplus, a, 1.0, 20.0))
+        return (grad * (t + a * _math.sigmoid(a) * (1 - t * t)),)
 
 
 class LogSigmoid(Op):
@@ -370,6 +381,7 @@ def _prelu_weight_shape(a: Tensor, weight: Tensor) -> tuple:
 
 class Threshold(Op):
     node_name = "ThresholdBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, threshold, value):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd.function import Op
+from ..autograd.quiet import restore, silence
 from ..errors import DTypeError
 from ..tensor import Tensor
 from . import _math
@@ -170,10 +171,13 @@ class Div(Op):
             ctx.save_for_backward(a if needs[-1] else None, b)
             if len(ctx._next_nodes) == 1:  # tensor / number: torch's 2nd edge
                 number_edge(ctx, 1 if isinstance(a, Tensor) else 0)
+        token = silence()  # x / 0 is inf (0 / 0 nan) in torch, with no warning
         try:
             result = x / y
         except ValueError:
             raise broadcast_error("div", a, b) from None
+        finally:
+            restore(token)
         result_dtype = true_divide_dtype(x, y)
         return result if result_dtype is None else result.astype(result_dtype)
 
@@ -240,6 +244,7 @@ class Pow(Op):
     """``tensor ** tensor`` and ``number ** tensor``."""
 
     node_name = "PowBackward1"
+    array_backward = True
     saved_names = ("self", "exponent", "result")  # grad_fn._saved_<name>, as PyTorch names them
     saves_output = True
 
@@ -256,22 +261,19 @@ class Pow(Op):
     @staticmethod
     def backward(ctx, grad):
         # PyTorch's formulas at 0, not NaN: d/da is 0 where b == 0 (a ** 0 is constant),
-        # and d/db is 0 where a == 0 and b >= 0 (0 ** b is constant there).
-        from .indexing import Where
-
+        # and d/db is 0 where a == 0 and b >= 0 (0 ** b is constant there). (inf * 0 in the
+        # branch `where` drops is expected: the backward pass keeps NumPy quiet.)
         a, b, result = ctx.saved_tensors
         needs = ctx.needs_input_grad
+        meta = ctx._input_meta  # (shape, dtype) per tensor argument: a first (if one), b last
         grad_a = grad_b = None
-        with _quiet(grad._xp):  # inf * 0 in the branch Where drops is expected, not news
-            if needs[0] and isinstance(a, Tensor):
-                power = grad * b * a ** (b - 1)
-                grad_a = sum_to(Where.apply(b == 0, 0.0, power), _shape(a))
-            if needs[-1]:
-                from .unary import log
-
-                base = a if isinstance(a, Tensor) else _like(result, a)
-                grad_b = Where.apply((base == 0) & (b >= 0), 0.0, grad * result * log(base))
-                grad_b = sum_to(grad_b, b.shape)
+        if needs[0] and len(meta) == 2:  # a is a tensor (not RPow's number)
+            power = grad * b * a ** (b - 1)
+            grad_a = sum_to(_math.where(b == 0, 0.0, power), meta[0][0])
+        if needs[-1]:
+            base = a if len(meta) == 2 else _math.constant(grad, _base_array(result, a))
+            grad_b = _math.where((base == 0) & (b >= 0), 0.0, grad * result * _math.log(base))
+            grad_b = sum_to(grad_b, meta[-1][0])
         return grad_a, grad_b
 
 
@@ -281,10 +283,10 @@ class RPow(Pow):
     node_name = "PowBackward2"
 
 
-def _like(tensor, value):
-    from ..tensor import Tensor
-
-    return Tensor._wrap(tensor._xp.asarray(value, dtype=tensor._array.dtype), False)
+def _base_array(result, value):
+    """RPow's number base as an array of the result's dtype (its log is the gradient's)."""
+    array = result._array if result.__class__ is Tensor else result
+    return _math.xp(result).asarray(value, dtype=array.dtype)
 
 
 class Fill(Op):

@@ -19,6 +19,7 @@ from ..errors import (
     UnsupportedDTypeError,
 )
 from ..tensor import Tensor
+from . import _math
 from ._edges import number_edge
 from ._operands import broadcast_error, operands
 from .reduce import sum_to
@@ -75,6 +76,7 @@ class ZeroDivisionRuntimeError(InvalidValueError):
 
 class Atan2(Op):
     node_name = "Atan2Backward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, b):
@@ -86,9 +88,11 @@ class Atan2(Op):
     def backward(ctx, grad):
         a, b = ctx.saved_tensors
         needs = ctx.needs_input_grad
-        scale = grad / (a * a + b * b)
-        return (sum_to(scale * b, a.shape) if needs[0] else None,
-                sum_to(-scale * a, b.shape) if needs[1] else None)
+        denominator = a * a + b * b
+        # torch's atan2_backward: 0 at the origin, not 0 * inf = nan
+        scale = _math.where(denominator == 0, 0.0, grad / denominator)
+        return (_math.sum_to(scale * b, a.shape) if needs[0] else None,
+                _math.sum_to(-scale * a, b.shape) if needs[1] else None)
 
 
 class FmodScalar(Op):
@@ -268,6 +272,7 @@ class DivRounding(Op):
 
 class Hypot(Op):
     node_name = "HypotBackward0"
+    array_backward = True
     saves_output = True
 
     @staticmethod
@@ -287,8 +292,8 @@ class Hypot(Op):
         a, b, result = ctx.saved_tensors
         needs = ctx.needs_input_grad
         scale = grad / result
-        return (sum_to(scale * a, a.shape) if needs[0] else None,
-                sum_to(scale * b, b.shape) if needs[1] else None)
+        return (_math.sum_to(scale * a, a.shape) if needs[0] else None,
+                _math.sum_to(scale * b, b.shape) if needs[1] else None)
 
 
 def _same_dtype(op_name: str, names: tuple, *tensors) -> None:
@@ -310,6 +315,7 @@ class Lerp(Op):
     """``start + weight * (end - start)`` with a number as weight."""
 
     node_name = "LerpBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, start, end, weight):
@@ -323,12 +329,13 @@ class Lerp(Op):
     def backward(ctx, grad):
         needs = ctx.needs_input_grad
         weight = ctx.weight
-        return (sum_to(grad * (1 - weight), ctx.shapes[0]) if needs[0] else None,
-                sum_to(grad * weight, ctx.shapes[1]) if needs[1] else None, None)
+        return (_math.sum_to(grad * (1 - weight), ctx.shapes[0]) if needs[0] else None,
+                _math.sum_to(grad * weight, ctx.shapes[1]) if needs[1] else None, None)
 
 
 class LerpTensor(Op):
     node_name = "LerpBackward1"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, start, end, weight):
@@ -345,15 +352,16 @@ class LerpTensor(Op):
     def backward(ctx, grad):
         start, end, weight = ctx.saved_tensors
         needs = ctx.needs_input_grad
-        return (sum_to(grad * (1 - weight), start.shape) if needs[0] else None,
-                sum_to(grad * weight, end.shape) if needs[1] else None,
-                sum_to(grad * (end - start), weight.shape) if needs[2] else None)
+        return (_math.sum_to(grad * (1 - weight), start.shape) if needs[0] else None,
+                _math.sum_to(grad * weight, end.shape) if needs[1] else None,
+                _math.sum_to(grad * (end - start), weight.shape) if needs[2] else None)
 
 
 class Addcmul(Op):
     """``input + value * tensor1 * tensor2``."""
 
     node_name = "AddcmulBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, t1, t2, value=1):
@@ -372,15 +380,16 @@ class Addcmul(Op):
         needs = ctx.needs_input_grad
         value = ctx.value
         shape_a = ctx._input_meta[0][0]
-        return (sum_to(grad, shape_a) if needs[0] else None,
-                sum_to(grad * t2 * value, t1.shape) if needs[1] else None,
-                sum_to(grad * t1 * value, t2.shape) if needs[2] else None, None)
+        return (_math.sum_to(grad, shape_a) if needs[0] else None,
+                _math.sum_to(grad * t2 * value, t1.shape) if needs[1] else None,
+                _math.sum_to(grad * t1 * value, t2.shape) if needs[2] else None, None)
 
 
 class Addcdiv(Op):
     """``input + value * tensor1 / tensor2``."""
 
     node_name = "AddcdivBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, t1, t2, value=1):
@@ -404,9 +413,9 @@ class Addcdiv(Op):
         needs = ctx.needs_input_grad
         value = ctx.value
         shape_a = ctx._input_meta[0][0]
-        return (sum_to(grad, shape_a) if needs[0] else None,
-                sum_to(grad * value / t2, t1.shape) if needs[1] else None,
-                sum_to(-grad * value * t1 / (t2 * t2), t2.shape) if needs[2] else None,
+        return (_math.sum_to(grad, shape_a) if needs[0] else None,
+                _math.sum_to(grad * value / t2, t1.shape) if needs[1] else None,
+                _math.sum_to(-grad * value * t1 / (t2 * t2), t2.shape) if needs[2] else None,
                 None)
 
 
@@ -453,6 +462,7 @@ class XlogyScalarOther(Xlogy):
 
 class Logaddexp(Op):
     node_name = "LogaddexpBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, b):
@@ -465,14 +475,13 @@ class Logaddexp(Op):
     def backward(ctx, grad):
         a, b = ctx.saved_tensors
         needs = ctx.needs_input_grad
-        from .unary import Sigmoid
-
-        return (sum_to(grad * Sigmoid.apply(a - b), a.shape) if needs[0] else None,
-                sum_to(grad * Sigmoid.apply(b - a), b.shape) if needs[1] else None)
+        return (_math.sum_to(grad * _math.sigmoid(a - b), a.shape) if needs[0] else None,
+                _math.sum_to(grad * _math.sigmoid(b - a), b.shape) if needs[1] else None)
 
 
 class Logaddexp2(Op):
     node_name = "Logaddexp2Backward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, b):
@@ -485,11 +494,9 @@ class Logaddexp2(Op):
     def backward(ctx, grad):
         a, b = ctx.saved_tensors
         needs = ctx.needs_input_grad
-        from .unary import Sigmoid
-
         # d/da log2(2^a + 2^b) = 2^a / (2^a + 2^b) = sigmoid((a - b) ln 2)
-        return (sum_to(grad * Sigmoid.apply((a - b) * _LN2), a.shape) if needs[0] else None,
-                sum_to(grad * Sigmoid.apply((b - a) * _LN2), b.shape) if needs[1] else None)
+        return (_math.sum_to(grad * _math.sigmoid((a - b) * _LN2), a.shape) if needs[0] else None,
+                _math.sum_to(grad * _math.sigmoid((b - a) * _LN2), b.shape) if needs[1] else None)
 
 
 def _check_float(op_name: str, array, tensor) -> None:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from .. import backends
 from ..autograd.function import Op
+from . import _math
 
 
 class ToDtype(Op):
     node_name = "ToCopyBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, dtype):
@@ -18,7 +20,7 @@ class ToDtype(Op):
     def backward(ctx, grad):
         if ctx.input_dtype.kind != "f":
             return (None,)
-        return (ToDtype.apply(grad, dtype=ctx.input_dtype),)
+        return (_math.reapply(ToDtype, grad, dtype=ctx.input_dtype),)
 
 
 class ToDevice(Op):

@@ -18,6 +18,7 @@ import itertools
 
 from ..autograd.function import Op
 from ..autograd.grad_mode import state
+from ..backends import array_module
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
 
@@ -154,6 +155,7 @@ class Convolution(Op):
     """
 
     node_name = "ConvolutionBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, input, weight, bias, stride, pads, dilation, transposed, output_padding,
@@ -182,10 +184,14 @@ class Convolution(Op):
     @staticmethod
     def backward(ctx, grad):
         input, weight = ctx.saved_tensors
-        if state.grad_enabled:
-            grads = _backward_tensors(ctx, input, weight, grad)
-        else:
+        if grad.__class__ is not Tensor:  # a pass without create_graph: arrays throughout
             grads = _backward_arrays(ctx, input, weight, grad)
+        elif state.grad_enabled:
+            grads = _backward_tensors(ctx, input, weight, grad)
+        else:  # the node called directly, outside a pass: the array math, wrapped
+            grads = tuple(None if array is None else Tensor._wrap(array, False)
+                          for array in _backward_arrays(ctx, input._array, weight._array,
+                                                        grad._array))
         return grads + (None,) * 6
 
 
@@ -195,11 +201,11 @@ def transposed_sizes(sizes, kernel, stride, pads, dilation, output_padding):
                  in zip(sizes, kernel, stride, pads, dilation, output_padding))
 
 
-def _backward_arrays(ctx, input, weight, grad) -> tuple:
+def _backward_arrays(ctx, x, w, g) -> tuple:
+    """The gradients as arrays, from the input's, the weight's and the gradient's."""
     stride, pads, dilation, transposed, _, groups = ctx.params
     needs = ctx.needs_input_grad
-    xp = grad._xp
-    g, x, w = grad._array, input._array, weight._array
+    xp = array_module(g)
     grad_input = grad_weight = grad_bias = None
     if transposed:
         if needs[0] or needs[1]:
@@ -220,7 +226,7 @@ def _backward_arrays(ctx, input, weight, grad) -> tuple:
             ctx.columns = None
     if ctx.has_bias and needs[2]:
         grad_bias = g.sum(axis=(0,) + tuple(range(2, g.ndim)))
-    return tuple(None if array is None else Tensor._wrap(xp.ascontiguousarray(array), False)
+    return tuple(None if array is None else xp.ascontiguousarray(array)
                  for array in (grad_input, grad_weight, grad_bias))
 
 

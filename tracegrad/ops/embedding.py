@@ -2,19 +2,21 @@
 
 The indices are an attribute of the node, not an input: like torch, the node's only edge
 is the weight. Backward adds each gradient row into the row it came from
-(``IndexAccumulate``, whose backward is the lookup again).
+(``index_accumulate``: beside Tensors an IndexAccumulate node, whose backward is the lookup
+again; beside arrays one array write).
 """
 
 from __future__ import annotations
 
 from ..autograd.function import Op
 from ..errors import DTypeError
-from ..tensor import Tensor
-from .indexing import IndexAccumulate
+from . import _math
+from .indexing import index_accumulate
 
 
 class Embedding(Op):
     node_name = "EmbeddingBackward0"
+    array_backward = True
     saved_names = ("indices", "scale_grad_by_freq=scale_grad_by_freq",
                    "weight_sym_argsize_0=rows")  # as PyTorch names them
 
@@ -40,13 +42,13 @@ class Embedding(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        xp = grad._xp
+        xp = _math.xp(grad)
         flat = ctx.indices.reshape(-1) % ctx.rows
         width = grad.shape[-1]
         rows = grad.reshape(-1, width)
         if ctx.padding_idx is not None and ctx.padding_idx >= 0:
-            rows = rows * Tensor._wrap((flat != ctx.padding_idx)[:, None], False)
+            rows = rows * _math.constant(rows, (flat != ctx.padding_idx)[:, None])
         if ctx.scale_grad_by_freq:
-            counts = xp.bincount(flat, minlength=ctx.rows)[flat].astype(rows._array.dtype)
-            rows = rows / Tensor._wrap(counts[:, None], False)
-        return (IndexAccumulate.apply(rows, shape=(ctx.rows, width), index=flat),)
+            counts = xp.bincount(flat, minlength=ctx.rows)[flat].astype(_math.numpy_dtype(rows))
+            rows = rows / _math.constant(rows, counts[:, None])
+        return (index_accumulate(rows, (ctx.rows, width), flat),)

@@ -10,8 +10,10 @@ from .. import backends
 from ..autograd import views
 from ..autograd.function import Op
 from ..autograd.grad_mode import state
+from ..backends import array_module
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor  # ops load after Tensor is defined (tensor.py imports them)
+from . import _math
 from ._edges import select_edges
 from ._operands import operands
 from .arith import Copy, FillTensor
@@ -24,6 +26,7 @@ class Select(Op):
 
     node_name = "SelectBackward0"
     is_view = True
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, dim, index):
@@ -38,7 +41,7 @@ class Select(Op):
     @staticmethod
     def backward(ctx, grad):
         index = (slice(None),) * ctx.dim + (ctx.index,)
-        return (IndexAccumulate.apply(grad, shape=ctx.input_shape, index=index), None, None)
+        return (index_accumulate(grad, ctx.input_shape, index), None, None)
 
 
 class Slice(Op):
@@ -46,6 +49,7 @@ class Slice(Op):
 
     node_name = "SliceBackward0"
     is_view = True
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, dim, start, end, step):
@@ -56,14 +60,14 @@ class Slice(Op):
     @staticmethod
     def backward(ctx, grad):
         index = (slice(None),) * ctx.dim + (slice(ctx.start, ctx.end, ctx.step),)
-        return (IndexAccumulate.apply(grad, shape=ctx.input_shape, index=index),
-                None, None, None, None)
+        return (index_accumulate(grad, ctx.input_shape, index), None, None, None, None)
 
 
 class Index(Op):
     """Advanced indexing (integer arrays, boolean masks): a copy."""
 
     node_name = "IndexBackward0"
+    array_backward = True
     saved_names = ("self_sym_sizes=input_shape",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
@@ -75,7 +79,7 @@ class Index(Op):
     @staticmethod
     def backward(ctx, grad):
         ctx.saved_tensors  # noqa: B018 - raises, as torch does, once backward freed them
-        return (IndexAccumulate.apply(grad, shape=ctx.input_shape, index=ctx.index), None)
+        return (index_accumulate(grad, ctx.input_shape, ctx.index), None)
 
 
 def _save_positions(ctx, index) -> None:
@@ -453,21 +457,40 @@ class IndexAccumulate(Op):
     """zeros(shape) with ``grad`` added at ``index``: the backward of indexing."""
 
     node_name = "IndexPutBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, grad, shape, index):
-        xp = grad._xp
         ctx.index = index
-        out = xp.zeros(shape, dtype=grad._array.dtype)
-        if _no_repeats(index):  # no position repeats: plain assignment
-            out[index] = grad._array
-        else:
-            xp.add.at(out, index, grad._array)
-        return out
+        return _accumulated(grad._xp, grad._array, shape, index)
 
     @staticmethod
     def backward(ctx, grad):
-        return (Index.apply(grad, ctx.index),)
+        return (_indexed(grad, ctx.index),)
+
+
+def _indexed(value, index):
+    """``value[index]`` for an index already in NumPy's terms: a Tensor (recorded,
+    IndexBackward0) or an array."""
+    return Index.apply(value, index) if value.__class__ is Tensor else value[index]
+
+
+def _accumulated(xp, values, shape, index):
+    """zeros(shape) with the array ``values`` added at ``index``."""
+    out = xp.zeros(shape, dtype=values.dtype)
+    if _no_repeats(index):  # no position repeats: plain assignment
+        out[index] = values
+    else:
+        xp.add.at(out, index, values)
+    return out
+
+
+def index_accumulate(grad, shape, index):
+    """zeros(shape) with ``grad`` added at ``index`` -- the backward of indexing: a Tensor
+    (recorded, IndexPutBackward0) or an array."""
+    if grad.__class__ is Tensor:
+        return IndexAccumulate.apply(grad, shape=shape, index=index)
+    return _accumulated(array_module(grad), grad, shape, index)
 
 
 class IndexPut(Op):
@@ -537,6 +560,7 @@ def _check_index(op_name: str, tensor, axis: int, index) -> None:
 
 class Gather(Op):
     node_name = "GatherBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, dim, index):
@@ -548,30 +572,43 @@ class Gather(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        return (ScatterInto.apply(grad, shape=ctx.input_shape, dim=ctx.axis, index=ctx.index,
-                                  accumulate=True), None, None)
+        return (scatter_into(grad, ctx.input_shape, ctx.axis, ctx.index, True), None, None)
 
 
 class ScatterInto(Op):
     """zeros(shape) with ``src`` placed (or added) at ``index`` along ``dim``."""
 
     node_name = "ScatterAddBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, src, shape, dim, index, accumulate=False):
-        xp = src._xp
-        out = xp.zeros(shape, dtype=src._array.dtype)
-        where = _grid_index(xp, index, dim)
-        if accumulate:
-            xp.add.at(out, where, src._array)
-        else:
-            out[where] = src._array
         ctx.dim, ctx.index = dim, index
-        return out
+        return _scattered(src._xp, src._array, shape, dim, index, accumulate)
 
     @staticmethod
     def backward(ctx, grad):
-        return (grad[_grid_index(grad._xp, ctx.index, ctx.dim)],)
+        return (grad[_grid_index(_math.xp(grad), ctx.index, ctx.dim)],)
+
+
+def _scattered(xp, values, shape, dim, index, accumulate):
+    """zeros(shape) with the array ``values`` placed (or added) at ``index`` along ``dim``."""
+    out = xp.zeros(shape, dtype=values.dtype)
+    where = _grid_index(xp, index, dim)
+    if accumulate:
+        xp.add.at(out, where, values)
+    else:
+        out[where] = values
+    return out
+
+
+def scatter_into(grad, shape, dim: int, index, accumulate: bool):
+    """zeros(shape) with ``grad`` placed (or added) at ``index`` along ``dim`` -- the backward
+    of gather and of max pooling: a Tensor (recorded, ScatterAddBackward0) or an array."""
+    if grad.__class__ is Tensor:
+        return ScatterInto.apply(grad, shape=shape, dim=dim, index=index,
+                                 accumulate=accumulate)
+    return _scattered(array_module(grad), grad, shape, dim, index, accumulate)
 
 
 class Scatter(Op):
@@ -674,6 +711,7 @@ class ScatterAdd(Op):
 # -- masks ------------------------------------------------------------------------------
 class MaskedFill(Op):
     node_name = "MaskedFillBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, mask, value):
@@ -682,7 +720,7 @@ class MaskedFill(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        return (Where.apply(_wrap_bool(ctx.mask), 0.0, grad), None, None)
+        return (_math.where(_math.constant(grad, ctx.mask), 0.0, grad), None, None)
 
 
 class MaskedFillTensor(Op):
@@ -723,6 +761,7 @@ def _wrap_bool(array):
 
 class Where(Op):
     node_name = "WhereBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, condition, a, b):
@@ -740,7 +779,9 @@ class Where(Op):
     @staticmethod
     def backward(ctx, grad):
         needs = ctx.needs_input_grad
-        condition = _wrap_bool(ctx.condition)
-        grad_a = sum_to(Where.apply(condition, grad, 0.0), ctx.shapes[0]) if needs[1] else None
-        grad_b = sum_to(Where.apply(condition, 0.0, grad), ctx.shapes[1]) if needs[2] else None
+        condition = _math.constant(grad, ctx.condition)
+        grad_a = _math.sum_to(_math.where(condition, grad, 0.0), ctx.shapes[0]) \
+            if needs[1] else None
+        grad_b = _math.sum_to(_math.where(condition, 0.0, grad), ctx.shapes[1]) \
+            if needs[2] else None
         return None, grad_a, grad_b

@@ -95,6 +95,7 @@ class Mm(Op):
 
 class Mv(Op):
     node_name = "MvBackward0"
+    array_backward = True
     saved_names = ("self", "vec")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
@@ -123,8 +124,8 @@ class Mv(Op):
     def backward(ctx, grad):
         a, v = ctx.saved_tensors
         needs = ctx.needs_input_grad
-        return (Outer.apply(grad, v) if needs[0] else None,
-                Mv.apply(a.t(), grad) if needs[1] else None)
+        return (_math.outer(grad, v) if needs[0] else None,
+                _math.mv(_math.t(a), grad) if needs[1] else None)
 
 
 class Outer(Op):
@@ -132,6 +133,7 @@ class Outer(Op):
     a broadcast MulBackward0)."""
 
     node_name = "MulBackward0"
+    array_backward = True
     saved_names = ("self", "other")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
@@ -143,12 +145,13 @@ class Outer(Op):
     def backward(ctx, grad):
         a, b = ctx.saved_tensors
         needs = ctx.needs_input_grad
-        return (Mv.apply(grad, b) if needs[0] else None,
-                Mv.apply(grad.t(), a) if needs[1] else None)
+        return (_math.mv(grad, b) if needs[0] else None,
+                _math.mv(_math.t(grad), a) if needs[1] else None)
 
 
 class Dot(Op):
     node_name = "DotBackward0"
+    array_backward = True
     saved_names = ("self", "tensor")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
@@ -228,6 +231,7 @@ class SqueezeRow(Op):
     """Drops the row that ``vector @ matrix`` adds (torch's in-place ``squeeze_(0)``)."""
 
     node_name = "SqueezeBackward4"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a):
@@ -235,9 +239,7 @@ class SqueezeRow(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        from .shape import Unsqueeze
-
-        return (Unsqueeze.apply(grad, dim=0),)
+        return (_math.unsqueeze(grad, 0),)
 
 
 def matmul(a, b):
@@ -397,6 +399,7 @@ class Addmm(Op):
 
 class Addmv(Op):
     node_name = "AddmvBackward0"
+    array_backward = True
     saved_names = ("mat", "vec", "alpha=alpha", "beta=beta")  # as PyTorch names them
 
     @staticmethod
@@ -412,12 +415,13 @@ class Addmv(Op):
         needs = ctx.needs_input_grad
         alpha = ctx.alpha
         return (_input_grad(grad, ctx.beta, ctx._input_meta[0][0]) if needs[0] else None,
-                _scaled(Outer.apply(grad, vec), alpha) if needs[1] else None,
-                _scaled(Mv.apply(mat.t(), grad), alpha) if needs[2] else None, None, None)
+                _scaled(_math.outer(grad, vec), alpha) if needs[1] else None,
+                _scaled(_math.mv(_math.t(mat), grad), alpha) if needs[2] else None, None, None)
 
 
 class Baddbmm(Op):
     node_name = "BaddbmmBackward0"
+    array_backward = True
     saved_names = ("batch1", "batch2", "alpha=alpha", "beta=beta")  # as PyTorch names them
 
     @staticmethod
@@ -433,8 +437,10 @@ class Baddbmm(Op):
         needs = ctx.needs_input_grad
         alpha = ctx.alpha
         return (_input_grad(grad, ctx.beta, ctx._input_meta[0][0]) if needs[0] else None,
-                _scaled(Bmm.apply(grad, b2.transpose(1, 2)), alpha) if needs[1] else None,
-                _scaled(Bmm.apply(b1.transpose(1, 2), grad), alpha) if needs[2] else None,
+                _scaled(_math.bmm(grad, _math.transpose(b2, 1, 2)), alpha)
+                if needs[1] else None,
+                _scaled(_math.bmm(_math.transpose(b1, 1, 2), grad), alpha)
+                if needs[2] else None,
                 None, None)
 
 
@@ -468,6 +474,7 @@ class Trace(Op):
     """``torch.trace(x)``: the sum of a matrix's main diagonal."""
 
     node_name = "TraceBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a):
@@ -482,5 +489,4 @@ class Trace(Op):
     @staticmethod
     def backward(ctx, grad):
         (shape, numpy_dtype), = ctx._input_meta
-        identity = grad._wrap(grad._xp.eye(*shape, dtype=numpy_dtype), False)
-        return (identity * grad,)
+        return (_math.constant(grad, _math.xp(grad).eye(*shape, dtype=numpy_dtype)) * grad,)

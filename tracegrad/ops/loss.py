@@ -4,7 +4,7 @@ compositions of tensor ops, as they are in torch.)
 
 Each takes ``reduction`` ("none", "mean", "sum"); class weights are keyword attributes,
 not inputs of the node (torch differentiates only input and target). Backward is written
-with tensor ops, so second derivatives work.
+once for Tensors and arrays (``array_backward``), so second derivatives work.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from __future__ import annotations
 from ..autograd.function import Op
 from ..errors import DTypeError
 from ..tensor import Tensor
+from . import _math
 from ._edges import select_edges
-from .activation import LogSigmoid
-from .reduce import sum_to
+from ._math import sum_to
 from .unary import _quiet
 
 
@@ -25,7 +25,7 @@ def reduce_array(losses, reduction: str):
     return total / losses.size if reduction == "mean" else total
 
 
-def _scaled(grad: Tensor, reduction: str, count: int) -> Tensor:
+def _scaled(grad, reduction: str, count: int):
     """The gradient of the reduction: grad for "none" and "sum", grad / count for "mean"."""
     return grad * (1.0 / count) if reduction == "mean" else grad
 
@@ -49,6 +49,7 @@ class BinaryCrossEntropy(Op):
     """``-weight * (t * log(x) + (1 - t) * log(1 - x))``, each log clamped at -100."""
 
     node_name = "BinaryCrossEntropyBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, input, target, reduction="mean", weight=None):
@@ -74,13 +75,14 @@ class BinaryCrossEntropy(Op):
         needs = ctx.needs_input_grad
         scale = _scaled(grad, ctx.reduction, ctx.count)
         if ctx.weight is not None:
-            scale = scale * ctx.weight
+            scale = scale * _math.held(grad, ctx.weight)
         grad_input = grad_target = None
         if needs[0]:
-            grad_input = sum_to(
-                scale * (input - target) / ((1 - input) * input).clamp(min=1e-12), input.shape)
+            grad_input = sum_to(scale * (input - target) /
+                                _math.clamp((1 - input) * input, 1e-12, None), input.shape)
         if needs[1]:
-            logs = (1 - input).log().clamp(min=-100) - input.log().clamp(min=-100)
+            logs = _math.clamp(_math.log(1 - input), -100, None) - \
+                _math.clamp(_math.log(input), -100, None)
             grad_target = sum_to(scale * logs, target.shape)
         return grad_input, grad_target, None
 
@@ -90,6 +92,7 @@ class BinaryCrossEntropyWithLogits(Op):
     stable for any ``x``."""
 
     node_name = "BinaryCrossEntropyWithLogitsBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, input, target, reduction="mean", weight=None, pos_weight=None):
@@ -113,19 +116,21 @@ class BinaryCrossEntropyWithLogits(Op):
         needs = ctx.needs_input_grad
         scale = _scaled(grad, ctx.reduction, ctx.count)
         if ctx.weight is not None:
-            scale = scale * ctx.weight
+            scale = scale * _math.held(grad, ctx.weight)
         pos_weight = ctx.pos_weight
+        if pos_weight is not None:
+            pos_weight = _math.held(grad, pos_weight)
         grad_input = grad_target = None
         if needs[0]:
             if pos_weight is None:
-                slope = input.sigmoid() - target
+                slope = _math.sigmoid(input) - target
             else:
                 weighted = pos_weight * target
-                slope = input.sigmoid() * (weighted + 1 - target) - weighted
+                slope = _math.sigmoid(input) * (weighted + 1 - target) - weighted
             grad_input = sum_to(scale * slope, input.shape)
         if needs[1]:
-            negative = LogSigmoid.apply(-input)
-            positive = LogSigmoid.apply(input)
+            negative = _math.logsigmoid(-input)
+            positive = _math.logsigmoid(input)
             slope = negative - (positive if pos_weight is None else pos_weight * positive)
             grad_target = sum_to(scale * slope, target.shape)
         return grad_input, grad_target, None
@@ -135,6 +140,7 @@ class SmoothL1Loss(Op):
     """``0.5 * d**2 / beta`` where ``|d| < beta``, else ``|d| - 0.5 * beta`` (d = x - t)."""
 
     node_name = "SmoothL1LossBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, input, target, reduction="mean", beta=1.0):
@@ -150,7 +156,7 @@ class SmoothL1Loss(Op):
     @staticmethod
     def backward(ctx, grad):
         input, target = ctx.saved_tensors
-        slope = ((input - target) * (1.0 / ctx.beta)).clamp(-1.0, 1.0)
+        slope = _math.clamp((input - target) * (1.0 / ctx.beta), -1.0, 1.0)
         return _pair_grads(ctx, grad, slope, input, target)
 
 
@@ -158,6 +164,7 @@ class HuberLoss(Op):
     """``0.5 * d**2`` where ``|d| < delta``, else ``delta * (|d| - 0.5 * delta)``."""
 
     node_name = "HuberLossBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, input, target, reduction="mean", delta=1.0):
@@ -173,7 +180,7 @@ class HuberLoss(Op):
     @staticmethod
     def backward(ctx, grad):
         input, target = ctx.saved_tensors
-        slope = (input - target).clamp(-ctx.delta, ctx.delta)
+        slope = _math.clamp(input - target, -ctx.delta, ctx.delta)
         return _pair_grads(ctx, grad, slope, input, target)
 
 
@@ -181,6 +188,7 @@ class SoftMarginLoss(Op):
     """``log(1 + exp(-y * x))`` for labels ``y`` of +1 and -1."""
 
     node_name = "SoftMarginLossBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, input, target, reduction="mean"):
@@ -197,7 +205,7 @@ class SoftMarginLoss(Op):
     def backward(ctx, grad):
         input, target = ctx.saved_tensors
         needs = ctx.needs_input_grad
-        scale = _scaled(grad, ctx.reduction, ctx.count) * (-target * input).sigmoid()
+        scale = _scaled(grad, ctx.reduction, ctx.count) * _math.sigmoid(-target * input)
         grad_input = sum_to(-target * scale, input.shape) if needs[0] else None
         return grad_input, None, None
 

@@ -15,34 +15,37 @@ from __future__ import annotations
 
 from ..autograd.function import Op
 from ..autograd.grad_mode import state
+from ..autograd.quiet import quiet
 from ..errors import ShapeError
 from ..tensor import Tensor
+from . import _math
 from ._edges import select_edges
 
 
 def _statistics(xp, x, axes, eps):
-    mean = x.mean(axis=axes, keepdims=True)
-    centered = x - mean
-    variance = (centered * centered).mean(axis=axes, keepdims=True)
-    rstd = 1 / xp.sqrt(variance + eps)
+    with quiet():  # eps=0 on a constant row: rstd is inf in torch, with no warning
+        mean = x.mean(axis=axes, keepdims=True)
+        centered = x - mean
+        variance = (centered * centered).mean(axis=axes, keepdims=True)
+        rstd = 1 / xp.sqrt(variance + eps)
     return mean, variance, rstd.astype(x.dtype, copy=False)
 
 
-def _input_grad(x: Tensor, g: Tensor, axes: tuple, mean, rstd, eps: float,
-                batch_statistics: bool) -> tuple:
-    """(dx, x_hat) for normalized ``x`` whose output gradient times weight is ``g``."""
+def _input_grad(x, g, axes: tuple, mean, rstd, eps: float, batch_statistics: bool) -> tuple:
+    """(dx, x_hat) for normalized ``x`` whose output gradient times weight is ``g``: Tensors
+    or arrays, as the backward runs (the forward's ``mean`` and ``rstd`` are arrays)."""
     if not batch_statistics:  # fixed (running) statistics: an affine map of x
-        rstd = Tensor._wrap(rstd, False)
-        return g * rstd, (x - Tensor._wrap(mean, False)) * rstd
-    if state.grad_enabled:  # create_graph: mean and rstd as functions of x
+        rstd = _math.constant(g, rstd)
+        return g * rstd, (x - _math.constant(g, mean)) * rstd
+    if state.grad_enabled:  # create_graph: mean and rstd as functions of x (Tensors)
         centered = x - x.mean(dim=axes, keepdim=True)
         rstd = ((centered * centered).mean(dim=axes, keepdim=True) + eps) ** -0.5
         x_hat = centered * rstd
     else:
-        rstd = Tensor._wrap(rstd, False)
-        x_hat = (x - Tensor._wrap(mean, False)) * rstd
-    projection = (g * x_hat).mean(dim=axes, keepdim=True)
-    grad_input = (g - g.mean(dim=axes, keepdim=True) - x_hat * projection) * rstd
+        rstd = _math.constant(g, rstd)
+        x_hat = (x - _math.constant(g, mean)) * rstd
+    projection = _math.mean_dims(g * x_hat, axes)
+    grad_input = (g - _math.mean_dims(g, axes) - x_hat * projection) * rstd
     return grad_input, x_hat
 
 
@@ -56,6 +59,7 @@ class NativeBatchNorm(Op):
     outputs 1 and 2; empty in eval mode)."""
 
     node_name = "NativeBatchNormBackward0"
+    array_backward = True
     saved_names = ("input", "weight", "running_mean", "running_var", "result1", "result2",
                    "eps=eps", "training=batch_statistics")  # as PyTorch names them
 
@@ -111,9 +115,9 @@ class NativeBatchNorm(Op):
         g = grad if weight is None else grad * weight.reshape(shape)
         grad_input, x_hat = _input_grad(input, g, ctx.axes, ctx.mean, ctx.rstd, ctx.eps,
                                         ctx.batch_statistics)
-        grad_weight = (grad * x_hat).sum(dim=ctx.axes) if weight is not None and needs[1] \
-            else None
-        grad_bias = grad.sum(dim=ctx.axes) if ctx.has_bias and needs[2] else None
+        grad_weight = _math.sum_dims(grad * x_hat, ctx.axes) \
+            if weight is not None and needs[1] else None
+        grad_bias = _math.sum_dims(grad, ctx.axes) if ctx.has_bias and needs[2] else None
         return grad_input if needs[0] else None, grad_weight, grad_bias, None, None, None
 
 
@@ -128,6 +132,7 @@ def _update_running(running: Tensor, value, momentum: float) -> None:
 
 class NativeLayerNorm(Op):
     node_name = "NativeLayerNormBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, input, normalized_shape, weight, bias, eps):
@@ -141,11 +146,12 @@ class NativeLayerNorm(Op):
                 f"{list(x.shape)} ({input._describe()})")
         axes = tuple(range(x.ndim - count, x.ndim))
         mean, _, rstd = _statistics(input._xp, x, axes, eps)
-        out = (x - mean) * rstd
-        if weight is not None:
-            out *= weight._array
-        if bias is not None:
-            out += bias._array
+        with quiet():  # (see _statistics)
+            out = (x - mean) * rstd
+            if weight is not None:
+                out *= weight._array
+            if bias is not None:
+                out += bias._array
         ctx.save_for_backward(input, weight)
         ctx.mean, ctx.rstd, ctx.eps, ctx.axes = mean, rstd, eps, axes
         ctx.has_bias = bias is not None
@@ -160,14 +166,15 @@ class NativeLayerNorm(Op):
         leading = tuple(range(input.ndim - len(ctx.axes)))
         grad_weight = grad_bias = None
         if weight is not None and needs[2]:
-            grad_weight = (grad * x_hat).sum(dim=leading) if leading else grad * x_hat
+            grad_weight = _math.sum_dims(grad * x_hat, leading) if leading else grad * x_hat
         if ctx.has_bias and needs[3]:
-            grad_bias = grad.sum(dim=leading) if leading else grad
+            grad_bias = _math.sum_dims(grad, leading) if leading else grad
         return grad_input if needs[0] else None, None, grad_weight, grad_bias, None
 
 
 class NativeGroupNorm(Op):
     node_name = "NativeGroupNormBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, input, weight, bias, num_groups, eps):
@@ -209,8 +216,8 @@ class NativeGroupNorm(Op):
         axes = (0,) + tuple(range(2, input.ndim))
         grad_weight = grad_bias = None
         if weight is not None and needs[1]:
-            grad_weight = (grad * x_hat.reshape(input.shape)).sum(dim=axes)
+            grad_weight = _math.sum_dims(grad * x_hat.reshape(input.shape), axes)
         if ctx.has_bias and needs[2]:
-            grad_bias = grad.sum(dim=axes)
+            grad_bias = _math.sum_dims(grad, axes)
         return (grad_input.reshape(input.shape) if needs[0] else None, grad_weight, grad_bias,
                 None, None)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ..autograd.function import Op
 from ..errors import ShapeError
+from . import _math
 
 
 def pad_pairs(pad, ndim: int) -> list:
@@ -22,6 +23,7 @@ def pad_pairs(pad, ndim: int) -> list:
 
 class ConstantPadNd(Op):
     node_name = "ConstantPadNdBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, pad, value=0.0):
@@ -51,4 +53,4 @@ class ConstantPadNd(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        return ConstantPadNd.apply(grad, tuple(-p for p in ctx.pad), 0.0), None, None
+        return _math.reapply(ConstantPadNd, grad, tuple(-p for p in ctx.pad), 0.0), None, None

@@ -13,6 +13,7 @@ import math
 from .. import _dtype
 from ..autograd.function import Op
 from ..errors import UnsupportedDTypeError
+from ..tensor import Tensor
 from . import _math, _special
 from .unary import _quiet
 
@@ -29,7 +30,12 @@ def _float(a):
 
 
 def _zeros_like_grad(grad):
-    return grad * 0
+    """The zero gradient of a step function: zeros (torch's zeros_like, so an inf gradient
+    gives 0, not nan) beside arrays; ``grad * 0`` beside Tensors, which keeps the double
+    backward's graph."""
+    if grad.__class__ is Tensor:
+        return grad * 0
+    return _math.xp(grad).zeros_like(grad)
 
 
 class Log2(Op):
@@ -208,6 +214,7 @@ class Tan(Op):
 
 class Sinh(Op):
     node_name = "SinhBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a):
@@ -218,11 +225,12 @@ class Sinh(Op):
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
-        return (grad * Cosh.apply(a),)
+        return (grad * _math.cosh(a),)
 
 
 class Cosh(Op):
     node_name = "CoshBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a):
@@ -233,11 +241,12 @@ class Cosh(Op):
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
-        return (grad * Sinh.apply(a),)
+        return (grad * _math.sinh(a),)
 
 
 class Asin(Op):
     node_name = "AsinBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a):
@@ -248,11 +257,12 @@ class Asin(Op):
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
-        return (grad * Rsqrt.apply(1 - a * a),)
+        return (grad * _math.rsqrt(1 - a * a),)
 
 
 class Acos(Op):
     node_name = "AcosBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a):
@@ -263,7 +273,7 @@ class Acos(Op):
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
-        return (-grad * Rsqrt.apply(1 - a * a),)
+        return (-grad * _math.rsqrt(1 - a * a),)
 
 
 class Atan(Op):
@@ -283,6 +293,7 @@ class Atan(Op):
 
 class Asinh(Op):
     node_name = "AsinhBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a):
@@ -292,11 +303,12 @@ class Asinh(Op):
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
-        return (grad * Rsqrt.apply(a * a + 1),)
+        return (grad * _math.rsqrt(a * a + 1),)
 
 
 class Acosh(Op):
     node_name = "AcoshBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a):
@@ -307,7 +319,7 @@ class Acosh(Op):
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
-        return (grad * Rsqrt.apply((a - 1) * (a + 1)),)
+        return (grad * _math.rsqrt((a - 1) * (a + 1)),)
 
 
 class Atanh(Op):
@@ -378,6 +390,7 @@ class Rad2Deg(Op):
 # -- piecewise constant: zero gradient, as in torch -------------------------------------
 class Sign(Op):
     node_name = "SignBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a):
@@ -399,6 +412,7 @@ class Sgn(Sign):
 
 class Round(Op):
     node_name = "RoundBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a):
@@ -414,6 +428,7 @@ class RoundDecimals(Op):
     """``round(decimals=n)``: half to even at the n-th decimal, as torch (and NumPy) do."""
 
     node_name = "RoundBackward1"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, decimals):
@@ -432,6 +447,7 @@ class RoundDecimals(Op):
 
 class Floor(Op):
     node_name = "FloorBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a):
@@ -445,6 +461,7 @@ class Floor(Op):
 
 class Ceil(Op):
     node_name = "CeilBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a):
@@ -458,6 +475,7 @@ class Ceil(Op):
 
 class Trunc(Op):
     node_name = "TruncBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a):

@@ -3,8 +3,8 @@ adaptive_max_pool2d. (Average pools are linear: ``resample.py``.)
 
 The windows are an ``as_strided`` view of the input padded with -inf; one argmax over the
 flattened window picks each output and its index into the input plane (torch's indices).
-Backward scatters the gradient to those indices with ``ScatterInto``, whose own backward
-is a gather: second derivatives work.
+Backward scatters the gradient to those indices (``ScatterInto`` beside Tensors, whose own
+backward is a gather: second derivatives work; one array write beside arrays).
 """
 
 from __future__ import annotations
@@ -12,9 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd.function import Op
-from ..tensor import Tensor
 from .convolution import windows
-from .indexing import ScatterInto
+from .indexing import scatter_into
 from .resample import pooled_size
 
 
@@ -35,6 +34,7 @@ class MaxPool2DWithIndices(Op):
     """``max_pool2d(..., return_indices=True)``: (values, int64 indices into H*W)."""
 
     node_name = "MaxPool2DWithIndicesBackward0"
+    array_backward = True
     # as torch: the input and the indices (output 1), and the pooling parameters
     saved_names = ("self", "result1", "kernel_size=kernel", "stride=stride",
                    "padding=padding", "dilation=dilation", "ceil_mode=ceil_mode")
@@ -84,15 +84,14 @@ def _plane_index(xp, position, kernel, stride, padding, dilation, sizes, width):
     return rows * width + cols
 
 
-def scatter_to_indices(grad: Tensor, indices, input_shape, accumulate: bool) -> Tensor:
-    """The gradient of a max pool: ``grad`` placed at ``indices`` of a zero input plane."""
+def scatter_to_indices(grad, indices, input_shape, accumulate: bool):
+    """The gradient of a max pool: ``grad`` placed at ``indices`` of a zero input plane (a
+    Tensor, recorded, or an array, as ``grad`` is)."""
     batched = (1,) + tuple(grad.shape) if len(input_shape) == 3 else tuple(grad.shape)
     plane = batched[:2] + (input_shape[-2] * input_shape[-1],)
     flat = grad.reshape(batched[:2] + (-1,))
     index = indices.reshape(batched[:2] + (-1,))
-    scattered = ScatterInto.apply(flat, shape=plane, dim=2, index=index,
-                                  accumulate=accumulate)
-    return scattered.reshape(input_shape)
+    return scatter_into(flat, plane, 2, index, accumulate).reshape(input_shape)
 
 
 class AdaptiveMaxPool2D(Op):
@@ -100,6 +99,7 @@ class AdaptiveMaxPool2D(Op):
     into equal-length blocks (a short window repeats its last row: harmless for a max)."""
 
     node_name = "AdaptiveMaxPool2DBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, output_size):

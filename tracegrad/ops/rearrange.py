@@ -10,6 +10,7 @@ from __future__ import annotations
 from ..autograd.function import Op
 from ..errors import ArgumentTypeError, InvalidValueError, ShapeError
 from ..tensor import Tensor
+from . import _math
 from ._checks import wrap_dim
 
 
@@ -26,6 +27,7 @@ def _dims(dims, tensor) -> tuple:
 
 class Flip(Op):
     node_name = "FlipBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, dims):
@@ -37,11 +39,12 @@ class Flip(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        return (Flip.apply(grad, dims=ctx.axes), None)
+        return (_math.reapply(Flip, grad, dims=ctx.axes), None)
 
 
 class Roll(Op):
     node_name = "RollBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, shifts, dims=None):
@@ -66,7 +69,7 @@ class Roll(Op):
     @staticmethod
     def backward(ctx, grad):
         back = tuple(-shift for shift in ctx.shifts)
-        return (Roll.apply(grad, back, ctx.axes), None, None)
+        return (_math.reapply(Roll, grad, back, ctx.axes), None, None)
 
 
 class Rot90(Op):
@@ -105,6 +108,7 @@ def _check_matrix(op_name: str, a) -> None:
 
 class Tril(Op):
     node_name = "TrilBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, diagonal=0):
@@ -114,11 +118,12 @@ class Tril(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        return (Tril.apply(grad, ctx.diagonal), None)
+        return (_math.reapply(Tril, grad, ctx.diagonal), None)
 
 
 class Triu(Op):
     node_name = "TriuBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, diagonal=0):
@@ -128,7 +133,7 @@ class Triu(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        return (Triu.apply(grad, ctx.diagonal), None)
+        return (_math.reapply(Triu, grad, ctx.diagonal), None)
 
 
 # -- diagonals ---------------------------------------------------------------------------

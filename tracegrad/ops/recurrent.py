@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ..autograd.function import Op
 from ..autograd.grad_mode import state
+from ..backends import array_module
 from ..errors import ShapeError
 from ..tensor import Tensor
 
@@ -30,6 +31,7 @@ class MkldnnRnnLayer(Op):
     from the state ``(hx, cx)``; ``reverse`` runs it from the last step to the first."""
 
     node_name = "MkldnnRnnLayerBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, input, weight_ih, weight_hh, bias_ih, bias_hh, hx, cx, reverse=False):
@@ -70,28 +72,35 @@ class MkldnnRnnLayer(Op):
     @staticmethod
     def backward(ctx, grad_output, grad_hy, grad_cy):
         saved = ctx.saved_tensors
+        if grad_output.__class__ is not Tensor:  # a pass without create_graph: arrays
+            return _backward_arrays(ctx, saved, grad_output, grad_hy, grad_cy) + (None,)
         if state.grad_enabled:
             return _backward_through_cells(ctx, saved, (grad_output, grad_hy, grad_cy))
-        return _backward_arrays(ctx, saved, grad_output, grad_hy, grad_cy) + (None,)
+        # the node called directly, outside a pass: the array math, wrapped
+        arrays = _backward_arrays(ctx, tuple(None if tensor is None else tensor._array
+                                             for tensor in saved),
+                                  grad_output._array, grad_hy._array, grad_cy._array)
+        return tuple(None if array is None else Tensor._wrap(array, False)
+                     for array in arrays) + (None,)
 
 
 def _backward_arrays(ctx, saved, grad_output, grad_hy, grad_cy) -> tuple:
-    input, weight_ih, weight_hh, bias_ih, _, hx, cx = saved
+    """The layer's gradients as arrays, from the saved values' and the gradients' arrays."""
+    x, w_ih, w_hh, bias_ih, _, hx, cx = saved
     activations, cells, tanh_cells, outputs = ctx.saved_arrays
     needs = ctx.needs_input_grad
-    xp = input._xp
-    x, w_ih, w_hh = input._array, weight_ih._array, weight_hh._array
+    xp = array_module(x)
     steps, batch = x.shape[:2]
     hidden = w_hh.shape[1]
     reverse = ctx.reverse
     order = range(steps) if reverse else range(steps - 1, -1, -1)  # backward in time
     grad_gates = xp.empty_like(activations)
-    dh = grad_hy._array.copy()
-    dc = grad_cy._array.copy()
-    g_out = grad_output._array
+    dh = grad_hy.copy()
+    dc = grad_cy.copy()
+    g_out = grad_output
     for step in order:
         previous = step + 1 if reverse else step - 1
-        c_previous = cx._array if previous in (-1, steps) else cells[previous]
+        c_previous = cx if previous in (-1, steps) else cells[previous]
         act = activations[step]
         i, f = act[:, :hidden], act[:, hidden:2 * hidden]
         g, o = act[:, 2 * hidden:3 * hidden], act[:, 3 * hidden:]
@@ -113,9 +122,9 @@ def _backward_arrays(ctx, saved, grad_output, grad_hy, grad_cy) -> tuple:
         grads[1] = flat.T @ x.reshape(steps * batch, -1)
     if needs[2]:
         if reverse:
-            before = xp.concatenate((outputs[1:], hx._array[None]))
+            before = xp.concatenate((outputs[1:], hx[None]))
         else:
-            before = xp.concatenate((hx._array[None], outputs[:-1]))
+            before = xp.concatenate((hx[None], outputs[:-1]))
         grads[2] = flat.T @ before.reshape(steps * batch, hidden)
     if bias_ih is not None and (needs[3] or needs[4]):
         summed = flat.sum(axis=0)
@@ -125,7 +134,7 @@ def _backward_arrays(ctx, saved, grad_output, grad_hy, grad_cy) -> tuple:
         grads[5] = dh
     if needs[6]:
         grads[6] = dc
-    return tuple(None if grad is None else Tensor._wrap(grad, False) for grad in grads)
+    return tuple(grads)
 
 
 def _backward_through_cells(ctx, saved, grads) -> tuple:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..autograd import events
 from ..autograd.function import Op
+from ..autograd.quiet import restore, silence
 from ..errors import ShapeError
 from . import _math
 from ._checks import wrap_dim
@@ -76,8 +77,11 @@ class Sum(Op):
         x = a._array
         dims = normalize_dims(dim, x.ndim)
         ctx.input_shape, ctx.dims, ctx.keepdim = x.shape, dims, keepdim
-        result = x.sum(axis=dims, keepdims=keepdim, dtype=dtype or _accumulate_dtype(x))
-        return result
+        token = silence()  # an overflowing or inf - inf sum is inf/nan in torch, silently
+        try:
+            return x.sum(axis=dims, keepdims=keepdim, dtype=dtype or _accumulate_dtype(x))
+        finally:
+            restore(token)
 
     @staticmethod
     def backward(ctx, grad):
@@ -108,7 +112,11 @@ class Mean(Op):
         ctx.input_shape, ctx.dims, ctx.keepdim = x.shape, dims, keepdim
         count = x.size if dims is None else _product(x.shape[d] for d in dims)
         ctx.count = max(count, 1)
-        return x.mean(axis=dims, keepdims=keepdim)
+        token = silence()  # (as Sum's)
+        try:
+            return x.mean(axis=dims, keepdims=keepdim)
+        finally:
+            restore(token)
 
     @staticmethod
     def backward(ctx, grad):
@@ -166,6 +174,7 @@ class MaxDim(Op):
     """``x.max(dim)``: (values, indices); the gradient goes to the selected index."""
 
     node_name = "MaxBackward0"
+    array_backward = True
     saved_names = ("keepdim=keepdim", "self_sym_sizes=input_shape")
     _reduce = "max"
 
@@ -188,16 +197,12 @@ class MaxDim(Op):
 
     @staticmethod
     def backward(ctx, grad, _indices_grad=None):
-        from .indexing import ScatterInto
-
-        if not ctx.keepdim and len(ctx.input_shape):
-            from .shape import Unsqueeze
-
-            grad = Unsqueeze.apply(grad, dim=ctx.axis)
         if not len(ctx.input_shape):
             return (grad, None)
-        return (ScatterInto.apply(grad, shape=ctx.input_shape, dim=ctx.axis,
-                                  index=ctx.indices), None)
+        if not ctx.keepdim:
+            grad = _math.unsqueeze(grad, ctx.axis)
+        return (_ops.indexing.scatter_into(grad, ctx.input_shape, ctx.axis, ctx.indices,
+                                           False), None)
 
 
 class MinDim(MaxDim):
@@ -449,3 +454,8 @@ def count_nonzero(a, dim=None):
     dims = normalize_dims(dim, x.ndim) if dim is not None else None
     return Tensor._wrap(a._xp.asarray(a._xp.count_nonzero(x, axis=dims), dtype="int64"),
                         False)
+
+
+# The package, not indexing.py: it imports this module (MaxDim's backward reads it at call
+# time, when every op module is loaded).
+from .. import ops as _ops  # noqa: E402

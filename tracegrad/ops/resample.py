@@ -19,6 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..autograd.function import Op
+from ..backends import array_module
+from ..tensor import Tensor
 
 
 @dataclass(frozen=True)
@@ -99,6 +101,7 @@ class Resample(Op):
     """Base of the per-axis linear ops; ``maps`` covers the trailing axes."""
 
     node_name = "ResampleBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, maps):
@@ -107,13 +110,14 @@ class Resample(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        return ResampleBackward.apply(grad, ctx.maps, ctx._function), None
+        return _mapped(grad, ctx.maps, ctx._function, adjoint=True), None
 
 
 class ResampleBackward(Op):
     """The transpose of a ``Resample`` op's maps: its backward, as a node."""
 
     node_name = "ResampleBackwardBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, grad, maps, forward_op):
@@ -122,7 +126,17 @@ class ResampleBackward(Op):
 
     @staticmethod
     def backward(ctx, grad_grad):
-        return ctx.forward_op.apply(grad_grad, ctx.maps), None, None
+        return _mapped(grad_grad, ctx.maps, ctx.forward_op, adjoint=False), None, None
+
+
+def _mapped(value, maps, forward_op, adjoint: bool):
+    """``maps`` (or their transpose) applied to ``value``: beside Tensors a recorded node
+    (``forward_op``'s, or ResampleBackward's for the transpose), beside arrays the result."""
+    if value.__class__ is Tensor:
+        if adjoint:
+            return ResampleBackward.apply(value, maps, forward_op)
+        return forward_op.apply(value, maps)
+    return apply_maps(array_module(value), value, maps, adjoint=adjoint)
 
 
 class ReflectionPad1D(Resample):

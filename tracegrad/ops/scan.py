@@ -11,6 +11,7 @@ import numpy as np
 from .. import _dtype
 from ..autograd.function import Op
 from ..tensor import Tensor
+from . import _math
 from ._checks import wrap_dim
 
 
@@ -19,17 +20,22 @@ def _axis(a, dim) -> int:
 
 
 def reverse_cumsum(tensor, axis: int):
-    """``sum_{k >= i} tensor_k`` along ``axis``, written with ops (so it differentiates)."""
+    """``sum_{k >= i} tensor_k`` along ``axis``: beside Tensors written with ops (so it
+    differentiates), beside arrays three array calls."""
     from .rearrange import Flip
 
-    if tensor._array.ndim == 0:
+    if tensor.ndim == 0:
         return tensor
+    if tensor.__class__ is not Tensor:
+        xp = _math.xp(tensor)
+        return xp.flip(xp.cumsum(xp.flip(tensor, axis), axis=axis), axis)
     flipped = Flip.apply(tensor, dims=(axis,))
     return Flip.apply(Cumsum.apply(flipped, axis), dims=(axis,))
 
 
 class Cumsum(Op):
     node_name = "CumsumBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, dim, dtype=None):
@@ -44,11 +50,11 @@ class Cumsum(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        if grad._array.ndim == 0:
+        if grad.ndim == 0:
             return (grad, None, None)
         result = reverse_cumsum(grad, ctx.axis)
-        if result._array.dtype != ctx.input_dtype:
-            result = result.to(ctx.input_dtype)
+        if result.__class__ is Tensor and result._array.dtype != ctx.input_dtype:
+            result = result.to(ctx.input_dtype)  # (an array is cast to its edge's dtype)
         return (result, None, None)
 
 

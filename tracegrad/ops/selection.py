@@ -13,6 +13,7 @@ from ..autograd.function import Op
 from ..autograd.grad_mode import state
 from ..errors import DTypeError, OutOfRangeError, ShapeError
 from ..tensor import Tensor
+from . import _math
 from ._checks import wrap_dim
 from ._edges import select_edges
 from .reduce import sum_to
@@ -53,6 +54,7 @@ def _along(axis: int, index):
 
 class IndexSelect(Op):
     node_name = "IndexSelectBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, dim, index):
@@ -68,10 +70,19 @@ class IndexSelect(Op):
     @staticmethod
     def backward(ctx, grad):
         shape = ctx._input_meta[0][0]
-        zeros = _wrap(grad._xp.zeros(shape, dtype=grad._array.dtype))
         if not len(shape):
             return (grad, None, None)
-        return (IndexAdd.apply(zeros, ctx.axis, _wrap(ctx.positions), grad), None, None)
+        return (_index_added(grad, shape, ctx.axis, ctx.positions), None, None)
+
+
+def _index_added(grad, shape, axis: int, positions):
+    """zeros(shape) with ``grad``'s slices added at ``positions`` along ``axis``: a Tensor
+    (recorded, IndexAddBackward0 as torch's) or an array."""
+    zeros = _math.xp(grad).zeros(shape, dtype=_math.numpy_dtype(grad))
+    if grad.__class__ is Tensor:
+        return IndexAdd.apply(_wrap(zeros), axis, _wrap(positions), grad)
+    _math.xp(grad).add.at(zeros, _along(axis, positions), grad)
+    return zeros
 
 
 def _check_source(op_name: str, a, axis: int, positions, source, trailing: str = ":") -> None:

@@ -302,6 +302,7 @@ class Clone(Op):
 
 class Cat(Op):
     node_name = "CatBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, *tensors, dim=0):
@@ -333,17 +334,16 @@ class Cat(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        from .indexing import Slice
-
         grads, start = [], 0
         for size, needed in zip(ctx.sizes, ctx.needs_input_grad):
-            grads.append(Slice.apply(grad, ctx.axis, start, start + size, 1) if needed else None)
+            grads.append(_math.narrow(grad, ctx.axis, start, start + size) if needed else None)
             start += size
         return tuple(grads)
 
 
 class Stack(Op):
     node_name = "StackBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, *tensors, dim=0):
@@ -364,9 +364,7 @@ class Stack(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        from .indexing import Select
-
-        return tuple(Select.apply(grad, ctx.axis, index) if needed else None
+        return tuple(_math.select(grad, ctx.axis, index) if needed else None
                      for index, needed in enumerate(ctx.needs_input_grad))
 
 
@@ -407,6 +405,7 @@ class _Pieces:
     that the registry lists only the two ops.)"""
 
     is_view = True
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, sizes, dim):
@@ -421,7 +420,7 @@ class _Pieces:
 
     @staticmethod
     def backward(ctx, *grads):
-        return (Cat.apply(*grads, dim=ctx.axis), None, None)
+        return (_math.cat(grads, ctx.axis), None, None)
 
 
 class Split(_Pieces, Op):
@@ -450,6 +449,7 @@ class Unbind(Op):
 
     node_name = "UnbindBackward0"
     is_view = True
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, dim):
@@ -460,7 +460,7 @@ class Unbind(Op):
 
     @staticmethod
     def backward(ctx, *grads):
-        return (Stack.apply(*grads, dim=ctx.axis), None)
+        return (_math.stack(grads, ctx.axis), None)
 
 
 def split(tensor, split_size_or_sections, dim: int = 0, unsafe: bool = False) -> tuple:

@@ -23,6 +23,7 @@ from ..autograd.function import Op
 from ..errors import InvalidValueError
 from ..tensor import Tensor
 from ._checks import wrap_dim
+from .indexing import scatter_into
 
 
 def sort_indices(xp, x, axis: int, descending: bool):
@@ -36,16 +37,16 @@ def sort_indices(xp, x, axis: int, descending: bool):
 
 
 def _gather_grad(grad, input_shape, axis, index):
-    """Place each value's gradient back where the value came from."""
-    from .indexing import ScatterInto
-
-    return ScatterInto.apply(grad, shape=tuple(input_shape), dim=axis, index=index)
+    """Place each value's gradient back where the value came from (a Tensor, recorded, or
+    an array, as ``grad`` is)."""
+    return scatter_into(grad, tuple(input_shape), axis, index, False)
 
 
 class Sort(Op):
     """``sort(dim, descending)`` -> (values, indices)."""
 
     node_name = "SortBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, dim=-1, descending=False):
@@ -76,6 +77,7 @@ class Topk(Op):
     """The k largest (or smallest) along dim -> (values, indices)."""
 
     node_name = "TopkBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, k, dim=-1, largest=True, sorted=True):
@@ -108,6 +110,7 @@ class Kthvalue(Op):
     """The k-th smallest along dim (k from 1) -> (values, indices)."""
 
     node_name = "KthvalueBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, k, dim=-1, keepdim=False):

@@ -17,8 +17,11 @@ from ..autograd.function import Op
 from ..autograd.grad_mode import state
 from ..errors import ArgumentTypeError, DTypeError, ShapeError
 from ..tensor import Tensor
+from . import _math
 from ._checks import wrap_dim
+from .indexing import scatter_into
 from .reduce import _product, expand_reduced, normalize_dims
+from .shape import Reshape
 
 
 def kept_shape(input_shape, dims, keepdim: bool) -> tuple:
@@ -32,13 +35,14 @@ def kept_shape(input_shape, dims, keepdim: bool) -> tuple:
 
 
 def as_kept(tensor, input_shape, dims, keepdim: bool):
-    """A reduction's result (or its gradient) reshaped to broadcast against the input."""
-    from .shape import Reshape
-
+    """A reduction's result (or its gradient) reshaped to broadcast against the input: a
+    Tensor (recorded) or an array."""
     target = kept_shape(input_shape, dims, keepdim)
-    if tuple(tensor._array.shape) == target:
+    if tuple(tensor.shape) == target:
         return tensor
-    return Reshape.apply(tensor, shape=target)
+    if tensor.__class__ is Tensor:
+        return Reshape.apply(tensor, shape=target)
+    return tensor.reshape(target)
 
 
 def _require_float(op_name: str, a) -> None:
@@ -74,6 +78,7 @@ def _variance(x, dims, keepdim, correction):
 
 class Var(Op):
     node_name = "VarBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, dim=None, correction=1, keepdim=False):
@@ -92,17 +97,16 @@ class Var(Op):
 
 
 def _var_grad(grad, a, dims, keepdim, correction):
-    from .reduce import Mean
-
-    shape = a._array.shape
+    shape = tuple(a.shape)
     dof = max(_count(shape, dims) - correction, 0)
     all_dims = dims if dims is not None else tuple(range(len(shape)))
-    centered = a - Mean.apply(a, dim=all_dims, keepdim=True)
+    centered = a - _math.mean_dims(a, all_dims)
     return as_kept(grad, shape, dims, keepdim) * centered * (2.0 / dof if dof else np.inf)
 
 
 class Std(Op):
     node_name = "StdBackward0"
+    array_backward = True
     saves_output = True
 
     @staticmethod
@@ -180,6 +184,7 @@ def variance_arguments(dim, unbiased, correction):
 
 class Logsumexp(Op):
     node_name = "LogsumexpBackward0"
+    array_backward = True
     saves_output = True
 
     @staticmethod
@@ -204,9 +209,9 @@ class Logsumexp(Op):
     @staticmethod
     def backward(ctx, grad):
         a, result = ctx.saved_tensors
-        shape = a._array.shape
+        shape = tuple(a.shape)
         kept_result = as_kept(result, shape, ctx.dims, ctx.keepdim)
-        return (as_kept(grad, shape, ctx.dims, ctx.keepdim) * (a - kept_result).exp(),
+        return (as_kept(grad, shape, ctx.dims, ctx.keepdim) * _math.exp(a - kept_result),
                 None, None)
 
 
@@ -233,6 +238,7 @@ class MedianDim(Op):
     """``median(dim)`` -> (values, indices); the gradient goes to the selected index."""
 
     node_name = "MedianBackward1"
+    array_backward = True
     _ignore_nan = False
 
     @staticmethod
@@ -268,15 +274,13 @@ class NanmedianDim(MedianDim):
 
 
 def scatter_to_index(grad, input_shape, axis, index, keepdim):
-    """The gradient of a value-selecting reduction: grad placed at ``index`` along axis."""
-    from .indexing import ScatterInto
-    from .shape import Unsqueeze
-
+    """The gradient of a value-selecting reduction: grad placed at ``index`` along axis (a
+    Tensor, recorded, or an array, as ``grad`` is)."""
     if not len(input_shape):
         return grad
     if not keepdim:
-        grad = Unsqueeze.apply(grad, dim=axis)
-    return ScatterInto.apply(grad, shape=tuple(input_shape), dim=axis, index=index)
+        grad = _math.unsqueeze(grad, axis)
+    return scatter_into(grad, tuple(input_shape), axis, index, False)
 
 
 class MedianAll(Op):
@@ -321,6 +325,7 @@ class Mode(Op):
     equally frequent ones) and the index of its last occurrence, as torch returns."""
 
     node_name = "ModeBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, dim=-1, keepdim=False):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd.function import Op
-from ..autograd.grad_mode import state
+from ..autograd.quiet import quiet, restore, silence
 from ..backends import kernels
 from . import _math
 from ._checks import wrap_dim
@@ -29,7 +29,11 @@ class Exp(Op):
 
     @staticmethod
     def forward(ctx, a):
-        return a._xp.exp(_float(a))
+        token = silence()  # exp(1000.) is inf in torch, with no warning
+        try:
+            return a._xp.exp(_float(a))
+        finally:
+            restore(token)
 
     @staticmethod
     def backward(ctx, grad):
@@ -172,6 +176,7 @@ class Silu(Op):
     """``x * sigmoid(x)`` (swish), one node as in ``torch.nn.functional.silu``."""
 
     node_name = "SiluBackward0"
+    array_backward = True
     saved_names = ("self",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
@@ -185,9 +190,10 @@ class Silu(Op):
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
-        if grad._array.__class__ is not _ndarray and _fuse(grad, a):
-            return (_fused("silu", grad, a),)
-        s = Sigmoid.apply(a)
+        fused = _math.fused_activation("silu", grad, a)
+        if fused is not None:
+            return (fused,)
+        s = _math.sigmoid(a)
         return (grad * s * (1 + a * (1 - s)),)
 
 
@@ -212,19 +218,6 @@ class Relu(Op):
 
 
 _ndarray = np.ndarray
-
-
-def _fuse(grad, saved) -> bool:
-    """Whether a CUDA backward may use a fused kernel: only when no graph is being built
-    through it (create_graph=False), since a kernel's result has no history, and when the
-    kernel's one type fits both arrays."""
-    return kernels.enabled and not state.grad_enabled and grad._array.dtype == saved._array.dtype
-
-
-def _fused(name: str, grad, saved):
-    from ..tensor import Tensor
-
-    return Tensor._wrap(kernels.activation_backward(name, grad._array, saved._array), False)
 
 
 class ClampMin(Op):
@@ -454,9 +447,10 @@ class Softmax(Op):
         xp = a._xp
         if x.size == 0:  # nothing to normalize (and max of nothing has no identity)
             return x.copy()
-        shifted = x - x.max(axis=axis, keepdims=True)
-        e = xp.exp(shifted)
-        return e / e.sum(axis=axis, keepdims=True)
+        with _quiet():  # a row of infs is nan in torch, with no warning
+            shifted = x - x.max(axis=axis, keepdims=True)
+            e = xp.exp(shifted)
+            return e / e.sum(axis=axis, keepdims=True)
 
     @staticmethod
     def backward(ctx, grad):
@@ -479,8 +473,9 @@ class LogSoftmax(Op):
         xp = a._xp
         if x.size == 0:
             return x.copy()
-        shifted = x - x.max(axis=axis, keepdims=True)
-        return shifted - xp.log(xp.exp(shifted).sum(axis=axis, keepdims=True))
+        with _quiet():  # a row of -infs is nan in torch, with no warning
+            shifted = x - x.max(axis=axis, keepdims=True)
+            return shifted - xp.log(xp.exp(shifted).sum(axis=axis, keepdims=True))
 
     @staticmethod
     def backward(ctx, grad):
@@ -534,17 +529,12 @@ def sign(a):
     return Tensor._wrap(a._xp.sign(a._array), False)
 
 
-class _quiet:
-    """Silence NumPy's divide/invalid warnings: NaN and Inf are for the tracer to report."""
+class _quiet(quiet):
+    """``with _quiet(xp):`` NumPy's floating-point warnings off for the block: torch gives
+    inf/nan without a word (autograd/quiet.py). ``xp`` is ignored: the state is NumPy's,
+    and CuPy never warns."""
 
-    def __init__(self, xp) -> None:
-        self.xp = xp
+    __slots__ = ()
 
-    def __enter__(self):
-        if hasattr(self.xp, "errstate"):
-            self._state = self.xp.errstate(divide="ignore", invalid="ignore")
-            self._state.__enter__()
-
-    def __exit__(self, *exc_info):
-        if hasattr(self, "_state"):
-            self._state.__exit__(*exc_info)
+    def __init__(self, xp=None) -> None:
+        pass
