@@ -84,7 +84,8 @@ def main() -> None:
     bench_dot("a built trace (wide_chain)", wide_chain(NODES))
     bench_dot("a recorded chain", recorded_chain(NODES - 2))
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "golden" / "dot"))
+    tests = Path(__file__).resolve().parent.parent / "tests"
+    sys.path[:0] = [str(tests / "golden" / "dot"), str(tests)]  # programs imports tests' helpers
     import programs
 
     with tg.record() as two_layer:
