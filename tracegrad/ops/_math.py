@@ -61,18 +61,26 @@ def xp(value):
     return value._xp if value.__class__ is Tensor else array_module(value)
 
 
-def sin(value):
-    """``sin`` of a Tensor (recorded) or an array."""
-    if value.__class__ is Tensor:
-        return value.sin()
-    return array_module(value).sin(value)
+def _same_name(name: str):
+    """The math function ``name`` of a Tensor (recorded, for create_graph) or of an array
+    (NumPy or CuPy): the Tensor method and the array module's function share the name."""
+    def apply(value):
+        if value.__class__ is Tensor:
+            return getattr(value, name)()
+        return getattr(array_module(value), name)(value)
+
+    apply.__name__ = apply.__qualname__ = name
+    apply.__doc__ = f"``{name}`` of a Tensor (recorded) or an array."
+    return apply
 
 
-def cos(value):
-    """``cos`` of a Tensor (recorded) or an array."""
-    if value.__class__ is Tensor:
-        return value.cos()
-    return array_module(value).cos(value)
+sin = _same_name("sin")
+cos = _same_name("cos")
+exp = _same_name("exp")
+log = _same_name("log")
+sinh = _same_name("sinh")
+cosh = _same_name("cosh")
+tanh = _same_name("tanh")
 
 
 def sign(value):
@@ -147,13 +155,6 @@ def bmm(left, right):
     return left @ right
 
 
-def exp(value):
-    """``exp`` of a Tensor (recorded) or an array."""
-    if value.__class__ is Tensor:
-        return value.exp()
-    return array_module(value).exp(value)
-
-
 def sum_keepdim(value, dim: int):
     """``value`` summed over dimension ``dim``, kept as size 1: a Tensor (recorded) or array."""
     if value.__class__ is Tensor:
@@ -224,27 +225,6 @@ def rsqrt(value):
     return 1 / array_module(value).sqrt(value)
 
 
-def sinh(value):
-    """``sinh`` of a Tensor (recorded) or an array."""
-    if value.__class__ is Tensor:
-        return value.sinh()
-    return array_module(value).sinh(value)
-
-
-def cosh(value):
-    """``cosh`` of a Tensor (recorded) or an array."""
-    if value.__class__ is Tensor:
-        return value.cosh()
-    return array_module(value).cosh(value)
-
-
-def log(value):
-    """The natural logarithm of a Tensor (recorded) or an array."""
-    if value.__class__ is Tensor:
-        return value.log()
-    return array_module(value).log(value)
-
-
 def narrow(value, axis: int, start: int, end: int):
     """``value[start:end]`` along ``axis``: a Tensor (recorded, SliceBackward0) or an array
     view."""
@@ -295,13 +275,6 @@ def reapply(op, value, *args, **attrs):
     if value.__class__ is Tensor:
         return op.apply(value, *args, **attrs)
     return op.apply(Tensor._wrap(value, False), *args, **attrs)._array
-
-
-def tanh(value):
-    """``tanh`` of a Tensor (recorded) or an array."""
-    if value.__class__ is Tensor:
-        return value.tanh()
-    return array_module(value).tanh(value)
 
 
 def where(condition, a, b):
