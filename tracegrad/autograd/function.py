@@ -58,7 +58,7 @@ class FunctionCtx:
     _non_differentiable: tuple = ()
     _dirty: tuple = ()
     _materialize_grads = True
-    _saved_for_forward: tuple = ()
+    _forward_saved: tuple = ()
 
     def save_for_backward(self, *tensors) -> None:
         """Keep tensors (or None) for ``backward``, which reads them as ``saved_tensors``;
@@ -78,7 +78,7 @@ class FunctionCtx:
                 raise AssertionError(
                     "save_for_forward expects all arguments to be tensors; you should save "
                     "non-tensors as attributes on ctx.")
-        self._saved_for_forward = tensors
+        self._forward_saved = tensors
 
     def mark_dirty(self, *tensors) -> None:
         """Declare inputs that forward modified in place (and returns)."""
@@ -102,7 +102,7 @@ class FunctionCtx:
     dirty_tensors = property(lambda self: self._dirty or None)
     non_differentiable = property(lambda self: self._non_differentiable or None)
     materialize_grads = property(lambda self: self._materialize_grads)
-    saved_for_forward = property(lambda self: self._saved_for_forward or None)
+    saved_for_forward = property(lambda self: self._forward_saved or None)
 
 
 class BackwardCFunction(Node, FunctionCtx):
@@ -119,7 +119,7 @@ class BackwardCFunction(Node, FunctionCtx):
     # The keyword arguments of the apply call that made this node (an op's attributes:
     # dim, shape, ...), set only while a listener watches: see events.Listener.on_op.
     _call_kwargs: Mapping = MappingProxyType({})
-    _saved_cleared = False
+    _cleared_saved = False
     needs_input_grad: tuple = ()
 
     @property
@@ -137,12 +137,12 @@ class BackwardCFunction(Node, FunctionCtx):
 
     def _clear_saved(self) -> None:
         """``clear_saved_tensors_on_access``: the first read hands the tensors over."""
-        if self._saved_cleared:
+        if self._cleared_saved:
             raise AutogradError(
                 "saved_tensors can only be accessed once when "
                 "clear_saved_tensors_on_access=True is set on the autograd.Function. Either "
                 "access saved_tensors only once, or set clear_saved_tensors_on_access=False.")
-        self._saved_cleared = True
+        self._cleared_saved = True
         self._saved = ()
 
     @property
