@@ -57,8 +57,7 @@ PROGRAMS = {
  "var": lambda L, x: x.var(0),
 }
 
-KNOWN_DIFFERENT = frozenset(['avg_pool', 'ce', 'conv', 'layer_norm', 'linear', 'max_dim', 'mm',
-                             'norm', 'reshape_clone', 'std', 'var', 'where'])
+KNOWN_DIFFERENT = frozenset(['avg_pool', 'ce', 'layer_norm', 'max_dim', 'std', 'var', 'where'])
 
 
 def _saved_attributes(grad_fn) -> list[str]:
@@ -106,7 +105,8 @@ def test_max_pool_shows_the_stride_as_given():
 
 # Programs whose nodes keep non-tensor parameters, with negative and non-default values:
 # torch shows a saved int64 through an unsigned conversion (dim=-1 reads 2**64 - 1), a
-# dim list as given (not wrapped), and a loss's reduction as its enum (none 0, mean 1, sum 2).
+# dim list as given (not wrapped), a loss's reduction as its enum (none 0, mean 1, sum 2),
+# and mm an operand's strides (in elements) only when that operand's gradient is needed.
 VALUE_PROGRAMS = {
  "softmax_neg": lambda L, x: L.softmax(x, -1),
  "log_softmax_0": lambda L, x: L.log_softmax(x, 0),
@@ -128,6 +128,21 @@ VALUE_PROGRAMS = {
  "leaky_slope": lambda L, x: L.nn.functional.leaky_relu(x, 0.2),
  "embedding_pad": lambda L, x: L.nn.functional.embedding(L.tensor([1]), x, padding_idx=-1),
  "embedding_default": lambda L, x: L.nn.functional.embedding(L.tensor([1]), x),
+ "conv_bias": lambda L, x: L.nn.functional.conv2d(
+     x.view(1, 1, 2, 2), x.view(1, 1, 2, 2), x[0, :1], stride=2, padding=1),
+ "conv_groups": lambda L, x: L.nn.functional.conv1d(
+     x.view(1, 2, 2), x.view(2, 1, 2), groups=2, dilation=2, padding=2),
+ "conv_transpose": lambda L, x: L.nn.functional.conv_transpose2d(
+     x.view(1, 1, 2, 2), x.view(1, 1, 2, 2), stride=2, output_padding=1),
+ "unsafe_view": lambda L, x: x.t().reshape(-1),
+ "mm_views": lambda L, x: x.t().mm(x.expand(2, 2)),
+ "mm_one_grad": lambda L, x: x.mm(L.ones(2, 1).expand(2, 3)),
+ "mm_other_grad": lambda L, x: L.ones(2, 3).t().mm(x),
+ "linear_no_bias": lambda L, x: L.nn.functional.linear(x, x.detach()),
+ "norm_default": lambda L, x: x.norm(),
+ "norm_dim": lambda L, x: x.norm(1, -1, True),
+ "vector_norm": lambda L, x: L.linalg.vector_norm(x, 3.5, (0, 1)),
+ "layer_norm_2d": lambda L, x: L.nn.functional.layer_norm(x, [2, 2], x.detach()),
 }
 
 

@@ -10,6 +10,7 @@ from ..autograd.function import Op
 from ..errors import DTypeError, ShapeError
 from . import _math
 from ._operands import broadcast_error, check_same_device
+from ._saved import show_saved
 
 
 def _torch_dtype_name(tensor) -> str:
@@ -70,6 +71,10 @@ class Mm(Op):
     @staticmethod
     def forward(ctx, a, b):
         save_operands(ctx, a, b)
+        # The operands' layouts for grad_fn._saved_*_sym_sizes/strides, kept as the arrays
+        # give them (one tuple: the strides are turned into torch's when read).
+        x, y = a._array, b._array
+        ctx._layouts = (x.shape, x.strides, y.shape, y.strides, x.itemsize, y.itemsize)
         return Mm.product(a, b)
 
     @staticmethod
@@ -91,6 +96,31 @@ class Mm(Op):
         needs = ctx.needs_input_grad
         return (_math.mm(grad, _math.t(b)) if needs[0] else None,
                 _math.mm(_math.t(a), grad) if needs[1] else None)
+
+
+def _saved_sizes(position: int):
+    def read(node) -> tuple:
+        return tuple(node._layouts[2 * position])
+
+    return read
+
+
+def _saved_strides(position: int):
+    """torch keeps an operand's strides (in elements) only when its gradient is needed,
+    and shows () otherwise."""
+    def read(node) -> tuple:
+        needs = node.needs_input_grad
+        if not (needs and needs[position]):
+            return ()
+        itemsize = node._layouts[4 + position]
+        return tuple(stride // itemsize for stride in node._layouts[2 * position + 1])
+
+    return read
+
+
+for _position, _operand in enumerate(("self", "mat2")):
+    show_saved(Mm, f"{_operand}_sym_sizes", _saved_sizes(_position))
+    show_saved(Mm, f"{_operand}_sym_strides", _saved_strides(_position))
 
 
 class Mv(Op):

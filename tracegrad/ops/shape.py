@@ -87,6 +87,7 @@ class UnsafeView(Op):
 
     node_name = "UnsafeViewBackward0"
     array_backward = True
+    saved_names = ("self_sym_sizes=input_shape",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a, shape):
