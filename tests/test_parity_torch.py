@@ -418,3 +418,18 @@ def test_alpha_and_a_leading_number_record_one_torch_node(name):
                 [None if t.grad is None else t.grad.tolist() for t in (u, v)])
 
     assert run(tracegrad) == run(torch)
+
+
+@pytest.mark.parametrize("owner", ["optimizer", "module"])
+def test_zero_grad_in_place_moves_the_grad_version_on_as_torch(owner):
+    bumps = []
+    for lib in (tracegrad, torch):
+        model = lib.nn.Linear(2, 2)
+        optimizer = lib.optim.SGD(model.parameters(), lr=0.1)
+        model(lib.ones(1, 2)).sum().backward()
+        grad = model.weight.grad
+        before = grad._version
+        (optimizer if owner == "optimizer" else model).zero_grad(set_to_none=False)
+        assert model.weight.grad is grad and not grad.any()
+        bumps.append(grad._version - before)
+    assert bumps[0] == bumps[1] == 1

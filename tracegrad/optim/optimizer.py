@@ -134,7 +134,7 @@ class Optimizer:
                     if grad.grad_fn is not None:
                         grad.detach_()
                     grad.requires_grad = False
-                    grad._array[...] = 0
+                    grad.zero_()  # as torch: an in-place op, so .grad's version moves on
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """One update of every parameter that has a ``.grad``; ``closure`` (re)computes
