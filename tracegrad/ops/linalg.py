@@ -71,10 +71,11 @@ class Mm(Op):
     @staticmethod
     def forward(ctx, a, b):
         save_operands(ctx, a, b)
-        # The operands' layouts for grad_fn._saved_*_sym_sizes/strides, kept as the arrays
-        # give them (one tuple: the strides are turned into torch's when read).
+        # For grad_fn._saved_*_sym_sizes/strides: the inner size and the strides in bytes,
+        # the least to read per call (mm is hot); the outer sizes and the item size come
+        # from the node's output meta when the attribute is read.
         x, y = a._array, b._array
-        ctx._layouts = (x.shape, x.strides, y.shape, y.strides, x.itemsize, y.itemsize)
+        ctx._layouts = (x.shape[1], x.strides, y.strides)
         return Mm.product(a, b)
 
     @staticmethod
@@ -100,7 +101,9 @@ class Mm(Op):
 
 def _saved_sizes(position: int):
     def read(node) -> tuple:
-        return tuple(node._layouts[2 * position])
+        rows, columns = node._output_meta[0][0]
+        inner = node._layouts[0]
+        return (rows, inner) if position == 0 else (inner, columns)
 
     return read
 
@@ -112,8 +115,8 @@ def _saved_strides(position: int):
         needs = node.needs_input_grad
         if not (needs and needs[position]):
             return ()
-        itemsize = node._layouts[4 + position]
-        return tuple(stride // itemsize for stride in node._layouts[2 * position + 1])
+        itemsize = node._output_meta[0][1].itemsize  # mm's operands share the result's dtype
+        return tuple(stride // itemsize for stride in node._layouts[1 + position])
 
     return read
 
