@@ -74,9 +74,10 @@ class Mm(Op):
         # For grad_fn._saved_*_sym_sizes/strides: the inner size and the strides in bytes,
         # the least to read per call (mm is hot); the outer sizes and the item size come
         # from the node's output meta when the attribute is read.
+        result = Mm.product(a, b)  # first: it checks that both are matrices
         x, y = a._array, b._array
         ctx._layouts = (x.shape[1], x.strides, y.strides)
-        return Mm.product(a, b)
+        return result
 
     @staticmethod
     def product(a, b):
