@@ -16,6 +16,7 @@ from ..autograd.grad_mode import state
 from ..errors import DTypeError, ShapeError
 from ..ops import _math
 from ..ops._edges import select_edges
+from ..ops._saved import REDUCTION_ENUM, as_torch_int, show_saved
 from ..ops.indexing import scatter_into
 from ..ops.linalg import save_operands
 from ..tensor import Tensor
@@ -142,6 +143,9 @@ class MseLoss(Op):
         return grad_input, grad_target, None
 
 
+show_saved(MseLoss, "reduction", lambda node: REDUCTION_ENUM[node.reduction])
+
+
 class NllLoss(Op):
     """Negative log likelihood of class-index targets, picked along ``class_axis``."""
 
@@ -165,6 +169,7 @@ class NllLoss(Op):
             weights = weight._array[safe] * kept
         losses = -weights * picked
         ctx.class_axis, ctx.index, ctx.reduction = class_axis, index, reduction
+        ctx._ignore_index = ignore_index  # for grad_fn._saved_ignore_index
         ctx.input_shape, ctx.weights = x.shape, weights
         if reduction == "none":
             return losses
@@ -193,6 +198,8 @@ def _saved_total_weight(node) -> Tensor:
 
 
 NllLoss._node_class._saved_total_weight = property(_saved_total_weight)
+show_saved(NllLoss, "reduction", lambda node: REDUCTION_ENUM[node.reduction])
+show_saved(NllLoss, "ignore_index", lambda node: as_torch_int(node._ignore_index))
 
 
 def _checked_targets(xp, log_probs, target, class_axis: int, ignore_index: int):

@@ -49,6 +49,7 @@ def _mask(array) -> Tensor:
 class LeakyRelu(Op):
     node_name = "LeakyReluBackward0"
     array_backward = True
+    saved_names = ("self", "negative_slope=negative_slope")  # as PyTorch names them
 
     @staticmethod
     def forward(ctx, a, negative_slope=0.01):
@@ -107,6 +108,7 @@ class Gelu(Op):
 
     node_name = "GeluBackward0"
     array_backward = True
+    saved_names = ("self", "approximate=approximate")  # as PyTorch names them
 
     @staticmethod
     def forward(ctx, a, approximate="none"):

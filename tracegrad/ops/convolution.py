@@ -21,6 +21,7 @@ from ..autograd.grad_mode import state
 from ..backends import array_module
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
+from ._saved import show_saved
 
 
 def _as_strided(xp, array, shape, strides):
@@ -156,6 +157,7 @@ class Convolution(Op):
 
     node_name = "ConvolutionBackward0"
     array_backward = True
+    saved_names = ("input", "weight")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, input, weight, bias, stride, pads, dilation, transposed, output_padding,
@@ -166,6 +168,8 @@ class Convolution(Op):
         ctx.save_for_backward(input, weight)
         ctx.params = (stride, pads, dilation, transposed, output_padding, groups)
         ctx.has_bias = bias is not None
+        # grad_fn._saved_bias_sym_sizes_opt: torch keeps (0,) for no bias
+        ctx._bias_sizes = (0,) if bias is None else bias._array.shape
         needs = ctx.needs_input_grad
         if transposed:
             sizes = transposed_sizes(x.shape[2:], w.shape[2:], stride, pads, dilation,
@@ -193,6 +197,27 @@ class Convolution(Op):
                           for array in _backward_arrays(ctx, input._array, weight._array,
                                                         grad._array))
         return grads + (None,) * 6
+
+
+def _saved_parameter(index: int):
+    def read(node):
+        return node.params[index]
+
+    return read
+
+
+def _saved_padding(node) -> tuple:
+    """torch's padding: one int per spatial dim (the before side of our (before, after))."""
+    return tuple(before for before, _ in node.params[1])
+
+
+# grad_fn._saved_<name> as torch names ctx.params (stride, pads, dilation, transposed,
+# output_padding, groups)
+for _index, _name in enumerate(("stride", "padding", "dilation", "transposed",
+                                "output_padding", "groups")):
+    show_saved(Convolution, _name,
+               _saved_padding if _name == "padding" else _saved_parameter(_index))
+show_saved(Convolution, "bias_sym_sizes_opt", lambda node: tuple(node._bias_sizes))
 
 
 def transposed_sizes(sizes, kernel, stride, pads, dilation, output_padding):

@@ -11,6 +11,7 @@ from __future__ import annotations
 from ..autograd.function import Op
 from ..errors import DTypeError
 from . import _math
+from ._saved import as_torch_int, show_saved
 from .indexing import index_accumulate
 
 
@@ -52,3 +53,14 @@ class Embedding(Op):
             counts = xp.bincount(flat, minlength=ctx.rows)[flat].astype(_math.numpy_dtype(rows))
             rows = rows / _math.constant(rows, counts[:, None])
         return (index_accumulate(rows, (ctx.rows, width), flat),)
+
+
+def _saved_padding_idx(node) -> int:
+    """torch keeps "no padding row" as -1, which its node shows as 2**64 - 1."""
+    padding_idx = node.padding_idx
+    return as_torch_int(-1 if padding_idx is None else padding_idx)
+
+
+show_saved(Embedding, "padding_idx", _saved_padding_idx)
+# embedding(sparse=True) is refused before the op runs, so a node's is always False
+show_saved(Embedding, "sparse", lambda node: False)

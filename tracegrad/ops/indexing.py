@@ -27,6 +27,7 @@ class Select(Op):
     node_name = "SelectBackward0"
     is_view = True
     array_backward = True
+    saved_names = ("dim=dim", "index=index", "self_sym_sizes=input_shape")  # as PyTorch
 
     @staticmethod
     def forward(ctx, a, dim, index):

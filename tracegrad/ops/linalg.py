@@ -10,6 +10,7 @@ from ..autograd.function import Op
 from ..errors import DTypeError, ShapeError
 from . import _math
 from ._operands import broadcast_error, check_same_device
+from ._saved import show_saved
 
 
 def _torch_dtype_name(tensor) -> str:
@@ -70,7 +71,13 @@ class Mm(Op):
     @staticmethod
     def forward(ctx, a, b):
         save_operands(ctx, a, b)
-        return Mm.product(a, b)
+        # For grad_fn._saved_*_sym_sizes/strides: the inner size and the strides in bytes,
+        # the least to read per call (mm is hot); the outer sizes and the item size come
+        # from the node's output meta when the attribute is read.
+        result = Mm.product(a, b)  # first: it checks that both are matrices
+        x, y = a._array, b._array
+        ctx._layouts = (x.shape[1], x.strides, y.strides)
+        return result
 
     @staticmethod
     def product(a, b):
@@ -91,6 +98,33 @@ class Mm(Op):
         needs = ctx.needs_input_grad
         return (_math.mm(grad, _math.t(b)) if needs[0] else None,
                 _math.mm(_math.t(a), grad) if needs[1] else None)
+
+
+def _saved_sizes(position: int):
+    def read(node) -> tuple:
+        rows, columns = node._output_meta[0][0]
+        inner = node._layouts[0]
+        return (rows, inner) if position == 0 else (inner, columns)
+
+    return read
+
+
+def _saved_strides(position: int):
+    """torch keeps an operand's strides (in elements) only when its gradient is needed,
+    and shows () otherwise."""
+    def read(node) -> tuple:
+        needs = node.needs_input_grad
+        if not (needs and needs[position]):
+            return ()
+        itemsize = node._output_meta[0][1].itemsize  # mm's operands share the result's dtype
+        return tuple(stride // itemsize for stride in node._layouts[1 + position])
+
+    return read
+
+
+for _position, _operand in enumerate(("self", "mat2")):
+    show_saved(Mm, f"{_operand}_sym_sizes", _saved_sizes(_position))
+    show_saved(Mm, f"{_operand}_sym_strides", _saved_strides(_position))
 
 
 class Mv(Op):

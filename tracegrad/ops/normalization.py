@@ -133,6 +133,9 @@ def _update_running(running: Tensor, value, momentum: float) -> None:
 class NativeLayerNorm(Op):
     node_name = "NativeLayerNormBackward0"
     array_backward = True
+    # as PyTorch names them (torch also keeps bias, and mean/rstd as result1/result2
+    # tensors, which this op keeps as arrays: those slots are not shown)
+    saved_names = ("input", "weight", "normalized_shape=_normalized_shape")
 
     @staticmethod
     def forward(ctx, input, normalized_shape, weight, bias, eps):
@@ -155,6 +158,7 @@ class NativeLayerNorm(Op):
         ctx.save_for_backward(input, weight)
         ctx.mean, ctx.rstd, ctx.eps, ctx.axes = mean, rstd, eps, axes
         ctx.has_bias = bias is not None
+        ctx._normalized_shape = x.shape[x.ndim - count:]  # grad_fn._saved_normalized_shape
         return out
 
     @staticmethod

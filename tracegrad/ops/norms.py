@@ -10,6 +10,7 @@ from .. import _dtype
 from ..autograd.function import Op
 from ..errors import DTypeError
 from ..tensor import Tensor
+from ._saved import as_torch_ints, show_saved
 from .reduce import normalize_dims
 from .statistics import as_kept
 from .unary import _quiet
@@ -23,6 +24,7 @@ def _norm_dims(dim, ndim: int):
 
 class VectorNorm(Op):
     node_name = "LinalgVectorNormBackward0"
+    saved_names = ("self", "result", "keepdim=keepdim")  # as PyTorch names them; dim, ord below
     saves_output = True
 
     @staticmethod
@@ -38,6 +40,7 @@ class VectorNorm(Op):
         dims = _norm_dims(dim, x.ndim)
         ctx.save_for_backward(a)
         ctx.ord, ctx.dims, ctx.keepdim = float(ord), dims, keepdim
+        ctx._given = (ord, dim)  # as given: grad_fn._saved_ord and _saved_dim show them
         magnitude = xp.abs(x)
         p = float(ord)
         if x.size == 0 and p < 0:
@@ -67,6 +70,10 @@ class VectorNorm(Op):
         a, result = ctx.saved_tensors
         return (norm_grad(grad, a, result, ctx.ord, ctx.dims, ctx.keepdim),
                 None, None, None, None)
+
+
+show_saved(VectorNorm, "ord", lambda node: node._given[0])
+show_saved(VectorNorm, "dim", lambda node: as_torch_ints(node._given[1]))
 
 
 def norm_grad(grad, a, result, p: float, dims, keepdim: bool):

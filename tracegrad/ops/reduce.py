@@ -8,6 +8,7 @@ from ..autograd.quiet import restore, silence
 from ..errors import ShapeError
 from . import _math
 from ._checks import wrap_dim
+from ._saved import as_torch_int, as_torch_ints, show_saved
 
 
 def normalize_dims(dim, ndim: int) -> tuple | None:
@@ -77,6 +78,7 @@ class Sum(Op):
         x = a._array
         dims = normalize_dims(dim, x.ndim)
         ctx.input_shape, ctx.dims, ctx.keepdim = x.shape, dims, keepdim
+        ctx._dim = dim  # as given: grad_fn._saved_dim shows it
         token = silence()  # an overflowing or inf - inf sum is inf/nan in torch, silently
         try:
             return x.sum(axis=dims, keepdims=keepdim, dtype=dtype or _accumulate_dtype(x))
@@ -86,6 +88,9 @@ class Sum(Op):
     @staticmethod
     def backward(ctx, grad):
         return (_math.expand_reduced(grad, ctx.input_shape, ctx.dims, ctx.keepdim),)
+
+
+show_saved(Sum, "dim", lambda node: as_torch_ints(node._dim))
 
 
 class SumAll(Sum):
@@ -110,6 +115,7 @@ class Mean(Op):
                 ".float() first, or pass dtype=torch.float32.")
         dims = normalize_dims(dim, x.ndim)
         ctx.input_shape, ctx.dims, ctx.keepdim = x.shape, dims, keepdim
+        ctx._dim = dim  # as given: grad_fn._saved_dim shows it
         count = x.size if dims is None else _product(x.shape[d] for d in dims)
         ctx.count = max(count, 1)
         token = silence()  # (as Sum's)
@@ -121,6 +127,10 @@ class Mean(Op):
     @staticmethod
     def backward(ctx, grad):
         return (_math.expand_reduced(grad / ctx.count, ctx.input_shape, ctx.dims, ctx.keepdim),)
+
+
+show_saved(Mean, "dim", lambda node: as_torch_ints(node._dim))
+show_saved(Mean, "self_sym_numel", lambda node: _product(node.input_shape))
 
 
 class MeanAll(Mean):
@@ -190,6 +200,7 @@ class MaxDim(Op):
         indices = xp.expand_dims(arg(x, axis=axis), axis) if x.ndim else xp.zeros((), "int64")
         values = xp.take_along_axis(x, indices, axis=axis) if x.ndim else x.copy()
         ctx.axis, ctx.keepdim, ctx.input_shape = axis, keepdim, x.shape
+        ctx._dim = dim  # as given: grad_fn._saved_dim shows it
         ctx.indices = indices
         if not keepdim and x.ndim:
             values, indices = values.squeeze(axis), indices.squeeze(axis)
@@ -208,6 +219,10 @@ class MaxDim(Op):
 class MinDim(MaxDim):
     node_name = "MinBackward0"
     _reduce = "min"
+
+
+for _op in (MaxDim, MinDim):
+    show_saved(_op, "dim", lambda node: as_torch_int(node._dim))
 
 
 def argmax(a, dim=None, keepdim=False):

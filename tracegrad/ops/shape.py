@@ -6,6 +6,7 @@ from ..autograd.function import Op
 from ..errors import ShapeError
 from . import _math
 from ._checks import expand_shape, narrow_start  # torch's input checks (issue 16)
+from ._saved import as_torch_int, show_saved
 
 
 def wrap_dim(dim: int, ndim: int) -> int:
@@ -86,6 +87,7 @@ class UnsafeView(Op):
 
     node_name = "UnsafeViewBackward0"
     array_backward = True
+    saved_names = ("self_sym_sizes=input_shape",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a, shape):
@@ -321,7 +323,7 @@ class Cat(Op):
                     f"cat(): Sizes of tensors must match except in dimension {axis}. Expected "
                     f"{list(arrays[0].shape)} (tensor 0) but got {list(array.shape)} for "
                     f"tensor number {index} in the list.")
-        ctx.axis = axis
+        ctx.axis, ctx._dim = axis, dim  # _dim as given: grad_fn._saved_dim shows it
         ctx.sizes = [array.shape[axis] for array in arrays]
         dtype = arrays[0].dtype
         for array in arrays[1:]:
@@ -339,6 +341,9 @@ class Cat(Op):
             grads.append(_math.narrow(grad, ctx.axis, start, start + size) if needed else None)
             start += size
         return tuple(grads)
+
+
+show_saved(Cat, "dim", lambda node: as_torch_int(node._dim))
 
 
 class Stack(Op):

@@ -19,6 +19,7 @@ from ..errors import ArgumentTypeError, DTypeError, ShapeError
 from ..tensor import Tensor
 from . import _math
 from ._checks import wrap_dim
+from ._saved import as_torch_ints, show_saved
 from .indexing import scatter_into
 from .reduce import _product, expand_reduced, normalize_dims
 from .shape import Reshape
@@ -79,6 +80,9 @@ def _variance(x, dims, keepdim, correction):
 class Var(Op):
     node_name = "VarBackward0"
     array_backward = True
+    # as PyTorch names them; dim below (torch's correction is None for a bare var(), which
+    # the op cannot tell from var(None): not shown)
+    saved_names = ("self", "keepdim=keepdim")
 
     @staticmethod
     def forward(ctx, a, dim=None, correction=1, keepdim=False):
@@ -87,6 +91,7 @@ class Var(Op):
         dims = normalize_dims(dim, x.ndim)
         ctx.save_for_backward(a)
         ctx.dims, ctx.keepdim, ctx.correction = dims, keepdim, correction
+        ctx._dim = dim  # as given: grad_fn._saved_dim shows it
         variance, _ = _variance(x, dims, keepdim, correction)
         return variance
 
@@ -107,6 +112,7 @@ def _var_grad(grad, a, dims, keepdim, correction):
 class Std(Op):
     node_name = "StdBackward0"
     array_backward = True
+    saved_names = ("self", "result", "keepdim=keepdim")  # as Var's
     saves_output = True
 
     @staticmethod
@@ -116,6 +122,7 @@ class Std(Op):
         dims = normalize_dims(dim, x.ndim)
         ctx.save_for_backward(a)
         ctx.dims, ctx.keepdim, ctx.correction = dims, keepdim, correction
+        ctx._dim = dim  # as given: grad_fn._saved_dim shows it
         variance, _ = _variance(x, dims, keepdim, correction)
         return a._xp.sqrt(variance)
 
@@ -125,6 +132,10 @@ class Std(Op):
         # d std = d var / (2 std)
         scaled = grad / (result * 2)
         return (_var_grad(scaled, a, ctx.dims, ctx.keepdim, ctx.correction), None, None, None)
+
+
+for _op in (Var, Std):
+    show_saved(_op, "dim", lambda node: as_torch_ints(node._dim))
 
 
 class VarMean(Op):

@@ -12,6 +12,7 @@ from . import _math
 from ._checks import wrap_dim
 from ._edges import select_edges
 from ._operands import broadcast_error, operands
+from ._saved import as_torch_int, show_saved
 from .reduce import sum_to
 
 
@@ -443,7 +444,7 @@ class Softmax(Op):
     def forward(ctx, a, dim):
         x = _float(a)
         axis = wrap_dim(dim, x.ndim, a)
-        ctx.axis = axis
+        ctx.axis, ctx._dim = axis, dim  # _dim as given: grad_fn._saved_dim shows it
         xp = a._xp
         if x.size == 0:  # nothing to normalize (and max of nothing has no identity)
             return x.copy()
@@ -469,7 +470,7 @@ class LogSoftmax(Op):
     def forward(ctx, a, dim):
         x = _float(a)
         axis = wrap_dim(dim, x.ndim, a)
-        ctx.axis = axis
+        ctx.axis, ctx._dim = axis, dim  # _dim as given: grad_fn._saved_dim shows it
         xp = a._xp
         if x.size == 0:
             return x.copy()
@@ -481,6 +482,10 @@ class LogSoftmax(Op):
     def backward(ctx, grad):
         (result,) = ctx.saved_tensors
         return (grad - _math.exp(result) * _math.sum_keepdim(grad, ctx.axis), None)
+
+
+for _op in (Softmax, LogSoftmax):
+    show_saved(_op, "dim", lambda node: as_torch_int(node._dim))
 
 
 def softmax(a, dim=None, dtype=None):
