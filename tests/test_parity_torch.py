@@ -433,3 +433,38 @@ def test_zero_grad_in_place_moves_the_grad_version_on_as_torch(owner):
         assert model.weight.grad is grad and not grad.any()
         bumps.append(grad._version - before)
     assert bumps[0] == bumps[1] == 1
+
+
+SUM_MEAN_FORMS = {
+    "sum()": lambda lib, x: x.sum(),
+    "sum(None)": lambda lib, x: x.sum(None),
+    "sum(dim=None, keepdim=True)": lambda lib, x: x.sum(dim=None, keepdim=True),
+    "torch.sum(x)": lambda lib, x: lib.sum(x),
+    "torch.sum(x, None, True)": lambda lib, x: lib.sum(x, None, True),
+    "sum(dim=[])": lambda lib, x: x.sum(dim=[]),
+    "sum(dim=[], keepdim=True)": lambda lib, x: x.sum(dim=[], keepdim=True),
+    "sum(1, keepdim=True)": lambda lib, x: x.sum(1, keepdim=True),
+    "mean()": lambda lib, x: x.mean(),
+    "mean(dim=None, keepdim=True)": lambda lib, x: x.mean(dim=None, keepdim=True),
+    "torch.mean(x)": lambda lib, x: lib.mean(x),
+    "mean(dim=())": lambda lib, x: x.mean(dim=()),
+}
+
+
+@pytest.mark.parametrize("form", sorted(SUM_MEAN_FORMS))
+def test_sum_and_mean_forms_give_torchs_node_shape_and_gradient(form):
+    seen = []
+    for lib in (tracegrad, torch):
+        x = lib.arange(6.0).reshape(2, 3).requires_grad_()
+        y = SUM_MEAN_FORMS[form](lib, x)
+        y.sum().backward()
+        seen.append((y.grad_fn.name(), tuple(y.shape), y.detach().numpy().tolist(),
+                     x.grad.numpy().tolist()))
+    assert seen[0] == seen[1]
+
+
+@pytest.mark.parametrize("name", ["sum", "mean"])
+def test_keepdim_without_dim_is_refused_as_torch_refuses_it(name):
+    for lib in (tracegrad, torch):
+        with pytest.raises(TypeError, match="invalid combination of arguments"):
+            getattr(lib.ones(2, 3), name)(keepdim=True)

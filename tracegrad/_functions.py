@@ -11,6 +11,7 @@ import builtins
 from ._dtype import from_numpy_dtype as _from_numpy_dtype
 from ._methods import ValuesIndices
 from ._methods.comparison import numpy_aliases as _numpy_aliases
+from ._methods.reduction import ALL_DIMS
 from .ops import arith as _arith
 from .ops import binary as _binary
 from .ops import bitwise as _bitwise
@@ -98,10 +99,10 @@ def maximum(input, other):
 def minimum(input, other):
     return input.minimum(other)
 
-def sum(input, dim=None, keepdim=False, *, dtype=None, **aliases):
+def sum(input, dim=ALL_DIMS, keepdim=False, *, dtype=None, **aliases):
     return input.sum(dim, keepdim, dtype=dtype, **aliases)
 
-def mean(input, dim=None, keepdim=False, *, dtype=None, **aliases):
+def mean(input, dim=ALL_DIMS, keepdim=False, *, dtype=None, **aliases):
     return input.mean(dim, keepdim, dtype=dtype, **aliases)
 
 def nansum(input, dim=None, keepdim=False, *, dtype=None, **aliases):

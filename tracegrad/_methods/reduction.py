@@ -13,6 +13,25 @@ from typing import TYPE_CHECKING
 
 from .comparison import numpy_aliases
 
+
+class _AllDims:
+    """``dim`` not given at all: torch's no-dim overload (``SumBackward0``), which differs
+    from ``dim=None`` given explicitly (``SumBackward1``, honouring ``keepdim``)."""
+
+    def __repr__(self) -> str:
+        return "None"  # what help() and signatures show, as torch documents the default
+
+
+ALL_DIMS = _AllDims()
+
+
+def _refuse_keepdim_alone(name: str, keepdim) -> None:
+    if keepdim:
+        raise TypeError(
+            f"{name}() received an invalid combination of arguments - got (keepdim=bool, ): "
+            f"keepdim is taken only together with dim. Hint: {name}(dim=None, keepdim=True) "
+            "reduces every dimension and keeps each as size 1.")
+
 if TYPE_CHECKING:
     from ..ops import norms, reduce, scan, statistics, unary  # noqa: TC004 - bound at runtime by _bind()
     from ..tensor import Tensor  # noqa: TC004 - bound at runtime by _bind()
@@ -25,18 +44,24 @@ MinMax = namedtuple("aminmax", ["min", "max"])
 class ReductionMethods:
     __slots__ = ()
 
-    def sum(self, dim=None, keepdim=False, dtype=None, **aliases):
+    def sum(self, dim=ALL_DIMS, keepdim=False, dtype=None, **aliases):
+        """``x.sum()`` (SumBackward0) or ``x.sum(dim, keepdim)`` (SumBackward1), where
+        ``dim=None`` given explicitly reduces every dimension but honours ``keepdim``."""
         if aliases:
             dim, keepdim = numpy_aliases("sum", aliases, dim, keepdim)
-        if dim is None:
+        if dim is ALL_DIMS:
+            _refuse_keepdim_alone("sum", keepdim)
             return reduce.SumAll.apply(self, dtype=_np_dtype(dtype))
         return reduce.Sum.apply(self, dim=dim, keepdim=keepdim, dtype=_np_dtype(dtype))
 
-    def mean(self, dim=None, keepdim=False, dtype=None, **aliases):
+    def mean(self, dim=ALL_DIMS, keepdim=False, dtype=None, **aliases):
+        """``x.mean()`` (MeanBackward0) or ``x.mean(dim, keepdim)`` (MeanBackward1), as
+        ``sum``."""
         if aliases:
             dim, keepdim = numpy_aliases("mean", aliases, dim, keepdim)
         source = self if dtype is None else self.to(dtype)
-        if dim is None:
+        if dim is ALL_DIMS:
+            _refuse_keepdim_alone("mean", keepdim)
             return reduce.MeanAll.apply(source)
         return reduce.Mean.apply(source, dim=dim, keepdim=keepdim)
 

@@ -76,7 +76,7 @@ class Sum(Op):
     @staticmethod
     def forward(ctx, a, dim=None, keepdim=False, dtype=None):
         x = a._array
-        dims = normalize_dims(dim, x.ndim)
+        dims = normalize_dims(dim, x.ndim) or None  # dim=[] reduces every dim, as in torch
         ctx.input_shape, ctx.dims, ctx.keepdim = x.shape, dims, keepdim
         ctx._dim = dim  # as given: grad_fn._saved_dim shows it
         token = silence()  # an overflowing or inf - inf sum is inf/nan in torch, silently
@@ -113,7 +113,7 @@ class Mean(Op):
                 f"mean(): could not infer output dtype. Input dtype must be either a floating "
                 f"point or complex dtype. Got: {_torch_name(a)} ({a._describe()}). Hint: call "
                 ".float() first, or pass dtype=torch.float32.")
-        dims = normalize_dims(dim, x.ndim)
+        dims = normalize_dims(dim, x.ndim) or None  # dim=[] reduces every dim, as in torch
         ctx.input_shape, ctx.dims, ctx.keepdim = x.shape, dims, keepdim
         ctx._dim = dim  # as given: grad_fn._saved_dim shows it
         count = x.size if dims is None else _product(x.shape[d] for d in dims)
