@@ -249,8 +249,14 @@ def test_damaged_columns_name_the_record(tmp_path, case):
     """Damage only the column layout can have: each names the record (or the column) it
     is in, as TraceFileError."""
     edit, words = COLUMN_DAMAGE[case]
+    _assert_damage_named(tmp_path, _program_trace(), edit, words)
+
+
+def _assert_damage_named(tmp_path, trace: Trace, edit, words: str) -> None:
+    """Save ``trace``, apply ``edit`` to its trace.json, and expect a TraceFileError whose
+    message contains ``words``."""
     path = tmp_path / "run.tgtrace"
-    _program_trace().save(path)
+    trace.save(path)
     with zipfile.ZipFile(path) as archive:
         members = {name: archive.read(name) for name in archive.namelist()}
     document = json.loads(members["trace.json"])
@@ -312,18 +318,7 @@ SHORT_FORM_DAMAGE = {
 @pytest.mark.parametrize("case", sorted(SHORT_FORM_DAMAGE))
 def test_damaged_short_forms_name_the_record(tmp_path, case):
     edit, words = SHORT_FORM_DAMAGE[case]
-    path = tmp_path / "chain.tgtrace"
-    _chain_trace().save(path)
-    with zipfile.ZipFile(path) as archive:
-        members = {name: archive.read(name) for name in archive.namelist()}
-    document = json.loads(members["trace.json"])
-    edit(document)
-    members["trace.json"] = json.dumps(document).encode()
-    damaged = tmp_path / "damaged.tgtrace"
-    _write_zip(damaged, list(members.items()))
-    with pytest.raises(TraceFileError) as info:
-        tg.load_trace(damaged)
-    assert words in str(info.value), str(info.value)
+    _assert_damage_named(tmp_path, _chain_trace(), edit, words)
 
 
 def _schema_1_encode(value, arrays):
