@@ -334,6 +334,26 @@ class ClampTensor(Op):
         return (sum_to(grad * inside, a.shape) if needs[0] else None), grad_low, grad_high
 
 
+def _clamp_to_tensor(ctx, name: str, a, bound, pick):
+    """The forward of clamp_min/clamp_max with a tensor bound: ``pick`` (maximum or
+    minimum) of x and the bound, broadcast."""
+    ctx.save_for_backward(a, bound)
+    try:
+        return pick(a._array, bound._array)
+    except ValueError:
+        raise broadcast_error(name, a, bound) from None
+
+
+def _clamp_to_tensor_grads(ctx, grad, keeps):
+    """The gradient goes to x where ``keeps(x, bound)`` (x is on the right side of the
+    bound), else to the bound."""
+    a, bound = ctx.saved_tensors
+    needs = ctx.needs_input_grad
+    kept = keeps(a, bound)
+    return (sum_to(grad * kept, a.shape) if needs[0] else None,
+            sum_to(grad * ~kept, bound.shape) if needs[1] else None)
+
+
 class ClampMinTensor(Op):
     """``clamp_min(x, tensor)``: the gradient goes to x where x >= min, else to min."""
 
@@ -342,19 +362,11 @@ class ClampMinTensor(Op):
 
     @staticmethod
     def forward(ctx, a, min):
-        ctx.save_for_backward(a, min)
-        try:
-            return a._xp.maximum(a._array, min._array)
-        except ValueError:
-            raise broadcast_error("clamp_min", a, min) from None
+        return _clamp_to_tensor(ctx, "clamp_min", a, min, a._xp.maximum)
 
     @staticmethod
     def backward(ctx, grad):
-        a, low = ctx.saved_tensors
-        needs = ctx.needs_input_grad
-        kept = a >= low
-        return (sum_to(grad * kept, a.shape) if needs[0] else None,
-                sum_to(grad * ~kept, low.shape) if needs[1] else None)
+        return _clamp_to_tensor_grads(ctx, grad, lambda x, low: x >= low)
 
 
 class ClampMaxTensor(Op):
@@ -365,19 +377,11 @@ class ClampMaxTensor(Op):
 
     @staticmethod
     def forward(ctx, a, max):
-        ctx.save_for_backward(a, max)
-        try:
-            return a._xp.minimum(a._array, max._array)
-        except ValueError:
-            raise broadcast_error("clamp_max", a, max) from None
+        return _clamp_to_tensor(ctx, "clamp_max", a, max, a._xp.minimum)
 
     @staticmethod
     def backward(ctx, grad):
-        a, high = ctx.saved_tensors
-        needs = ctx.needs_input_grad
-        kept = a <= high
-        return (sum_to(grad * kept, a.shape) if needs[0] else None,
-                sum_to(grad * ~kept, high.shape) if needs[1] else None)
+        return _clamp_to_tensor_grads(ctx, grad, lambda x, high: x <= high)
 
 
 def clamp_op(min, max) -> type:
