@@ -70,6 +70,51 @@ def test_same_program_byte_identical_without_timings(tmp_path):
     assert all(step.duration_ns == 0 for p in tg.load_trace(first).passes for step in p.steps)
 
 
+def test_huge_and_non_finite_values_save_without_numpy_warnings(tmp_path):
+    """float64 values whose sum and sum of squares overflow (1e308) keep finite, exact
+    statistics, and gradients holding both +inf and -inf are summarized: neither may
+    print a NumPy RuntimeWarning into the traced program, nor stop the save."""
+    x = tg.full((3,), 1e308, dtype=tg.float64, requires_grad=True)
+    w = tg.tensor([1.0, float("inf"), -float("inf")], dtype=tg.float64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with tg.record() as trace:
+            (x * 1.0).sum().backward()
+            (x * w).sum().backward()
+        trace.save(tmp_path / "huge.tgtrace")
+    loaded = tg.load_trace(tmp_path / "huge.tgtrace")
+    assert loaded == trace
+    huge = next(tensor.value for tensor in loaded.tensors.values()
+                if tensor.value is not None and tensor.value.shape == (3,)
+                and tensor.value.stats.max == 1e308)
+    assert huge.stats.mean == pytest.approx(1e308)
+    assert huge.stats.norm == pytest.approx(3 ** 0.5 * 1e308)
+    mixed = [value for step in loaded.passes[1].steps for value in step.grads_out
+             if value is not None and value.stats.inf_count == 2]
+    assert mixed and mixed[0].stats.max == mixed[0].stats.min == 1.0  # w: the finite one
+
+
+def test_names_orjson_refuses_still_round_trip(tmp_path):
+    """A lone surrogate in a name is not UTF-8 (orjson refuses it): the json module writes
+    it as an escape instead, and the name reads back unchanged; other unicode is kept."""
+    x = tg.ones(2, requires_grad=True)
+    with tg.record() as trace:
+        (x * 2).sum().backward()
+    leaf = next(tensor for tensor in trace.tensors.values() if tensor.is_leaf)
+    for name in ("größe_λ", "bad\udc80name"):
+        leaf.name = name
+        trace.save(tmp_path / "named.tgtrace")
+        assert tg.load_trace(tmp_path / "named.tgtrace") == trace
+
+
+def test_non_finite_metadata_is_refused_not_written_as_null(tmp_path):
+    trace = _program_trace(values=False)
+    trace.metadata["learning_rate"] = float("nan")
+    with pytest.raises(ValueError, match="nan.*cannot be stored.*Hint"):
+        trace.save(tmp_path / "nan.tgtrace")
+    assert not (tmp_path / "nan.tgtrace").exists()
+
+
 def test_missing_and_not_a_zip(tmp_path):
     with pytest.raises(TraceFileError, match="no such file"):
         tg.load_trace(tmp_path / "absent.tgtrace")

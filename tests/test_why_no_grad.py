@@ -380,3 +380,60 @@ def test_a_zero_gradient_is_found_from_statistics_when_arrays_were_not_kept():
     why = trace.why_no_grad(w1)
     assert (why.cause, why.op, why.fraction) == ("zero", "ReluBackward0", None)
     assert "(100% of" not in str(why)
+
+
+# -- a gradient zeroed in place after backward: .grad is there, and all zeros ----------------
+_ZEROED = {
+    "optimizer": "opt.zero_grad(set_to_none=False)\n",
+    "tutorial": "with torch.no_grad():\n    w1 -= 0.1 * w1.grad\n    w1.grad.zero_()\n",
+}
+
+
+def _zeroed_script(folder, how: str, library: str = "tracegrad as torch"):
+    script = folder / f"zeroed_{how}.py"
+    script.write_text(f"import {library}\n"
+                      "w1 = torch.ones(2, requires_grad=True)\n"
+                      "opt = torch.optim.SGD([w1], lr=0.1)\n"
+                      "loss = (w1 * 3.0).sum()\n"
+                      "loss.backward()\n" + _ZEROED[how])
+    return script
+
+
+@pytest.mark.parametrize("how", sorted(_ZEROED))
+def test_a_gradient_zeroed_in_place_after_backward_is_not_called_nonzero(how, tmp_path):
+    """The trace records the accumulated gradient (nonzero); the live tensor's .grad is
+    all zeros now. The answer must say so, not 'has a nonzero gradient'."""
+    result = run(str(_zeroed_script(tmp_path, how)))
+    w1 = result.namespace["w1"]
+    assert w1.grad is not None and not w1.grad.any()
+    why = result.trace.why_no_grad(w1)
+    assert (why.cause, why.has_grad) == ("grad_zeroed", False), str(why)
+    assert why.other_site.line == 5  # loss.backward()
+    assert "holds only zeros now" in str(why) and "zero_grad(set_to_none=False)" in str(why)
+    # The trace alone (a name, a loaded file) cannot know: it keeps the recorded answer.
+    assert result.trace.why_no_grad("w1").cause == "has_grad"
+
+
+def test_a_gradient_zeroed_after_a_later_pass_does_not_change_an_earlier_one():
+    w = tg.ones(2, requires_grad=True)
+    with tg.record() as trace:
+        (w * 3.0).sum().backward()
+        (w * 2.0).sum().backward()
+        w.grad.zero_()
+    assert trace.why_no_grad(w).cause == "grad_zeroed"
+    assert trace.why_no_grad(w, pass_index=0).cause == "has_grad"
+
+
+def test_why_cli_reads_the_scripts_own_tensor(tmp_path, capsys):
+    assert main(["why", str(_zeroed_script(tmp_path, "optimizer")), "w1"]) == 1
+    out = capsys.readouterr().out
+    assert "w1: no gradient [grad_zeroed]" in out and "holds only zeros now" in out
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("how", sorted(_ZEROED))
+def test_a_gradient_zeroed_in_place_on_real_torch(how, tmp_path):
+    pytest.importorskip("torch")
+    result = run(str(_zeroed_script(tmp_path, how, library="torch")))
+    assert result.trace.metadata["engine"] == "torch"
+    assert result.trace.why_no_grad(result.namespace["w1"]).cause == "grad_zeroed"

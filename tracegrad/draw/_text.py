@@ -39,15 +39,22 @@ def value_summary(value: Value) -> str:
 def value_detail(value: Value) -> str:
     """Shape, dtype and every statistic, for tooltips."""
     stats = value.stats
-    text = (f"{value.dtype} {size_text(value.shape)} min={number_text(stats.min)} "
-            f"max={number_text(stats.max)} mean={number_text(stats.mean)} "
-            f"norm={number_text(stats.norm)}")
+    numbers = (stats.min, stats.max, stats.mean, stats.norm)
+    if None in numbers:
+        text = (f"{value.dtype} {size_text(value.shape)} min={number_text(stats.min)} "
+                f"max={number_text(stats.max)} mean={number_text(stats.mean)} "
+                f"norm={number_text(stats.norm)}")
+    else:  # number_text's format, one %-format for all four: a third of the time
+        text = f"{value.dtype} {size_text(value.shape)} " + _ALL_STATS % numbers
     bad = nonfinite_text(stats)
     if bad:
         text += " " + bad
     if value.summarized:
         text += " (summary only)"
     return text
+
+
+_ALL_STATS = "min=%.4g max=%.4g mean=%.4g norm=%.4g"
 
 
 def clip(text: str, limit: int) -> str:

@@ -90,28 +90,29 @@ def plan_to_digraph(plan: Plan, rankdir: str = "TB") -> graphviz.Digraph:
     # One f-string per statement, with the common shapes written out (a box with no extra
     # attributes, an arrow with none): sorting and joining attribute lists for each of
     # 100,000 statements cost as much as planning them (bench/bench_dot.py).
+    # Box keys are the plan's own ids ("n12", "t3", "m0", "exception"): DOT identifiers
+    # already, written bare without asking quote().
     for box in plan.boxes:
         target = clusters[box.module].body if box.module is not None else body
         label = quote(_text(box.label))
         if box.attrs:
             attributes = {"fillcolor": box.fill, "tooltip": _text(box.tooltip), **box.attrs}
-            target.append(f"\t{quote(box.key)} [label={label} "
-                          f"{_attribute_list(attributes)}]\n")
+            target.append(f"\t{box.key} [label={label} {_attribute_list(attributes)}]\n")
         else:  # "fillcolor" < "tooltip": the order graphviz sorts them in
-            target.append(f"\t{quote(box.key)} [label={label} fillcolor={quote(box.fill)} "
+            target.append(f"\t{box.key} [label={label} fillcolor={_quoted_word(box.fill)} "
                           f"tooltip={quote(_text(box.tooltip))}]\n")
     _attach_clusters(graph, clusters)
     append = body.append
     for arrow in plan.arrows:
-        line = f"\t{quote(arrow.tail)} -> {quote(arrow.head)}"
         if arrow.attrs or arrow.tooltip or arrow.label:
             attributes = dict(arrow.attrs)
             if arrow.tooltip:
                 attributes["tooltip"] = _text(arrow.tooltip)
             if arrow.label:
                 attributes["label"] = _text([arrow.label])
-            line += f" [{_attribute_list(attributes)}]"
-        append(line + "\n")
+            append(f"\t{arrow.tail} -> {arrow.head} [{_attribute_list(attributes)}]\n")
+        else:
+            append(f"\t{arrow.tail} -> {arrow.head}\n")
     return graph
 
 
@@ -137,9 +138,25 @@ def quote(text: str) -> str:
     return '"' + text.replace('"', '\\"') + '"'
 
 
+def _quoted_word(text: str) -> str:
+    """``quote(text)`` for the few words a picture repeats (colours, numbers, slot names),
+    looked up: a 50,000-node graph asks for "orange" 100,000 times."""
+    quoted = _QUOTED_WORDS.get(text)
+    if quoted is None:
+        quoted = quote(text)
+        if len(text) <= 32 and len(_QUOTED_WORDS) < 1024:
+            _QUOTED_WORDS[text] = quoted
+    return quoted
+
+
+_QUOTED_WORDS: dict[str, str] = {}
+
+
 def _attribute_list(attributes: dict[str, str]) -> str:
-    """``key=value`` pairs sorted by key, as graphviz writes them."""
-    return " ".join([f"{key}={quote(attributes[key])}" for key in sorted(attributes)])
+    """``key=value`` pairs sorted by key, as graphviz writes them (keys are attribute
+    names: bare words)."""
+    return " ".join([f"{key}={_quoted_word(value) if len(value) <= 32 else quote(value)}"
+                     for key, value in sorted(attributes.items())])
 
 
 def _text(lines: list[str]) -> str:

@@ -112,14 +112,21 @@ def _explain(trace, names: list[str], namespace: dict, pass_index) -> int:
                            "tensor: tracegrad why TARGET w1.")
     missing = 0
     for name in targets:
+        live = namespace.get(name)
         try:
-            answer = why_no_grad(trace, name, pass_index)
-        except ValueError as error:
-            live = namespace.get(name)
-            if live is None or getattr(live, "requires_grad", True) is not False:
-                return fail("why", str(error).removeprefix("why_no_grad: "), EXIT_USAGE)
+            # The script's own tensor when it is still there: its .grad now shows what the
+            # trace cannot (zeroed in place after backward); else the name in the trace.
+            if live is None or not hasattr(live, "grad"):
+                raise ValueError(name)
             answer = why_no_grad(trace, live, pass_index)
-            answer.label = name
+        except (ValueError, TypeError):
+            try:
+                answer = why_no_grad(trace, name, pass_index)
+            except ValueError as error:
+                if live is None or getattr(live, "requires_grad", True) is not False:
+                    return fail("why", str(error).removeprefix("why_no_grad: "), EXIT_USAGE)
+                answer = why_no_grad(trace, live, pass_index)
+        answer.label = name
         if names or not answer.has_grad or answer.cause == "zero":
             print(answer)
         if answer.cause != "has_grad":

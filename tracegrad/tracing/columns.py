@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import typing
 from collections.abc import Callable
 from functools import partial
@@ -205,6 +206,8 @@ class _ColumnEncoder:
     def _encode(self, column: _Column, values: list):
         kind = column.kind
         if kind is PLAIN:
+            if column.hint is float:
+                _check_finite(column, values)
             return values
         if kind is ANY:
             return [_plain(item) if item else item for item in values]
@@ -272,8 +275,22 @@ def _all_default(column: _Column, values: list, count: int) -> bool:
     return values.count(default) == count and set(map(type, values)) <= {type(default)}
 
 
+def _check_finite(column: _Column, values: list) -> None:
+    """JSON has no nan or inf, and the writer (orjson) would turn them into null: a
+    statistic is finite by construction (values.py), so one that is not is a bug to report,
+    not data to lose."""
+    if not all(map(math.isfinite, filter(_is_not_none, values))):
+        bad = next(item for item in values if item is not None and not math.isfinite(item))
+        raise ValueError(f"save_trace: the field {column.name!r} holds {bad!r}, which a "
+                         f"trace file cannot store; this is a tracegrad bug, please report it")
+
+
 def _plain(value):
     """Free-form data (node attrs, metadata) as JSON: numpy scalars and arrays made plain."""
+    if value.__class__ is float and not math.isfinite(value):
+        raise ValueError(f"save_trace: {value!r} in a node's attributes or the trace's "
+                         f"metadata cannot be stored (JSON has no nan or inf). Hint: store "
+                         f"it as text, e.g. str(value)")
     if isinstance(value, dict):
         return {str(key): _plain(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):

@@ -163,6 +163,11 @@ WHY_CAUSES = {
                    "set to None at {site} (zero_grad() after backward)."),
                    ("call zero_grad() before backward (at the top of the step), not "
                    "between backward and the use of .grad.")),
+    "grad_zeroed": (("'{label}' got a nonzero gradient from backward at {other}, and its .grad "
+                    "holds only zeros now: it was zeroed in place after that backward "
+                    "(zero_grad(set_to_none=False), or .grad.zero_())."),
+                    ("zero the gradients before backward (at the top of the step), not "
+                    "between backward and the use of .grad.")),
     "wrong_loss": (("backward at {other} started from {detail}, which does not depend on "
                    "'{label}'; the earlier backward at {site} did."),
                    "call backward on the loss that uses '{label}'."),

@@ -52,6 +52,13 @@ def compute_stats(array: np.ndarray) -> Stats:
     """min, max, mean, norm and NaN/Inf counts of ``array`` (over its finite elements)."""
     if array.size == 0:
         return Stats()
+    # A sum that overflows is expected here (it is how non-finite elements are found):
+    # NumPy must not warn about it into the user's program.
+    with np.errstate(over="ignore", invalid="ignore"):
+        return _stats(array)
+
+
+def _stats(array: np.ndarray) -> Stats:
     if array.dtype.kind not in "fc":
         as_float = array.astype(np.float64)
         return _finite_stats(as_float)
@@ -78,9 +85,21 @@ def _finite_stats(array: np.ndarray, total: float | None = None) -> Stats:
     if not math.isfinite(squares):  # a float32 dot product overflowed; redo it in float64
         wide = flat.astype(np.float64)
         squares = float(np.dot(wide, wide))
-    norm = math.sqrt(squares)
+    if not math.isfinite(total) or not math.isfinite(squares):
+        return _wide_stats(array)
     return Stats(float(_min(array, None)), float(_max(array, None)), total / array.size,
-                 norm)
+                 math.sqrt(squares))
+
+
+def _wide_stats(array: np.ndarray) -> Stats:
+    """The statistics of finite values whose sum or sum of squares overflows float64
+    (elements near 1e154 and up): the mean from the elements divided first, the norm from
+    the elements scaled by the largest, so both stay the finite numbers they are."""
+    wide = array.reshape(-1).astype(np.float64)
+    largest = float(np.max(np.abs(wide)))
+    scaled = wide / largest
+    return Stats(float(_min(array, None)), float(_max(array, None)),
+                 float(_sum(wide / wide.size)), largest * math.sqrt(float(np.dot(scaled, scaled))))
 
 
 class PendingStats(Stats):

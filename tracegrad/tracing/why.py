@@ -156,12 +156,27 @@ def why_no_grad(trace: Trace, tensor, pass_index: int | None = None) -> WhyNoGra
         backward_pass = passes[-1]
     else:
         backward_pass = trace.passes[pass_index]
-    found = _after_pass(trace, backward_pass, tensor_id, answer)
+    # The live tensor's .grad now tells what happened after the last pass (not recorded
+    # when it is zeroed in place); for an earlier pass it tells nothing.
+    live = tensor if backward_pass is trace.passes[-1] else None
+    found = _after_pass(trace, backward_pass, tensor_id, answer, live)
     found.pass_index = backward_pass.index
     return found
 
 
-def _after_pass(trace: Trace, backward_pass: BackwardPass, tensor_id: int, answer):
+def _zeroed_now(tensor) -> bool:
+    """Whether ``tensor`` is a live tensor whose ``.grad`` holds only zeros now."""
+    grad = getattr(tensor, "grad", None) if not isinstance(tensor, (int, str)) else None
+    if grad is None:
+        return False
+    array = getattr(grad, "_array", None)
+    if array is not None:  # tracegrad's: read the array, so a recording sees no op
+        return not bool(array.any())
+    return not bool(grad.detach().ne(0).any())  # a torch tensor (the bridge's traces)
+
+
+def _after_pass(trace: Trace, backward_pass: BackwardPass, tensor_id: int, answer,
+                live=None):
     accumulated = [step for step in backward_pass.steps if step.accumulated == tensor_id]
     if accumulated:
         for flow in trace.flows:
@@ -171,6 +186,9 @@ def _after_pass(trace: Trace, backward_pass: BackwardPass, tensor_id: int, answe
         value = accumulated[-1].grad_after
         if value is not None and is_zero(value):
             return _zero(trace, backward_pass, tensor_id, answer)
+        if live is not None and _zeroed_now(live):
+            # zero_grad(set_to_none=False) or .grad.zero_() after backward
+            return answer("grad_zeroed", other_site=backward_pass.site)
         return answer("has_grad", has_grad=True, other_site=backward_pass.site)
     if backward_pass.summarized:
         return answer("summarized", other_site=backward_pass.site)
