@@ -243,16 +243,25 @@ def _file_error(name: str, problem: str, where: str | None = None,
 def _load(name: str, limits: TraceLimits) -> Trace:
     with zipfile.ZipFile(name) as zip_file:
         archive = TraceArchive(zip_file, limits)
-        document = _loads(archive.read_document_bytes())
-        version = _check_header(name, document)
-        if version == 1:
-            load_array = archive.npy_arrays()
-        else:
-            load_array = archive.packed_arrays(document)
-        if version >= 4:
-            trace = decode_columns(document, load_array)
-        else:  # one object per record (schemas 1 to 3)
-            trace = decode_trace(document, load_array)
+        text = archive.read_document_bytes()
+        try:
+            return _decoded(name, archive, _loads(text), limits)
+        except (DecodeError, InvalidTrace):
+            # orjson reads an integer beyond 64 bits as a float: read a file found wrong
+            # again with the json module, so the problem is told about the integer itself.
+            return _decoded(name, archive, json.loads(text), limits)
+
+
+def _decoded(name: str, archive: TraceArchive, document, limits: TraceLimits) -> Trace:
+    version = _check_header(name, document)
+    if version == 1:
+        load_array = archive.npy_arrays()
+    else:
+        load_array = archive.packed_arrays(document)
+    if version >= 4:
+        trace = decode_columns(document, load_array)
+    else:  # one object per record (schemas 1 to 3)
+        trace = decode_trace(document, load_array)
     validate_trace(trace, limits)
     return trace
 
