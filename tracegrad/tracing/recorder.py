@@ -50,6 +50,7 @@ from .model import (
     Value,
     VersionChange,
     Violation,
+    nones,
 )
 from .names import names_in_frame, user_frame
 from .nonfinite import name_cause_inputs, note_masks
@@ -659,11 +660,12 @@ class Recorder(FlowEvents, events.Listener):
             gradient = self._gradient
             grads = [gradient(grad) if grad is not None else None for grad in grads_in]
         else:
-            grads = [None] * len(grads_in)
+            grads = nones(len(grads_in))  # structure only: one shared list per length
         hooks = self._pending_hooks.pop(id(node), None) if self._pending_hooks else None
         steps = current.steps
         # positional, in field order: index, node, grads_in, grads_out, hooks
-        step = Step(len(steps), node_id, grads, [], hooks if hooks is not None else NO_ITEMS)
+        step = Step(len(steps), node_id, grads, NO_ITEMS,
+                    hooks if hooks is not None else NO_ITEMS)
         steps.append(step)
         ledger = self.ledger
         ledger.groups[-1].step_count += 1
@@ -725,7 +727,7 @@ class Recorder(FlowEvents, events.Listener):
             captured = step.grads_out = [gradient(grad) if grad is not None else None
                                          for grad in grads_out]
         else:
-            step.grads_out = [None] * len(grads_out)
+            step.grads_out = nones(len(grads_out))
         step.duration_ns = int(duration_ns)
         checked = None
         for edge_index, grad in enumerate(grads_out):

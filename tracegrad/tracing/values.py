@@ -53,7 +53,15 @@ def compute_stats(array: np.ndarray) -> Stats:
     if array.size == 0:
         return Stats()
     # A sum that overflows is expected here (it is how non-finite elements are found):
-    # NumPy must not warn about it into the user's program.
+    # NumPy must not warn about it into the user's program. The error state is set as
+    # np.errstate sets it, without its Python-level context manager (which cost as much
+    # as the four reductions on a small array: every released value pays it).
+    if _extobj_contextvar is not None:
+        token = _extobj_contextvar.set(_QUIET)
+        try:
+            return _stats(array)
+        finally:
+            _extobj_contextvar.reset(token)
     with np.errstate(over="ignore", invalid="ignore"):
         return _stats(array)
 
