@@ -603,34 +603,46 @@ class GraphBuilder:
 
     def saved_records(self, node, node_id: int, stand_ins: dict | None = None
                       ) -> list[SavedRecord]:
+        """The records of what ``node`` saved (every recorded op that saves asks: records
+        are made positionally, in field order tensor, version, nbytes, slot, is_output)."""
         records = []
         names = _slot_names(node)
+        named = len(names)
         for slot, saved in enumerate(node._saved):
-            if saved.__class__ is not SavedTensor and not isinstance(saved, SavedTensor):
+            kind = saved.__class__
+            if kind is not SavedTensor and not isinstance(saved, SavedTensor):
                 continue
-            source = saved.source_tensor()
+            source = saved.tensor  # source_tensor(), inline: a saved input by reference
+            if source is None:
+                source = saved.source_tensor()
             if stand_ins and id(source) in stand_ins:
                 tensor_id, version = stand_ins[id(source)]
                 records.append(SavedRecord(
-                    tensor=tensor_id, version=version, nbytes=int(saved._array.nbytes),
-                    slot=names[slot] if slot < len(names) else str(slot)))
+                    tensor_id, version, int(saved._array.nbytes),
+                    names[slot] if slot < named else str(slot)))
                 continue
+            is_output = saved.node_ref is not None if kind is SavedTensor \
+                else saved.is_output  # (inline for ours: every saving op asks)
             if source is not None:
-                tensor_id = self.tensor_id(source)
-            elif saved.is_output:
+                entry = self._tensor_ids.get(id(source))  # tensor_id(), inline
+                tensor_id = entry.id if entry is not None and entry() is source \
+                    else self._add_tensor(source).id
+            elif is_output:
                 tensor_id = self.output_tensor(node_id, saved.output_nr)
                 if tensor_id is None:
                     continue
             else:
                 continue  # freed by backward before we saw it: nothing left to describe
-            nbytes = int(saved._array.nbytes) if saved._array is not None else 0
-            slot_name = names[slot] if slot < len(names) else (
-                "result" if saved.is_output else str(slot))
-            if type(saved) is not SavedTensor:  # torch's own slot names: self, mat2, result
+            array = saved._array
+            nbytes = int(array.nbytes) if array is not None else 0
+            if kind is not SavedTensor:  # torch's own slot names: self, mat2, result
                 slot_name = saved.slot
-            records.append(SavedRecord(
-                tensor=tensor_id, version=int(saved.version), nbytes=nbytes, slot=slot_name,
-                is_output=saved.is_output))
+            elif slot < named:
+                slot_name = names[slot]
+            else:
+                slot_name = "result" if is_output else str(slot)
+            records.append(SavedRecord(tensor_id, int(saved.version), nbytes, slot_name,
+                                       is_output))
         return records
 
 

@@ -361,7 +361,8 @@ class Recorder(FlowEvents, events.Listener):
                 value = tensor_record.value = self._capture(data)
                 finite = value_is_finite(value, data)
             else:
-                tensor_record.value = None
+                if tensor_record.value is not None:  # (a new record has none)
+                    tensor_record.value = None
                 finite = is_finite(data)
             if not finite:
                 # Inputs are checked only now, in the rare case: report where non-finite
