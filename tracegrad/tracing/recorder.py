@@ -656,7 +656,9 @@ class Recorder(FlowEvents, events.Listener):
             current.summarized_steps += 1
             self._step = None
             return
-        node_id = self.builder.node_id(node)
+        entry = self.builder._node_ids.get(id(node))  # builder.node_id, its usual case inline
+        node_id = entry.id if entry is not None and entry() is node \
+            else self.builder.node_id(node)
         if self.values:
             gradient = self._gradient
             grads = [gradient(grad) if grad is not None else None for grad in grads_in]

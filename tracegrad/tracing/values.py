@@ -74,6 +74,12 @@ def _stats(array: np.ndarray) -> Stats:
     # (or when the sum itself overflowed, which the count then shows is harmless).
     total = float(_sum(array, None, _float64))
     if math.isfinite(total):
+        if array.dtype.kind == "f":  # the usual case, inline: _finite_stats' numbers
+            flat = array if array.ndim == 1 else array.reshape(-1)
+            squares = float(flat.dot(flat))
+            if math.isfinite(squares):
+                return Stats(float(_min(array, None)), float(_max(array, None)),
+                             total / array.size, math.sqrt(squares))
         return _finite_stats(array, total)
     nan_count = int(np.isnan(array).sum())
     inf_count = int(np.isinf(array).sum())
