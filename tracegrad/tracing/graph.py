@@ -264,6 +264,22 @@ def _slot_names(node: Node) -> tuple:
 
 
 _slot_names_of: dict = {}
+
+
+def _class_facts(node) -> tuple:
+    """``(shown name, kind, ours)`` of a node: for tracegrad's own node classes, which
+    keep their name and function on the class, worked out once per class (every recorded
+    op asks); a node of the PyTorch bridge keeps them per instance, and is asked anew."""
+    ours = isinstance(node, Node)
+    facts = (shown_name(node), node_kind(node), ours)
+    if ours and "_name" not in node.__dict__ and "_function" not in node.__dict__:
+        if len(_node_facts) >= 4096:  # classes made in a loop: start over
+            _node_facts.clear()
+        _node_facts[node.__class__] = facts
+    return facts
+
+
+_node_facts: dict[type, tuple[str, str, bool]] = {}
 # A next_functions edge to nothing, shared by every record that has one.
 _NO_NEXT = (None, 0)
 
@@ -403,7 +419,12 @@ class GraphBuilder:
     def _reserve_node(self, node) -> int:
         node_id = self._next_node_id
         self._next_node_id = node_id + 1
-        self._node_ids[id(node)] = _reference(node, node_id)
+        try:  # _reference, inline: every recorded op reserves its node
+            entry = _Seen(node)
+        except TypeError:
+            entry = _Held(node)
+        entry.id = node_id
+        self._node_ids[id(node)] = entry
         return node_id
 
     def record_op(self, node, inputs, outputs) -> NodeRecord:
@@ -577,15 +598,18 @@ class GraphBuilder:
                      stand_ins: dict | None = None) -> NodeRecord:
         """The node's record, made from ``input_ids`` and ``output_ids`` (lists the record
         takes over)."""
+        facts = _node_facts.get(node.__class__)
+        if facts is None:
+            facts = _class_facts(node)
+        name, kind, ours = facts
         record = NodeRecord(  # positional, in field order; next and saved follow
-            node_id, shown_name(node), node_kind(node), input_ids, output_ids, None, None,
+            node_id, name, kind, input_ids, output_ids, None, None,
             node_attrs(node), node._site, node._module)
         self.trace.nodes[node_id] = record
         node_ids = self._node_ids
         edges = []
         # A tracegrad node keeps its edges flat; next_functions would build the pairs.
-        pairs = zip(node._next_nodes, node._next_nrs) if isinstance(node, Node) \
-            else node.next_functions
+        pairs = zip(node._next_nodes, node._next_nrs) if ours else node.next_functions
         for next_node, input_nr in pairs:
             if next_node is None:
                 edges.append(_NO_NEXT if input_nr == 0 else (None, int(input_nr)))
