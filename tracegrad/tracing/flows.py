@@ -119,6 +119,15 @@ class FlowEvents:
         tensor_id = self.builder.known_tensor(tensor)
         return tensor_id if tensor_id in self._tainted else None
 
+    def _may_track(self, tensor) -> bool:
+        """Whether ``_tracked(tensor)`` may give an id, asked without its side effects
+        (recording the tensor, a pending flow's result): False only when it would give
+        None."""
+        if tensor.requires_grad or id(tensor) in self._pending:
+            return True
+        tainted = self._tainted
+        return bool(tainted) and self.builder.known_tensor(tensor) in tainted
+
     def _name_source(self, tensor, tensor_id: int) -> None:
         """Queue a search of the user's variables for a flow's source, leaving it open to
         the later ops that use it: a parameter's name (``fc.weight``) is known only once
@@ -206,6 +215,11 @@ class FlowEvents:
     def on_untracked_op(self, name: str, args, outputs, grad_enabled: bool) -> None:
         if _get_ident() != self._thread or self._pass is not None:
             return
+        for arg in args:  # most untracked ops (an optimizer's update) touch nothing tracked
+            if (arg.__class__ is Tensor or isinstance(arg, Tensor)) and self._may_track(arg):
+                break
+        else:
+            return  # what the loop below finds too, without walking the stack first
         if not grad_enabled and _in_custom_forward():
             return  # the Function's node links its inputs and outputs: nothing is cut
         sources = []

@@ -264,6 +264,22 @@ def _slot_names(node: Node) -> tuple:
 
 
 _slot_names_of: dict = {}
+
+
+def _class_facts(node) -> tuple:
+    """``(shown name, kind, ours)`` of a node: for tracegrad's own node classes, which
+    keep their name and function on the class, worked out once per class (every recorded
+    op asks); a node of the PyTorch bridge keeps them per instance, and is asked anew."""
+    ours = isinstance(node, Node)
+    facts = (shown_name(node), node_kind(node), ours)
+    if ours and "_name" not in node.__dict__ and "_function" not in node.__dict__:
+        if len(_node_facts) >= 4096:  # classes made in a loop: start over
+            _node_facts.clear()
+        _node_facts[node.__class__] = facts
+    return facts
+
+
+_node_facts: dict[type, tuple[str, str, bool]] = {}
 # A next_functions edge to nothing, shared by every record that has one.
 _NO_NEXT = (None, 0)
 
@@ -403,7 +419,12 @@ class GraphBuilder:
     def _reserve_node(self, node) -> int:
         node_id = self._next_node_id
         self._next_node_id = node_id + 1
-        self._node_ids[id(node)] = _reference(node, node_id)
+        try:  # _reference, inline: every recorded op reserves its node
+            entry = _Seen(node)
+        except TypeError:
+            entry = _Held(node)
+        entry.id = node_id
+        self._node_ids[id(node)] = entry
         return node_id
 
     def record_op(self, node, inputs, outputs) -> NodeRecord:
@@ -577,15 +598,18 @@ class GraphBuilder:
                      stand_ins: dict | None = None) -> NodeRecord:
         """The node's record, made from ``input_ids`` and ``output_ids`` (lists the record
         takes over)."""
+        facts = _node_facts.get(node.__class__)
+        if facts is None:
+            facts = _class_facts(node)
+        name, kind, ours = facts
         record = NodeRecord(  # positional, in field order; next and saved follow
-            node_id, shown_name(node), node_kind(node), input_ids, output_ids, None, None,
+            node_id, name, kind, input_ids, output_ids, None, None,
             node_attrs(node), node._site, node._module)
         self.trace.nodes[node_id] = record
         node_ids = self._node_ids
         edges = []
         # A tracegrad node keeps its edges flat; next_functions would build the pairs.
-        pairs = zip(node._next_nodes, node._next_nrs) if isinstance(node, Node) \
-            else node.next_functions
+        pairs = zip(node._next_nodes, node._next_nrs) if ours else node.next_functions
         for next_node, input_nr in pairs:
             if next_node is None:
                 edges.append(_NO_NEXT if input_nr == 0 else (None, int(input_nr)))
@@ -603,34 +627,46 @@ class GraphBuilder:
 
     def saved_records(self, node, node_id: int, stand_ins: dict | None = None
                       ) -> list[SavedRecord]:
+        """The records of what ``node`` saved (every recorded op that saves asks: records
+        are made positionally, in field order tensor, version, nbytes, slot, is_output)."""
         records = []
         names = _slot_names(node)
+        named = len(names)
         for slot, saved in enumerate(node._saved):
-            if saved.__class__ is not SavedTensor and not isinstance(saved, SavedTensor):
+            kind = saved.__class__
+            if kind is not SavedTensor and not isinstance(saved, SavedTensor):
                 continue
-            source = saved.source_tensor()
+            source = saved.tensor  # source_tensor(), inline: a saved input by reference
+            if source is None:
+                source = saved.source_tensor()
             if stand_ins and id(source) in stand_ins:
                 tensor_id, version = stand_ins[id(source)]
                 records.append(SavedRecord(
-                    tensor=tensor_id, version=version, nbytes=int(saved._array.nbytes),
-                    slot=names[slot] if slot < len(names) else str(slot)))
+                    tensor_id, version, int(saved._array.nbytes),
+                    names[slot] if slot < named else str(slot)))
                 continue
+            is_output = saved.node_ref is not None if kind is SavedTensor \
+                else saved.is_output  # (inline for ours: every saving op asks)
             if source is not None:
-                tensor_id = self.tensor_id(source)
-            elif saved.is_output:
+                entry = self._tensor_ids.get(id(source))  # tensor_id(), inline
+                tensor_id = entry.id if entry is not None and entry() is source \
+                    else self._add_tensor(source).id
+            elif is_output:
                 tensor_id = self.output_tensor(node_id, saved.output_nr)
                 if tensor_id is None:
                     continue
             else:
                 continue  # freed by backward before we saw it: nothing left to describe
-            nbytes = int(saved._array.nbytes) if saved._array is not None else 0
-            slot_name = names[slot] if slot < len(names) else (
-                "result" if saved.is_output else str(slot))
-            if type(saved) is not SavedTensor:  # torch's own slot names: self, mat2, result
+            array = saved._array
+            nbytes = int(array.nbytes) if array is not None else 0
+            if kind is not SavedTensor:  # torch's own slot names: self, mat2, result
                 slot_name = saved.slot
-            records.append(SavedRecord(
-                tensor=tensor_id, version=int(saved.version), nbytes=nbytes, slot=slot_name,
-                is_output=saved.is_output))
+            elif slot < named:
+                slot_name = names[slot]
+            else:
+                slot_name = "result" if is_output else str(slot)
+            records.append(SavedRecord(tensor_id, int(saved.version), nbytes, slot_name,
+                                       is_output))
         return records
 
 

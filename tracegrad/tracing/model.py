@@ -151,6 +151,42 @@ class SharedEmptyList(list):
 NO_ITEMS = SharedEmptyList()
 
 
+class SharedNones(list):
+    """A read-only list of ``None``s that structure-only steps share (``Step.grads_in``,
+    ``grads_out``: one slot per gradient, no values captured): one list per length per
+    process instead of two per step, as SharedEmptyList does for empty lists. It equals
+    ``[None] * n`` and reads as one; changing it raises -- assign a list of the record's
+    own instead.
+
+    >>> nones(2) == [None, None], nones(2) is nones(2)
+    (True, True)
+    """
+
+    __slots__ = ()
+
+    _refuse = SharedEmptyList._refuse
+    append = extend = insert = __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
+    pop = remove = clear = sort = reverse = _refuse
+
+    def __reduce__(self):
+        return nones, (len(self),)  # the shared instance: copies and pickles refer to it
+
+
+_nones: dict[int, SharedNones] = {}
+
+
+def nones(count: int) -> list:
+    """The shared read-only list of ``count`` Nones (an empty count: NO_ITEMS)."""
+    shared = _nones.get(count)
+    if shared is None:
+        if count == 0:
+            return NO_ITEMS
+        shared = SharedNones([None] * count)
+        if len(_nones) < 256:  # a node with thousands of edges: a list of its own
+            _nones[count] = shared
+    return shared
+
+
 class SharedEmptyDict(dict):
     """The empty dict that recorded nodes without op parameters share (``attrs``), as
     SharedEmptyList: it equals ``{}``; adding to it raises."""

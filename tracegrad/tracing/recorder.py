@@ -50,6 +50,7 @@ from .model import (
     Value,
     VersionChange,
     Violation,
+    nones,
 )
 from .names import names_in_frame, user_frame
 from .nonfinite import name_cause_inputs, note_masks
@@ -360,7 +361,8 @@ class Recorder(FlowEvents, events.Listener):
                 value = tensor_record.value = self._capture(data)
                 finite = value_is_finite(value, data)
             else:
-                tensor_record.value = None
+                if tensor_record.value is not None:  # (a new record has none)
+                    tensor_record.value = None
                 finite = is_finite(data)
             if not finite:
                 # Inputs are checked only now, in the rare case: report where non-finite
@@ -654,16 +656,19 @@ class Recorder(FlowEvents, events.Listener):
             current.summarized_steps += 1
             self._step = None
             return
-        node_id = self.builder.node_id(node)
+        entry = self.builder._node_ids.get(id(node))  # builder.node_id, its usual case inline
+        node_id = entry.id if entry is not None and entry() is node \
+            else self.builder.node_id(node)
         if self.values:
             gradient = self._gradient
             grads = [gradient(grad) if grad is not None else None for grad in grads_in]
         else:
-            grads = [None] * len(grads_in)
+            grads = nones(len(grads_in))  # structure only: one shared list per length
         hooks = self._pending_hooks.pop(id(node), None) if self._pending_hooks else None
         steps = current.steps
         # positional, in field order: index, node, grads_in, grads_out, hooks
-        step = Step(len(steps), node_id, grads, [], hooks if hooks is not None else NO_ITEMS)
+        step = Step(len(steps), node_id, grads, NO_ITEMS,
+                    hooks if hooks is not None else NO_ITEMS)
         steps.append(step)
         ledger = self.ledger
         ledger.groups[-1].step_count += 1
@@ -725,7 +730,7 @@ class Recorder(FlowEvents, events.Listener):
             captured = step.grads_out = [gradient(grad) if grad is not None else None
                                          for grad in grads_out]
         else:
-            step.grads_out = [None] * len(grads_out)
+            step.grads_out = nones(len(grads_out))
         step.duration_ns = int(duration_ns)
         checked = None
         for edge_index, grad in enumerate(grads_out):

@@ -53,7 +53,15 @@ def compute_stats(array: np.ndarray) -> Stats:
     if array.size == 0:
         return Stats()
     # A sum that overflows is expected here (it is how non-finite elements are found):
-    # NumPy must not warn about it into the user's program.
+    # NumPy must not warn about it into the user's program. The error state is set as
+    # np.errstate sets it, without its Python-level context manager (which cost as much
+    # as the four reductions on a small array: every released value pays it).
+    if _extobj_contextvar is not None:
+        token = _extobj_contextvar.set(_QUIET)
+        try:
+            return _stats(array)
+        finally:
+            _extobj_contextvar.reset(token)
     with np.errstate(over="ignore", invalid="ignore"):
         return _stats(array)
 
@@ -66,6 +74,12 @@ def _stats(array: np.ndarray) -> Stats:
     # (or when the sum itself overflowed, which the count then shows is harmless).
     total = float(_sum(array, None, _float64))
     if math.isfinite(total):
+        if array.dtype.kind == "f":  # the usual case, inline: _finite_stats' numbers
+            flat = array if array.ndim == 1 else array.reshape(-1)
+            squares = float(flat.dot(flat))
+            if math.isfinite(squares):
+                return Stats(float(_min(array, None)), float(_max(array, None)),
+                             total / array.size, math.sqrt(squares))
         return _finite_stats(array, total)
     nan_count = int(np.isnan(array).sum())
     inf_count = int(np.isinf(array).sum())

@@ -35,6 +35,11 @@ class ViolationFinder:
         # id(counter) -> (counter, [(weakref(node), slot, node id)]). The counter itself is
         # held, so its id cannot be reused while it is watched.
         self._watched: dict[int, tuple[object, list]] = {}
+        # (weakref(node), node id) of recorded nodes that saved tensors, not yet in
+        # _watched: registering a node's slots waits for the first question about the
+        # watches (an in-place change, the end of a pass). Every saving op is recorded,
+        # few programs change anything in place: the op pays one append.
+        self._unwatched: list[tuple[weakref.ref, int]] = []
         self._reported: set = set()
 
     def _add(self, key, violation: Violation) -> Violation | None:
@@ -51,27 +56,41 @@ class ViolationFinder:
 
     # -- in-place on a saved tensor ----------------------------------------------------
     def watch_saved(self, node, node_id: int) -> None:
-        if not node._saved:
-            return
-        reference = None
-        for slot, saved in enumerate(node._saved):
-            if not isinstance(saved, SavedTensor):
+        """Watch the tensors ``node`` saved (registered when first needed: see
+        _unwatched; a node that dies before then has nothing left to watch)."""
+        if node._saved:
+            self._unwatched.append((weakref.ref(node), node_id))
+
+    def _register_unwatched(self, live_only: bool = False) -> None:
+        """Watch the saved slots of the nodes waiting in _unwatched (``live_only``: only
+        the slots backward has not freed, as prune keeps them)."""
+        pending = self._unwatched
+        self._unwatched = []
+        watched = self._watched
+        for reference, node_id in pending:
+            node = reference()
+            if node is None:
                 continue
-            counter = _watch_group(saved)
-            if counter is None:
-                continue
-            if reference is None:
-                reference = weakref.ref(node)
-            entry = self._watched.get(id(counter))
-            if entry is None:
-                entry = self._watched[id(counter)] = (counter, [])
-            entry[1].append((reference, slot, node_id))
+            for slot, saved in enumerate(node._saved):
+                if not isinstance(saved, SavedTensor) or live_only and saved._array is None:
+                    continue
+                counter = _watch_group(saved)
+                if counter is None:
+                    continue
+                entry = watched.get(id(counter))
+                if entry is None:
+                    entry = watched[id(counter)] = (counter, [])
+                entry[1].append((reference, slot, node_id))
 
     def is_watched(self, tensor) -> bool:
+        if self._unwatched:
+            self._register_unwatched()
         counter = tensor._version_counter
         return counter is not None and id(counter) in self._watched
 
     def inplace_on_saved(self, tensor, tensor_id: int, op_name: str, site) -> None:
+        if self._unwatched:
+            self._register_unwatched()
         counter = tensor._version_counter
         entry = self._watched.get(id(counter))
         if entry is None:
@@ -97,6 +116,8 @@ class ViolationFinder:
 
     def prune(self) -> None:
         """Forget watches whose node is gone or whose saved tensors were freed."""
+        if self._unwatched:
+            self._register_unwatched(live_only=True)
         for key in list(self._watched):
             counter, entries = self._watched[key]
             alive = [entry for entry in entries
