@@ -40,6 +40,7 @@ from . import views as _views
 from .function import OpNode, _fit_array
 from .grad_mode import state
 from .graph import GradientEdge
+from .node import SavedTensor as _SavedTensor
 from .node import (
     AccumulateGrad,
     Node,
@@ -510,18 +511,39 @@ def _execute(roots, dependencies, needed, captures, inputs, retain_graph, pass_i
         else:
             try:
                 if raw and node._takes_arrays and not node._is_accumulate:
-                    # A built-in op on arrays: its results are fitted to their edges (shape,
-                    # dtype) below, as they are handed on (OpNode._edge_arrays).
-                    next_grads = node._edge_arrays(grads)
+                    # A built-in op on arrays. One output (nearly all): its formula is
+                    # called here, with no call in between (OpNode._edge_arrays is the
+                    # same, for any number of outputs). The results are fitted to their
+                    # edges -- summed to the input's shape, cast to its dtype -- below, as
+                    # they are handed on: the one place that undoes broadcasting, as
+                    # torch's validate_outputs.
+                    if len(grads) == 1:
+                        node._on_arrays = True
+                        next_grads = node._formula(node, grads[0])
+                        node._on_arrays = False
+                        if next_grads.__class__ is not tuple:
+                            next_grads = (next_grads,)
+                        if node._arg_slots is not None or \
+                                len(next_grads) != len(node._next_nodes):
+                            next_grads = node._edge_results(next_grads)
+                    else:
+                        next_grads = node._edge_arrays(grads)
                     metas = node._input_meta
                 else:
                     next_grads = _run_backward(node, grads, raw)
             except Exception as error:
+                if getattr(node, "_on_arrays", False):  # a formula that raised left it set
+                    node._on_arrays = False
                 _annotate(error, node)
                 raise
         grads = None
-        if not retain_graph and node._saved:
-            node._release(pass_index)
+        if not retain_graph:
+            saved_values = node._saved
+            if saved_values:  # Node._release, inline: once per node of the pass
+                for saved in saved_values:
+                    if saved.__class__ is _SavedTensor:
+                        saved._array = saved.tensor = saved.packed = None
+                node._freed_by = pass_index
         if next_grads is None:
             for next_node in node._next_nodes:
                 remaining = dependencies.get(next_node)

@@ -266,10 +266,19 @@ class OpNode(BackwardCFunction):
         if self._on_arrays:
             # Each saved tensor's array, version-checked (plain values as saved): once per
             # node of a backward pass, so a plain loop, not a generator.
+            # (SavedTensor.unpack_array, inline: anything unusual -- freed, hooked, changed
+            # in place, detached in place -- goes through unpack and its errors.)
             arrays = []
             for saved in self._saved:
-                arrays.append(saved.unpack_array(self) if saved.__class__ is SavedTensor
-                              else saved)
+                if saved.__class__ is SavedTensor:
+                    array = saved._array
+                    if array is None or saved.counter.value != saved.version or (
+                            saved.producer is not None and saved.tensor is not None
+                            and saved.tensor.grad_fn is None):
+                        array = saved.unpack(self)._array
+                    arrays.append(array)
+                else:
+                    arrays.append(saved)
             return tuple(arrays)
         return tuple(saved.unpack(self) if type(saved) is SavedTensor else saved
                      for saved in self._saved)
@@ -300,7 +309,7 @@ class OpNode(BackwardCFunction):
                     grads[index] = backends.module_for(device).zeros(shape, dtype=numpy_dtype)
         self._on_arrays = True
         try:
-            results = self._function.backward(self, *grads)
+            results = self._formula(self, *grads)
         finally:
             self._on_arrays = False  # (a store, not a del: cheaper, same meaning)
         if results.__class__ is not tuple:
@@ -778,6 +787,8 @@ class Op(Function):
         # again whether that one runs on arrays.
         owner = next(klass for klass in cls.__mro__ if "backward" in klass.__dict__)
         cls._node_class._takes_arrays = bool(owner.__dict__.get("array_backward", False))
+        # The formula, where the engine's fast path finds it in one attribute read.
+        cls._node_class._formula = staticmethod(cls.backward)
 
     @classmethod
     def apply(cls, *args, **attrs):

@@ -67,11 +67,10 @@ class Add(Op):
 
     @staticmethod
     def backward(ctx, grad):
+        # Each gradient as broadcast: the engine sums it to its input's shape.
         needs = ctx.needs_input_grad
-        shape_a, shape_b = ctx.shapes
-        alpha = ctx.alpha
-        return (sum_to(grad, shape_a) if needs[0] else None,
-                sum_to(grad if alpha == 1 else grad * alpha, shape_b) if needs[1] else None)
+        return (grad if needs[0] else None,
+                (grad if ctx.alpha == 1 else grad * ctx.alpha) if needs[1] else None)
 
 
 class Sub(Op):
@@ -91,11 +90,11 @@ class Sub(Op):
 
     @staticmethod
     def backward(ctx, grad):
+        # Each gradient as broadcast: the engine sums it to its input's shape.
         needs = ctx.needs_input_grad
-        shape_a, shape_b = ctx.shapes
         alpha = ctx.alpha
-        return (sum_to(grad, shape_a) if needs[0] else None,
-                sum_to(-grad if alpha == 1 else grad * -alpha, shape_b) if needs[1] else None)
+        return (grad if needs[0] else None,
+                (-grad if alpha == 1 else grad * -alpha) if needs[1] else None)
 
 
 class RSub(Sub):
@@ -149,11 +148,10 @@ class Mul(Op):
 
     @staticmethod
     def backward(ctx, grad):
+        # Each gradient as broadcast: the engine sums it to its input's shape.
         a, b = ctx.saved_tensors
         needs = ctx.needs_input_grad
-        meta = ctx._input_meta  # (shape, dtype) per tensor argument: a first, b last
-        return (sum_to(grad * b, meta[0][0]) if needs[0] else None,
-                sum_to(grad * a, meta[-1][0]) if needs[1] else None)
+        return grad * b if needs[0] else None, grad * a if needs[1] else None
 
 
 class Div(Op):
@@ -183,12 +181,11 @@ class Div(Op):
 
     @staticmethod
     def backward(ctx, grad):
+        # Each gradient as broadcast: the engine sums it to its input's shape.
         a, b = ctx.saved_tensors
         needs = ctx.needs_input_grad
-        meta = ctx._input_meta  # (shape, dtype) per tensor argument: a first, b last
-        grad_a = sum_to(grad / b, meta[0][0]) if needs[0] else None
-        grad_b = sum_to(-grad * a / (b * b), meta[-1][0]) if needs[-1] else None
-        return grad_a, grad_b
+        return (grad / b if needs[0] else None,
+                -grad * a / (b * b) if needs[-1] else None)
 
 
 class Neg(Op):
