@@ -400,6 +400,7 @@ class Threshold(Op):
 
 class Softshrink(Op):
     node_name = "SoftshrinkBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, lambd=0.5):

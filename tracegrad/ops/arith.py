@@ -291,6 +291,7 @@ class Fill(Op):
     grad)."""
 
     node_name = "FillBackward2"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, value):
@@ -305,6 +306,7 @@ class FillTensor(Op):
     """``fill_(tensor)`` with a 0-dim tensor: the value's gradient is the sum."""
 
     node_name = "FillBackward3"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, value):

@@ -15,7 +15,6 @@ from ..autograd.function import Op
 from ..errors import InvalidValueError
 from ..tensor import Tensor
 from ._operands import broadcast_error
-from .reduce import sum_to
 
 
 def _zero_grads(ctx, grad, count: int) -> tuple:
@@ -24,8 +23,7 @@ def _zero_grads(ctx, grad, count: int) -> tuple:
     for position in range(count):
         if position in ctx._arg_slots:
             needed = ctx.needs_input_grad[position]
-            shape = ctx._input_meta[slot][0]
-            grads.append(sum_to(grad * 0, shape) if needed else None)
+            grads.append(grad * 0 if needed else None)  # the engine sums it to shape
             slot += 1
         else:
             grads.append(None)
@@ -49,6 +47,7 @@ class Normal(Op):
     """``normal(mean, std)`` with tensors for both (NormalBackward3)."""
 
     node_name = "NormalBackward3"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, mean, std, generator=None):
@@ -81,6 +80,7 @@ class Bernoulli(Op):
     """``bernoulli(p)``: 1 with probability p, else 0, in p's dtype."""
 
     node_name = "BernoulliBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, p, generator=None):
@@ -100,6 +100,7 @@ class Bernoulli(Op):
 
 class Poisson(Op):
     node_name = "PoissonBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, rates, generator=None):
