@@ -175,6 +175,13 @@ def sum_dims(value, dims: tuple):
     return value.sum(axis=dims)
 
 
+def sum_keepdims(value, dims: tuple):
+    """``value`` summed over ``dims``, kept as size 1: a Tensor (recorded) or an array."""
+    if value.__class__ is Tensor:
+        return value.sum(dim=dims, keepdim=True)
+    return value.sum(axis=dims, keepdims=True)
+
+
 def mean_dims(value, dims: tuple):
     """The mean over ``dims``, kept as size 1: a Tensor (recorded) or an array."""
     if value.__class__ is Tensor:
