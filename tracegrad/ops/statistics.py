@@ -299,6 +299,7 @@ class MedianAll(Op):
     is shared among the elements equal to it."""
 
     node_name = "MedianBackward0"
+    array_backward = True
     saves_output = True
     _ignore_nan = False
 
@@ -316,14 +317,14 @@ class MedianAll(Op):
     @staticmethod
     def backward(ctx, grad):
         a, result = ctx.saved_tensors
-        xp = a._xp
-        x, value = a._array, result._array
+        xp = _math.xp(a)
+        x, value = _math.array_of(a), _math.array_of(result)
         if value.dtype.kind == "f" and xp.isnan(value):
             mask = xp.isnan(x)
         else:
             mask = x == value
-        weight = Tensor._wrap((mask / max(int(mask.sum()), 1)).astype(x.dtype), False)
-        return (weight * grad,)
+        weight = (mask / max(int(mask.sum()), 1)).astype(x.dtype)
+        return (_math.constant(grad, weight) * grad,)
 
 
 class NanmedianAll(MedianAll):

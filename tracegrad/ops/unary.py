@@ -13,7 +13,7 @@ from ._checks import wrap_dim
 from ._edges import select_edges
 from ._operands import broadcast_error, operands
 from ._saved import as_torch_int, show_saved
-from .reduce import sum_to
+from ._math import sum_to
 
 
 def _float(a):
@@ -294,6 +294,7 @@ class ClampTensor(Op):
     min and max was picked."""
 
     node_name = "ClampBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, min, max):
@@ -358,6 +359,7 @@ class ClampMinTensor(Op):
     """``clamp_min(x, tensor)``: the gradient goes to x where x >= min, else to min."""
 
     node_name = "ClampMinBackward1"
+    array_backward = True
     saved_names = ("self", "min")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
@@ -373,6 +375,7 @@ class ClampMaxTensor(Op):
     """``clamp_max(x, tensor)``: the gradient goes to x where x <= max, else to max."""
 
     node_name = "ClampMaxBackward1"
+    array_backward = True
     saved_names = ("self", "max")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
