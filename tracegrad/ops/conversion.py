@@ -25,6 +25,7 @@ class ToDtype(Op):
 
 class ToDevice(Op):
     node_name = "ToCopyBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, device):
@@ -33,4 +34,4 @@ class ToDevice(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        return (ToDevice.apply(grad, device=ctx.input_device),)
+        return (_math.apply(ToDevice, grad, device=ctx.input_device),)

@@ -21,6 +21,7 @@ from ..autograd.grad_mode import state
 from ..backends import array_module
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
+from . import _math
 from ._saved import show_saved
 
 
@@ -356,6 +357,7 @@ class Im2Col(Op):
     """``F.unfold``: the sliding blocks of a batched 4-d input as columns (N, C*K, L)."""
 
     node_name = "Im2ColBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, kernel, dilation, pads, stride):
@@ -368,7 +370,7 @@ class Im2Col(Op):
     @staticmethod
     def backward(ctx, grad):
         kernel, dilation, pads, stride = ctx.params
-        return (Col2Im.apply(grad, ctx.input_sizes, kernel, dilation, pads, stride),
+        return (_math.apply(Col2Im, grad, ctx.input_sizes, kernel, dilation, pads, stride),
                 None, None, None, None)
 
 
@@ -376,6 +378,7 @@ class Col2Im(Op):
     """``F.fold``: columns (N, C*K, L) summed back into an image (N, C, *output_size)."""
 
     node_name = "Col2ImBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, output_size, kernel, dilation, pads, stride):
@@ -404,5 +407,5 @@ class Col2Im(Op):
     @staticmethod
     def backward(ctx, grad):
         kernel, dilation, pads, stride = ctx.params
-        return (Im2Col.apply(grad, kernel, dilation, pads, stride),
+        return (_math.apply(Im2Col, grad, kernel, dilation, pads, stride),
                 None, None, None, None, None)
