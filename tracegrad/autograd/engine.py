@@ -40,7 +40,6 @@ from . import views as _views
 from .function import OpNode, _fit_array
 from .grad_mode import state
 from .graph import GradientEdge
-from .node import SavedTensor as _SavedTensor
 from .node import (
     AccumulateGrad,
     Node,
@@ -49,6 +48,7 @@ from .node import (
     running,
     snapshot_saved_tensors_hooks,
 )
+from .node import SavedTensor as _SavedTensor
 
 _pass_counter = itertools.count()
 _create_graph_warned = False  # PyTorch gives the create_graph warning once per process

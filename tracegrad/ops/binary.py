@@ -21,8 +21,8 @@ from ..errors import (
 from ..tensor import Tensor
 from . import _math
 from ._edges import number_edge
-from ._operands import broadcast_error, operands
 from ._math import sum_to
+from ._operands import broadcast_error, operands
 from .unary import _quiet
 
 _LN2 = 0.6931471805599453

@@ -15,9 +15,9 @@ from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor  # ops load after Tensor is defined (tensor.py imports them)
 from . import _math
 from ._edges import select_edges
+from ._math import sum_to
 from ._operands import operands
 from .arith import Copy, FillTensor
-from .reduce import sum_to
 from .shape import Alias, Unsqueeze, check_expandable, wrap_dim
 
 
@@ -498,6 +498,7 @@ class IndexPut(Op):
     """``out = base.clone(); out[index] = value`` -- what ``base[index] = value`` records."""
 
     node_name = "IndexPutBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, base, value, index):
@@ -518,14 +519,16 @@ class IndexPut(Op):
         needs = ctx.needs_input_grad
         grad_base = grad_value = None
         if needs[0]:
-            grad_base = IndexPut.apply(grad, _zero_like(grad), index=ctx.index)
+            grad_base = _math.apply(IndexPut, grad, _zero_like(grad), index=ctx.index)
         if needs[1]:
-            grad_value = sum_to(Index.apply(grad, ctx.index), ctx.value_shape)
+            grad_value = sum_to(_math.apply(Index, grad, ctx.index), ctx.value_shape)
         return grad_base, grad_value
 
 
-def _zero_like(tensor):
-    return Tensor._wrap(tensor._xp.zeros((), dtype=tensor._array.dtype), False)
+def _zero_like(value):
+    """A 0-d zero of ``value``'s dtype, on its device: a backend array (``_math.apply``
+    makes it a Tensor where the formula runs on Tensors)."""
+    return _math.xp(value).zeros((), dtype=_math.numpy_dtype(value))
 
 
 # -- gather / scatter -------------------------------------------------------------------
@@ -616,6 +619,7 @@ class Scatter(Op):
     """``out = input.clone(); out[index along dim] = src`` (src a tensor or a number)."""
 
     node_name = "ScatterBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, dim, index, src, reduce=None):
@@ -631,6 +635,7 @@ class ScatterValue(Op):
     """``scatter(dim, index, value)`` with a number: ScatterBackward1, one edge."""
 
     node_name = "ScatterBackward1"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, dim, index, value, reduce=None):
@@ -667,24 +672,25 @@ def _scatter(ctx, a, dim, index, src, reduce):
 
 def _scatter_backward(ctx, grad):
     needs = ctx.needs_input_grad
-    where = _grid_index(grad._xp, ctx.index, ctx.axis)
+    where = _grid_index(_math.xp(grad), ctx.index, ctx.axis)
     grad_input = grad_src = None
     if needs[0]:
-        grad_input = IndexPut.apply(grad, _zero_like(grad), index=where)
+        grad_input = _math.apply(IndexPut, grad, _zero_like(grad), index=where)
     if len(needs) > 3 and needs[3]:
-        picked = Index.apply(grad, where)
+        picked = _math.apply(Index, grad, where)
         pad = tuple((0, full - part) for full, part in zip(ctx.src_shape, picked.shape))
         grad_src = picked if not any(p for _, p in pad) else _pad(picked, ctx.src_shape)
     return grad_input, None, None, grad_src
 
 
 def _pad(tensor, shape):
-    return IndexAccumulate.apply(tensor, shape=shape,
-                                 index=tuple(slice(size) for size in tensor._array.shape))
+    return _math.apply(IndexAccumulate, tensor, shape=shape,
+                       index=tuple(slice(size) for size in tensor.shape))
 
 
 class ScatterAdd(Op):
     node_name = "ScatterAddBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, dim, index, src):
@@ -703,7 +709,7 @@ class ScatterAdd(Op):
         needs = ctx.needs_input_grad
         grad_src = None
         if needs[3]:
-            grad_src = Index.apply(grad, ctx.where)
+            grad_src = _math.apply(Index, grad, ctx.where)
             if grad_src.shape != ctx.src_shape:
                 grad_src = _pad(grad_src, ctx.src_shape)
         return (grad if needs[0] else None), None, None, grad_src
@@ -729,6 +735,7 @@ class MaskedFillTensor(Op):
     gradient where mask is True (MaskedFillBackward1 in torch)."""
 
     node_name = "MaskedFillBackward1"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, mask, value):
@@ -742,9 +749,9 @@ class MaskedFillTensor(Op):
     @staticmethod
     def backward(ctx, grad):
         needs = ctx.needs_input_grad
-        mask = _wrap_bool(ctx.mask)
-        grad_value = Where.apply(mask, grad, 0.0).sum() if needs[2] else None
-        return (Where.apply(mask, 0.0, grad) if needs[0] else None), None, grad_value
+        mask = _math.constant(grad, ctx.mask)
+        grad_value = _math.where(mask, grad, 0.0).sum() if needs[2] else None
+        return (_math.where(mask, 0.0, grad) if needs[0] else None), None, grad_value
 
 
 def _masked_fill(ctx, a, mask, value):

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from ..autograd.function import Op
 from ..errors import ArgumentTypeError, InvalidValueError, ShapeError
-from ..tensor import Tensor
 from . import _math
 from ._checks import wrap_dim
 

@@ -16,7 +16,7 @@ from ..tensor import Tensor
 from . import _math
 from ._checks import wrap_dim
 from ._edges import select_edges
-from .reduce import sum_to
+from ._math import sum_to
 
 
 def _wrap(array) -> Tensor:
@@ -107,6 +107,7 @@ class IndexAdd(Op):
     """``index_add(dim, index, source, alpha)``: source's slices added at index."""
 
     node_name = "IndexAddBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, dim, index, source, alpha=1):
@@ -128,7 +129,7 @@ class IndexAdd(Op):
         needs = ctx.needs_input_grad
         grad_source = None
         if needs[3]:
-            grad_source = IndexSelect.apply(grad, ctx.axis, _wrap(ctx.positions))
+            grad_source = _math.apply(IndexSelect, grad, ctx.axis, ctx.positions)
             if ctx.alpha != 1:
                 grad_source = grad_source * ctx.alpha
         return (grad if needs[0] else None), None, None, grad_source, None
@@ -138,6 +139,7 @@ class IndexCopy(Op):
     """``index_copy(dim, index, source)``: source's slices written at index."""
 
     node_name = "IndexCopyBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, dim, index, source):
@@ -160,10 +162,10 @@ class IndexCopy(Op):
     @staticmethod
     def backward(ctx, grad):
         needs = ctx.needs_input_grad
-        positions = _wrap(ctx.positions)
-        return ((IndexFill.apply(grad, ctx.axis, positions, 0.0) if needs[0] else None),
+        positions = ctx.positions
+        return ((_math.apply(IndexFill, grad, ctx.axis, positions, 0.0) if needs[0] else None),
                 None, None,
-                (IndexSelect.apply(grad, ctx.axis, positions) if needs[3] else None))
+                (_math.apply(IndexSelect, grad, ctx.axis, positions) if needs[3] else None))
 
 
 class IndexFill(Op):
@@ -171,6 +173,7 @@ class IndexFill(Op):
     tensor, which then gets the sum of their gradients)."""
 
     node_name = "IndexFillBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, dim, index, value):
@@ -193,11 +196,11 @@ class IndexFill(Op):
     @staticmethod
     def backward(ctx, grad):
         needs = ctx.needs_input_grad
-        positions = _wrap(ctx.positions)
+        positions = ctx.positions
         grad_value = None
         if len(needs) > 3 and needs[3]:
-            grad_value = IndexSelect.apply(grad, ctx.axis, positions).sum()
-        return ((IndexFill.apply(grad, ctx.axis, positions, 0.0) if needs[0] else None),
+            grad_value = _math.apply(IndexSelect, grad, ctx.axis, positions).sum()
+        return ((_math.apply(IndexFill, grad, ctx.axis, positions, 0.0) if needs[0] else None),
                 None, None, grad_value)
 
 
@@ -210,6 +213,7 @@ class IndexPutAccumulate(Op):
     repeated) positions."""
 
     node_name = "IndexPutBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, values, index):
@@ -230,7 +234,7 @@ class IndexPutAccumulate(Op):
         needs = ctx.needs_input_grad
         grad_values = None
         if needs[1]:
-            grad_values = sum_to(Index.apply(grad, ctx.index), ctx.value_shape)
+            grad_values = sum_to(_math.apply(Index, grad, ctx.index), ctx.value_shape)
         return (grad if needs[0] else None), grad_values, None
 
 
@@ -247,6 +251,7 @@ class MaskedSelect(Op):
     """``masked_select(mask)``: the elements where mask (broadcast) is True, flattened."""
 
     node_name = "MaskedSelectBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, mask):
@@ -265,8 +270,8 @@ class MaskedSelect(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        zeros = _wrap(grad._xp.zeros(ctx.shape, dtype=grad._array.dtype))
-        spread = MaskedScatter.apply(zeros, _wrap(ctx.mask), grad)
+        zeros = _math.xp(grad).zeros(ctx.shape, dtype=_math.numpy_dtype(grad))
+        spread = _math.apply(MaskedScatter, zeros, ctx.mask, grad)
         return (sum_to(spread, ctx._input_meta[0][0]), None)
 
 
@@ -275,6 +280,7 @@ class MaskedScatter(Op):
     is True."""
 
     node_name = "MaskedScatterBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, mask, source):
@@ -303,17 +309,17 @@ class MaskedScatter(Op):
         from .indexing import MaskedFill
 
         needs = ctx.needs_input_grad
-        mask = _wrap(ctx.mask)
-        grad_input = MaskedFill.apply(grad, mask, 0.0) if needs[0] else None
+        mask = ctx.mask
+        grad_input = _math.apply(MaskedFill, grad, mask, 0.0) if needs[0] else None
         grad_source = None
         if needs[2]:
-            picked = MaskedSelect.apply(grad, mask)
+            picked = _math.apply(MaskedSelect, grad, mask)
             size = int(np.prod(ctx.source_shape))
             if size != ctx.count:
-                zeros = _wrap(grad._xp.zeros(size - ctx.count, dtype=grad._array.dtype))
+                zeros = _math.xp(grad).zeros(size - ctx.count, dtype=_math.numpy_dtype(grad))
                 from .shape import Cat
 
-                picked = Cat.apply(picked, zeros, dim=0)
+                picked = _math.apply(Cat, picked, zeros, dim=0)
             grad_source = picked.reshape(ctx.source_shape)
         return grad_input, None, grad_source
 
@@ -322,6 +328,7 @@ class Take(Op):
     """``take(index)``: elements of the flattened input, in index's shape."""
 
     node_name = "TakeBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, index):
@@ -346,8 +353,8 @@ class Take(Op):
     def backward(ctx, grad):
         shape = ctx._input_meta[0][0]
         size = int(np.prod(shape))
-        zeros = _wrap(grad._xp.zeros(size, dtype=grad._array.dtype))
-        flat = IndexAdd.apply(zeros, 0, _wrap(ctx.positions.reshape(-1) % max(size, 1)),
+        zeros = _math.xp(grad).zeros(size, dtype=_math.numpy_dtype(grad))
+        flat = _math.apply(IndexAdd, zeros, 0, (ctx.positions.reshape(-1) % max(size, 1)),
                               grad.reshape(-1))
         return (flat.reshape(shape), None)
 

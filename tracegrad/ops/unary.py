@@ -11,9 +11,9 @@ from ..backends import kernels
 from . import _math
 from ._checks import wrap_dim
 from ._edges import select_edges
+from ._math import sum_to
 from ._operands import broadcast_error, operands
 from ._saved import as_torch_int, show_saved
-from ._math import sum_to
 
 
 def _float(a):
