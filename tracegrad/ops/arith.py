@@ -326,6 +326,7 @@ class Copy(Op):
     """``input.copy_(src)``: the result is src, broadcast and cast to input's shape/dtype."""
 
     node_name = "torch::autograd::CopyBackwards"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, src):
@@ -340,10 +341,7 @@ class Copy(Op):
 
     @staticmethod
     def backward(ctx, grad):
+        # src's gradient as broadcast, in input's dtype: the engine sums it to src's shape
+        # and casts it to src's dtype.
         needs = ctx.needs_input_grad
-        grad_src = None
-        if needs[1]:
-            grad_src = sum_to(grad, ctx.src_shape)
-            if grad_src._array.dtype != ctx.src_dtype:
-                grad_src = grad_src.to(ctx.src_dtype)
-        return (grad * 0 if needs[0] else None), grad_src
+        return (grad * 0 if needs[0] else None), (grad if needs[1] else None)
