@@ -17,8 +17,8 @@ from ..autograd.function import Op
 from ..errors import ShapeError
 from ..tensor import Tensor
 from . import _math, unary
-from ._special import erf  # the one erf (float64 exact, float32 vectorised; CuPy: cupyx)
 from ._math import sum_to
+from ._special import erf  # the one erf (float64 exact, float32 vectorised; CuPy: cupyx)
 from .shape import wrap_dim
 
 _ndarray = np.ndarray
