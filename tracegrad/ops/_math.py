@@ -175,6 +175,14 @@ def sum_dims(value, dims: tuple):
     return value.sum(axis=dims)
 
 
+def expand(value, shape: tuple):
+    """``value`` broadcast to ``shape``: a Tensor (recorded, ExpandBackward0) or a read-only
+    array view."""
+    if value.__class__ is Tensor:
+        return value.expand(shape)
+    return array_module(value).broadcast_to(value, tuple(shape))
+
+
 def sum_keepdims(value, dims: tuple):
     """``value`` summed over ``dims``, kept as size 1: a Tensor (recorded) or an array."""
     if value.__class__ is Tensor:

@@ -482,6 +482,7 @@ class Addbmm(Op):
     """``beta * input + alpha * sum_i batch1[i] @ batch2[i]``."""
 
     node_name = "AddbmmBackward0"
+    array_backward = True
     saved_names = ("batch1", "batch2", "alpha=alpha", "beta=beta")  # as PyTorch names them
 
     @staticmethod
@@ -496,11 +497,13 @@ class Addbmm(Op):
         b1, b2 = ctx.saved_tensors
         needs = ctx.needs_input_grad
         alpha = ctx.alpha
-        batches = b1._array.shape[0]
-        spread = grad.unsqueeze(0).expand(batches, *grad.shape)
+        batches = b1.shape[0]
+        spread = _math.expand(_math.unsqueeze(grad, 0), (batches, *grad.shape))
         return (_input_grad(grad, ctx.beta, ctx._input_meta[0][0]) if needs[0] else None,
-                _scaled(Bmm.apply(spread, b2.transpose(1, 2)), alpha) if needs[1] else None,
-                _scaled(Bmm.apply(b1.transpose(1, 2), spread), alpha) if needs[2] else None,
+                _scaled(_math.apply(Bmm, spread, _math.transpose(b2, 1, 2)), alpha)
+                if needs[1] else None,
+                _scaled(_math.apply(Bmm, _math.transpose(b1, 1, 2), spread), alpha)
+                if needs[2] else None,
                 None, None)
 
 
