@@ -367,6 +367,7 @@ class ScatterReduce(Op):
     amax, amin."""
 
     node_name = "ScatterReduceBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, dim, index, src, reduce, include_self=True):
@@ -420,43 +421,42 @@ class ScatterReduce(Op):
         needs = ctx.needs_input_grad
         where, reduce = ctx.where, ctx.reduce
         index_shape = where[0].shape if where else ()
-        touched = _wrap(ctx.counts > 0)
+        touched = _math.constant(grad, ctx.counts > 0)
         if state.grad_enabled:  # create_graph: the result must carry the inputs' graph
             result = ScatterReduce.apply(a, ctx.axis, ctx.index, src, reduce, ctx.include_self)
         else:
-            result = _wrap(ctx.result)
+            result = _math.constant(grad, ctx.result)
         grad_self = grad_src = None
         if reduce == "sum":
-            grad_self = grad if ctx.include_self else grad.masked_fill(touched, 0.0)
-            grad_src_part = Index.apply(grad, where)
+            grad_self = grad if ctx.include_self else _math.where(touched, 0.0, grad)
+            grad_src_part = _math.apply(Index, grad, where)
         elif reduce == "mean":
-            total = _wrap((ctx.counts + (1 if ctx.include_self else 0)).clip(min=1)
-                          .astype(grad._array.dtype))
+            total = _math.constant(grad, (ctx.counts + (1 if ctx.include_self else 0))
+                                   .clip(min=1).astype(_math.numpy_dtype(grad)))
             scaled = grad / total
-            grad_self = scaled if ctx.include_self else grad.masked_fill(touched, 0.0)
-            grad_src_part = Index.apply(scaled, where)
+            grad_self = scaled if ctx.include_self else _math.where(touched, 0.0, grad)
+            grad_src_part = _math.apply(Index, scaled, where)
         elif reduce == "prod":
             product = grad * result
-            grad_self = product / a if ctx.include_self else grad.masked_fill(touched, 0.0)
+            grad_self = product / a if ctx.include_self else _math.where(touched, 0.0, grad)
             part_src = src[tuple(slice(size) for size in index_shape)]
-            grad_src_part = Index.apply(product, where) / part_src
+            grad_src_part = _math.apply(Index, product, where) / part_src
         else:  # amax / amin: shared evenly among every contributor equal to the result
             part_src = src[tuple(slice(size) for size in index_shape)]
-            value = Index.apply(result, where)
-            src_hits = (part_src == value).to(grad.dtype)
-            self_hits = (a == result).to(grad.dtype) if ctx.include_self else \
-                (~touched).to(grad.dtype)
-            hits = self_hits + IndexAccumulate.apply(src_hits, shape=tuple(a.shape),
-                                                     index=where)
+            value = _math.apply(Index, result, where)
+            src_hits = _math.like_dtype(part_src == value, grad)
+            self_hits = _math.like_dtype(a == result, grad) if ctx.include_self else \
+                _math.like_dtype(~touched, grad)
+            hits = self_hits + _math.apply(IndexAccumulate, src_hits, shape=tuple(a.shape),
+                                           index=where)
             share = grad / hits
             grad_self = share * self_hits
-            grad_src_part = Index.apply(share, where) * src_hits
+            grad_src_part = _math.apply(Index, share, where) * src_hits
         if needs[3]:
             grad_src = grad_src_part
             if tuple(grad_src.shape) != tuple(src.shape):
-                grad_src = IndexAccumulate.apply(
-                    grad_src, shape=tuple(src.shape),
-                    index=tuple(slice(size) for size in index_shape))
+                grad_src = _math.apply(IndexAccumulate, grad_src, shape=tuple(src.shape),
+                                       index=tuple(slice(size) for size in index_shape))
         return (grad_self if needs[0] else None), None, None, grad_src, None, None
 
 

@@ -21,7 +21,7 @@ from . import _math
 from ._checks import wrap_dim
 from ._saved import as_torch_ints, show_saved
 from .indexing import scatter_into
-from .reduce import _product, expand_reduced, normalize_dims
+from .reduce import _product, normalize_dims
 from .shape import Reshape
 
 
@@ -142,6 +142,7 @@ class VarMean(Op):
     """``torch.var_mean``: (var, mean) from one node, as torch records it."""
 
     node_name = "VarMeanBackward0"
+    array_backward = True
     _std = False
 
     @staticmethod
@@ -161,16 +162,17 @@ class VarMean(Op):
     @staticmethod
     def backward(ctx, grad_spread, grad_mean):
         (a,) = ctx.saved_tensors
-        shape = a._array.shape
+        shape = tuple(a.shape)
         dims, keepdim = ctx.dims, ctx.keepdim
         if ctx._function._std:
             if state.grad_enabled:  # create_graph: the std must carry a's graph
                 spread = Std.apply(a, dims, ctx.correction, keepdim)
             else:
-                spread = Tensor._wrap(ctx.spread, False)
+                spread = _math.constant(grad_spread, ctx.spread)
             grad_spread = grad_spread / (spread * 2)
         grad = _var_grad(grad_spread, a, dims, keepdim, ctx.correction)
-        grad = grad + expand_reduced(grad_mean / _count(shape, dims), shape, dims, keepdim)
+        grad = grad + _math.expand_reduced(grad_mean / _count(shape, dims), shape, dims,
+                                           keepdim)
         return (grad, None, None, None)
 
 
