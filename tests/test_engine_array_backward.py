@@ -35,7 +35,20 @@ class _Probe(Op):
 def test_the_flag_follows_the_formula():
     assert arith.Mul._node_class._takes_arrays
     assert reduce.SumAll._node_class._takes_arrays  # inherits Sum's backward and its flag
-    assert not decompositions.Svd._node_class._takes_arrays  # not converted: on Tensors
+    assert decompositions.Svd._node_class._takes_arrays
+    assert not _Unflagged._node_class._takes_arrays  # a formula not written for arrays
+
+
+class _Unflagged(Op):
+    node_name = "UnflaggedBackward"
+
+    @staticmethod
+    def forward(ctx, a):
+        return a._array * 2
+
+    @staticmethod
+    def backward(ctx, grad):
+        return (grad * 2,)
 
 
 def test_formula_gets_arrays_without_create_graph_and_tensors_with_it():

@@ -254,6 +254,11 @@ class OpNode(BackwardCFunction):
 
     _checks_non_tensor_grads = False
 
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        # The op's formula, where the engine's fast path finds it in one attribute read.
+        cls._formula = staticmethod(cls._function.backward)
+
     def save_for_backward(self, *values) -> None:
         self._to_save = values
 
@@ -787,8 +792,6 @@ class Op(Function):
         # again whether that one runs on arrays.
         owner = next(klass for klass in cls.__mro__ if "backward" in klass.__dict__)
         cls._node_class._takes_arrays = bool(owner.__dict__.get("array_backward", False))
-        # The formula, where the engine's fast path finds it in one attribute read.
-        cls._node_class._formula = staticmethod(cls.backward)
 
     @classmethod
     def apply(cls, *args, **attrs):
