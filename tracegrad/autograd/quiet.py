@@ -59,6 +59,27 @@ else:  # pragma: no cover
         return np.seterr(**user_state)
 
 
+# What NumPy raises for an inf or nan when the program made warnings errors (a
+# RuntimeWarning) or set np.seterr(all="raise") (a FloatingPointError).
+FLOAT_ERRORS = (RuntimeWarning, FloatingPointError)
+
+
+def retry(function, *args):
+    """``function(*args)`` with NumPy's floating-point warnings off: the rare path of a hot
+    forward whose NumPy call raised one of ``FLOAT_ERRORS`` (a pure computation, safe to
+    run again), so the common path pays nothing.
+
+    >>> import operator, numpy as np
+    >>> float(retry(operator.truediv, np.float64(1.0), np.float64(0.0)))
+    inf
+    """
+    token = silence()
+    try:
+        return function(*args)
+    finally:
+        restore(token)
+
+
 def silenced(forward):
     """Decorator: ``forward`` runs with NumPy's floating-point warnings off -- for an op's
     forward that can make an inf or nan (a reduction, a matrix product, a NumPy function
@@ -90,8 +111,17 @@ def silenced(forward):
 # errors after importing tracegrad puts its filter first; for that case the forwards silence
 # NumPy themselves (``silenced``, ``quiet``) and each backward pass runs silenced.
 FLOAT_WARNINGS = r"(overflow|invalid value|divide by zero|underflow) encountered in "
-warnings.filterwarnings("ignore", message=FLOAT_WARNINGS, category=RuntimeWarning,
-                        module=r"tracegrad\.")
+
+
+def install_filter() -> None:
+    """Put the filter in force (done once, when tracegrad is imported). A
+    ``warnings.catch_warnings()`` block around that import -- as pytest has around
+    collection -- drops it again on exit; the forwards' own silencing still holds then."""
+    warnings.filterwarnings("ignore", message=FLOAT_WARNINGS, category=RuntimeWarning,
+                            module=r"tracegrad\.")
+
+
+install_filter()
 
 
 class quiet:

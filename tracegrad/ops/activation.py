@@ -14,6 +14,7 @@ import math
 import numpy as np
 
 from ..autograd.function import Op
+from ..autograd.quiet import silenced
 from ..errors import ShapeError
 from ..tensor import Tensor
 from . import _math, unary
@@ -110,6 +111,7 @@ class Gelu(Op):
     saved_names = ("self", "approximate=approximate")  # as PyTorch names them
 
     @staticmethod
+    @silenced
     def forward(ctx, a, approximate="none"):
         x = floating_array("GeluKernelImpl", a)
         ctx.save_for_backward(a)
@@ -163,6 +165,7 @@ _BETA = math.sqrt(2 / math.pi)
 _KAPPA = 0.044715
 
 
+@silenced
 def _gelu_derivative(xp, x, approximate: str):
     if approximate == "tanh":
         squared = x * x
@@ -192,6 +195,7 @@ class Softplus(Op):
     array_backward = True
 
     @staticmethod
+    @silenced
     def forward(ctx, a, beta=1.0, threshold=20.0):
         x = floating_array("softplus_cpu", a)
         ctx.save_for_backward(a)
@@ -254,6 +258,7 @@ class Hardswish(Op):
     array_backward = True
 
     @staticmethod
+    @silenced
     def forward(ctx, a):
         x = floating_array("hardswish_cpu", a)
         ctx.save_for_backward(a)
@@ -273,6 +278,7 @@ class Mish(Op):
     array_backward = True
 
     @staticmethod
+    @silenced
     def forward(ctx, a):
         x = floating_array("mish_cpu", a)
         ctx.save_for_backward(a)
@@ -344,6 +350,7 @@ class PreluKernel(Op):
     array_backward = True
 
     @staticmethod
+    @silenced
     def forward(ctx, a, weight):
         x = floating_array("prelu_cpu", a)
         w = weight._array

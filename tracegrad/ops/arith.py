@@ -6,10 +6,12 @@ own (second derivatives). ``sum_to`` undoes broadcasting in one place.
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from ..autograd.function import Op
-from ..autograd.quiet import restore, silence
+from ..autograd.quiet import FLOAT_ERRORS, restore, retry, silence, silenced
 from ..errors import DTypeError
 from ..tensor import Tensor
 from . import _math
@@ -64,6 +66,8 @@ class Add(Op):
             return x + y
         except ValueError:
             raise broadcast_error("add", a, b) from None
+        except FLOAT_ERRORS:  # inf - inf, with warnings as errors: torch is silent
+            return retry(operator.add, x, y)
 
     @staticmethod
     def backward(ctx, grad):
@@ -120,6 +124,8 @@ def _subtract(ctx, a, b, alpha=1):
         return x - y
     except ValueError:
         raise broadcast_error("sub", a, b) from None
+    except FLOAT_ERRORS:  # overflow, with warnings as errors: torch is silent
+        return retry(operator.sub, x, y)
 
 
 # alpha is 1 on every node that was not given one: a class default, not a per-call write
@@ -145,6 +151,8 @@ class Mul(Op):
             return x * y
         except ValueError:
             raise broadcast_error("mul", a, b) from None
+        except FLOAT_ERRORS:  # overflow, 0 * inf, with warnings as errors: torch is silent
+            return retry(operator.mul, x, y)
 
     @staticmethod
     def backward(ctx, grad):
@@ -216,6 +224,7 @@ class PowScalar(Op):
     saved_names = ("self", "exponent=exponent")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
+    @silenced
     def forward(ctx, a, exponent):
         ctx.save_for_backward(a)
         ctx.exponent = exponent

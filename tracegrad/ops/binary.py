@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from .. import _dtype
 from ..autograd.function import Op
+from ..autograd.quiet import silenced
 from ..errors import (
     ArgumentTypeError,
     AutogradError,
@@ -327,6 +328,7 @@ class Lerp(Op):
     array_backward = True
 
     @staticmethod
+    @silenced
     def forward(ctx, start, end, weight):
         _same_dtype("lerp", ("self", "end"), start, end)
         x, y = _pair("lerp", start, end)
@@ -347,6 +349,7 @@ class LerpTensor(Op):
     array_backward = True
 
     @staticmethod
+    @silenced
     def forward(ctx, start, end, weight):
         _same_dtype("lerp", ("self", "end", "weight"), start, end, weight)
         x, y = _pair("lerp", start, end)
@@ -373,6 +376,7 @@ class Addcmul(Op):
     array_backward = True
 
     @staticmethod
+    @silenced
     def forward(ctx, a, t1, t2, value=1):
         x, y = _pair("addcmul", t1, t2)
         product = x * y
@@ -475,6 +479,7 @@ class Logaddexp(Op):
     array_backward = True
 
     @staticmethod
+    @silenced
     def forward(ctx, a, b):
         x, y = _pair("logaddexp", a, b)
         _check_float("logaddexp", x, a)
@@ -494,6 +499,7 @@ class Logaddexp2(Op):
     array_backward = True
 
     @staticmethod
+    @silenced
     def forward(ctx, a, b):
         x, y = _pair("logaddexp2", a, b)
         _check_float("logaddexp2", x, a)
@@ -587,6 +593,7 @@ class Ldexp(Op):
     array_backward = True
 
     @staticmethod
+    @silenced
     def forward(ctx, a, other):
         x, y = _float_pair("ldexp", a, other)
         ctx.save_for_backward(a, other)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .. import backends
 from ..autograd.function import Op
+from ..autograd.quiet import silenced
 from . import _math
 
 
@@ -12,6 +13,7 @@ class ToDtype(Op):
     array_backward = True
 
     @staticmethod
+    @silenced
     def forward(ctx, a, dtype):
         ctx.input_dtype = a._array.dtype
         return a._array.astype(dtype)

@@ -18,6 +18,7 @@ import itertools
 
 from ..autograd.function import Op
 from ..autograd.grad_mode import state
+from ..autograd.quiet import silenced
 from ..backends import array_module
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
@@ -107,6 +108,7 @@ def _batch_first(array, batch: int, sizes):
     return moved.reshape((batch, groups * rows) + tuple(sizes))
 
 
+@silenced
 def conv_arrays(xp, x, w, stride, pads, dilation, groups):
     """Convolution of ``x`` (N, C, *S) with ``w`` (O, C/groups, *k): (output (N, O, *o),
     columns (G, C/G * K, N * L))."""
@@ -122,6 +124,7 @@ def conv_arrays(xp, x, w, stride, pads, dilation, groups):
     return _batch_first(out, x.shape[0], sizes), columns
 
 
+@silenced
 def conv_transpose_arrays(xp, x, w, stride, pads, dilation, groups, sizes):
     """Transposed convolution of ``x`` (N, C, *S) with ``w`` (C, O/groups, *k), cropped to
     the spatial ``sizes``."""
@@ -161,6 +164,7 @@ class Convolution(Op):
     saved_names = ("input", "weight")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
+    @silenced
     def forward(ctx, input, weight, bias, stride, pads, dilation, transposed, output_padding,
                 groups):
         x, w = input._array, weight._array

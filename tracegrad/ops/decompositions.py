@@ -13,6 +13,7 @@ import numpy as np
 
 from ..autograd.function import Op
 from ..autograd.grad_mode import state
+from ..autograd.quiet import silenced
 from ..errors import LinAlgError, ShapeError, UnsupportedDTypeError
 from ..tensor import Tensor
 from . import _math
@@ -94,6 +95,7 @@ class Det(Op):
     saves_output = True
 
     @staticmethod
+    @silenced
     def forward(ctx, a):
         _matrices("linalg.det", a)
         ctx.save_for_backward(a)
@@ -128,6 +130,7 @@ class Slogdet(Op):
     array_backward = True
 
     @staticmethod
+    @silenced
     def forward(ctx, a):
         _matrices("linalg.slogdet", a)
         ctx.save_for_backward(a)
@@ -511,6 +514,7 @@ class Cross(Op):
     array_backward = True
 
     @staticmethod
+    @silenced
     def forward(ctx, a, b, dim=-1):
         from ._checks import wrap_dim
 

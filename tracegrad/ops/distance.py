@@ -5,12 +5,14 @@ from __future__ import annotations
 import math
 
 from ..autograd.function import Op
+from ..autograd.quiet import silenced
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
 from . import _math
 from .unary import _quiet
 
 
+@silenced
 def _pairwise(xp, x1, x2, p: float):
     """(..., P, R) distances. For p=2 with more than 25 rows on either side torch uses the
     |a|^2 + |b|^2 - 2ab expansion (one matrix product); so does this, to give the same

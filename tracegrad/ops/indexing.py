@@ -10,6 +10,7 @@ from .. import backends
 from ..autograd import views
 from ..autograd.function import Op
 from ..autograd.grad_mode import state
+from ..autograd.quiet import silenced
 from ..backends import array_module
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor  # ops load after Tensor is defined (tensor.py imports them)
@@ -693,6 +694,7 @@ class ScatterAdd(Op):
     array_backward = True
 
     @staticmethod
+    @silenced
     def forward(ctx, a, dim, index, src):
         select_edges(ctx, (0, 3))  # torch's edges: a, src (no index/mask edge)
         axis = wrap_dim(dim, a._array.ndim)

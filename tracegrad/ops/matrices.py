@@ -5,6 +5,7 @@ cholesky_solve, cholesky_inverse, renorm.
 from __future__ import annotations
 
 from ..autograd.function import Op
+from ..autograd.quiet import silenced
 from ..errors import ShapeError
 from . import _math
 from ._checks import wrap_dim
@@ -24,6 +25,7 @@ class Addr(Op):
     array_backward = True
 
     @staticmethod
+    @silenced
     def forward(ctx, a, vec1, vec2, beta=1, alpha=1):
         for name, vector in (("vec1", vec1), ("vec2", vec2)):
             if vector._array.ndim != 1:
@@ -151,6 +153,7 @@ class CholeskyInverse(Op):
     saves_output = True
 
     @staticmethod
+    @silenced
     def forward(ctx, factor, upper=False):
         _check_factor("cholesky_inverse", factor)
         xp = factor._xp
@@ -178,6 +181,7 @@ class Renorm(Op):
     array_backward = True
 
     @staticmethod
+    @silenced
     def forward(ctx, a, p, dim, maxnorm):
         from .norms import VectorNorm
 

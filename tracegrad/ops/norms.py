@@ -8,6 +8,7 @@ import math
 
 from .. import _dtype
 from ..autograd.function import Op
+from ..autograd.quiet import silenced
 from ..errors import DTypeError
 from ..tensor import Tensor
 from . import _math
@@ -30,6 +31,7 @@ class VectorNorm(Op):
     saves_output = True
 
     @staticmethod
+    @silenced
     def forward(ctx, a, ord=2, dim=None, keepdim=False, dtype=None):
         x = a._array
         if x.dtype.kind != "f":
@@ -119,6 +121,7 @@ class Dist(Op):
     saves_output = True
 
     @staticmethod
+    @silenced
     def forward(ctx, a, b, p=2):
         from ._operands import broadcast_error
 

@@ -12,6 +12,7 @@ import math
 
 from .. import _dtype
 from ..autograd.function import Op
+from ..autograd.quiet import silenced
 from ..errors import UnsupportedDTypeError
 from ..tensor import Tensor
 from . import _math, _special
@@ -345,6 +346,7 @@ class Sinc(Op):
     array_backward = True
 
     @staticmethod
+    @silenced
     def forward(ctx, a):
         ctx.save_for_backward(a)
         return a._xp.sinc(_float(a))
@@ -378,6 +380,7 @@ class Rad2Deg(Op):
     array_backward = True
 
     @staticmethod
+    @silenced
     def forward(ctx, a):
         return _float(a) * (180.0 / math.pi)
 
@@ -491,6 +494,7 @@ class Frac(Op):
     array_backward = True
 
     @staticmethod
+    @silenced
     def forward(ctx, a):
         x = a._array
         if x.dtype.kind != "f":

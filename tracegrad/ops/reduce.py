@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..autograd import events
 from ..autograd.function import Op
-from ..autograd.quiet import restore, silence
+from ..autograd.quiet import restore, silence, silenced
 from ..errors import ShapeError
 from . import _math
 from ._checks import wrap_dim
@@ -285,6 +285,7 @@ class Prod(Op):
     saves_output = True
 
     @staticmethod
+    @silenced
     def forward(ctx, a, dim, keepdim=False, dtype=None):
         x = a._array
         if dtype is None and x.dtype.kind in "biu":
@@ -304,6 +305,7 @@ class ProdAll(Prod):
     node_name = "ProdBackward0"
 
     @staticmethod
+    @silenced
     def forward(ctx, a, dtype=None):
         x = a._array
         if dtype is None and x.dtype.kind in "biu":
@@ -451,6 +453,7 @@ class Nansum(Op):
     array_backward = True
 
     @staticmethod
+    @silenced
     def forward(ctx, a, dim=None, keepdim=False, dtype=None):
         x = a._array
         dims = normalize_dims(dim, x.ndim) if dim is not None and dim != () else None

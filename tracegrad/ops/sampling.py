@@ -12,6 +12,7 @@ import numpy as np
 
 from .. import random as _random
 from ..autograd.function import Op
+from ..autograd.quiet import silenced
 from ..errors import InvalidValueError
 from ..tensor import Tensor
 from ._operands import broadcast_error
@@ -50,6 +51,7 @@ class Normal(Op):
     array_backward = True
 
     @staticmethod
+    @silenced
     def forward(ctx, mean, std, generator=None):
         _check_std(std)
         tensor = mean if isinstance(mean, Tensor) else std

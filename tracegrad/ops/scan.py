@@ -10,6 +10,7 @@ import numpy as np
 
 from .. import _dtype
 from ..autograd.function import Op
+from ..autograd.quiet import silenced
 from ..tensor import Tensor
 from . import _math
 from ._checks import wrap_dim
@@ -38,6 +39,7 @@ class Cumsum(Op):
     array_backward = True
 
     @staticmethod
+    @silenced
     def forward(ctx, a, dim, dtype=None):
         x = a._array
         if dtype is None and x.dtype.kind in "biu":
@@ -64,6 +66,7 @@ class Cumprod(Op):
     saves_output = True
 
     @staticmethod
+    @silenced
     def forward(ctx, a, dim, dtype=None):
         x = a._array
         if dtype is None and x.dtype.kind in "biu":
@@ -176,6 +179,7 @@ class Logcumsumexp(Op):
     saves_output = True
 
     @staticmethod
+    @silenced
     def forward(ctx, a, dim):
         x = a._array
         if x.dtype.kind != "f":

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..autograd.function import Op
 from ..autograd.grad_mode import state
+from ..autograd.quiet import silenced
 from ..errors import DTypeError, OutOfRangeError, ShapeError
 from ..tensor import Tensor
 from . import _math
@@ -110,6 +111,7 @@ class IndexAdd(Op):
     array_backward = True
 
     @staticmethod
+    @silenced
     def forward(ctx, a, dim, index, source, alpha=1):
         select_edges(ctx, (0, 3))  # torch's edges: a, source (no index/mask edge)
         axis = wrap_dim(dim, a._array.ndim, a)
@@ -216,6 +218,7 @@ class IndexPutAccumulate(Op):
     array_backward = True
 
     @staticmethod
+    @silenced
     def forward(ctx, a, values, index):
         select_edges(ctx, (0, 1))  # torch's edges: a, values (no index/mask edge)
         out = a._array.copy()
@@ -370,6 +373,7 @@ class ScatterReduce(Op):
     array_backward = True
 
     @staticmethod
+    @silenced
     def forward(ctx, a, dim, index, src, reduce, include_self=True):
         select_edges(ctx, (0, 3))  # torch's edges: a, src (no index/mask edge)
         from .indexing import _check_index, _grid_index

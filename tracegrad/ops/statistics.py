@@ -15,6 +15,7 @@ import numpy as np
 from .. import _dtype
 from ..autograd.function import Op
 from ..autograd.grad_mode import state
+from ..autograd.quiet import silenced
 from ..errors import ArgumentTypeError, DTypeError, ShapeError
 from ..tensor import Tensor
 from . import _math
@@ -67,6 +68,7 @@ def _degrees_of_freedom(count: int, correction) -> float:
     return max(dof, 0)
 
 
+@silenced
 def _variance(x, dims, keepdim, correction):
     count = _count(x.shape, dims)
     mean = x.mean(axis=dims, keepdims=True)
@@ -201,6 +203,7 @@ class Logsumexp(Op):
     saves_output = True
 
     @staticmethod
+    @silenced
     def forward(ctx, a, dim, keepdim=False):
         x = a._array
         if x.dtype.kind != "f":

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd.function import Op
-from ..autograd.quiet import quiet, restore, silence
+from ..autograd.quiet import FLOAT_ERRORS, quiet, restore, retry, silence, silenced
 from ..backends import kernels
 from . import _math
 from ._checks import wrap_dim
@@ -102,7 +102,11 @@ class Sin(Op):
     @staticmethod
     def forward(ctx, a):
         ctx.save_for_backward(a)
-        return a._xp.sin(_float(a))
+        x = _float(a)
+        try:
+            return a._xp.sin(x)
+        except FLOAT_ERRORS:  # sin(inf) is nan, with warnings as errors: torch is silent
+            return retry(a._xp.sin, x)
 
     @staticmethod
     def backward(ctx, grad):
@@ -118,7 +122,11 @@ class Cos(Op):
     @staticmethod
     def forward(ctx, a):
         ctx.save_for_backward(a)
-        return a._xp.cos(_float(a))
+        x = _float(a)
+        try:
+            return a._xp.cos(x)
+        except FLOAT_ERRORS:  # cos(inf) is nan, with warnings as errors: torch is silent
+            return retry(a._xp.cos, x)
 
     @staticmethod
     def backward(ctx, grad):
@@ -181,6 +189,7 @@ class Silu(Op):
     saved_names = ("self",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
+    @silenced
     def forward(ctx, a):
         ctx.save_for_backward(a)
         x = _float(a)
