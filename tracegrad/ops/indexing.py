@@ -540,7 +540,13 @@ def _grid_index(xp, index_array, axis: int):
     return tuple(grids)
 
 
-def _check_index(op_name: str, tensor, axis: int, index) -> None:
+_NO_SOURCE = object()  # gather: no src to check the index against
+
+
+def _check_index(op_name: str, tensor, axis: int, index, src=_NO_SOURCE) -> None:
+    """torch's checks of a gather or scatter index, in its words. A scatter passes its
+    ``src`` (a Tensor or a number): the index must be no larger than a src tensor in every
+    dimension (a larger src is fine: its leading part is used)."""
     if index._array.dtype.kind not in "iu":
         raise DTypeError(f"{op_name}(): Expected dtype int64 for index, got "
                          f"{index.dtype.name}")
@@ -548,12 +554,24 @@ def _check_index(op_name: str, tensor, axis: int, index) -> None:
         raise ShapeError(
             f"{op_name}(): Index tensor must have the same number of dimensions as input "
             f"tensor ({index._describe()} vs {tensor._describe()})")
-    for d in range(tensor._array.ndim):
-        if d != axis and index._array.shape[d] > tensor._array.shape[d]:
+    index_shape, shape = index._array.shape, tensor._array.shape
+    if src is _NO_SOURCE:
+        for d in range(len(shape)):
+            if d != axis and index_shape[d] > shape[d]:
+                raise ShapeError(
+                    f"Size does not match at dimension {d} expected index "
+                    f"{list(index_shape)} to be no larger than self {list(shape)} apart from "
+                    f"dimension {axis} ({op_name})")
+    else:
+        src_shape = src._array.shape if isinstance(src, Tensor) else None
+        if any(d != axis and index_shape[d] > shape[d] for d in range(len(shape))) or (
+                src_shape is not None and len(src_shape) == len(index_shape)
+                and any(size > limit for size, limit in zip(index_shape, src_shape))):
+            against_src = "" if src_shape is None else \
+                f" and to be no larger size than src {list(src_shape)}"
             raise ShapeError(
-                f"{op_name}(): Size does not match at dimension {d} expected index "
-                f"{list(index._array.shape)} to be smaller than self {list(tensor._array.shape)} "
-                f"apart from dimension {axis}")
+                f"Expected index {list(index_shape)} to be no larger than self {list(shape)} "
+                f"apart from dimension {axis}{against_src} ({op_name})")
     if index._array.size:
         limit = tensor._array.shape[axis]
         low, high = int(index._array.min()), int(index._array.max())
@@ -650,7 +668,7 @@ class ScatterValue(Op):
 
 def _scatter(ctx, a, dim, index, src, reduce):
     axis = wrap_dim(dim, a._array.ndim)
-    _check_index("scatter", a, axis, index)
+    _check_index("scatter", a, axis, index, src)
     xp = a._xp
     where = _grid_index(xp, index._array, axis)
     out = a._array.copy()
@@ -698,7 +716,7 @@ class ScatterAdd(Op):
     def forward(ctx, a, dim, index, src):
         select_edges(ctx, (0, 3))  # torch's edges: a, src (no index/mask edge)
         axis = wrap_dim(dim, a._array.ndim)
-        _check_index("scatter_add", a, axis, index)
+        _check_index("scatter_add", a, axis, index, src)
         xp = a._xp
         where = _grid_index(xp, index._array, axis)
         out = a._array.copy()

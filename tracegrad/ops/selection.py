@@ -383,7 +383,7 @@ class ScatterReduce(Op):
                              f"got {reduce} ({a._describe()}). Hint: 'amax'/'amin' are the "
                              "maximum and minimum.")
         axis = wrap_dim(dim, a._array.ndim, a)
-        _check_index("scatter_reduce", a, axis, index)
+        _check_index("scatter_reduce", a, axis, index, src)
         xp = a._xp
         where = _grid_index(xp, index._array, axis)
         values = src._array[tuple(slice(size) for size in index._array.shape)]

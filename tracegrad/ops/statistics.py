@@ -13,6 +13,7 @@ import warnings
 import numpy as np
 
 from .. import _dtype
+from ..autograd.anomaly import _user_stacklevel
 from ..autograd.function import Op
 from ..autograd.grad_mode import state
 from ..autograd.quiet import silenced
@@ -58,24 +59,23 @@ def _count(shape, dims) -> int:
     return _product(shape) if dims is None else _product(shape[d] for d in dims)
 
 
-def _degrees_of_freedom(count: int, correction) -> float:
+def _degrees_of_freedom(count: int, correction, op_name: str) -> float:
     dof = count - correction
-    if dof <= 0:
+    if dof <= 0:  # torch names the op the user called: var, std, var_mean, std_mean
         warnings.warn(
-            "var(): degrees of freedom is <= 0. Correction should be strictly less than the "
-            "reduction factor (input numel divided by output numel).", UserWarning,
-            stacklevel=4)
+            f"{op_name}(): degrees of freedom is <= 0. Correction should be strictly less "
+            "than the reduction factor (input numel divided by output numel).", UserWarning,
+            stacklevel=_user_stacklevel())  # the user's line, as torch's warning points
     return max(dof, 0)
 
 
-@silenced
-def _variance(x, dims, keepdim, correction):
+def _variance(x, dims, keepdim, correction, op_name: str = "var"):
     count = _count(x.shape, dims)
-    mean = x.mean(axis=dims, keepdims=True)
-    centered = x - mean
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(all="ignore"):  # inf and nan as torch gives them, without a word
+        mean = x.mean(axis=dims, keepdims=True)
+        centered = x - mean
         variance = (centered * centered).sum(axis=dims, keepdims=keepdim) / \
-            _degrees_of_freedom(count, correction)
+            _degrees_of_freedom(count, correction, op_name)
     return variance, mean
 
 
@@ -125,7 +125,7 @@ class Std(Op):
         ctx.save_for_backward(a)
         ctx.dims, ctx.keepdim, ctx.correction = dims, keepdim, correction
         ctx._dim = dim  # as given: grad_fn._saved_dim shows it
-        variance, _ = _variance(x, dims, keepdim, correction)
+        variance, _ = _variance(x, dims, keepdim, correction, "std")
         return a._xp.sqrt(variance)
 
     @staticmethod
@@ -154,7 +154,8 @@ class VarMean(Op):
         dims = normalize_dims(dim, x.ndim)
         ctx.save_for_backward(a)
         ctx.dims, ctx.keepdim, ctx.correction = dims, keepdim, correction
-        variance, mean = _variance(x, dims, keepdim, correction)
+        variance, mean = _variance(x, dims, keepdim, correction,
+                                   "std_mean" if ctx._function._std else "var_mean")
         if not keepdim:
             mean = mean.reshape(variance.shape)
         spread = a._xp.sqrt(variance) if ctx._function._std else variance
