@@ -482,8 +482,17 @@ def _execute(roots, dependencies, needed, captures, inputs, retain_graph, pass_i
     buffers_pop, buffers_get = buffers.pop, buffers.get
     anomaly_on = state.anomaly  # read once per pass, not per node
     slow = listener is not None or anomaly_on
-    while ready:
-        node = heappop(ready)[1]
+    # A node that became ready while no other was (a chain: nearly every node) runs next
+    # without a trip through the heap; a second ready node sends both to the heap, which
+    # orders them (_priority).
+    pending = None
+    while True:
+        if pending is not None:
+            node, pending = pending, None
+        elif ready:
+            node = heappop(ready)[1]
+        else:
+            break
         grads = buffers_pop(node, None)
         metas = _UNFITTED
         if needed is not None:
@@ -550,8 +559,13 @@ def _execute(roots, dependencies, needed, captures, inputs, retain_graph, pass_i
                 if remaining is not None:
                     dependencies[next_node] = remaining - 1
                     if remaining == 1:
-                        heappush(ready, (-next_node._seq if not next_node._is_accumulate
-                                         else _ACCUMULATE_FIRST + next_node._seq, next_node))
+                        if pending is None and not ready:
+                            pending = next_node
+                            continue
+                        if pending is not None:
+                            heappush(ready, (_priority(pending), pending))
+                            pending = None
+                        heappush(ready, (_priority(next_node), next_node))
             continue
         for next_node, input_nr, grad_value, meta in zip(node._next_nodes, node._next_nrs,
                                                          next_grads, metas):
@@ -576,9 +590,15 @@ def _execute(roots, dependencies, needed, captures, inputs, retain_graph, pass_i
                             grad_value
                 # (kept at 0, not deleted: GraphTask.will_execute reads the keys)
                 dependencies[next_node] = remaining - 1
-                if remaining == 1:  # _priority, inline
-                    heappush(ready, (-next_node._seq if not next_node._is_accumulate
-                                     else _ACCUMULATE_FIRST + next_node._seq, next_node))
+                if remaining == 1:
+                    if pending is None and not ready:
+                        pending = next_node
+                    else:
+                        if pending is not None:
+                            heappush(ready, (_priority(pending), pending))
+                            pending = None
+                        heappush(ready, (-next_node._seq if not next_node._is_accumulate
+                                         else _ACCUMULATE_FIRST + next_node._seq, next_node))
         # Hold no gradient past its hand-off: an AccumulateGrad keeps (rather than copies)
         # a gradient that nothing else references, as PyTorch does.
         next_grads = grad_value = None
