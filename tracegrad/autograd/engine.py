@@ -548,7 +548,7 @@ def _execute(roots, dependencies, needed, captures, inputs, retain_graph, pass_i
         grads = None
         if not retain_graph:
             saved_values = node._saved
-            if saved_values:  # Node._release, inline: once per node of the pass
+            if saved_values:  # freed (SavedTensor.release, inline: once per node)
                 for saved in saved_values:
                     if saved.__class__ is _SavedTensor:
                         saved._array = saved.tensor = saved.packed = None

@@ -271,8 +271,8 @@ class OpNode(BackwardCFunction):
         if self._on_arrays:
             # Each saved tensor's array, version-checked (plain values as saved): once per
             # node of a backward pass, so a plain loop, not a generator.
-            # (SavedTensor.unpack_array, inline: anything unusual -- freed, hooked, changed
-            # in place, detached in place -- goes through unpack and its errors.)
+            # (SavedTensor.unpack's common case, inline: anything unusual -- freed, hooked,
+            # changed in place, detached in place -- goes through unpack and its errors.)
             arrays = []
             for saved in self._saved:
                 if saved.__class__ is SavedTensor:
