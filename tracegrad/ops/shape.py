@@ -711,8 +711,8 @@ class StridedScatter(Op):
                 grad_base = grad
             else:
                 zero = _math.xp(grad).zeros((), dtype=_math.numpy_dtype(grad))
-                grad_base = _math.apply(StridedScatter, grad, zero, ctx.input_geometry, ctx.geometry,
-                                                 False)
+                grad_base = _math.apply(StridedScatter, grad, zero, ctx.input_geometry,
+                                        ctx.geometry, False)
         if needs[1]:
             grad_src = _math.sum_to(_math.apply(StridedRead, grad, ctx.input_geometry,
                                                 ctx.geometry), ctx.src_shape)
