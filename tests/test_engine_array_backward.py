@@ -35,7 +35,20 @@ class _Probe(Op):
 def test_the_flag_follows_the_formula():
     assert arith.Mul._node_class._takes_arrays
     assert reduce.SumAll._node_class._takes_arrays  # inherits Sum's backward and its flag
-    assert not decompositions.Svd._node_class._takes_arrays  # not converted: on Tensors
+    assert decompositions.Svd._node_class._takes_arrays
+    assert not _Unflagged._node_class._takes_arrays  # a formula not written for arrays
+
+
+class _Unflagged(Op):
+    node_name = "UnflaggedBackward"
+
+    @staticmethod
+    def forward(ctx, a):
+        return a._array * 2
+
+    @staticmethod
+    def backward(ctx, grad):
+        return (grad * 2,)
 
 
 def test_formula_gets_arrays_without_create_graph_and_tensors_with_it():
@@ -202,18 +215,30 @@ def _weighted_grads(lib, program, create_graph):
     return lib.autograd.grad((out * weight).sum(), inputs, create_graph=create_graph)
 
 
+def _ops_named(node_name: str) -> list:
+    """Every op class (nn's fused ones too) whose node is called ``node_name``."""
+    found, pending = [], list(Op.__subclasses__())
+    while pending:
+        op = pending.pop()
+        pending.extend(op.__subclasses__())
+        if op._node_class._name == node_name:
+            found.append(op)
+    return found
+
+
 @pytest.mark.parametrize("node_name", NN_PROGRAMS)
 def test_nn_fused_ops_run_on_arrays_and_on_tensors_alike(node_name, monkeypatch):
-    from tracegrad.autograd.function import OpNode
+    ran = []  # the node names whose formula was given arrays
+    for op in _ops_named(node_name):
+        formula = op._node_class._formula
 
-    ran = []
-    on_arrays = OpNode._edge_arrays
+        def recording(node, *grads, formula=formula):
+            if not any(isinstance(grad, tg.Tensor) for grad in grads):
+                ran.append(node.name())
+            return formula(node, *grads)
 
-    def recording(node, grads):
-        ran.append(node.name())
-        return on_arrays(node, grads)
-
-    monkeypatch.setattr(OpNode, "_edge_arrays", recording)
+        monkeypatch.setattr(op._node_class, "_formula", staticmethod(recording))
+        monkeypatch.setattr(op, "_backward_impl", staticmethod(recording))
     program = NN_PROGRAMS[node_name]
     on_arrays_grads = _weighted_grads(tg, program, False)
     assert node_name in ran

@@ -143,3 +143,96 @@ def test_built_in_formulas_stay_quiet_under_a_raising_setting():
     with np.errstate(all="raise"):
         (x.log() / x).sum().backward()
     assert np.isnan(x.grad[0].item()) or np.isinf(x.grad[0].item())
+
+
+# -- every op, on infs, nans, zeros and huge values ---------------------------------------
+# Each op's cases from tests/test_ops_gradients.py, their inputs filled with values that make
+# NumPy warn (0, +-inf, nan, +-1e308, a subnormal), forward and backward, with warnings as
+# errors: torch is silent on all of them, so no NumPy RuntimeWarning may escape. (An op may
+# refuse such input -- a singular matrix, a loss target out of range -- with an error, as
+# torch does; only a warning fails the test.)
+from test_ops_gradients import CASES  # noqa: E402
+
+_SPECIAL = np.array([0.0, INF, -INF, NAN, 1e308, -1e308, 1.0, -1.0, 5e-324, -0.0, 2.0, 0.5])
+
+
+def _special_inputs(case, rotation: int) -> list:
+    inputs = []
+    for position, shape in enumerate(case.shapes):
+        values = np.resize(np.roll(_SPECIAL, rotation + 5 * position), int(np.prod(shape)))
+        inputs.append(tg.tensor(values.reshape(shape), dtype=tg.float64, requires_grad=True))
+    return inputs
+
+
+# How an op refuses input (a singular matrix, nan where an index is needed); a RuntimeWarning
+# is none of these, so it passes through.
+_REFUSALS = (RuntimeError, ValueError, TypeError, IndexError)
+
+
+def _forward_and_backward(case, rotation: int, create_graph: bool) -> None:
+    inputs = _special_inputs(case, rotation)
+    try:
+        outputs = case.call(tg, *inputs)
+    except _REFUSALS:  # refused, as torch may refuse it: nothing to differentiate
+        return
+    outputs = [output for output in (outputs if isinstance(outputs, (tuple, list))
+                                     else (outputs,))
+               if isinstance(output, tg.Tensor) and output.requires_grad]
+    if not outputs:
+        return
+    loss = sum((output * 0.5).sum() for output in outputs)
+    try:
+        tg.autograd.grad(loss, inputs, create_graph=create_graph, allow_unused=True)
+    except _REFUSALS:
+        pass
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_no_warning_escapes_any_op_on_special_values(name):
+    for case in CASES[name]:
+        if case.no_derivative:
+            continue
+        for rotation in (0, 3, 6, 9):
+            for create_graph in (False, True):
+                with warnings.catch_warnings():
+                    # (torch's own UserWarnings, conv's padding='same' one, are not at issue)
+                    warnings.simplefilter("error", RuntimeWarning)
+                    _forward_and_backward(case, rotation, create_graph)
+
+
+def test_no_warning_is_shown_with_pythons_default_filters():
+    # a fresh interpreter: Python's own filters (RuntimeWarning shown once per place)
+    import subprocess
+    import sys
+
+    program = (
+        "import tracegrad as tg\n"
+        "x = tg.tensor([0.0, 1e308, float('inf'), float('nan')], requires_grad=True)\n"
+        "y = (x * x + x - x) / x\n"
+        "(y.exp() + x.log() + (x @ x) + x.var() + x.cumsum(0)).sum().backward()\n"
+        "print('ok')\n")
+    done = subprocess.run([sys.executable, "-W", "default", "-c", program],
+                          capture_output=True, text=True, check=False)
+    assert done.stdout.strip() == "ok", done.stderr
+    assert "Warning" not in done.stderr, done.stderr
+
+
+def test_the_filter_is_narrow():
+    # the user's own NumPy code still warns: only warnings from tracegrad's modules are quiet
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        np.float64(1.0) / np.zeros(1)
+    assert [str(w.message) for w in caught] == ["divide by zero encountered in divide"]
+    import re
+
+    from tracegrad.autograd import quiet
+
+    with warnings.catch_warnings():  # (pytest's own block around collection dropped it)
+        quiet.install_filter()
+        installed = [entry for entry in warnings.filters
+                     if entry[0] == "ignore" and entry[2] is RuntimeWarning
+                     and entry[3] is not None and entry[3].pattern == r"tracegrad\."]
+    assert len(installed) == 1
+    assert installed[0][1].pattern == quiet.FLOAT_WARNINGS
+    assert re.match(quiet.FLOAT_WARNINGS, "overflow encountered in multiply")
+    assert not re.match(quiet.FLOAT_WARNINGS, "Mean of empty slice")

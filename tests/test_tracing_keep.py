@@ -15,7 +15,6 @@ import pytest
 
 import tracegrad as tg
 from tracegrad.tracing import keep, run_script
-from tracegrad.tracing.store import save_trace
 from tracegrad.tracing.model import (
     DROPPED_BUDGET,
     DROPPED_PASS,
@@ -23,6 +22,7 @@ from tracegrad.tracing.model import (
     SCHEMA_VERSION,
     Trace,
 )
+from tracegrad.tracing.store import save_trace
 
 
 def dangling_references(trace: Trace) -> list[tuple]:

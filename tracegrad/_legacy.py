@@ -40,6 +40,7 @@ class Alias(Op):
     """``torch.Tensor(other)``: a new tensor object over ``other``'s storage, in the graph."""
 
     node_name = "AliasBackward0"
+    array_backward = True
     is_view = True
 
     @staticmethod

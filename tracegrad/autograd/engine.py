@@ -48,6 +48,7 @@ from .node import (
     running,
     snapshot_saved_tensors_hooks,
 )
+from .node import SavedTensor as _SavedTensor
 
 _pass_counter = itertools.count()
 _create_graph_warned = False  # PyTorch gives the create_graph warning once per process
@@ -481,8 +482,17 @@ def _execute(roots, dependencies, needed, captures, inputs, retain_graph, pass_i
     buffers_pop, buffers_get = buffers.pop, buffers.get
     anomaly_on = state.anomaly  # read once per pass, not per node
     slow = listener is not None or anomaly_on
-    while ready:
-        node = heappop(ready)[1]
+    # A node that became ready while no other was (a chain: nearly every node) runs next
+    # without a trip through the heap; a second ready node sends both to the heap, which
+    # orders them (_priority).
+    pending = None
+    while True:
+        if pending is not None:
+            node, pending = pending, None
+        elif ready:
+            node = heappop(ready)[1]
+        else:
+            break
         grads = buffers_pop(node, None)
         metas = _UNFITTED
         if needed is not None:
@@ -510,26 +520,52 @@ def _execute(roots, dependencies, needed, captures, inputs, retain_graph, pass_i
         else:
             try:
                 if raw and node._takes_arrays and not node._is_accumulate:
-                    # A built-in op on arrays: its results are fitted to their edges (shape,
-                    # dtype) below, as they are handed on (OpNode._edge_arrays).
-                    next_grads = node._edge_arrays(grads)
+                    # A built-in op on arrays. One output (nearly all): its formula is
+                    # called here, with no call in between (OpNode._edge_arrays is the
+                    # same, for any number of outputs). The results are fitted to their
+                    # edges -- summed to the input's shape, cast to its dtype -- below, as
+                    # they are handed on: the one place that undoes broadcasting, as
+                    # torch's validate_outputs.
+                    if len(grads) == 1:
+                        node._on_arrays = True
+                        next_grads = node._formula(node, grads[0])
+                        node._on_arrays = False
+                        if next_grads.__class__ is not tuple:
+                            next_grads = (next_grads,)
+                        if node._arg_slots is not None or \
+                                len(next_grads) != len(node._next_nodes):
+                            next_grads = node._edge_results(next_grads)
+                    else:
+                        next_grads = node._edge_arrays(grads)
                     metas = node._input_meta
                 else:
                     next_grads = _run_backward(node, grads, raw)
             except Exception as error:
+                if getattr(node, "_on_arrays", False):  # a formula that raised left it set
+                    node._on_arrays = False
                 _annotate(error, node)
                 raise
         grads = None
-        if not retain_graph and node._saved:
-            node._release(pass_index)
+        if not retain_graph:
+            saved_values = node._saved
+            if saved_values:  # freed (SavedTensor.release, inline: once per node)
+                for saved in saved_values:
+                    if saved.__class__ is _SavedTensor:
+                        saved._array = saved.tensor = saved.packed = None
+                node._freed_by = pass_index
         if next_grads is None:
             for next_node in node._next_nodes:
                 remaining = dependencies.get(next_node)
                 if remaining is not None:
                     dependencies[next_node] = remaining - 1
                     if remaining == 1:
-                        heappush(ready, (-next_node._seq if not next_node._is_accumulate
-                                         else _ACCUMULATE_FIRST + next_node._seq, next_node))
+                        if pending is None and not ready:
+                            pending = next_node
+                            continue
+                        if pending is not None:
+                            heappush(ready, (_priority(pending), pending))
+                            pending = None
+                        heappush(ready, (_priority(next_node), next_node))
             continue
         for next_node, input_nr, grad_value, meta in zip(node._next_nodes, node._next_nrs,
                                                          next_grads, metas):
@@ -554,9 +590,15 @@ def _execute(roots, dependencies, needed, captures, inputs, retain_graph, pass_i
                             grad_value
                 # (kept at 0, not deleted: GraphTask.will_execute reads the keys)
                 dependencies[next_node] = remaining - 1
-                if remaining == 1:  # _priority, inline
-                    heappush(ready, (-next_node._seq if not next_node._is_accumulate
-                                     else _ACCUMULATE_FIRST + next_node._seq, next_node))
+                if remaining == 1:
+                    if pending is None and not ready:
+                        pending = next_node
+                    else:
+                        if pending is not None:
+                            heappush(ready, (_priority(pending), pending))
+                            pending = None
+                        heappush(ready, (-next_node._seq if not next_node._is_accumulate
+                                         else _ACCUMULATE_FIRST + next_node._seq, next_node))
         # Hold no gradient past its hand-off: an AccumulateGrad keeps (rather than copies)
         # a gradient that nothing else references, as PyTorch does.
         next_grads = grad_value = None

@@ -254,6 +254,11 @@ class OpNode(BackwardCFunction):
 
     _checks_non_tensor_grads = False
 
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        # The op's formula, where the engine's fast path finds it in one attribute read.
+        cls._formula = staticmethod(cls._function.backward)
+
     def save_for_backward(self, *values) -> None:
         self._to_save = values
 
@@ -266,10 +271,19 @@ class OpNode(BackwardCFunction):
         if self._on_arrays:
             # Each saved tensor's array, version-checked (plain values as saved): once per
             # node of a backward pass, so a plain loop, not a generator.
+            # (SavedTensor.unpack's common case, inline: anything unusual -- freed, hooked,
+            # changed in place, detached in place -- goes through unpack and its errors.)
             arrays = []
             for saved in self._saved:
-                arrays.append(saved.unpack_array(self) if saved.__class__ is SavedTensor
-                              else saved)
+                if saved.__class__ is SavedTensor:
+                    array = saved._array
+                    if array is None or saved.counter.value != saved.version or (
+                            saved.producer is not None and saved.tensor is not None
+                            and saved.tensor.grad_fn is None):
+                        array = saved.unpack(self)._array
+                    arrays.append(array)
+                else:
+                    arrays.append(saved)
             return tuple(arrays)
         return tuple(saved.unpack(self) if type(saved) is SavedTensor else saved
                      for saved in self._saved)
@@ -300,7 +314,7 @@ class OpNode(BackwardCFunction):
                     grads[index] = backends.module_for(device).zeros(shape, dtype=numpy_dtype)
         self._on_arrays = True
         try:
-            results = self._function.backward(self, *grads)
+            results = self._formula(self, *grads)
         finally:
             self._on_arrays = False  # (a store, not a del: cheaper, same meaning)
         if results.__class__ is not tuple:

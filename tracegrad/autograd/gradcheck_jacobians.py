@@ -30,6 +30,7 @@ class UndefinedGrad(Op):
     ``torch._C._functions.UndefinedGrad`` does, to see how backward copes with one."""
 
     node_name = "UndefinedGradBackward"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a):

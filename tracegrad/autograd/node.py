@@ -339,17 +339,6 @@ class SavedTensor:
             tensor._output_nr = self.output_nr
         return tensor
 
-    def unpack_array(self, node: Node):
-        """``unpack(node)._array`` without making the Tensor: what a backward running on
-        backend arrays reads (OpNode._backward_arrays). Anything unusual (freed, hooked,
-        modified in place, detached in place) goes through ``unpack`` and its errors."""
-        array = self._array
-        if array is None or self.counter.value != self.version or (
-                self.producer is not None and self.tensor is not None
-                and self.tensor.grad_fn is None):
-            return self.unpack(node)._array
-        return array
-
     def _version_message(self, node: Node) -> str:
         """PyTorch's message, word for word, then what tracegrad adds: the in-place op and
         its line when they are known, and where the saving node was made."""
@@ -662,14 +651,6 @@ class Node:
     def _backward(self, grads: list) -> tuple:
         """Gradients for each next_functions edge, given one gradient per output."""
         raise NotImplementedError
-
-    def _release(self, pass_index: int) -> None:
-        """Free saved tensors after a backward without retain_graph."""
-        if self._saved:
-            for saved in self._saved:
-                if type(saved) is SavedTensor:
-                    saved.release()
-            self._freed_by = pass_index
 
     def __call__(self, *grads):
         """Run this node's backward directly, as ``grad_fn(grad)`` does in PyTorch."""

@@ -14,16 +14,19 @@ sets ``array_backward = True`` and writes its formula with what both kinds of va
 - Python's operators (``+ - * / **``, unary ``-``, comparisons) between the gradient, the
   saved values and plain numbers;
 - ``.shape``/``.ndim`` of the gradient and saved values, ``ctx``'s own attributes;
-- the functions of ``tracegrad.ops._math`` (``sum_to``, ``expand_reduced``, ...) for
-  anything else: each has an array and a Tensor implementation and picks by what it is
-  given.
+- the functions of ``tracegrad.ops._math`` (``where``, ``sum_keepdims``, ``matmul``, ...)
+  for anything else: each has an array and a Tensor implementation and picks by what it
+  is given; ``_math.apply(Op, ...)`` runs another op as a step (recorded beside Tensors,
+  its forward on the arrays otherwise).
 
-A result may be a NumPy scalar or broadcast wider than its input, or of a promoted dtype:
-the engine sums it down to the input's shape and casts it to the input's dtype. An op that
-needs Tensor methods (``grad.sum(dim=...)``, ``tracegrad.where``) leaves ``array_backward``
-False (the default): its formula then always runs on Tensors, the engine wrapping the
-arrays for it -- correct, just slower. A subclass that replaces ``backward`` says again
-whether its own formula runs on arrays.
+A result may be a NumPy scalar or broadcast wider than its input (as ``a * b`` gives it for
+broadcast operands), or of a promoted dtype: the engine sums it down to the input's shape
+and casts it to the input's dtype, in one place, as torch's ``validate_outputs`` does -- so
+a formula need not. An op whose formula still needs Tensor methods leaves
+``array_backward`` False (the default): it then always runs on Tensors, the engine
+wrapping the arrays for it -- correct, just slower; tests/test_array_backward_coverage.py
+asks for a reason. A subclass that replaces ``backward`` says again whether its own
+formula runs on arrays.
 """
 
 from __future__ import annotations

@@ -74,6 +74,11 @@ def _same_name(name: str):
     return apply
 
 
+isfinite = _same_name("isfinite")
+isnan = _same_name("isnan")
+trunc = _same_name("trunc")
+floor = _same_name("floor")
+exp2 = _same_name("exp2")
 sin = _same_name("sin")
 cos = _same_name("cos")
 exp = _same_name("exp")
@@ -168,6 +173,21 @@ def sum_dims(value, dims: tuple):
     if value.__class__ is Tensor:
         return value.sum(dim=dims)
     return value.sum(axis=dims)
+
+
+def expand(value, shape: tuple):
+    """``value`` broadcast to ``shape``: a Tensor (recorded, ExpandBackward0) or a read-only
+    array view."""
+    if value.__class__ is Tensor:
+        return value.expand(shape)
+    return array_module(value).broadcast_to(value, tuple(shape))
+
+
+def sum_keepdims(value, dims: tuple):
+    """``value`` summed over ``dims``, kept as size 1: a Tensor (recorded) or an array."""
+    if value.__class__ is Tensor:
+        return value.sum(dim=dims, keepdim=True)
+    return value.sum(axis=dims, keepdims=True)
 
 
 def mean_dims(value, dims: tuple):
@@ -275,6 +295,64 @@ def reapply(op, value, *args, **attrs):
     if value.__class__ is Tensor:
         return op.apply(value, *args, **attrs)
     return op.apply(Tensor._wrap(value, False), *args, **attrs)._array
+
+
+def apply(op, *args, **attrs):
+    """``op`` applied to ``args`` as one step of a formula for both kinds of value: when a
+    Tensor is among them, recorded (``op.apply``); otherwise -- a pass on arrays -- the op
+    run on the arrays, recording nothing (such a pass runs without grad mode), and its
+    array(s) returned. A plain array among Tensors (an index or mask the op kept) is made
+    a Tensor that needs no gradient either way; keyword attributes are passed as given.
+
+    >>> import numpy as np
+    >>> from tracegrad.ops.rearrange import Flip
+    >>> apply(Flip, np.array([1.0, 2.0]), dims=(0,))
+    array([2., 1.])
+    """
+    on_tensors = False
+    wrapped = []
+    for arg in args:
+        if arg.__class__ is Tensor:
+            on_tensors = True
+        elif _is_array(arg):
+            arg = Tensor._wrap(arg, False)
+        wrapped.append(arg)
+    result = op.apply(*wrapped, **attrs)
+    if on_tensors:
+        return result
+    if result.__class__ is tuple:
+        return tuple(item._array for item in result)
+    return result._array
+
+
+def _is_array(value) -> bool:
+    return value.__class__ is _ndarray or (
+        value.__class__.__module__.startswith("cupy") and hasattr(value, "shape"))
+
+
+def array_of(value):
+    """The backend array of a Tensor, or the array itself: for what a formula computes
+    from a value's numbers alone (a mask, a count), which nothing differentiates."""
+    return value._array if value.__class__ is Tensor else value
+
+
+def like_dtype(value, like):
+    """``value`` (a mask, a count) cast to ``like``'s dtype: Tensors (recorded) or arrays."""
+    if value.__class__ is Tensor:
+        return value.to(like.dtype)
+    return value.astype(like.dtype, copy=False)
+
+
+def matmul(a, b):
+    """``a @ b``: Tensors (recorded, as ``tracegrad.matmul``) or arrays."""
+    if a.__class__ is Tensor:
+        return _ops.linalg.matmul(a, b)
+    return a @ b
+
+
+def mT(value):
+    """The last two dimensions swapped: a Tensor (recorded) or an array view."""
+    return value.swapaxes(-2, -1)
 
 
 def where(condition, a, b):

@@ -14,11 +14,12 @@ import math
 import numpy as np
 
 from ..autograd.function import Op
+from ..autograd.quiet import silenced
 from ..errors import ShapeError
 from ..tensor import Tensor
 from . import _math, unary
+from ._math import sum_to
 from ._special import erf  # the one erf (float64 exact, float32 vectorised; CuPy: cupyx)
-from .reduce import sum_to
 from .shape import wrap_dim
 
 _ndarray = np.ndarray
@@ -64,10 +65,9 @@ class LeakyRelu(Op):
         return (_math.where(a > 0, grad, grad * ctx.negative_slope), None)
 
 
-def unary_where(condition: Tensor, a, b) -> Tensor:
-    from .indexing import Where
-
-    return Where.apply(condition, a, b)
+def unary_where(condition, a, b):
+    """``tracegrad.where`` on Tensors (recorded) or arrays (see _math.where)."""
+    return _math.where(condition, a, b)
 
 
 class Elu(Op):
@@ -111,6 +111,7 @@ class Gelu(Op):
     saved_names = ("self", "approximate=approximate")  # as PyTorch names them
 
     @staticmethod
+    @silenced
     def forward(ctx, a, approximate="none"):
         x = floating_array("GeluKernelImpl", a)
         ctx.save_for_backward(a)
@@ -140,6 +141,7 @@ class GeluBackward(Op):
     derivative) is exact, as torch's GeluBackwardBackward0."""
 
     node_name = "GeluBackwardBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, grad, a, approximate="none"):
@@ -151,7 +153,8 @@ class GeluBackward(Op):
     def backward(ctx, grad_grad):
         grad, a = ctx.saved_tensors
         needs = ctx.needs_input_grad
-        grad_of_grad = GeluBackward.apply(grad_grad, a, ctx.approximate) if needs[0] else None
+        grad_of_grad = _math.apply(GeluBackward, grad_grad, a, ctx.approximate) \
+            if needs[0] else None
         grad_of_input = None
         if needs[1]:
             grad_of_input = grad_grad * grad * _gelu_second_derivative(a, ctx.approximate)
@@ -162,6 +165,7 @@ _BETA = math.sqrt(2 / math.pi)
 _KAPPA = 0.044715
 
 
+@silenced
 def _gelu_derivative(xp, x, approximate: str):
     if approximate == "tanh":
         squared = x * x
@@ -172,14 +176,15 @@ def _gelu_derivative(xp, x, approximate: str):
     return cdf + x * pdf
 
 
-def _gelu_second_derivative(a: Tensor, approximate: str) -> Tensor:
-    """gelu'' written with tensor ops, so higher derivatives follow."""
+def _gelu_second_derivative(a, approximate: str):
+    """gelu'' of a Tensor (written with tensor ops, so higher derivatives follow) or an
+    array."""
     if approximate == "tanh":
         squared = a * a
-        t = ((a + squared * a * _KAPPA) * _BETA).tanh()
+        t = _math.tanh((a + squared * a * _KAPPA) * _BETA)
         inner = (squared * (3 * _KAPPA) + 1) * _BETA  # d(inner)/dx
         return (1 - t * t) * (inner - a * t * inner * inner + a * (3 * _KAPPA * _BETA) * a)
-    pdf = (a * a * -0.5).exp() * (1 / math.sqrt(2 * math.pi))
+    pdf = _math.exp(a * a * -0.5) * (1 / math.sqrt(2 * math.pi))
     return pdf * (2 - a * a)
 
 
@@ -190,6 +195,7 @@ class Softplus(Op):
     array_backward = True
 
     @staticmethod
+    @silenced
     def forward(ctx, a, beta=1.0, threshold=20.0):
         x = floating_array("softplus_cpu", a)
         ctx.save_for_backward(a)
@@ -252,6 +258,7 @@ class Hardswish(Op):
     array_backward = True
 
     @staticmethod
+    @silenced
     def forward(ctx, a):
         x = floating_array("hardswish_cpu", a)
         ctx.save_for_backward(a)
@@ -271,6 +278,7 @@ class Mish(Op):
     array_backward = True
 
     @staticmethod
+    @silenced
     def forward(ctx, a):
         x = floating_array("mish_cpu", a)
         ctx.save_for_backward(a)
@@ -305,6 +313,7 @@ class Glu(Op):
     """``a * sigmoid(b)`` for the two halves ``a, b`` of ``dim``."""
 
     node_name = "GluBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, dim=-1):
@@ -324,22 +333,24 @@ class Glu(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        from .shape import Cat
-
         (a,) = ctx.saved_tensors
-        first, second = a.chunk(2, ctx.axis)
-        gate = second.sigmoid()
+        axis = ctx.axis
+        half = a.shape[axis] // 2
+        first = _math.narrow(a, axis, 0, half)
+        gate = _math.sigmoid(_math.narrow(a, axis, half, 2 * half))
         grad_first = grad * gate
         grad_second = grad_first * first * (1 - gate)
-        return (Cat.apply(grad_first, grad_second, dim=ctx.axis), None)
+        return (_math.cat((grad_first, grad_second), axis), None)
 
 
 class PreluKernel(Op):
     """``x if x > 0 else weight * x``, the weight broadcast along dim 1 (channels)."""
 
     node_name = "PreluKernelBackward0"
+    array_backward = True
 
     @staticmethod
+    @silenced
     def forward(ctx, a, weight):
         x = floating_array("prelu_cpu", a)
         w = weight._array
@@ -400,6 +411,7 @@ class Threshold(Op):
 
 class Softshrink(Op):
     node_name = "SoftshrinkBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, lambd=0.5):

@@ -6,10 +6,12 @@ own (second derivatives). ``sum_to`` undoes broadcasting in one place.
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from ..autograd.function import Op
-from ..autograd.quiet import restore, silence
+from ..autograd.quiet import FLOAT_ERRORS, restore, retry, silence, silenced
 from ..errors import DTypeError
 from ..tensor import Tensor
 from . import _math
@@ -64,14 +66,15 @@ class Add(Op):
             return x + y
         except ValueError:
             raise broadcast_error("add", a, b) from None
+        except FLOAT_ERRORS:  # inf - inf, with warnings as errors: torch is silent
+            return retry(operator.add, x, y)
 
     @staticmethod
     def backward(ctx, grad):
+        # Each gradient as broadcast: the engine sums it to its input's shape.
         needs = ctx.needs_input_grad
-        shape_a, shape_b = ctx.shapes
-        alpha = ctx.alpha
-        return (sum_to(grad, shape_a) if needs[0] else None,
-                sum_to(grad if alpha == 1 else grad * alpha, shape_b) if needs[1] else None)
+        return (grad if needs[0] else None,
+                (grad if ctx.alpha == 1 else grad * ctx.alpha) if needs[1] else None)
 
 
 class Sub(Op):
@@ -91,11 +94,11 @@ class Sub(Op):
 
     @staticmethod
     def backward(ctx, grad):
+        # Each gradient as broadcast: the engine sums it to its input's shape.
         needs = ctx.needs_input_grad
-        shape_a, shape_b = ctx.shapes
         alpha = ctx.alpha
-        return (sum_to(grad, shape_a) if needs[0] else None,
-                sum_to(-grad if alpha == 1 else grad * -alpha, shape_b) if needs[1] else None)
+        return (grad if needs[0] else None,
+                (-grad if alpha == 1 else grad * -alpha) if needs[1] else None)
 
 
 class RSub(Sub):
@@ -121,6 +124,8 @@ def _subtract(ctx, a, b, alpha=1):
         return x - y
     except ValueError:
         raise broadcast_error("sub", a, b) from None
+    except FLOAT_ERRORS:  # overflow, with warnings as errors: torch is silent
+        return retry(operator.sub, x, y)
 
 
 # alpha is 1 on every node that was not given one: a class default, not a per-call write
@@ -146,14 +151,15 @@ class Mul(Op):
             return x * y
         except ValueError:
             raise broadcast_error("mul", a, b) from None
+        except FLOAT_ERRORS:  # overflow, 0 * inf, with warnings as errors: torch is silent
+            return retry(operator.mul, x, y)
 
     @staticmethod
     def backward(ctx, grad):
+        # Each gradient as broadcast: the engine sums it to its input's shape.
         a, b = ctx.saved_tensors
         needs = ctx.needs_input_grad
-        meta = ctx._input_meta  # (shape, dtype) per tensor argument: a first, b last
-        return (sum_to(grad * b, meta[0][0]) if needs[0] else None,
-                sum_to(grad * a, meta[-1][0]) if needs[1] else None)
+        return grad * b if needs[0] else None, grad * a if needs[1] else None
 
 
 class Div(Op):
@@ -183,12 +189,11 @@ class Div(Op):
 
     @staticmethod
     def backward(ctx, grad):
+        # Each gradient as broadcast: the engine sums it to its input's shape.
         a, b = ctx.saved_tensors
         needs = ctx.needs_input_grad
-        meta = ctx._input_meta  # (shape, dtype) per tensor argument: a first, b last
-        grad_a = sum_to(grad / b, meta[0][0]) if needs[0] else None
-        grad_b = sum_to(-grad * a / (b * b), meta[-1][0]) if needs[-1] else None
-        return grad_a, grad_b
+        return (grad / b if needs[0] else None,
+                -grad * a / (b * b) if needs[-1] else None)
 
 
 class Neg(Op):
@@ -219,6 +224,7 @@ class PowScalar(Op):
     saved_names = ("self", "exponent=exponent")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
+    @silenced
     def forward(ctx, a, exponent):
         ctx.save_for_backward(a)
         ctx.exponent = exponent
@@ -294,6 +300,7 @@ class Fill(Op):
     grad)."""
 
     node_name = "FillBackward2"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, value):
@@ -308,6 +315,7 @@ class FillTensor(Op):
     """``fill_(tensor)`` with a 0-dim tensor: the value's gradient is the sum."""
 
     node_name = "FillBackward3"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, value):
@@ -327,6 +335,7 @@ class Copy(Op):
     """``input.copy_(src)``: the result is src, broadcast and cast to input's shape/dtype."""
 
     node_name = "torch::autograd::CopyBackwards"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, src):
@@ -341,10 +350,7 @@ class Copy(Op):
 
     @staticmethod
     def backward(ctx, grad):
+        # src's gradient as broadcast, in input's dtype: the engine sums it to src's shape
+        # and casts it to src's dtype.
         needs = ctx.needs_input_grad
-        grad_src = None
-        if needs[1]:
-            grad_src = sum_to(grad, ctx.src_shape)
-            if grad_src._array.dtype != ctx.src_dtype:
-                grad_src = grad_src.to(ctx.src_dtype)
-        return (grad * 0 if needs[0] else None), grad_src
+        return (grad * 0 if needs[0] else None), (grad if needs[1] else None)

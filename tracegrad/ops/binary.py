@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from .. import _dtype
 from ..autograd.function import Op
+from ..autograd.quiet import silenced
 from ..errors import (
     ArgumentTypeError,
     AutogradError,
@@ -21,15 +22,18 @@ from ..errors import (
 from ..tensor import Tensor
 from . import _math
 from ._edges import number_edge
+from ._math import sum_to
 from ._operands import broadcast_error, operands
-from .reduce import sum_to
 from .unary import _quiet
 
 _LN2 = 0.6931471805599453
 
 
 def _shape(value) -> tuple:
-    return value._array.shape if isinstance(value, Tensor) else ()
+    """A Tensor's or an array's shape; () for a number."""
+    if isinstance(value, Tensor):
+        return value._array.shape  # a plain tuple (see arith._shape)
+    return getattr(value, "shape", ())
 
 
 def _pair(op_name: str, a, b):
@@ -99,6 +103,7 @@ class FmodScalar(Op):
     """``fmod(tensor, number)``: the remainder with the dividend's sign (C's fmod)."""
 
     node_name = "FmodBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, other):
@@ -114,6 +119,7 @@ class FmodScalar(Op):
 
 class Fmod(Op):
     node_name = "FmodBackward1"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, b):
@@ -129,7 +135,7 @@ class Fmod(Op):
         needs = ctx.needs_input_grad
         grad_b = None
         if needs[1]:
-            grad_b = sum_to(-grad * (a / b).trunc(), b.shape)
+            grad_b = sum_to(-grad * _math.trunc(a / b), b.shape)
         return (sum_to(grad, a.shape) if needs[0] else None), grad_b
 
 
@@ -137,6 +143,7 @@ class RemainderScalar(Op):
     """``remainder(tensor, number)``: Python's ``%`` (the divisor's sign)."""
 
     node_name = "RemainderBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, other):
@@ -152,6 +159,7 @@ class RemainderScalar(Op):
 
 class Remainder(Op):
     node_name = "RemainderBackward1"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, b):
@@ -167,7 +175,7 @@ class Remainder(Op):
         needs = ctx.needs_input_grad
         grad_b = None
         if needs[1]:
-            grad_b = sum_to(-grad * (a / b).floor(), b.shape)
+            grad_b = sum_to(-grad * _math.floor(a / b), b.shape)
         return (sum_to(grad, _shape(a)) if needs[0] else None), grad_b
 
 
@@ -175,6 +183,7 @@ class _NotDifferentiable(Op):
     """An op torch defines no derivative for: its node raises torch's error in backward."""
 
     node_name = "torch::autograd::NotImplemented"
+    array_backward = True
     _aten_name = ""
 
     @staticmethod
@@ -236,6 +245,7 @@ class DivRounding(Op):
     """``div(a, b, rounding_mode="trunc"|"floor")``: piecewise constant, zero gradient."""
 
     node_name = "DivBackward2"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, b, rounding_mode):
@@ -318,6 +328,7 @@ class Lerp(Op):
     array_backward = True
 
     @staticmethod
+    @silenced
     def forward(ctx, start, end, weight):
         _same_dtype("lerp", ("self", "end"), start, end)
         x, y = _pair("lerp", start, end)
@@ -338,6 +349,7 @@ class LerpTensor(Op):
     array_backward = True
 
     @staticmethod
+    @silenced
     def forward(ctx, start, end, weight):
         _same_dtype("lerp", ("self", "end", "weight"), start, end, weight)
         x, y = _pair("lerp", start, end)
@@ -364,6 +376,7 @@ class Addcmul(Op):
     array_backward = True
 
     @staticmethod
+    @silenced
     def forward(ctx, a, t1, t2, value=1):
         x, y = _pair("addcmul", t1, t2)
         product = x * y
@@ -430,6 +443,7 @@ class Xlogy(Op):
     """``x * log(y)``, 0 where x == 0 (unless y is NaN)."""
 
     node_name = "XlogyBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, b):
@@ -445,8 +459,8 @@ class Xlogy(Op):
         needs = ctx.needs_input_grad
         grad_a = grad_b = None
         if needs[0]:
-            nonzero = (a != 0).to(grad.dtype)
-            grad_a = sum_to(grad * Xlogy.apply(nonzero, b), _shape(a))
+            nonzero = _math.like_dtype(a != 0, grad)
+            grad_a = sum_to(grad * _math.apply(Xlogy, nonzero, b), _shape(a))
         if needs[1]:
             grad_b = sum_to(grad * a / b, _shape(b))
         return grad_a, grad_b
@@ -465,6 +479,7 @@ class Logaddexp(Op):
     array_backward = True
 
     @staticmethod
+    @silenced
     def forward(ctx, a, b):
         x, y = _pair("logaddexp", a, b)
         _check_float("logaddexp", x, a)
@@ -484,6 +499,7 @@ class Logaddexp2(Op):
     array_backward = True
 
     @staticmethod
+    @silenced
     def forward(ctx, a, b):
         x, y = _pair("logaddexp2", a, b)
         _check_float("logaddexp2", x, a)
@@ -512,6 +528,7 @@ class Copysign(Op):
     """``|a|`` with the sign of ``b``; the gradient flows to ``a`` only."""
 
     node_name = "CopysignBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, b):
@@ -526,7 +543,7 @@ class Copysign(Op):
     def backward(ctx, grad):
         needs = ctx.needs_input_grad
         (a,) = ctx.saved_tensors
-        flip = Tensor._wrap(ctx.ratio_sign.astype(grad._array.dtype, copy=False), False)
+        flip = _math.constant(grad, ctx.ratio_sign.astype(_math.numpy_dtype(grad), copy=False))
         grad_a = sum_to(grad * flip, a.shape) if needs[0] else None
         grad_b = None
         if len(needs) > 1 and needs[1]:
@@ -542,6 +559,7 @@ class Fmax(Op):
     """Elementwise max that ignores NaN (NaN only where both are NaN)."""
 
     node_name = "FmaxBackward0"
+    array_backward = True
     _pick = "fmax"
 
     @staticmethod
@@ -558,11 +576,9 @@ class Fmax(Op):
     @staticmethod
     def backward(ctx, grad):
         needs = ctx.needs_input_grad
-        from_a = Tensor._wrap(ctx.from_a, False)
-        from .indexing import Where
-
-        return (sum_to(Where.apply(from_a, grad, 0.0), ctx.shapes[0]) if needs[0] else None,
-                sum_to(Where.apply(from_a, 0.0, grad), ctx.shapes[1]) if needs[1] else None)
+        from_a = _math.constant(grad, ctx.from_a)
+        return (sum_to(_math.where(from_a, grad, 0.0), ctx.shapes[0]) if needs[0] else None,
+                sum_to(_math.where(from_a, 0.0, grad), ctx.shapes[1]) if needs[1] else None)
 
 
 class Fmin(Fmax):
@@ -574,8 +590,10 @@ class Ldexp(Op):
     """``input * 2 ** other``."""
 
     node_name = "LdexpBackward0"
+    array_backward = True
 
     @staticmethod
+    @silenced
     def forward(ctx, a, other):
         x, y = _float_pair("ldexp", a, other)
         ctx.save_for_backward(a, other)
@@ -585,7 +603,7 @@ class Ldexp(Op):
     def backward(ctx, grad):
         a, other = ctx.saved_tensors
         needs = ctx.needs_input_grad
-        power = other.exp2() if isinstance(other, Tensor) else 2.0 ** other
+        power = _math.exp2(other) if hasattr(other, "shape") else 2.0 ** other
         grad_a = sum_to(grad * power, a.shape) if needs[0] else None
         grad_other = None
         if len(needs) > 1 and needs[1]:

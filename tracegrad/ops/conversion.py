@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .. import backends
 from ..autograd.function import Op
+from ..autograd.quiet import silenced
 from . import _math
 
 
@@ -12,6 +13,7 @@ class ToDtype(Op):
     array_backward = True
 
     @staticmethod
+    @silenced
     def forward(ctx, a, dtype):
         ctx.input_dtype = a._array.dtype
         return a._array.astype(dtype)
@@ -25,6 +27,7 @@ class ToDtype(Op):
 
 class ToDevice(Op):
     node_name = "ToCopyBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, device):
@@ -33,4 +36,4 @@ class ToDevice(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        return (ToDevice.apply(grad, device=ctx.input_device),)
+        return (_math.apply(ToDevice, grad, device=ctx.input_device),)

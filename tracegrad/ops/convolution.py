@@ -18,9 +18,11 @@ import itertools
 
 from ..autograd.function import Op
 from ..autograd.grad_mode import state
+from ..autograd.quiet import silenced
 from ..backends import array_module
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
+from . import _math
 from ._saved import show_saved
 
 
@@ -106,6 +108,7 @@ def _batch_first(array, batch: int, sizes):
     return moved.reshape((batch, groups * rows) + tuple(sizes))
 
 
+@silenced
 def conv_arrays(xp, x, w, stride, pads, dilation, groups):
     """Convolution of ``x`` (N, C, *S) with ``w`` (O, C/groups, *k): (output (N, O, *o),
     columns (G, C/G * K, N * L))."""
@@ -121,6 +124,7 @@ def conv_arrays(xp, x, w, stride, pads, dilation, groups):
     return _batch_first(out, x.shape[0], sizes), columns
 
 
+@silenced
 def conv_transpose_arrays(xp, x, w, stride, pads, dilation, groups, sizes):
     """Transposed convolution of ``x`` (N, C, *S) with ``w`` (C, O/groups, *k), cropped to
     the spatial ``sizes``."""
@@ -160,6 +164,7 @@ class Convolution(Op):
     saved_names = ("input", "weight")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
+    @silenced
     def forward(ctx, input, weight, bias, stride, pads, dilation, transposed, output_padding,
                 groups):
         x, w = input._array, weight._array
@@ -356,6 +361,7 @@ class Im2Col(Op):
     """``F.unfold``: the sliding blocks of a batched 4-d input as columns (N, C*K, L)."""
 
     node_name = "Im2ColBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, kernel, dilation, pads, stride):
@@ -368,7 +374,7 @@ class Im2Col(Op):
     @staticmethod
     def backward(ctx, grad):
         kernel, dilation, pads, stride = ctx.params
-        return (Col2Im.apply(grad, ctx.input_sizes, kernel, dilation, pads, stride),
+        return (_math.apply(Col2Im, grad, ctx.input_sizes, kernel, dilation, pads, stride),
                 None, None, None, None)
 
 
@@ -376,6 +382,7 @@ class Col2Im(Op):
     """``F.fold``: columns (N, C*K, L) summed back into an image (N, C, *output_size)."""
 
     node_name = "Col2ImBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, output_size, kernel, dilation, pads, stride):
@@ -404,5 +411,5 @@ class Col2Im(Op):
     @staticmethod
     def backward(ctx, grad):
         kernel, dilation, pads, stride = ctx.params
-        return (Im2Col.apply(grad, kernel, dilation, pads, stride),
+        return (_math.apply(Im2Col, grad, kernel, dilation, pads, stride),
                 None, None, None, None, None)

@@ -13,13 +13,23 @@ import numpy as np
 
 from ..autograd.function import Op
 from ..autograd.grad_mode import state
+from ..autograd.quiet import silenced
 from ..errors import LinAlgError, ShapeError, UnsupportedDTypeError
 from ..tensor import Tensor
-from .linalg import matmul
+from . import _math
+from ._math import matmul  # Tensors (recorded, tracegrad.matmul) or arrays
 
 
-def _mT(tensor):
-    return tensor.transpose(-2, -1)
+def _mT(value):
+    """The last two dimensions swapped: a Tensor (recorded) or an array view."""
+    return value.swapaxes(-2, -1)
+
+
+def _tril(value, diagonal: int = 0):
+    """The lower triangle of each matrix: a Tensor (recorded) or an array."""
+    if value.__class__ is Tensor:
+        return value.tril(diagonal)
+    return _math.xp(value).tril(value, diagonal)
 
 
 def _float_only(op_name: str, a) -> None:
@@ -50,13 +60,14 @@ def _linalg(a):
     return a._xp.linalg
 
 
-def _eye_like(tensor):
-    n = tensor._array.shape[-1]
-    return Tensor._wrap(tensor._xp.eye(n, dtype=tensor._array.dtype), False)
+def _eye_like(value):
+    n = value.shape[-1]
+    return _math.constant(value, _math.xp(value).eye(n, dtype=_math.numpy_dtype(value)))
 
 
 class Inv(Op):
     node_name = "LinalgInvExBackward0"
+    array_backward = True
     saves_output = True
 
     @staticmethod
@@ -80,9 +91,11 @@ class Inv(Op):
 
 class Det(Op):
     node_name = "LinalgDetBackward0"
+    array_backward = True
     saves_output = True
 
     @staticmethod
+    @silenced
     def forward(ctx, a):
         _matrices("linalg.det", a)
         ctx.save_for_backward(a)
@@ -91,13 +104,14 @@ class Det(Op):
     @staticmethod
     def backward(ctx, grad):
         a, result = ctx.saved_tensors
-        scale = (grad * result).unsqueeze(-1).unsqueeze(-1)
-        if (result._array != 0).all():
-            return (scale * _mT(Inv.apply(a)),)
+        scale = _math.unsqueeze(_math.unsqueeze(grad * result, -1), -1)
+        if (_math.array_of(result) != 0).all():
+            return (scale * _mT(_math.apply(Inv, a)),)
         # a singular matrix: the cofactor matrix from the SVD, det(U) det(V) U diag(prod of
         # the other singular values) V^T (no inverse needed)
-        return (Tensor._wrap(_cofactors(a._xp, a._array), False) * grad.unsqueeze(-1)
-                .unsqueeze(-1),)
+        cofactors = _cofactors(_math.xp(a), _math.array_of(a))
+        return (_math.constant(grad, cofactors)
+                * _math.unsqueeze(_math.unsqueeze(grad, -1), -1),)
 
 
 def _cofactors(xp, x):
@@ -113,8 +127,10 @@ class Slogdet(Op):
     """(sign, log|det|); only log|det| carries a gradient."""
 
     node_name = "LinalgSlogdetBackward0"
+    array_backward = True
 
     @staticmethod
+    @silenced
     def forward(ctx, a):
         _matrices("linalg.slogdet", a)
         ctx.save_for_backward(a)
@@ -125,7 +141,8 @@ class Slogdet(Op):
     @staticmethod
     def backward(ctx, grad_sign, grad_logabsdet):
         (a,) = ctx.saved_tensors
-        return (grad_logabsdet.unsqueeze(-1).unsqueeze(-1) * _mT(Inv.apply(a)),)
+        return (_math.unsqueeze(_math.unsqueeze(grad_logabsdet, -1), -1)
+                * _mT(_math.apply(Inv, a)),)
 
 
 def _vector_rhs(a, b) -> bool:
@@ -139,6 +156,7 @@ class Solve(Op):
     """``solve(A, B)``: X with A X = B."""
 
     node_name = "LinalgSolveExBackward0"
+    array_backward = True
     saves_output = True
 
     @staticmethod
@@ -174,20 +192,16 @@ class Solve(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        from .reduce import sum_to
-
         a, result = ctx.saved_tensors
         needs = ctx.needs_input_grad
-        grad_b = Solve.apply(_mT(a), grad)
+        grad_b = _math.apply(Solve, _mT(a), grad)
         grad_a = None
         if needs[0]:
             if ctx.vector:
-                grad_a = -grad_b.unsqueeze(-1) * result.unsqueeze(-2)
+                grad_a = -_math.unsqueeze(grad_b, -1) * _math.unsqueeze(result, -2)
             else:
                 grad_a = -matmul(grad_b, _mT(result))
-            grad_a = sum_to(grad_a, a.shape)
-        if needs[1]:
-            grad_b = sum_to(grad_b, ctx._input_meta[1][0])
+        # (each as broadcast: the engine sums it to its input's shape)
         return grad_a, (grad_b if needs[1] else None), None
 
 
@@ -195,6 +209,7 @@ class Cholesky(Op):
     """Lower (or upper) triangular L with A = L L^T. Reads A's lower triangle."""
 
     node_name = "LinalgCholeskyExBackward0"
+    array_backward = True
     saves_output = True
 
     @staticmethod
@@ -215,9 +230,9 @@ class Cholesky(Op):
         (factor,) = ctx.saved_tensors
         lower = _mT(factor) if ctx.upper else factor
         grad_lower = _mT(grad) if ctx.upper else grad
-        middle = matmul(_mT(lower), grad_lower).tril()
-        middle = (middle + _mT(middle.tril(-1))) * 0.5
-        inverse = Inv.apply(lower)
+        middle = _tril(matmul(_mT(lower), grad_lower))
+        middle = (middle + _mT(_tril(middle, -1))) * 0.5
+        inverse = _math.apply(Inv, lower)
         return (matmul(matmul(_mT(inverse), middle), inverse), None)
 
 
@@ -229,6 +244,7 @@ class Qr(Op):
     """(Q, R) with A = QR; mode "reduced" (default), "complete" or "r"."""
 
     node_name = "LinalgQrBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, mode="reduced"):
@@ -247,7 +263,7 @@ class Qr(Op):
     @staticmethod
     def backward(ctx, grad_q, grad_r):
         (a,) = ctx.saved_tensors
-        m, n = a._array.shape[-2:]
+        m, n = a.shape[-2:]
         if ctx.mode == "r":
             from ..errors import AutogradError
 
@@ -264,40 +280,38 @@ class Qr(Op):
         if state.grad_enabled:  # create_graph: Q and R must carry A's graph
             q, r = Qr.apply(a, "reduced" if ctx.mode == "r" else ctx.mode)
         else:
-            q, r = Tensor._wrap(ctx.q, False), Tensor._wrap(ctx.r, False)
+            q, r = _math.constant(grad_q, ctx.q), _math.constant(grad_q, ctx.r)
         if m >= n:
             return (_qr_grad(q, r, grad_q, grad_r), None)
         # wide A = [X | Y] with X square: Q R_X = X, R = [R_X | Q^T Y]
-        from .indexing import slice_view
-        from .shape import Cat
-
-        y = slice_view(a, a._array.ndim - 1, m, n, 1)
-        r_x = slice_view(r, r._array.ndim - 1, 0, m, 1)
-        grad_r_x = slice_view(grad_r, grad_r._array.ndim - 1, 0, m, 1)
-        grad_r_y = slice_view(grad_r, grad_r._array.ndim - 1, m, n, 1)
+        y = _math.narrow(a, a.ndim - 1, m, n)
+        r_x = _math.narrow(r, r.ndim - 1, 0, m)
+        grad_r_x = _math.narrow(grad_r, grad_r.ndim - 1, 0, m)
+        grad_r_y = _math.narrow(grad_r, grad_r.ndim - 1, m, n)
         grad_y = matmul(q, grad_r_y)
         grad_x = _qr_grad(q, r_x, grad_q + matmul(y, _mT(grad_r_y)), grad_r_x)
-        return (Cat.apply(grad_x, grad_y, dim=-1), None)
+        return (_math.cat((grad_x, grad_y), -1), None)
 
 
 def _qr_grad(q, r, grad_q, grad_r):
     """A = QR, A tall or square: gA = (gQ + Q copyltu(M)) R^{-T}, M = R gR^T - gQ^T Q."""
     m = matmul(r, _mT(grad_r)) - matmul(_mT(grad_q), q)
-    lower = m.tril(-1)
+    lower = _tril(m, -1)
     copied = lower + _mT(lower) + Diag(m)
-    return matmul(grad_q + matmul(q, copied), _mT(Inv.apply(r)))
+    return matmul(grad_q + matmul(q, copied), _mT(_math.apply(Inv, r)))
 
 
 def Diag(tensor):
     from .rearrange import DiagEmbed, DiagonalCopy
 
-    return DiagEmbed.apply(DiagonalCopy.apply(tensor, 0, -2, -1), 0, -2, -1)
+    return _math.apply(DiagEmbed, _math.apply(DiagonalCopy, tensor, 0, -2, -1), 0, -2, -1)
 
 
 class Svd(Op):
     """(U, S, Vh) with A = U diag(S) Vh."""
 
     node_name = "LinalgSvdBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, full_matrices=True, compute_uv=True):
@@ -321,58 +335,55 @@ class Svd(Op):
             (a,) = ctx.saved_tensors
             u, s, vh = Svd.apply(a, False, True)
         else:
-            u = Tensor._wrap(ctx.u[..., :k], False)
-            vh = Tensor._wrap(ctx.vh[..., :k, :], False)
-            s = Tensor._wrap(ctx.s, False)
-        if grad_u is not None and grad_u._array.shape[-1] != k:
-            from .indexing import slice_view
-
-            grad_u = slice_view(grad_u, grad_u._array.ndim - 1, 0, k, 1)
-        if grad_vh is not None and grad_vh._array.shape[-2] != k:
-            from .indexing import slice_view
-
-            grad_vh = slice_view(grad_vh, grad_vh._array.ndim - 2, 0, k, 1)
+            u = _math.constant(grad_s, ctx.u[..., :k])
+            vh = _math.constant(grad_s, ctx.vh[..., :k, :])
+            s = _math.constant(grad_s, ctx.s)
+        if grad_u is not None and grad_u.shape[-1] != k:
+            grad_u = _math.narrow(grad_u, grad_u.ndim - 1, 0, k)
+        if grad_vh is not None and grad_vh.shape[-2] != k:
+            grad_vh = _math.narrow(grad_vh, grad_vh.ndim - 2, 0, k)
         return (_svd_grad(u, s, vh, grad_u, grad_s, grad_vh), None, None)
 
 
 def _svd_grad(u, s, vh, grad_u, grad_s, grad_vh):
     """torch's svd_backward for real matrices (reduced U, S, Vh)."""
-    m, n = u._array.shape[-2], vh._array.shape[-1]
-    k = s._array.shape[-1]
+    m, n = u.shape[-2], vh.shape[-1]
+    k = s.shape[-1]
     if _all_zero(grad_u) and _all_zero(grad_vh):
-        return matmul(u * grad_s.unsqueeze(-2), vh)
+        return matmul(u * _math.unsqueeze(grad_s, -2), vh)
     v = _mT(vh)
     grad_v = _mT(grad_vh)
     s2 = s * s
-    gap = s2.unsqueeze(-2) - s2.unsqueeze(-1)
+    gap = _math.unsqueeze(s2, -2) - _math.unsqueeze(s2, -1)
     gap = gap + _eye_like(gap)  # 1 on the diagonal, where the skew parts are 0 anyway
     skew_u = matmul(_mT(u), grad_u)
     skew_u = skew_u - _mT(skew_u)
     skew_v = matmul(_mT(v), grad_v)
     skew_v = skew_v - _mT(skew_v)
-    inner = (skew_u * s.unsqueeze(-2) + s.unsqueeze(-1) * skew_v) / gap
+    inner = (skew_u * _math.unsqueeze(s, -2) + _math.unsqueeze(s, -1) * skew_v) / gap
     from .rearrange import DiagEmbed
 
-    inner = inner + DiagEmbed.apply(grad_s, 0, -2, -1)
+    inner = inner + _math.apply(DiagEmbed, grad_s, 0, -2, -1)
     if m > k:
-        scaled = grad_u / s.unsqueeze(-2)
+        scaled = grad_u / _math.unsqueeze(s, -2)
         middle = matmul(u, inner) + scaled - matmul(u, matmul(_mT(u), scaled))
         return matmul(middle, vh)
     if n > k:
-        scaled = grad_v / s.unsqueeze(-2)
+        scaled = grad_v / _math.unsqueeze(s, -2)
         middle = matmul(inner, vh) + _mT(scaled) - matmul(matmul(_mT(scaled), v), vh)
         return matmul(u, middle)
     return matmul(u, matmul(inner, vh))
 
 
 def _all_zero(grad) -> bool:
-    return grad is None or not grad._array.any()
+    return grad is None or not _math.array_of(grad).any()
 
 
 class Eigh(Op):
     """(eigenvalues ascending, eigenvectors) of a symmetric matrix (reads one triangle)."""
 
     node_name = "LinalgEighBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, UPLO="L", eigenvectors=True):
@@ -395,23 +406,24 @@ class Eigh(Op):
             (a,) = ctx.saved_tensors
             values, vectors = Eigh.apply(a, ctx.uplo, True)
         else:
-            vectors = Tensor._wrap(ctx.vectors, False)
-            values = Tensor._wrap(ctx.values, False)
+            vectors = _math.constant(grad_values, ctx.vectors)
+            values = _math.constant(grad_values, ctx.values)
         from .rearrange import DiagEmbed
 
         if _all_zero(grad_vectors):
-            inner = DiagEmbed.apply(grad_values, 0, -2, -1)
+            inner = _math.apply(DiagEmbed, grad_values, 0, -2, -1)
         else:
             projected = matmul(_mT(vectors), grad_vectors)
             projected = (projected - _mT(projected)) * 0.5
-            gap = values.unsqueeze(-2) - values.unsqueeze(-1)
+            gap = _math.unsqueeze(values, -2) - _math.unsqueeze(values, -1)
             gap = gap + _eye_like(gap)
-            inner = projected / gap + DiagEmbed.apply(grad_values, 0, -2, -1)
+            inner = projected / gap + _math.apply(DiagEmbed, grad_values, 0, -2, -1)
         return (matmul(matmul(vectors, inner), _mT(vectors)), None, None)
 
 
 class Pinv(Op):
     node_name = "LinalgPinvBackward0"
+    array_backward = True
     saves_output = True
 
     @staticmethod
@@ -431,7 +443,7 @@ class Pinv(Op):
 
 def _pinv_grad(grad, pinv, a):
     """torch's pinv_backward (real case)."""
-    m, n = a._array.shape[-2:]
+    m, n = a.shape[-2:]
     pinv_t = _mT(pinv)
     grad_t = _mT(grad)
     if m <= n:
@@ -450,6 +462,7 @@ class Lstsq(Op):
     pinv(A) B (torch's CPU default driver 'gelsy': empty residuals and singular values)."""
 
     node_name = "LinalgLstsqBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, b, rcond=None, driver=None):
@@ -481,10 +494,10 @@ class Lstsq(Op):
         if state.grad_enabled:  # create_graph: pinv(A) must carry A's graph
             pinv = Pinv.apply(a, ctx.rtol, False)
         else:
-            pinv = Tensor._wrap(ctx.pinv, False)
+            pinv = _math.constant(grad_solution, ctx.pinv)
         if ctx.vector:
-            grad_solution = grad_solution.unsqueeze(-1)
-            b = b.unsqueeze(-1)
+            grad_solution = _math.unsqueeze(grad_solution, -1)
+            b = _math.unsqueeze(b, -1)
         grad_a = _pinv_grad(matmul(grad_solution, _mT(b)), pinv, a) if needs[0] else None
         grad_b = None
         if needs[1]:
@@ -498,8 +511,10 @@ class Cross(Op):
     """The cross product along a dim of size 3."""
 
     node_name = "LinalgCrossBackward0"
+    array_backward = True
 
     @staticmethod
+    @silenced
     def forward(ctx, a, b, dim=-1):
         from ._checks import wrap_dim
 
@@ -527,10 +542,9 @@ class Cross(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        from .reduce import sum_to
-
+        # (each as broadcast: the engine sums it to its input's shape)
         a, b = ctx.saved_tensors
         needs = ctx.needs_input_grad
         axis = ctx.axis
-        return (sum_to(Cross.apply(b, grad, axis), a.shape) if needs[0] else None,
-                sum_to(Cross.apply(grad, a, axis), b.shape) if needs[1] else None, None)
+        return (_math.apply(Cross, b, grad, axis) if needs[0] else None,
+                _math.apply(Cross, grad, a, axis) if needs[1] else None, None)

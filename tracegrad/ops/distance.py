@@ -5,11 +5,14 @@ from __future__ import annotations
 import math
 
 from ..autograd.function import Op
+from ..autograd.quiet import silenced
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
+from . import _math
 from .unary import _quiet
 
 
+@silenced
 def _pairwise(xp, x1, x2, p: float):
     """(..., P, R) distances. For p=2 with more than 25 rows on either side torch uses the
     |a|^2 + |b|^2 - 2ab expansion (one matrix product); so does this, to give the same
@@ -34,6 +37,7 @@ def _pairwise(xp, x1, x2, p: float):
 
 class Cdist(Op):
     node_name = "CdistBackward0"
+    array_backward = True
     saves_output = True
 
     @staticmethod
@@ -65,32 +69,30 @@ class Cdist(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        from .indexing import Where
-        from .reduce import sum_to
-
         x1, x2, result = ctx.saved_tensors
         needs = ctx.needs_input_grad
         p = ctx.p
         if p == 0:
             return None, None, None
-        diff = x1.unsqueeze(-2) - x2.unsqueeze(-3)  # (..., P, R, M)
-        distance = result.unsqueeze(-1)
-        weight = grad.unsqueeze(-1)
+        diff = _math.unsqueeze(x1, -2) - _math.unsqueeze(x2, -3)  # (..., P, R, M)
+        distance = _math.unsqueeze(result, -1)
+        weight = _math.unsqueeze(grad, -1)
         if p == 1:
-            pair = weight * diff.sign()
+            pair = weight * _math.sign(diff)
         elif p == math.inf:
-            magnitude = diff.abs()
-            pair = weight * diff.sign() * (magnitude == distance)
+            magnitude = abs(diff)
+            pair = weight * _math.sign(diff) * (magnitude == distance)
         else:
             zero = distance == 0
-            safe = Where.apply(zero, 1.0, distance)
+            safe = _math.where(zero, 1.0, distance)
             if p == 2:
                 scale = diff / safe
             else:
-                scale = diff * diff.abs() ** (p - 2) / safe ** (p - 1)
-            pair = Where.apply(zero, 0.0, weight * scale)
-        grad1 = sum_to(pair.sum(-2), x1.shape) if needs[0] else None
-        grad2 = sum_to(-pair.sum(-3), x2.shape) if needs[1] else None
+                scale = diff * abs(diff) ** (p - 2) / safe ** (p - 1)
+            pair = _math.where(zero, 0.0, weight * scale)
+        # (each as broadcast over batch dimensions: the engine sums it to its input's shape)
+        grad1 = _math.sum_dims(pair, (-2,)) if needs[0] else None
+        grad2 = -_math.sum_dims(pair, (-3,)) if needs[1] else None
         return grad1, grad2, None
 
 

@@ -10,14 +10,15 @@ from .. import backends
 from ..autograd import views
 from ..autograd.function import Op
 from ..autograd.grad_mode import state
+from ..autograd.quiet import silenced
 from ..backends import array_module
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor  # ops load after Tensor is defined (tensor.py imports them)
 from . import _math
 from ._edges import select_edges
+from ._math import sum_to
 from ._operands import operands
 from .arith import Copy, FillTensor
-from .reduce import sum_to
 from .shape import Alias, Unsqueeze, check_expandable, wrap_dim
 
 
@@ -498,6 +499,7 @@ class IndexPut(Op):
     """``out = base.clone(); out[index] = value`` -- what ``base[index] = value`` records."""
 
     node_name = "IndexPutBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, base, value, index):
@@ -518,14 +520,16 @@ class IndexPut(Op):
         needs = ctx.needs_input_grad
         grad_base = grad_value = None
         if needs[0]:
-            grad_base = IndexPut.apply(grad, _zero_like(grad), index=ctx.index)
+            grad_base = _math.apply(IndexPut, grad, _zero_like(grad), index=ctx.index)
         if needs[1]:
-            grad_value = sum_to(Index.apply(grad, ctx.index), ctx.value_shape)
+            grad_value = sum_to(_math.apply(Index, grad, ctx.index), ctx.value_shape)
         return grad_base, grad_value
 
 
-def _zero_like(tensor):
-    return Tensor._wrap(tensor._xp.zeros((), dtype=tensor._array.dtype), False)
+def _zero_like(value):
+    """A 0-d zero of ``value``'s dtype, on its device: a backend array (``_math.apply``
+    makes it a Tensor where the formula runs on Tensors)."""
+    return _math.xp(value).zeros((), dtype=_math.numpy_dtype(value))
 
 
 # -- gather / scatter -------------------------------------------------------------------
@@ -536,7 +540,13 @@ def _grid_index(xp, index_array, axis: int):
     return tuple(grids)
 
 
-def _check_index(op_name: str, tensor, axis: int, index) -> None:
+_NO_SOURCE = object()  # gather: no src to check the index against
+
+
+def _check_index(op_name: str, tensor, axis: int, index, src=_NO_SOURCE) -> None:
+    """torch's checks of a gather or scatter index, in its words. A scatter passes its
+    ``src`` (a Tensor or a number): the index must be no larger than a src tensor in every
+    dimension (a larger src is fine: its leading part is used)."""
     if index._array.dtype.kind not in "iu":
         raise DTypeError(f"{op_name}(): Expected dtype int64 for index, got "
                          f"{index.dtype.name}")
@@ -544,12 +554,24 @@ def _check_index(op_name: str, tensor, axis: int, index) -> None:
         raise ShapeError(
             f"{op_name}(): Index tensor must have the same number of dimensions as input "
             f"tensor ({index._describe()} vs {tensor._describe()})")
-    for d in range(tensor._array.ndim):
-        if d != axis and index._array.shape[d] > tensor._array.shape[d]:
+    index_shape, shape = index._array.shape, tensor._array.shape
+    if src is _NO_SOURCE:
+        for d in range(len(shape)):
+            if d != axis and index_shape[d] > shape[d]:
+                raise ShapeError(
+                    f"Size does not match at dimension {d} expected index "
+                    f"{list(index_shape)} to be no larger than self {list(shape)} apart from "
+                    f"dimension {axis} ({op_name})")
+    else:
+        src_shape = src._array.shape if isinstance(src, Tensor) else None
+        if any(d != axis and index_shape[d] > shape[d] for d in range(len(shape))) or (
+                src_shape is not None and len(src_shape) == len(index_shape)
+                and any(size > limit for size, limit in zip(index_shape, src_shape))):
+            against_src = "" if src_shape is None else \
+                f" and to be no larger size than src {list(src_shape)}"
             raise ShapeError(
-                f"{op_name}(): Size does not match at dimension {d} expected index "
-                f"{list(index._array.shape)} to be smaller than self {list(tensor._array.shape)} "
-                f"apart from dimension {axis}")
+                f"Expected index {list(index_shape)} to be no larger than self {list(shape)} "
+                f"apart from dimension {axis}{against_src} ({op_name})")
     if index._array.size:
         limit = tensor._array.shape[axis]
         low, high = int(index._array.min()), int(index._array.max())
@@ -616,6 +638,7 @@ class Scatter(Op):
     """``out = input.clone(); out[index along dim] = src`` (src a tensor or a number)."""
 
     node_name = "ScatterBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, dim, index, src, reduce=None):
@@ -631,6 +654,7 @@ class ScatterValue(Op):
     """``scatter(dim, index, value)`` with a number: ScatterBackward1, one edge."""
 
     node_name = "ScatterBackward1"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, dim, index, value, reduce=None):
@@ -644,7 +668,7 @@ class ScatterValue(Op):
 
 def _scatter(ctx, a, dim, index, src, reduce):
     axis = wrap_dim(dim, a._array.ndim)
-    _check_index("scatter", a, axis, index)
+    _check_index("scatter", a, axis, index, src)
     xp = a._xp
     where = _grid_index(xp, index._array, axis)
     out = a._array.copy()
@@ -667,30 +691,32 @@ def _scatter(ctx, a, dim, index, src, reduce):
 
 def _scatter_backward(ctx, grad):
     needs = ctx.needs_input_grad
-    where = _grid_index(grad._xp, ctx.index, ctx.axis)
+    where = _grid_index(_math.xp(grad), ctx.index, ctx.axis)
     grad_input = grad_src = None
     if needs[0]:
-        grad_input = IndexPut.apply(grad, _zero_like(grad), index=where)
+        grad_input = _math.apply(IndexPut, grad, _zero_like(grad), index=where)
     if len(needs) > 3 and needs[3]:
-        picked = Index.apply(grad, where)
+        picked = _math.apply(Index, grad, where)
         pad = tuple((0, full - part) for full, part in zip(ctx.src_shape, picked.shape))
         grad_src = picked if not any(p for _, p in pad) else _pad(picked, ctx.src_shape)
     return grad_input, None, None, grad_src
 
 
 def _pad(tensor, shape):
-    return IndexAccumulate.apply(tensor, shape=shape,
-                                 index=tuple(slice(size) for size in tensor._array.shape))
+    return _math.apply(IndexAccumulate, tensor, shape=shape,
+                       index=tuple(slice(size) for size in tensor.shape))
 
 
 class ScatterAdd(Op):
     node_name = "ScatterAddBackward0"
+    array_backward = True
 
     @staticmethod
+    @silenced
     def forward(ctx, a, dim, index, src):
         select_edges(ctx, (0, 3))  # torch's edges: a, src (no index/mask edge)
         axis = wrap_dim(dim, a._array.ndim)
-        _check_index("scatter_add", a, axis, index)
+        _check_index("scatter_add", a, axis, index, src)
         xp = a._xp
         where = _grid_index(xp, index._array, axis)
         out = a._array.copy()
@@ -703,7 +729,7 @@ class ScatterAdd(Op):
         needs = ctx.needs_input_grad
         grad_src = None
         if needs[3]:
-            grad_src = Index.apply(grad, ctx.where)
+            grad_src = _math.apply(Index, grad, ctx.where)
             if grad_src.shape != ctx.src_shape:
                 grad_src = _pad(grad_src, ctx.src_shape)
         return (grad if needs[0] else None), None, None, grad_src
@@ -729,6 +755,7 @@ class MaskedFillTensor(Op):
     gradient where mask is True (MaskedFillBackward1 in torch)."""
 
     node_name = "MaskedFillBackward1"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, mask, value):
@@ -742,9 +769,9 @@ class MaskedFillTensor(Op):
     @staticmethod
     def backward(ctx, grad):
         needs = ctx.needs_input_grad
-        mask = _wrap_bool(ctx.mask)
-        grad_value = Where.apply(mask, grad, 0.0).sum() if needs[2] else None
-        return (Where.apply(mask, 0.0, grad) if needs[0] else None), None, grad_value
+        mask = _math.constant(grad, ctx.mask)
+        grad_value = _math.where(mask, grad, 0.0).sum() if needs[2] else None
+        return (_math.where(mask, 0.0, grad) if needs[0] else None), None, grad_value
 
 
 def _masked_fill(ctx, a, mask, value):

@@ -6,7 +6,10 @@ nodes: a batch of matrices times a matrix is folded into one ``mm`` and viewed b
 
 from __future__ import annotations
 
+import operator
+
 from ..autograd.function import Op
+from ..autograd.quiet import FLOAT_ERRORS, retry, silenced
 from ..errors import DTypeError, ShapeError
 from . import _math
 from ._operands import broadcast_error, check_same_device
@@ -90,7 +93,10 @@ class Mm(Op):
         if x.shape[1] != y.shape[0]:
             raise _mm_mismatch(a, b, x.shape[0], x.shape[1], y.shape[0], y.shape[1])
         _check_pair("mm", a, b)
-        return x @ y
+        try:
+            return x @ y
+        except FLOAT_ERRORS:  # inf or nan with warnings as errors: torch is silent
+            return retry(operator.matmul, x, y)
 
     @staticmethod
     def backward(ctx, grad):
@@ -152,7 +158,10 @@ class Mv(Op):
                 f"vec ({y.shape[0]}){_described(a, v)}\nHint: the matrix's last dimension "
                 "must equal the vector's length.")
         _check_pair("mv", a, v)
-        return x @ y
+        try:
+            return x @ y
+        except FLOAT_ERRORS:  # inf or nan with warnings as errors: torch is silent
+            return retry(operator.matmul, x, y)
 
     @staticmethod
     def backward(ctx, grad):
@@ -171,6 +180,7 @@ class Outer(Op):
     saved_names = ("self", "other")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
+    @silenced
     def forward(ctx, a, b):
         save_operands(ctx, a, b)
         return a._array[:, None] * b._array[None, :]
@@ -208,7 +218,10 @@ class Dot(Op):
                 f"{_capitalized(a)} and {_capitalized(b)} ({a._describe()} and "
                 f"{b._describe()}). Hint: convert one with .to().")
         save_operands(ctx, a, b)
-        return a._xp.asarray(x @ y)
+        try:
+            return a._xp.asarray(x @ y)
+        except FLOAT_ERRORS:  # inf or nan with warnings as errors: torch is silent
+            return a._xp.asarray(retry(operator.matmul, x, y))
 
     @staticmethod
     def backward(ctx, grad):
@@ -251,7 +264,10 @@ class Bmm(Op):
                 f"{_described(a, b)}\nHint: bmm multiplies batch1[i] ({x.shape[1]}x"
                 f"{x.shape[2]}) by batch2[i]; both need the same batch size.")
         _check_pair("bmm", a, b)
-        return x @ y
+        try:
+            return x @ y
+        except FLOAT_ERRORS:  # inf or nan with warnings as errors: torch is silent
+            return retry(operator.matmul, x, y)
 
     @staticmethod
     def backward(ctx, grad):
@@ -393,6 +409,13 @@ def _input_grad(grad, beta, shape):
 
 
 def _combine(xp, base, product, beta, alpha, op_name, input_tensor):
+    try:
+        return _combined(xp, base, product, beta, alpha, op_name, input_tensor)
+    except FLOAT_ERRORS:  # inf - inf, with warnings as errors: torch is silent
+        return retry(_combined, xp, base, product, beta, alpha, op_name, input_tensor)
+
+
+def _combined(xp, base, product, beta, alpha, op_name, input_tensor):
     scaled_product = product if alpha == 1 else product * alpha
     try:
         if beta == 0:  # torch ignores the input entirely (NaN in it does not propagate)
@@ -482,6 +505,7 @@ class Addbmm(Op):
     """``beta * input + alpha * sum_i batch1[i] @ batch2[i]``."""
 
     node_name = "AddbmmBackward0"
+    array_backward = True
     saved_names = ("batch1", "batch2", "alpha=alpha", "beta=beta")  # as PyTorch names them
 
     @staticmethod
@@ -496,11 +520,13 @@ class Addbmm(Op):
         b1, b2 = ctx.saved_tensors
         needs = ctx.needs_input_grad
         alpha = ctx.alpha
-        batches = b1._array.shape[0]
-        spread = grad.unsqueeze(0).expand(batches, *grad.shape)
+        batches = b1.shape[0]
+        spread = _math.expand(_math.unsqueeze(grad, 0), (batches, *grad.shape))
         return (_input_grad(grad, ctx.beta, ctx._input_meta[0][0]) if needs[0] else None,
-                _scaled(Bmm.apply(spread, b2.transpose(1, 2)), alpha) if needs[1] else None,
-                _scaled(Bmm.apply(b1.transpose(1, 2), spread), alpha) if needs[2] else None,
+                _scaled(_math.apply(Bmm, spread, _math.transpose(b2, 1, 2)), alpha)
+                if needs[1] else None,
+                _scaled(_math.apply(Bmm, _math.transpose(b1, 1, 2), spread), alpha)
+                if needs[2] else None,
                 None, None)
 
 

@@ -10,6 +10,7 @@ once for Tensors and arrays (``array_backward``), so second derivatives work.
 from __future__ import annotations
 
 from ..autograd.function import Op
+from ..autograd.quiet import silenced
 from ..errors import DTypeError
 from ..tensor import Tensor
 from . import _math
@@ -95,6 +96,7 @@ class BinaryCrossEntropyWithLogits(Op):
     array_backward = True
 
     @staticmethod
+    @silenced
     def forward(ctx, input, target, reduction="mean", weight=None, pos_weight=None):
         x, t = _same_floating("binary_cross_entropy_with_logits", input, target)
         xp = input._xp
@@ -143,6 +145,7 @@ class SmoothL1Loss(Op):
     array_backward = True
 
     @staticmethod
+    @silenced
     def forward(ctx, input, target, reduction="mean", beta=1.0):
         x, t = _same_floating("smooth_l1_loss", input, target)
         xp = input._xp
@@ -167,6 +170,7 @@ class HuberLoss(Op):
     array_backward = True
 
     @staticmethod
+    @silenced
     def forward(ctx, input, target, reduction="mean", delta=1.0):
         x, t = _same_floating("huber_loss", input, target)
         xp = input._xp
@@ -191,6 +195,7 @@ class SoftMarginLoss(Op):
     array_backward = True
 
     @staticmethod
+    @silenced
     def forward(ctx, input, target, reduction="mean"):
         select_edges(ctx, (0,))  # torch's edges: the input only
         x, y = _same_floating("soft_margin_loss", input, target)

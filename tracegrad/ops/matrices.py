@@ -5,22 +5,27 @@ cholesky_solve, cholesky_inverse, renorm.
 from __future__ import annotations
 
 from ..autograd.function import Op
+from ..autograd.quiet import silenced
 from ..errors import ShapeError
+from . import _math
 from ._checks import wrap_dim
-from .linalg import Mv, _combine, _input_grad, _scaled, matmul
-from .reduce import sum_to
+from ._math import matmul  # Tensors (recorded, tracegrad.matmul) or arrays
+from .linalg import Mv, _combine, _input_grad, _scaled
 
 
-def _mT(tensor):
-    return tensor.transpose(-2, -1)
+def _mT(value):
+    """The last two dimensions swapped: a Tensor (recorded) or an array view."""
+    return value.swapaxes(-2, -1)
 
 
 class Addr(Op):
     """``beta * input + alpha * outer(vec1, vec2)``."""
 
     node_name = "AddrBackward0"
+    array_backward = True
 
     @staticmethod
+    @silenced
     def forward(ctx, a, vec1, vec2, beta=1, alpha=1):
         for name, vector in (("vec1", vec1), ("vec2", vec2)):
             if vector._array.ndim != 1:
@@ -39,14 +44,16 @@ class Addr(Op):
         needs = ctx.needs_input_grad
         alpha = ctx.alpha
         return (_input_grad(grad, ctx.beta, ctx._input_meta[0][0]) if needs[0] else None,
-                _scaled(Mv.apply(grad, vec2), alpha) if needs[1] else None,
-                _scaled(Mv.apply(grad.t(), vec1), alpha) if needs[2] else None, None, None)
+                _scaled(_math.apply(Mv, grad, vec2), alpha) if needs[1] else None,
+                _scaled(_math.apply(Mv, _math.t(grad), vec1), alpha) if needs[2] else None,
+                None, None)
 
 
 class BlockDiag(Op):
     """The tensors (each 0-, 1- or 2-D) placed along the diagonal of a zero matrix."""
 
     node_name = "BlockDiagBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, *tensors):
@@ -111,6 +118,7 @@ class CholeskySolve(Op):
     """X with A X = B, given A's Cholesky factor L (A = L L^T, or U^T U with upper)."""
 
     node_name = "CholeskySolveBackward0"
+    array_backward = True
     saves_output = True
 
     @staticmethod
@@ -127,22 +135,25 @@ class CholeskySolve(Op):
     def backward(ctx, grad):
         b, factor, result = ctx.saved_tensors
         needs = ctx.needs_input_grad
-        grad_b = CholeskySolve.apply(grad, factor, ctx.upper)
+        grad_b = _math.apply(CholeskySolve, grad, factor, ctx.upper)
         grad_factor = None
         if needs[1]:
             common = matmul(grad_b, _mT(result))
             common = common + _mT(common)
             grad_factor = -matmul(factor, common) if ctx.upper else -matmul(common, factor)
-        return (sum_to(grad_b, b.shape) if needs[0] else None), grad_factor, None
+        # (grad_b as broadcast: the engine sums it to b's shape)
+        return (grad_b if needs[0] else None), grad_factor, None
 
 
 class CholeskyInverse(Op):
     """(L L^T)^-1 from the Cholesky factor L (or U^T U with upper)."""
 
     node_name = "CholeskyInverseBackward0"
+    array_backward = True
     saves_output = True
 
     @staticmethod
+    @silenced
     def forward(ctx, factor, upper=False):
         _check_factor("cholesky_inverse", factor)
         xp = factor._xp
@@ -167,8 +178,10 @@ class Renorm(Op):
     divides by norm + 1e-7)."""
 
     node_name = "RenormBackward0"
+    array_backward = True
 
     @staticmethod
+    @silenced
     def forward(ctx, a, p, dim, maxnorm):
         from .norms import VectorNorm
 
@@ -188,17 +201,16 @@ class Renorm(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        from .indexing import Where
         from .norms import VectorNorm
 
         (a,) = ctx.saved_tensors
-        norm = VectorNorm.apply(a, ctx.p, ctx.others, True, None)
+        norm = _math.apply(VectorNorm, a, ctx.p, ctx.others, True, None)
         over = norm > ctx.maxnorm
         denominator = norm + 1e-7
         scale = ctx.maxnorm / denominator
         # d(x * c / (n + eps)) = c/(n+eps) dx - c x/(n+eps)^2 dn, dn/dx = x|x|^(p-2)/n^(p-1)
-        inner = (grad * a).sum(dim=ctx.others, keepdim=True)
-        slope = a * a.abs() ** (ctx.p - 2) / norm ** (ctx.p - 1) if ctx.p != 2 else a / norm
+        inner = _math.sum_keepdims(grad * a, ctx.others)
+        slope = a * abs(a) ** (ctx.p - 2) / norm ** (ctx.p - 1) if ctx.p != 2 else a / norm
         scaled = grad * scale - slope * inner * ctx.maxnorm / (denominator * denominator)
-        return (Where.apply(over, scaled, grad), None, None, None)
+        return (_math.where(over, scaled, grad), None, None, None)
 

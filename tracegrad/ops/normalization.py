@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from ..autograd.function import Op
 from ..autograd.grad_mode import state
-from ..autograd.quiet import quiet
+from ..autograd.quiet import quiet, silenced
 from ..errors import ShapeError
 from ..tensor import Tensor
 from . import _math
@@ -64,6 +64,7 @@ class NativeBatchNorm(Op):
                    "eps=eps", "training=batch_statistics")  # as PyTorch names them
 
     @staticmethod
+    @silenced
     def forward(ctx, input, weight, bias, training, momentum, eps, running_mean=None,
                 running_var=None):
         select_edges(ctx, (0, 1, 2))  # torch's edges: input, weight, bias (None ones too)

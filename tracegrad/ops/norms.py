@@ -8,8 +8,10 @@ import math
 
 from .. import _dtype
 from ..autograd.function import Op
+from ..autograd.quiet import silenced
 from ..errors import DTypeError
 from ..tensor import Tensor
+from . import _math
 from ._saved import as_torch_ints, show_saved
 from .reduce import normalize_dims
 from .statistics import as_kept
@@ -24,10 +26,12 @@ def _norm_dims(dim, ndim: int):
 
 class VectorNorm(Op):
     node_name = "LinalgVectorNormBackward0"
+    array_backward = True
     saved_names = ("self", "result", "keepdim=keepdim")  # as PyTorch names them; dim, ord below
     saves_output = True
 
     @staticmethod
+    @silenced
     def forward(ctx, a, ord=2, dim=None, keepdim=False, dtype=None):
         x = a._array
         if x.dtype.kind != "f":
@@ -78,31 +82,29 @@ show_saved(VectorNorm, "dim", lambda node: as_torch_ints(node._given[1]))
 
 def norm_grad(grad, a, result, p: float, dims, keepdim: bool):
     """The gradient of ``vector_norm(a, p, dims, keepdim) == result`` (None for p=0)."""
-    shape = a._array.shape
+    shape = tuple(a.shape)
     if p == 0:
         return None
     grad = as_kept(grad, shape, dims, keepdim)
     norm = as_kept(result, shape, dims, keepdim)
-    if grad._array.dtype != a._array.dtype:
-        grad = grad.to(a.dtype)
-    from .indexing import Where
-
+    if _math.numpy_dtype(grad) != _math.numpy_dtype(a):
+        grad = _math.like_dtype(grad, a)
     if p == 1:
-        return grad * a.sgn()
+        return grad * _math.sign(a)
     if p in (math.inf, -math.inf):
-        ties = (a.abs() == norm).to(grad.dtype)
-        count = ties.sum() if dims is None else ties.sum(dim=dims, keepdim=True)
-        return grad * a.sgn() * ties / count
+        ties = _math.like_dtype(abs(a) == norm, grad)
+        count = ties.sum() if dims is None else _math.sum_keepdims(ties, dims)
+        return grad * _math.sign(a) * ties / count
     zero_norm = norm == 0
-    safe_norm = Where.apply(zero_norm, 1.0, norm)
+    safe_norm = _math.where(zero_norm, 1.0, norm)
     if p == 2:
         scale = a / safe_norm
     else:
-        magnitude = a.abs()
-        safe_magnitude = Where.apply(magnitude == 0, 1.0, magnitude)
+        magnitude = abs(a)
+        safe_magnitude = _math.where(magnitude == 0, 1.0, magnitude)
         scale = a * safe_magnitude ** (p - 2) / safe_norm ** (p - 1)
-        scale = Where.apply(magnitude == 0, 0.0, scale) if p < 2 else scale
-    return Where.apply(zero_norm, 0.0, grad * scale)
+        scale = _math.where(magnitude == 0, 0.0, scale) if p < 2 else scale
+    return _math.where(zero_norm, 0.0, grad * scale)
 
 
 def _torch_type(numpy_dtype) -> str:
@@ -115,9 +117,11 @@ class Dist(Op):
     """``dist(a, b, p)``: the p-norm of a - b (broadcast)."""
 
     node_name = "DistBackward0"
+    array_backward = True
     saves_output = True
 
     @staticmethod
+    @silenced
     def forward(ctx, a, b, p=2):
         from ._operands import broadcast_error
 
@@ -132,15 +136,13 @@ class Dist(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        from .reduce import sum_to
-
         a, b, result = ctx.saved_tensors
         needs = ctx.needs_input_grad
         spread = norm_grad(grad, a - b, result, ctx.p, None, False)
         if spread is None:
             return None, None, None
-        return (sum_to(spread, a.shape) if needs[0] else None,
-                sum_to(-spread, b.shape) if needs[1] else None, None)
+        # (each as broadcast: the engine sums it to its input's shape)
+        return (spread if needs[0] else None, -spread if needs[1] else None, None)
 
 
 def vector_norm(a, ord=2, dim=None, keepdim=False, dtype=None) -> Tensor:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..autograd.function import Op
 from ..errors import ShapeError
+from . import _math
 
 
 def _split(shape):
@@ -15,6 +16,7 @@ class PixelShuffle(Op):
     """(*, C * r * r, H, W) -> (*, C, H * r, W * r)."""
 
     node_name = "PixelShuffleBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, upscale_factor):
@@ -37,13 +39,14 @@ class PixelShuffle(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        return PixelUnshuffle.apply(grad, ctx.factor), None
+        return _math.apply(PixelUnshuffle, grad, ctx.factor), None
 
 
 class PixelUnshuffle(Op):
     """(*, C, H * r, W * r) -> (*, C * r * r, H, W)."""
 
     node_name = "PixelUnshuffleBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, downscale_factor):
@@ -66,4 +69,4 @@ class PixelUnshuffle(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        return PixelShuffle.apply(grad, ctx.factor), None
+        return _math.apply(PixelShuffle, grad, ctx.factor), None

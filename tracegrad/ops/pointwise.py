@@ -12,6 +12,7 @@ import math
 
 from .. import _dtype
 from ..autograd.function import Op
+from ..autograd.quiet import silenced
 from ..errors import UnsupportedDTypeError
 from ..tensor import Tensor
 from . import _math, _special
@@ -342,8 +343,10 @@ class Sinc(Op):
     """``sin(pi x) / (pi x)``, 1 at 0."""
 
     node_name = "SincBackward0"
+    array_backward = True
 
     @staticmethod
+    @silenced
     def forward(ctx, a):
         ctx.save_for_backward(a)
         return a._xp.sinc(_float(a))
@@ -351,14 +354,12 @@ class Sinc(Op):
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
-        from .indexing import Where
-
         angle = a * math.pi
         zero = a == 0
         # (cos(pi x) - sinc(x)) / x, written so x == 0 never divides (its limit is 0)
-        safe = Where.apply(zero, 1.0, a)
-        slope = ((angle.cos() - Sinc.apply(safe)) / safe)
-        return (grad * Where.apply(zero, 0.0, slope),)
+        safe = _math.where(zero, 1.0, a)
+        slope = ((_math.cos(angle) - _math.apply(Sinc, safe)) / safe)
+        return (grad * _math.where(zero, 0.0, slope),)
 
 
 class Deg2Rad(Op):
@@ -379,6 +380,7 @@ class Rad2Deg(Op):
     array_backward = True
 
     @staticmethod
+    @silenced
     def forward(ctx, a):
         return _float(a) * (180.0 / math.pi)
 
@@ -492,6 +494,7 @@ class Frac(Op):
     array_backward = True
 
     @staticmethod
+    @silenced
     def forward(ctx, a):
         x = a._array
         if x.dtype.kind != "f":
@@ -511,6 +514,7 @@ class Logit(Op):
     gradient is zero outside that range (torch's rule)."""
 
     node_name = "LogitBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, eps=None):
@@ -530,14 +534,13 @@ class Logit(Op):
         eps = ctx.eps
         if eps is None:
             return (slope, None)
-        from .indexing import Where
-
         outside = (a < eps) | (a > 1 - eps)
-        return (Where.apply(outside, 0.0, slope), None)
+        return (_math.where(outside, 0.0, slope), None)
 
 
 class NanToNum(Op):
     node_name = "NanToNumBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, nan=0.0, posinf=None, neginf=None):
@@ -550,9 +553,7 @@ class NanToNum(Op):
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
-        from .indexing import Where
-
-        return (Where.apply(a.isfinite(), grad, 0.0), None, None, None)
+        return (_math.where(_math.isfinite(a), grad, 0.0), None, None, None)
 
 
 def _torch_type_name(numpy_dtype) -> str:

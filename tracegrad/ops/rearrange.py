@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from ..autograd.function import Op
 from ..errors import ArgumentTypeError, InvalidValueError, ShapeError
-from ..tensor import Tensor
 from . import _math
 from ._checks import wrap_dim
 
@@ -74,6 +73,7 @@ class Roll(Op):
 
 class Rot90(Op):
     node_name = "Rot90Backward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, k=1, dims=(0, 1)):
@@ -96,7 +96,7 @@ class Rot90(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        return (Rot90.apply(grad, -ctx.k, ctx.axes), None, None)
+        return (_math.apply(Rot90, grad, -ctx.k, ctx.axes), None, None)
 
 
 def _check_matrix(op_name: str, a) -> None:
@@ -176,6 +176,7 @@ class DiagonalCopy(Op):
     form, ``diagonal``, is shape.Diagonal."""
 
     node_name = "DiagonalBackward0_copy"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, offset=0, dim1=0, dim2=1):
@@ -189,8 +190,9 @@ class DiagonalCopy(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        zeros = Tensor._wrap(grad._xp.zeros(ctx.input_shape, dtype=grad._array.dtype), False)
-        return (DiagonalScatter.apply(zeros, grad, ctx.offset, *ctx.axes), None, None, None)
+        zeros = _math.xp(grad).zeros(ctx.input_shape, dtype=_math.numpy_dtype(grad))
+        return (_math.apply(DiagonalScatter, zeros, grad, ctx.offset, *ctx.axes),
+                None, None, None)
 
 
 class DiagonalScatter(Op):
@@ -198,6 +200,7 @@ class DiagonalScatter(Op):
     replaced by src."""
 
     node_name = "DiagonalScatterBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, src, offset=0, dim1=0, dim2=1):
@@ -217,11 +220,10 @@ class DiagonalScatter(Op):
         needs = ctx.needs_input_grad
         grad_input = grad_src = None
         if needs[0]:
-            zeros = Tensor._wrap(grad._xp.zeros(ctx._input_meta[1][0], dtype=grad._array.dtype),
-                                 False)
-            grad_input = DiagonalScatter.apply(grad, zeros, ctx.offset, *ctx.axes)
+            zeros = _math.xp(grad).zeros(ctx._input_meta[1][0], dtype=_math.numpy_dtype(grad))
+            grad_input = _math.apply(DiagonalScatter, grad, zeros, ctx.offset, *ctx.axes)
         if needs[1]:
-            grad_src = DiagonalCopy.apply(grad, ctx.offset, *ctx.axes)
+            grad_src = _math.apply(DiagonalCopy, grad, ctx.offset, *ctx.axes)
         return grad_input, grad_src, None, None, None
 
 
@@ -230,6 +232,7 @@ class DiagEmbed(Op):
     diagonal of two new dims."""
 
     node_name = "DiagEmbedBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, offset=0, dim1=-2, dim2=-1):
@@ -253,7 +256,7 @@ class DiagEmbed(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        return (DiagonalCopy.apply(grad, ctx.offset, *ctx.axes), None, None, None)
+        return (_math.apply(DiagonalCopy, grad, ctx.offset, *ctx.axes), None, None, None)
 
 
 def diag(a, diagonal: int = 0):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ..autograd.function import Op
 from ..autograd.grad_mode import state
+from ..autograd.quiet import silenced
 from ..backends import array_module
 from ..errors import ShapeError
 from ..tensor import Tensor
@@ -34,6 +35,7 @@ class MkldnnRnnLayer(Op):
     array_backward = True
 
     @staticmethod
+    @silenced
     def forward(ctx, input, weight_ih, weight_hh, bias_ih, bias_hh, hx, cx, reverse=False):
         xp = input._xp
         x, w_ih, w_hh = input._array, weight_ih._array, weight_hh._array

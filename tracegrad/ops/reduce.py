@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..autograd import events
 from ..autograd.function import Op
-from ..autograd.quiet import restore, silence
+from ..autograd.quiet import restore, silence, silenced
 from ..errors import ShapeError
 from . import _math
 from ._checks import wrap_dim
@@ -154,6 +154,7 @@ class MaxAll(Op):
     """``x.max()``: the gradient is shared evenly among tied maxima, as in torch."""
 
     node_name = "MaxBackward1"
+    array_backward = True
     saved_names = ("self", "result")  # grad_fn._saved_<name>, as PyTorch names them
     saves_output = True
     _reduce = "max"
@@ -171,7 +172,7 @@ class MaxAll(Op):
     @staticmethod
     def backward(ctx, grad):
         a, result = ctx.saved_tensors
-        mask = (a == result).to(grad.dtype)
+        mask = _math.like_dtype(a == result, grad)
         return (mask * (grad / mask.sum()),)
 
 
@@ -280,9 +281,11 @@ class Prod(Op):
     """``prod(dim)``; the gradient of each element is the product of the others."""
 
     node_name = "ProdBackward1"
+    array_backward = True
     saves_output = True
 
     @staticmethod
+    @silenced
     def forward(ctx, a, dim, keepdim=False, dtype=None):
         x = a._array
         if dtype is None and x.dtype.kind in "biu":
@@ -302,6 +305,7 @@ class ProdAll(Prod):
     node_name = "ProdBackward0"
 
     @staticmethod
+    @silenced
     def forward(ctx, a, dtype=None):
         x = a._array
         if dtype is None and x.dtype.kind in "biu":
@@ -314,9 +318,9 @@ class ProdAll(Prod):
 def _prod_grad(grad, a, result, dims, keepdim):
     from .statistics import as_kept
 
-    shape = a._array.shape
+    shape = tuple(a.shape)
     grad = as_kept(grad, shape, dims, keepdim)
-    if not (a._array == 0).any():
+    if not (_math.array_of(a) == 0).any():
         return grad * as_kept(result, shape, dims, keepdim) / a
     if dims is None:  # every element: products of the others along the flattened input
         flat = a.reshape(-1)
@@ -331,6 +335,16 @@ def _product_of_others(a, axis: int):
     from .scan import Cumprod
     from .shape import Cat
 
+    if a.__class__ is not _math.Tensor:  # on arrays: the same, in array calls
+        xp = _math.xp(a)
+        length = a.shape[axis]
+        one = xp.ones_like(_math.narrow(a, axis, 0, 1))
+        if length == 1:
+            return xp.broadcast_to(one, a.shape)
+        before = xp.cumprod(a, axis=axis)
+        after = xp.flip(xp.cumprod(xp.flip(a, axis), axis=axis), axis)
+        return (xp.concatenate((one, _math.narrow(before, axis, 0, length - 1)), axis=axis)
+                * xp.concatenate((_math.narrow(after, axis, 1, length), one), axis=axis))
     length = a._array.shape[axis]
     ones_shape = list(a._array.shape)
     ones_shape[axis] = 1
@@ -352,6 +366,7 @@ class Amax(Op):
     """``amax(dim)``: the gradient is shared evenly among tied maxima."""
 
     node_name = "AmaxBackward0"
+    array_backward = True
     saves_output = True
     _reduce = "max"
 
@@ -395,9 +410,9 @@ def _extreme_dims(dim, ndim: int):
 def _share_among_ties(grad, a, result, dims, keepdim):
     from .statistics import as_kept
 
-    shape = a._array.shape
-    mask = (a == as_kept(result, shape, dims, keepdim)).to(grad.dtype)
-    count = mask.sum() if dims is None else mask.sum(dim=dims, keepdim=True)
+    shape = tuple(a.shape)
+    mask = _math.like_dtype(a == as_kept(result, shape, dims, keepdim), grad)
+    count = mask.sum() if dims is None else _math.sum_keepdims(mask, dims)
     return as_kept(grad, shape, dims, keepdim) * mask / count
 
 
@@ -405,6 +420,7 @@ class Aminmax(Op):
     """``aminmax()`` -> (min, max), one node for both."""
 
     node_name = "AminmaxBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, dim=None, keepdim=False):
@@ -425,20 +441,19 @@ class Aminmax(Op):
 
     @staticmethod
     def backward(ctx, grad_low, grad_high):
-        from ..tensor import Tensor
-
         (a,) = ctx.saved_tensors
         dims, keepdim = ctx.dims, ctx.keepdim
-        low = Tensor._wrap(ctx.low, False)
-        high = Tensor._wrap(ctx.high, False)
+        low, high = _math.constant(grad_low, ctx.low), _math.constant(grad_low, ctx.high)
         return (_share_among_ties(grad_low, a, low, dims, keepdim)
                 + _share_among_ties(grad_high, a, high, dims, keepdim), None, None)
 
 
 class Nansum(Op):
     node_name = "NansumBackward0"
+    array_backward = True
 
     @staticmethod
+    @silenced
     def forward(ctx, a, dim=None, keepdim=False, dtype=None):
         x = a._array
         dims = normalize_dims(dim, x.ndim) if dim is not None and dim != () else None
@@ -453,12 +468,12 @@ class Nansum(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        from .indexing import Where
         from .statistics import as_kept
 
         (a,) = ctx.saved_tensors
-        spread = as_kept(grad, a._array.shape, ctx.dims, ctx.keepdim)
-        return (Where.apply(a.isnan(), 0.0, spread.expand(a.shape)), None, None, None)
+        spread = as_kept(grad, tuple(a.shape), ctx.dims, ctx.keepdim)
+        # (where() broadcasts the spread gradient to the input's shape)
+        return (_math.where(_math.isnan(a), 0.0, spread), None, None, None)
 
 
 def count_nonzero(a, dim=None):

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..autograd.function import Op
+from ..autograd.quiet import silenced
 from ..backends import array_module
 from ..tensor import Tensor
 
@@ -79,6 +80,7 @@ def apply_maps(xp, array, maps, adjoint: bool = False):
     return xp.ascontiguousarray(array)
 
 
+@silenced
 def _apply_axis(xp, array, axis_map: AxisMap, axis: int):
     index = xp.asarray(axis_map.index)
     if axis_map.weight is None and index.shape[1] == 1:  # a plain gather: pads, nearest

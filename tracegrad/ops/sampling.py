@@ -12,10 +12,10 @@ import numpy as np
 
 from .. import random as _random
 from ..autograd.function import Op
+from ..autograd.quiet import silenced
 from ..errors import InvalidValueError
 from ..tensor import Tensor
 from ._operands import broadcast_error
-from .reduce import sum_to
 
 
 def _zero_grads(ctx, grad, count: int) -> tuple:
@@ -24,8 +24,7 @@ def _zero_grads(ctx, grad, count: int) -> tuple:
     for position in range(count):
         if position in ctx._arg_slots:
             needed = ctx.needs_input_grad[position]
-            shape = ctx._input_meta[slot][0]
-            grads.append(sum_to(grad * 0, shape) if needed else None)
+            grads.append(grad * 0 if needed else None)  # the engine sums it to shape
             slot += 1
         else:
             grads.append(None)
@@ -49,8 +48,10 @@ class Normal(Op):
     """``normal(mean, std)`` with tensors for both (NormalBackward3)."""
 
     node_name = "NormalBackward3"
+    array_backward = True
 
     @staticmethod
+    @silenced
     def forward(ctx, mean, std, generator=None):
         _check_std(std)
         tensor = mean if isinstance(mean, Tensor) else std
@@ -81,6 +82,7 @@ class Bernoulli(Op):
     """``bernoulli(p)``: 1 with probability p, else 0, in p's dtype."""
 
     node_name = "BernoulliBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, p, generator=None):
@@ -100,6 +102,7 @@ class Bernoulli(Op):
 
 class Poisson(Op):
     node_name = "PoissonBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, rates, generator=None):

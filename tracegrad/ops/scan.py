@@ -10,6 +10,7 @@ import numpy as np
 
 from .. import _dtype
 from ..autograd.function import Op
+from ..autograd.quiet import silenced
 from ..tensor import Tensor
 from . import _math
 from ._checks import wrap_dim
@@ -38,6 +39,7 @@ class Cumsum(Op):
     array_backward = True
 
     @staticmethod
+    @silenced
     def forward(ctx, a, dim, dtype=None):
         x = a._array
         if dtype is None and x.dtype.kind in "biu":
@@ -60,9 +62,11 @@ class Cumsum(Op):
 
 class Cumprod(Op):
     node_name = "CumprodBackward0"
+    array_backward = True
     saves_output = True
 
     @staticmethod
+    @silenced
     def forward(ctx, a, dim, dtype=None):
         x = a._array
         if dtype is None and x.dtype.kind in "biu":
@@ -77,10 +81,10 @@ class Cumprod(Op):
     @staticmethod
     def backward(ctx, grad):
         a, result = ctx.saved_tensors
-        if a._array.ndim == 0:
+        if a.ndim == 0:
             return (grad, None, None)
         axis = ctx.axis
-        if not (a._array == 0).any():
+        if not (_math.array_of(a) == 0).any():
             # d result_k / d a_i = result_k / a_i for k >= i
             return (reverse_cumsum(grad * result, axis) / a, None, None)
         return (_cumprod_grad_with_zeros(grad, a, axis), None, None)
@@ -89,40 +93,31 @@ class Cumprod(Op):
 def _cumprod_grad_with_zeros(grad, a, axis: int):
     """Where some a_i is 0, result_k / a_i is undefined: take, for each i, the cumulative
     product with a_i replaced by 1 (O(n^2) along the axis, only on this path)."""
-    from .shape import Stack
-
-    length = a._array.shape[axis]
+    length = a.shape[axis]
     pieces = []
     for position in range(length):
         replaced = _with_one_at(a, axis, position)
-        partial = Cumprod.apply(replaced, axis)
+        partial = _math.apply(Cumprod, replaced, axis)
         weighted = (grad * partial)
-        tail = _suffix(weighted, axis, position)
-        pieces.append(tail.sum(dim=axis))
-    return Stack.apply(*pieces, dim=axis)
+        tail = _math.narrow(weighted, axis, position, length)
+        pieces.append(_math.sum_dims(tail, (axis,)))
+    return _math.stack(pieces, axis)
 
 
 def _with_one_at(a, axis: int, position: int):
-    mask = np.zeros(a._array.shape[axis], dtype=bool)
+    mask = np.zeros(a.shape[axis], dtype=bool)
     mask[position] = True
-    shape = [1] * a._array.ndim
+    shape = [1] * a.ndim
     shape[axis] = -1
-    xp = a._xp
-    from .indexing import Where
-
-    return Where.apply(Tensor._wrap(xp.asarray(mask.reshape(shape)), False), 1.0, a)
-
-
-def _suffix(tensor, axis: int, start: int):
-    from .indexing import slice_view
-
-    return slice_view(tensor, axis, start, tensor._array.shape[axis], 1)
+    mask = _math.xp(a).asarray(mask.reshape(shape))
+    return _math.where(_math.constant(a, mask), 1.0, a)
 
 
 class Cummax(Op):
     """(values, indices) of the running maximum; the gradient goes to each index."""
 
     node_name = "CummaxBackward0"
+    array_backward = True
     _pick = "max"
 
     @staticmethod
@@ -144,8 +139,8 @@ class Cummax(Op):
         if ctx.index is None:
             return (grad, None)
         shape = ctx._input_meta[0][0]
-        return (ScatterInto.apply(grad, shape=shape, dim=ctx.axis, index=ctx.index,
-                                  accumulate=True), None)
+        return (_math.apply(ScatterInto, grad, shape=shape, dim=ctx.axis, index=ctx.index,
+                            accumulate=True), None)
 
 
 class Cummin(Cummax):
@@ -180,9 +175,11 @@ def _running_extreme(xp, x, axis: int, pick: str):
 
 class Logcumsumexp(Op):
     node_name = "LogcumsumexpBackward0"
+    array_backward = True
     saves_output = True
 
     @staticmethod
+    @silenced
     def forward(ctx, a, dim):
         x = a._array
         if x.dtype.kind != "f":
@@ -199,15 +196,16 @@ class Logcumsumexp(Op):
     @staticmethod
     def backward(ctx, grad):
         a, result = ctx.saved_tensors
-        if a._array.ndim == 0:
+        if a.ndim == 0:
             return (grad, None)
         # d result_k / d a_i = exp(a_i - result_k) for k >= i; shifted by a constant
         # (the largest a) so neither exponential overflows for large inputs
-        shift = float(a._array.max()) if a._array.size else 0.0
+        values = _math.array_of(a)
+        shift = float(values.max()) if values.size else 0.0
         if not np.isfinite(shift):
             shift = 0.0
-        return (reverse_cumsum(grad * (shift - result).exp(), ctx.axis) * (a - shift).exp(),
-                None)
+        return (reverse_cumsum(grad * _math.exp(shift - result), ctx.axis)
+                * _math.exp(a - shift), None)
 
 
 def _logcumsumexp_stable(xp, x, axis):

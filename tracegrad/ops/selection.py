@@ -11,12 +11,13 @@ import numpy as np
 
 from ..autograd.function import Op
 from ..autograd.grad_mode import state
+from ..autograd.quiet import silenced
 from ..errors import DTypeError, OutOfRangeError, ShapeError
 from ..tensor import Tensor
 from . import _math
 from ._checks import wrap_dim
 from ._edges import select_edges
-from .reduce import sum_to
+from ._math import sum_to
 
 
 def _wrap(array) -> Tensor:
@@ -107,8 +108,10 @@ class IndexAdd(Op):
     """``index_add(dim, index, source, alpha)``: source's slices added at index."""
 
     node_name = "IndexAddBackward0"
+    array_backward = True
 
     @staticmethod
+    @silenced
     def forward(ctx, a, dim, index, source, alpha=1):
         select_edges(ctx, (0, 3))  # torch's edges: a, source (no index/mask edge)
         axis = wrap_dim(dim, a._array.ndim, a)
@@ -128,7 +131,7 @@ class IndexAdd(Op):
         needs = ctx.needs_input_grad
         grad_source = None
         if needs[3]:
-            grad_source = IndexSelect.apply(grad, ctx.axis, _wrap(ctx.positions))
+            grad_source = _math.apply(IndexSelect, grad, ctx.axis, ctx.positions)
             if ctx.alpha != 1:
                 grad_source = grad_source * ctx.alpha
         return (grad if needs[0] else None), None, None, grad_source, None
@@ -138,6 +141,7 @@ class IndexCopy(Op):
     """``index_copy(dim, index, source)``: source's slices written at index."""
 
     node_name = "IndexCopyBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, dim, index, source):
@@ -160,10 +164,10 @@ class IndexCopy(Op):
     @staticmethod
     def backward(ctx, grad):
         needs = ctx.needs_input_grad
-        positions = _wrap(ctx.positions)
-        return ((IndexFill.apply(grad, ctx.axis, positions, 0.0) if needs[0] else None),
+        positions = ctx.positions
+        return ((_math.apply(IndexFill, grad, ctx.axis, positions, 0.0) if needs[0] else None),
                 None, None,
-                (IndexSelect.apply(grad, ctx.axis, positions) if needs[3] else None))
+                (_math.apply(IndexSelect, grad, ctx.axis, positions) if needs[3] else None))
 
 
 class IndexFill(Op):
@@ -171,6 +175,7 @@ class IndexFill(Op):
     tensor, which then gets the sum of their gradients)."""
 
     node_name = "IndexFillBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, dim, index, value):
@@ -193,11 +198,11 @@ class IndexFill(Op):
     @staticmethod
     def backward(ctx, grad):
         needs = ctx.needs_input_grad
-        positions = _wrap(ctx.positions)
+        positions = ctx.positions
         grad_value = None
         if len(needs) > 3 and needs[3]:
-            grad_value = IndexSelect.apply(grad, ctx.axis, positions).sum()
-        return ((IndexFill.apply(grad, ctx.axis, positions, 0.0) if needs[0] else None),
+            grad_value = _math.apply(IndexSelect, grad, ctx.axis, positions).sum()
+        return ((_math.apply(IndexFill, grad, ctx.axis, positions, 0.0) if needs[0] else None),
                 None, None, grad_value)
 
 
@@ -210,8 +215,10 @@ class IndexPutAccumulate(Op):
     repeated) positions."""
 
     node_name = "IndexPutBackward0"
+    array_backward = True
 
     @staticmethod
+    @silenced
     def forward(ctx, a, values, index):
         select_edges(ctx, (0, 1))  # torch's edges: a, values (no index/mask edge)
         out = a._array.copy()
@@ -230,7 +237,7 @@ class IndexPutAccumulate(Op):
         needs = ctx.needs_input_grad
         grad_values = None
         if needs[1]:
-            grad_values = sum_to(Index.apply(grad, ctx.index), ctx.value_shape)
+            grad_values = sum_to(_math.apply(Index, grad, ctx.index), ctx.value_shape)
         return (grad if needs[0] else None), grad_values, None
 
 
@@ -247,6 +254,7 @@ class MaskedSelect(Op):
     """``masked_select(mask)``: the elements where mask (broadcast) is True, flattened."""
 
     node_name = "MaskedSelectBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, mask):
@@ -265,8 +273,8 @@ class MaskedSelect(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        zeros = _wrap(grad._xp.zeros(ctx.shape, dtype=grad._array.dtype))
-        spread = MaskedScatter.apply(zeros, _wrap(ctx.mask), grad)
+        zeros = _math.xp(grad).zeros(ctx.shape, dtype=_math.numpy_dtype(grad))
+        spread = _math.apply(MaskedScatter, zeros, ctx.mask, grad)
         return (sum_to(spread, ctx._input_meta[0][0]), None)
 
 
@@ -275,6 +283,7 @@ class MaskedScatter(Op):
     is True."""
 
     node_name = "MaskedScatterBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, mask, source):
@@ -303,17 +312,17 @@ class MaskedScatter(Op):
         from .indexing import MaskedFill
 
         needs = ctx.needs_input_grad
-        mask = _wrap(ctx.mask)
-        grad_input = MaskedFill.apply(grad, mask, 0.0) if needs[0] else None
+        mask = ctx.mask
+        grad_input = _math.apply(MaskedFill, grad, mask, 0.0) if needs[0] else None
         grad_source = None
         if needs[2]:
-            picked = MaskedSelect.apply(grad, mask)
+            picked = _math.apply(MaskedSelect, grad, mask)
             size = int(np.prod(ctx.source_shape))
             if size != ctx.count:
-                zeros = _wrap(grad._xp.zeros(size - ctx.count, dtype=grad._array.dtype))
+                zeros = _math.xp(grad).zeros(size - ctx.count, dtype=_math.numpy_dtype(grad))
                 from .shape import Cat
 
-                picked = Cat.apply(picked, zeros, dim=0)
+                picked = _math.apply(Cat, picked, zeros, dim=0)
             grad_source = picked.reshape(ctx.source_shape)
         return grad_input, None, grad_source
 
@@ -322,6 +331,7 @@ class Take(Op):
     """``take(index)``: elements of the flattened input, in index's shape."""
 
     node_name = "TakeBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, index):
@@ -346,8 +356,8 @@ class Take(Op):
     def backward(ctx, grad):
         shape = ctx._input_meta[0][0]
         size = int(np.prod(shape))
-        zeros = _wrap(grad._xp.zeros(size, dtype=grad._array.dtype))
-        flat = IndexAdd.apply(zeros, 0, _wrap(ctx.positions.reshape(-1) % max(size, 1)),
+        zeros = _math.xp(grad).zeros(size, dtype=_math.numpy_dtype(grad))
+        flat = _math.apply(IndexAdd, zeros, 0, (ctx.positions.reshape(-1) % max(size, 1)),
                               grad.reshape(-1))
         return (flat.reshape(shape), None)
 
@@ -360,8 +370,10 @@ class ScatterReduce(Op):
     amax, amin."""
 
     node_name = "ScatterReduceBackward0"
+    array_backward = True
 
     @staticmethod
+    @silenced
     def forward(ctx, a, dim, index, src, reduce, include_self=True):
         select_edges(ctx, (0, 3))  # torch's edges: a, src (no index/mask edge)
         from .indexing import _check_index, _grid_index
@@ -371,7 +383,7 @@ class ScatterReduce(Op):
                              f"got {reduce} ({a._describe()}). Hint: 'amax'/'amin' are the "
                              "maximum and minimum.")
         axis = wrap_dim(dim, a._array.ndim, a)
-        _check_index("scatter_reduce", a, axis, index)
+        _check_index("scatter_reduce", a, axis, index, src)
         xp = a._xp
         where = _grid_index(xp, index._array, axis)
         values = src._array[tuple(slice(size) for size in index._array.shape)]
@@ -413,43 +425,42 @@ class ScatterReduce(Op):
         needs = ctx.needs_input_grad
         where, reduce = ctx.where, ctx.reduce
         index_shape = where[0].shape if where else ()
-        touched = _wrap(ctx.counts > 0)
+        touched = _math.constant(grad, ctx.counts > 0)
         if state.grad_enabled:  # create_graph: the result must carry the inputs' graph
             result = ScatterReduce.apply(a, ctx.axis, ctx.index, src, reduce, ctx.include_self)
         else:
-            result = _wrap(ctx.result)
+            result = _math.constant(grad, ctx.result)
         grad_self = grad_src = None
         if reduce == "sum":
-            grad_self = grad if ctx.include_self else grad.masked_fill(touched, 0.0)
-            grad_src_part = Index.apply(grad, where)
+            grad_self = grad if ctx.include_self else _math.where(touched, 0.0, grad)
+            grad_src_part = _math.apply(Index, grad, where)
         elif reduce == "mean":
-            total = _wrap((ctx.counts + (1 if ctx.include_self else 0)).clip(min=1)
-                          .astype(grad._array.dtype))
+            total = _math.constant(grad, (ctx.counts + (1 if ctx.include_self else 0))
+                                   .clip(min=1).astype(_math.numpy_dtype(grad)))
             scaled = grad / total
-            grad_self = scaled if ctx.include_self else grad.masked_fill(touched, 0.0)
-            grad_src_part = Index.apply(scaled, where)
+            grad_self = scaled if ctx.include_self else _math.where(touched, 0.0, grad)
+            grad_src_part = _math.apply(Index, scaled, where)
         elif reduce == "prod":
             product = grad * result
-            grad_self = product / a if ctx.include_self else grad.masked_fill(touched, 0.0)
+            grad_self = product / a if ctx.include_self else _math.where(touched, 0.0, grad)
             part_src = src[tuple(slice(size) for size in index_shape)]
-            grad_src_part = Index.apply(product, where) / part_src
+            grad_src_part = _math.apply(Index, product, where) / part_src
         else:  # amax / amin: shared evenly among every contributor equal to the result
             part_src = src[tuple(slice(size) for size in index_shape)]
-            value = Index.apply(result, where)
-            src_hits = (part_src == value).to(grad.dtype)
-            self_hits = (a == result).to(grad.dtype) if ctx.include_self else \
-                (~touched).to(grad.dtype)
-            hits = self_hits + IndexAccumulate.apply(src_hits, shape=tuple(a.shape),
-                                                     index=where)
+            value = _math.apply(Index, result, where)
+            src_hits = _math.like_dtype(part_src == value, grad)
+            self_hits = _math.like_dtype(a == result, grad) if ctx.include_self else \
+                _math.like_dtype(~touched, grad)
+            hits = self_hits + _math.apply(IndexAccumulate, src_hits, shape=tuple(a.shape),
+                                           index=where)
             share = grad / hits
             grad_self = share * self_hits
-            grad_src_part = Index.apply(share, where) * src_hits
+            grad_src_part = _math.apply(Index, share, where) * src_hits
         if needs[3]:
             grad_src = grad_src_part
             if tuple(grad_src.shape) != tuple(src.shape):
-                grad_src = IndexAccumulate.apply(
-                    grad_src, shape=tuple(src.shape),
-                    index=tuple(slice(size) for size in index_shape))
+                grad_src = _math.apply(IndexAccumulate, grad_src, shape=tuple(src.shape),
+                                       index=tuple(slice(size) for size in index_shape))
         return (grad_self if needs[0] else None), None, None, grad_src, None, None
 
 

@@ -377,6 +377,7 @@ class Repeat(Op):
     """``x.repeat(*sizes)``: tile the tensor; the gradient sums the tiles back."""
 
     node_name = "RepeatBackward0"
+    array_backward = True
     saved_names = ("repeats=repeats", "self_sym_sizes=input_shape")
 
     @staticmethod
@@ -397,11 +398,11 @@ class Repeat(Op):
         split = []
         for count, size in zip(repeats, shape):
             split.extend((count, size))
-        tiles = Reshape.apply(grad, shape=tuple(split))
+        tiles = _math.apply(Reshape, grad, shape=tuple(split))
         from .reduce import Sum
 
-        summed = Sum.apply(tiles, dim=tuple(range(0, len(split), 2)), keepdim=False)
-        return (Reshape.apply(summed, shape=tuple(input_shape)), None)
+        summed = _math.apply(Sum, tiles, dim=tuple(range(0, len(split), 2)), keepdim=False)
+        return (_math.apply(Reshape, summed, shape=tuple(input_shape)), None)
 
 
 class _Pieces:
@@ -539,6 +540,7 @@ class Diagonal(Op):
     """``x.diagonal(offset, dim1, dim2)``: a view of the diagonal, as the last dim."""
 
     node_name = "DiagonalBackward0"
+    array_backward = True
     is_view = True
 
     @staticmethod
@@ -564,7 +566,8 @@ class Diagonal(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        return (DiagonalBackward.apply(grad, ctx.input_shape, ctx.offset, ctx.dim1, ctx.dim2),
+        return (_math.apply(DiagonalBackward, grad, ctx.input_shape, ctx.offset, ctx.dim1,
+                            ctx.dim2),
                 None, None, None)
 
 
@@ -572,6 +575,7 @@ class DiagonalBackward(Op):
     """zeros(shape) with ``grad`` on the diagonal: the backward of ``diagonal``."""
 
     node_name = "DiagonalBackwardBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, grad, shape, offset, dim1, dim2):
@@ -583,7 +587,8 @@ class DiagonalBackward(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        return (Diagonal.apply(grad, ctx.offset, ctx.dim1, ctx.dim2), None, None, None, None)
+        return (_math.apply(Diagonal, grad, ctx.offset, ctx.dim1, ctx.dim2),
+                None, None, None, None)
 
 
 def _wrap(array):
@@ -599,6 +604,7 @@ class AsStrided(Op):
     the input's own geometry."""
 
     node_name = "AsStridedBackward0"
+    array_backward = True
     is_view = True
 
     @staticmethod
@@ -640,7 +646,7 @@ class AsStrided(Op):
     @staticmethod
     def backward(ctx, grad):
         geometry = (ctx.size, ctx.stride, ctx.storage_offset)
-        return (StridedScatter.apply(None, grad, ctx.input_geometry, geometry, True),
+        return (_math.apply(StridedScatter, None, grad, ctx.input_geometry, geometry, True),
                 None, None, None)
 
 
@@ -649,6 +655,7 @@ class StridedRead(Op):
     ``input_geometry`` (a copy): CopySlices' view of the gradient."""
 
     node_name = "AsStridedBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, input_geometry, geometry):
@@ -662,7 +669,8 @@ class StridedRead(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        return (StridedScatter.apply(None, grad, ctx.input_geometry, ctx.geometry, True),
+        return (_math.apply(StridedScatter, None, grad, ctx.input_geometry, ctx.geometry,
+                            True),
                 None, None)
 
 
@@ -672,6 +680,7 @@ class StridedScatter(Op):
     view, and how CopySlices puts a view's gradient back into its base's."""
 
     node_name = "AsStridedScatterBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, base, src, input_geometry, geometry, accumulate):
@@ -701,12 +710,10 @@ class StridedScatter(Op):
             if ctx.accumulate:
                 grad_base = grad
             else:
-                zero = _wrap(grad._xp.zeros((), dtype=grad._array.dtype))
-                grad_base = StridedScatter.apply(grad, zero, ctx.input_geometry, ctx.geometry,
-                                                 False)
+                zero = _math.xp(grad).zeros((), dtype=_math.numpy_dtype(grad))
+                grad_base = _math.apply(StridedScatter, grad, zero, ctx.input_geometry,
+                                        ctx.geometry, False)
         if needs[1]:
-            from .reduce import sum_to
-
-            grad_src = sum_to(StridedRead.apply(grad, ctx.input_geometry, ctx.geometry),
-                              ctx.src_shape)
+            grad_src = _math.sum_to(_math.apply(StridedRead, grad, ctx.input_geometry,
+                                                ctx.geometry), ctx.src_shape)
         return grad_base, grad_src, None, None, None

@@ -148,6 +148,7 @@ class Unique(Op):
     input requires grad, so backward through it fails there as here."""
 
     node_name = "Unique2Backward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, sorted=True, return_inverse=False, return_counts=False, dim=None):

@@ -13,15 +13,17 @@ import warnings
 import numpy as np
 
 from .. import _dtype
+from ..autograd.anomaly import _user_stacklevel
 from ..autograd.function import Op
 from ..autograd.grad_mode import state
+from ..autograd.quiet import silenced
 from ..errors import ArgumentTypeError, DTypeError, ShapeError
 from ..tensor import Tensor
 from . import _math
 from ._checks import wrap_dim
 from ._saved import as_torch_ints, show_saved
 from .indexing import scatter_into
-from .reduce import _product, expand_reduced, normalize_dims
+from .reduce import _product, normalize_dims
 from .shape import Reshape
 
 
@@ -57,23 +59,23 @@ def _count(shape, dims) -> int:
     return _product(shape) if dims is None else _product(shape[d] for d in dims)
 
 
-def _degrees_of_freedom(count: int, correction) -> float:
+def _degrees_of_freedom(count: int, correction, op_name: str) -> float:
     dof = count - correction
-    if dof <= 0:
+    if dof <= 0:  # torch names the op the user called: var, std, var_mean, std_mean
         warnings.warn(
-            "var(): degrees of freedom is <= 0. Correction should be strictly less than the "
-            "reduction factor (input numel divided by output numel).", UserWarning,
-            stacklevel=4)
+            f"{op_name}(): degrees of freedom is <= 0. Correction should be strictly less "
+            "than the reduction factor (input numel divided by output numel).", UserWarning,
+            stacklevel=_user_stacklevel())  # the user's line, as torch's warning points
     return max(dof, 0)
 
 
-def _variance(x, dims, keepdim, correction):
+def _variance(x, dims, keepdim, correction, op_name: str = "var"):
     count = _count(x.shape, dims)
-    mean = x.mean(axis=dims, keepdims=True)
-    centered = x - mean
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(all="ignore"):  # inf and nan as torch gives them, without a word
+        mean = x.mean(axis=dims, keepdims=True)
+        centered = x - mean
         variance = (centered * centered).sum(axis=dims, keepdims=keepdim) / \
-            _degrees_of_freedom(count, correction)
+            _degrees_of_freedom(count, correction, op_name)
     return variance, mean
 
 
@@ -123,7 +125,7 @@ class Std(Op):
         ctx.save_for_backward(a)
         ctx.dims, ctx.keepdim, ctx.correction = dims, keepdim, correction
         ctx._dim = dim  # as given: grad_fn._saved_dim shows it
-        variance, _ = _variance(x, dims, keepdim, correction)
+        variance, _ = _variance(x, dims, keepdim, correction, "std")
         return a._xp.sqrt(variance)
 
     @staticmethod
@@ -142,6 +144,7 @@ class VarMean(Op):
     """``torch.var_mean``: (var, mean) from one node, as torch records it."""
 
     node_name = "VarMeanBackward0"
+    array_backward = True
     _std = False
 
     @staticmethod
@@ -151,7 +154,8 @@ class VarMean(Op):
         dims = normalize_dims(dim, x.ndim)
         ctx.save_for_backward(a)
         ctx.dims, ctx.keepdim, ctx.correction = dims, keepdim, correction
-        variance, mean = _variance(x, dims, keepdim, correction)
+        variance, mean = _variance(x, dims, keepdim, correction,
+                                   "std_mean" if ctx._function._std else "var_mean")
         if not keepdim:
             mean = mean.reshape(variance.shape)
         spread = a._xp.sqrt(variance) if ctx._function._std else variance
@@ -161,16 +165,17 @@ class VarMean(Op):
     @staticmethod
     def backward(ctx, grad_spread, grad_mean):
         (a,) = ctx.saved_tensors
-        shape = a._array.shape
+        shape = tuple(a.shape)
         dims, keepdim = ctx.dims, ctx.keepdim
         if ctx._function._std:
             if state.grad_enabled:  # create_graph: the std must carry a's graph
                 spread = Std.apply(a, dims, ctx.correction, keepdim)
             else:
-                spread = Tensor._wrap(ctx.spread, False)
+                spread = _math.constant(grad_spread, ctx.spread)
             grad_spread = grad_spread / (spread * 2)
         grad = _var_grad(grad_spread, a, dims, keepdim, ctx.correction)
-        grad = grad + expand_reduced(grad_mean / _count(shape, dims), shape, dims, keepdim)
+        grad = grad + _math.expand_reduced(grad_mean / _count(shape, dims), shape, dims,
+                                           keepdim)
         return (grad, None, None, None)
 
 
@@ -199,6 +204,7 @@ class Logsumexp(Op):
     saves_output = True
 
     @staticmethod
+    @silenced
     def forward(ctx, a, dim, keepdim=False):
         x = a._array
         if x.dtype.kind != "f":
@@ -299,6 +305,7 @@ class MedianAll(Op):
     is shared among the elements equal to it."""
 
     node_name = "MedianBackward0"
+    array_backward = True
     saves_output = True
     _ignore_nan = False
 
@@ -316,14 +323,14 @@ class MedianAll(Op):
     @staticmethod
     def backward(ctx, grad):
         a, result = ctx.saved_tensors
-        xp = a._xp
-        x, value = a._array, result._array
+        xp = _math.xp(a)
+        x, value = _math.array_of(a), _math.array_of(result)
         if value.dtype.kind == "f" and xp.isnan(value):
             mask = xp.isnan(x)
         else:
             mask = x == value
-        weight = Tensor._wrap((mask / max(int(mask.sum()), 1)).astype(x.dtype), False)
-        return (weight * grad,)
+        weight = (mask / max(int(mask.sum()), 1)).astype(x.dtype)
+        return (_math.constant(grad, weight) * grad,)
 
 
 class NanmedianAll(MedianAll):

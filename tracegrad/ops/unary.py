@@ -6,14 +6,14 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd.function import Op
-from ..autograd.quiet import quiet, restore, silence
+from ..autograd.quiet import FLOAT_ERRORS, quiet, restore, retry, silence, silenced
 from ..backends import kernels
 from . import _math
 from ._checks import wrap_dim
 from ._edges import select_edges
+from ._math import sum_to
 from ._operands import broadcast_error, operands
 from ._saved import as_torch_int, show_saved
-from .reduce import sum_to
 
 
 def _float(a):
@@ -102,7 +102,11 @@ class Sin(Op):
     @staticmethod
     def forward(ctx, a):
         ctx.save_for_backward(a)
-        return a._xp.sin(_float(a))
+        x = _float(a)
+        try:
+            return a._xp.sin(x)
+        except FLOAT_ERRORS:  # sin(inf) is nan, with warnings as errors: torch is silent
+            return retry(a._xp.sin, x)
 
     @staticmethod
     def backward(ctx, grad):
@@ -118,7 +122,11 @@ class Cos(Op):
     @staticmethod
     def forward(ctx, a):
         ctx.save_for_backward(a)
-        return a._xp.cos(_float(a))
+        x = _float(a)
+        try:
+            return a._xp.cos(x)
+        except FLOAT_ERRORS:  # cos(inf) is nan, with warnings as errors: torch is silent
+            return retry(a._xp.cos, x)
 
     @staticmethod
     def backward(ctx, grad):
@@ -181,6 +189,7 @@ class Silu(Op):
     saved_names = ("self",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
+    @silenced
     def forward(ctx, a):
         ctx.save_for_backward(a)
         x = _float(a)
@@ -294,6 +303,7 @@ class ClampTensor(Op):
     min and max was picked."""
 
     node_name = "ClampBackward0"
+    array_backward = True
 
     @staticmethod
     def forward(ctx, a, min, max):
@@ -358,6 +368,7 @@ class ClampMinTensor(Op):
     """``clamp_min(x, tensor)``: the gradient goes to x where x >= min, else to min."""
 
     node_name = "ClampMinBackward1"
+    array_backward = True
     saved_names = ("self", "min")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
@@ -373,6 +384,7 @@ class ClampMaxTensor(Op):
     """``clamp_max(x, tensor)``: the gradient goes to x where x <= max, else to max."""
 
     node_name = "ClampMaxBackward1"
+    array_backward = True
     saved_names = ("self", "max")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
