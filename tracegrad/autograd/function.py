@@ -660,7 +660,10 @@ def _save(node: Node, to_save: tuple, outputs) -> tuple:
         if value.__class__ is Tensor or isinstance(value, Tensor):
             for output in outputs:
                 if output is value:
-                    saved.append(SavedTensor(value, node, True))
+                    # An output without grad (max(dim)'s indices) has no grad_fn to keep
+                    # apart from: held as an input is, with no weak references (cheap).
+                    saved.append(SavedTensor(value, node, True) if value._requires_grad
+                                 else _saved_input(value))
                     break
             else:
                 saved.append(_saved_input(value))

@@ -24,7 +24,7 @@ from ..ops.indexing import Where
 from ..tensor import Tensor
 from ._functional_activation import log_softmax, logsigmoid
 from ._functional_norm import pairwise_distance
-from ._ops import REDUCTIONS, MseLoss, NllLoss
+from ._ops import REDUCTIONS, MseLoss, NllLoss, NllLoss2D
 
 
 def _reduction(reduction: str, size_average=None, reduce=None) -> str:
@@ -192,7 +192,8 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     """Negative log likelihood of class-index ``target`` under log-probabilities ``input``
     of shape (N, C), (C,) or (N, C, d1, ...)."""
     reduction = _reduction(reduction, size_average, reduce)
-    return NllLoss.apply(input, target, weight, reduction=reduction, ignore_index=ignore_index)
+    op = NllLoss2D if input.dim() >= 3 else NllLoss  # torch's two nodes
+    return op.apply(input, target, weight, reduction=reduction, ignore_index=ignore_index)
 
 
 def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,

@@ -151,12 +151,13 @@ class NllLoss(Op):
 
     node_name = "NllLossBackward0"
     array_backward = True
-    saved_names = ("self", "target", "weight")  # as PyTorch names them; total_weight below
+    # as PyTorch names them; total_weight (torch's second output of nll_loss_forward: the
+    # mean's divisor, 0 for reduction="none") is a saved tensor there too
+    saved_names = ("self", "target", "weight", "total_weight")
 
     @staticmethod
     def forward(ctx, log_probs, target, weight=None, reduction="mean", ignore_index=-100):
         select_edges(ctx, (0,))  # torch's edges: log_probs (no index/mask edge)
-        ctx.save_for_backward(log_probs, target, weight)  # what torch's node keeps
         xp = log_probs._xp
         x = log_probs._array
         class_axis = 0 if x.ndim == 1 else 1
@@ -171,35 +172,41 @@ class NllLoss(Op):
         ctx.class_axis, ctx.index, ctx.reduction = class_axis, index, reduction
         ctx._ignore_index = ignore_index  # for grad_fn._saved_ignore_index
         ctx.input_shape, ctx.weights = x.shape, weights
+        total_weight = weights.sum() if reduction != "none" else xp.zeros((), x.dtype)
+        # what torch's node keeps, total_weight a 0-d tensor as torch shows it
+        ctx.save_for_backward(log_probs, target, weight,
+                              Tensor._wrap(xp.asarray(total_weight, dtype=x.dtype), False))
         if reduction == "none":
             return losses
         if reduction == "sum":
             return losses.sum()
-        ctx.total_weight = weights.sum()
         with _quiet(xp):
-            return losses.sum() / ctx.total_weight  # all ignored: nan, as in torch
+            return losses.sum() / total_weight  # all ignored: nan, as in torch
 
     @staticmethod
     def backward(ctx, grad):
+        total_weight = ctx.saved_tensors[3]  # version-checked, as torch checks its saves
         coefficients = -ctx.weights
         if ctx.reduction == "mean":
-            coefficients = coefficients / ctx.total_weight
+            if total_weight.__class__ is Tensor:  # (a constant beside Tensors too)
+                total_weight = total_weight._array
+            coefficients = coefficients / total_weight
         src = _math.constant(grad, coefficients.astype(_math.numpy_dtype(grad))) * grad
         src = _math.unsqueeze(src, ctx.class_axis)
         grad_input = scatter_into(src, ctx.input_shape, ctx.class_axis, ctx.index, False)
         return grad_input, None, None
 
 
-def _saved_total_weight(node) -> Tensor:
-    """``grad_fn._saved_total_weight``: the summed weight of the targets not ignored (the
-    mean's divisor), a 0-d tensor as torch shows it."""
-    weights = node.weights
-    return Tensor._wrap(weights.sum(keepdims=False).reshape(()), False)
+class NllLoss2D(NllLoss):
+    """nll_loss of an input with 3 or more dims (N, C, d1, ...): torch's node is
+    NllLoss2DBackward0 there (the same saved names)."""
+
+    node_name = "NllLoss2DBackward0"
 
 
-NllLoss._node_class._saved_total_weight = property(_saved_total_weight)
-show_saved(NllLoss, "reduction", lambda node: REDUCTION_ENUM[node.reduction])
-show_saved(NllLoss, "ignore_index", lambda node: as_torch_int(node._ignore_index))
+for _op in (NllLoss, NllLoss2D):
+    show_saved(_op, "reduction", lambda node: REDUCTION_ENUM[node.reduction])
+    show_saved(_op, "ignore_index", lambda node: as_torch_int(node._ignore_index))
 
 
 def _checked_targets(xp, log_probs, target, class_axis: int, ignore_index: int):

@@ -763,6 +763,7 @@ def _wrap_bool(array):
 class Where(Op):
     node_name = "WhereBackward0"
     array_backward = True
+    saved_names = ("condition",)  # torch saves the condition (a SavedVariable) only
 
     @staticmethod
     def forward(ctx, condition, a, b):
@@ -772,7 +773,7 @@ class Where(Op):
         if cond.dtype.kind != "b":
             raise DTypeError(f"where expected condition to be a boolean tensor, but got a "
                              f"tensor with dtype {condition.dtype.name}")
-        ctx.condition = cond
+        ctx.save_for_backward(condition)
         ctx.shapes = (getattr(a, "shape", ()), getattr(b, "shape", ()))
         xp = condition._xp
         return xp.where(cond, x, y)
@@ -780,7 +781,7 @@ class Where(Op):
     @staticmethod
     def backward(ctx, grad):
         needs = ctx.needs_input_grad
-        condition = _math.constant(grad, ctx.condition)
+        (condition,) = ctx.saved_tensors  # version-checked, as torch checks it
         grad_a = _math.sum_to(_math.where(condition, grad, 0.0), ctx.shapes[0]) \
             if needs[1] else None
         grad_b = _math.sum_to(_math.where(condition, 0.0, grad), ctx.shapes[1]) \

@@ -185,7 +185,10 @@ class MaxDim(Op):
 
     node_name = "MaxBackward0"
     array_backward = True
-    saved_names = ("keepdim=keepdim", "self_sym_sizes=input_shape")
+    # as PyTorch names them; dim below. The indices (output 1) are a saved tensor, as in
+    # torch: changing them in place makes backward fail with the version error.
+    saved_names = ("keepdim=keepdim", "self_sym_sizes=input_shape", "indices")
+    saves_output = (1,)
     _reduce = "max"
 
     @staticmethod
@@ -208,6 +211,7 @@ class MaxDim(Op):
 
     @staticmethod
     def backward(ctx, grad, _indices_grad=None):
+        ctx.saved_tensors  # the version check of the indices (ctx.indices: their array)
         if not len(ctx.input_shape):
             return (grad, None)
         if not ctx.keepdim:

@@ -14,6 +14,7 @@ import numpy as np
 
 from .. import _dtype
 from ..autograd.function import Op
+from .._methods.reduction import NOT_GIVEN
 from ..autograd.grad_mode import state
 from ..errors import ArgumentTypeError, DTypeError, ShapeError
 from ..tensor import Tensor
@@ -80,9 +81,9 @@ def _variance(x, dims, keepdim, correction):
 class Var(Op):
     node_name = "VarBackward0"
     array_backward = True
-    # as PyTorch names them; dim below (torch's correction is None for a bare var(), which
-    # the op cannot tell from var(None): not shown)
-    saved_names = ("self", "keepdim=keepdim")
+    # as PyTorch names them; dim below. ``correction`` is as torch shows it (None for a
+    # bare ``x.var()``: see variance_arguments); the formula reads None as 1.
+    saved_names = ("self", "keepdim=keepdim", "correction=_correction")
 
     @staticmethod
     def forward(ctx, a, dim=None, correction=1, keepdim=False):
@@ -90,6 +91,8 @@ class Var(Op):
         x = a._array
         dims = normalize_dims(dim, x.ndim)
         ctx.save_for_backward(a)
+        ctx._correction = correction
+        correction = 1 if correction is None else correction
         ctx.dims, ctx.keepdim, ctx.correction = dims, keepdim, correction
         ctx._dim = dim  # as given: grad_fn._saved_dim shows it
         variance, _ = _variance(x, dims, keepdim, correction)
@@ -112,7 +115,7 @@ def _var_grad(grad, a, dims, keepdim, correction):
 class Std(Op):
     node_name = "StdBackward0"
     array_backward = True
-    saved_names = ("self", "result", "keepdim=keepdim")  # as Var's
+    saved_names = ("self", "result", "keepdim=keepdim", "correction=_correction")  # as Var's
     saves_output = True
 
     @staticmethod
@@ -121,6 +124,8 @@ class Std(Op):
         x = a._array
         dims = normalize_dims(dim, x.ndim)
         ctx.save_for_backward(a)
+        ctx._correction = correction
+        correction = 1 if correction is None else correction
         ctx.dims, ctx.keepdim, ctx.correction = dims, keepdim, correction
         ctx._dim = dim  # as given: grad_fn._saved_dim shows it
         variance, _ = _variance(x, dims, keepdim, correction)
@@ -150,6 +155,8 @@ class VarMean(Op):
         x = a._array
         dims = normalize_dims(dim, x.ndim)
         ctx.save_for_backward(a)
+        ctx._correction, ctx._dim = correction, dim  # as given (see Var)
+        correction = 1 if correction is None else correction
         ctx.dims, ctx.keepdim, ctx.correction = dims, keepdim, correction
         variance, mean = _variance(x, dims, keepdim, correction)
         if not keepdim:
@@ -181,16 +188,25 @@ class StdMean(VarMean):
 
 def variance_arguments(dim, unbiased, correction):
     """torch's overloads: ``var(dim, unbiased)``, ``var(dim, correction=)``, and a bool in
-    ``dim``'s place meaning ``unbiased`` (``x.var(False)``)."""
+    ``dim``'s place meaning ``unbiased`` (``x.var(False)``). Gives ``(dim, correction)``
+    with ``correction`` as torch's node shows it: as given; ``int(unbiased)``; 1 where a
+    ``dim`` was given; else None (which the ops read as 1).
+
+    >>> variance_arguments(NOT_GIVEN, None, NOT_GIVEN), variance_arguments(None, None, NOT_GIVEN)
+    ((None, None), (None, 1))
+    """
     if isinstance(dim, bool):
         dim, unbiased = None, dim
-    if unbiased is not None and correction is not None:
+    if unbiased is not None and correction is not NOT_GIVEN and correction is not None:
         raise ArgumentTypeError(
             "var() received an invalid combination of arguments: unbiased and correction "
             "are two spellings of one setting. Hint: pass correction= only.")
-    if correction is None:
-        correction = 1 if unbiased is None or unbiased else 0
-    return dim, correction
+    if correction is NOT_GIVEN:
+        if unbiased is not None:
+            correction = 1 if unbiased else 0
+        else:
+            correction = None if dim is NOT_GIVEN else 1
+    return (None if dim is NOT_GIVEN else dim), correction
 
 
 class Logsumexp(Op):
