@@ -51,6 +51,14 @@ NN_CASES: dict[str, list] = {
     "Celu": [Case(((3, 4),), lambda L, x: _F(L).celu(x, 1.5))],
     "Gelu": [Case(((3, 4),), lambda L, x: _F(L).gelu(x * 2)),
              Case(((3, 4),), lambda L, x: _F(L).gelu(x * 2, approximate="tanh"))],
+    # the backward nodes of piecewise-linear activations (create_graph): the mask in grad,
+    # zero in self (inputs away from the kinks)
+    "ThresholdBackward": [Case(((3, 4), (3, 4)), lambda L, g, x: activation.ThresholdBackward
+                               .apply(g, x, 0.1), in_torch=False)],
+    "LeakyReluBackward": [Case(((3, 4), (3, 4)), lambda L, g, x: activation.LeakyReluBackward
+                               .apply(g, x, 0.2), in_torch=False)],
+    "HardtanhBackward": [Case(((3, 4), (3, 4)), lambda L, g, x: activation.HardtanhBackward
+                              .apply(g, x, -0.5, 0.5), in_torch=False)],
     "GeluBackward": [Case(((3, 4), (3, 4)), lambda L, g, x: activation.GeluBackward.apply(
         g, x, "none"), in_torch=False),
         Case(((3, 4), (3, 4)), lambda L, g, x: activation.GeluBackward.apply(g, x, "tanh"),

@@ -542,9 +542,13 @@ def _slot_getter(slot: int, name: str, raw: bool):
             raise AutogradError(
                 f"{node.name()}._raw_saved_{name} is a Python number operand ({saved!r}), "
                 "which tracegrad keeps as a plain value: it has no saved-tensor hooks.")
+        from .. import _dtype
         from ..factories import tensor as make_tensor
 
-        return make_tensor(saved)
+        # torch's wrapped number: int64, float64, complex128 or bool, not the default dtype
+        wrapped = {bool: _dtype.bool_, int: _dtype.int64, float: _dtype.float64,
+                   complex: _dtype.complex128}.get(type(saved))
+        return make_tensor(saved, dtype=wrapped) if wrapped is not None else make_tensor(saved)
 
     return get
 

@@ -35,7 +35,7 @@ def relu_(input: Tensor) -> Tensor:
 
 def relu6(input: Tensor, inplace: bool = False) -> Tensor:
     """``min(max(0, x), 6)``: hardtanh(0, 6), as torch computes it."""
-    return hardtanh(input, 0.0, 6.0, inplace)
+    return hardtanh(input, 0, 6, inplace)  # ints: grad_fn._saved_max_val is 6, as torch's
 
 
 def sigmoid(input: Tensor) -> Tensor:

@@ -185,16 +185,50 @@ class NllLoss(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        total_weight = ctx.saved_tensors[3]  # version-checked, as torch checks its saves
-        coefficients = -ctx.weights
-        if ctx.reduction == "mean":
-            if total_weight.__class__ is Tensor:  # (a constant beside Tensors too)
-                total_weight = total_weight._array
-            coefficients = coefficients / total_weight
-        src = _math.constant(grad, coefficients.astype(_math.numpy_dtype(grad))) * grad
-        src = _math.unsqueeze(src, ctx.class_axis)
-        grad_input = scatter_into(src, ctx.input_shape, ctx.class_axis, ctx.index, False)
-        return grad_input, None, None
+        saved = ctx.saved_tensors  # version-checked, as torch checks its saves
+        if grad.__class__ is Tensor:  # torch's NllLossBackwardBackward0 (see NllLossBackward)
+            return (ctx._function._backward_op.apply(grad, saved[0], ctx), None, None)
+        return (_nll_grad(ctx, grad, saved[3]), None, None)
+
+
+def _nll_grad(ctx, grad, total_weight):
+    """nll_loss's gradient for ``grad``: its coefficients scattered into the picked
+    classes (a Tensor beside Tensors, an array beside arrays)."""
+    coefficients = -ctx.weights
+    if ctx.reduction == "mean":
+        coefficients = coefficients / total_weight
+    src = _math.constant(grad, coefficients.astype(_math.numpy_dtype(grad))) * grad
+    src = _math.unsqueeze(src, ctx.class_axis)
+    return scatter_into(src, ctx.input_shape, ctx.class_axis, ctx.index, False)
+
+
+class NllLossBackward(Op):
+    """nll_loss's backward as a node (torch's NllLossBackwardBackward0), made beside Tensors
+    (create_graph): linear in ``grad``, whose gradient is nll_loss of the incoming gradient
+    (the adjoint of the scatter); zero in ``self``, so the gradient requires grad whenever
+    the log-probabilities do, as in torch."""
+
+    node_name = "NllLossBackwardBackward0"
+    saved_names = ("target", "weight")  # as PyTorch names them; reduction etc. below
+
+    @staticmethod
+    def forward(ctx, grad, log_probs, loss_node):
+        saved = loss_node.saved_tensors
+        ctx.save_for_backward(saved[1], saved[2])
+        ctx.loss_node = loss_node
+        return _nll_grad(loss_node, grad._array, loss_node._saved[3].unpack_array(loss_node))
+
+    @staticmethod
+    def backward(ctx, grad_grad):
+        target, weight = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        loss = ctx.loss_node
+        grad_of_grad = ctx._function._forward_op.apply(
+            grad_grad, target, weight, reduction=loss.reduction,
+            ignore_index=loss._ignore_index) if needs[0] else None
+        grad_of_self = _math.constant(grad_grad, grad_grad._xp.zeros(
+            loss.input_shape, grad_grad._array.dtype)) if needs[1] else None
+        return grad_of_grad, grad_of_self, None
 
 
 class NllLoss2D(NllLoss):
@@ -204,9 +238,21 @@ class NllLoss2D(NllLoss):
     node_name = "NllLoss2DBackward0"
 
 
-for _op in (NllLoss, NllLoss2D):
-    show_saved(_op, "reduction", lambda node: REDUCTION_ENUM[node.reduction])
-    show_saved(_op, "ignore_index", lambda node: as_torch_int(node._ignore_index))
+class NllLoss2DBackward(NllLossBackward):
+    node_name = "NllLoss2DBackwardBackward0"
+
+
+NllLoss._backward_op, NllLossBackward._forward_op = NllLossBackward, NllLoss
+NllLoss2D._backward_op, NllLoss2DBackward._forward_op = NllLoss2DBackward, NllLoss2D
+for _op in (NllLoss, NllLoss2D, NllLossBackward, NllLoss2DBackward):
+    show_saved(_op, "reduction", lambda node: REDUCTION_ENUM[_nll_node(node).reduction])
+    show_saved(_op, "ignore_index", lambda node: as_torch_int(_nll_node(node)._ignore_index))
+
+
+def _nll_node(node):
+    """The NllLoss node whose settings ``node`` shows (itself, or the one it is the
+    backward of)."""
+    return getattr(node, "loss_node", node)
 
 
 def _checked_targets(xp, log_probs, target, class_axis: int, ignore_index: int):

@@ -46,6 +46,73 @@ def _mask(array) -> Tensor:
     return Tensor._wrap(array, False)
 
 
+class MaskBackward:
+    """``grad * mask(self)``: the backward of a piecewise-linear activation as a node of its
+    own beside Tensors, as torch records it (ThresholdBackwardBackward0, ...). Its
+    gradient is the same mask in ``grad`` and zero in ``self`` -- so, as in torch, the
+    gradient made with ``create_graph=True`` requires grad whenever ``self`` does, and a
+    second derivative is zeros (not "does not require grad")."""
+
+    @staticmethod
+    def forward(ctx, grad, a, *parameters):
+        ctx.save_for_backward(a)
+        ctx.parameters = parameters
+        factor = ctx._function.factor(a._array, *parameters)
+        return (grad._array * factor).astype(grad._array.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, grad_grad):
+        (a,) = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        grad_of_grad = ctx._function.apply(grad_grad, a, *ctx.parameters) if needs[0] else None
+        grad_of_self = _math.constant(grad_grad, a._xp.zeros_like(a._array)) if needs[1] \
+            else None
+        return (grad_of_grad, grad_of_self) + (None,) * len(ctx.parameters)
+
+
+class ThresholdBackward(MaskBackward, Op):
+    node_name = "ThresholdBackwardBackward0"
+    saved_names = ("self", "threshold=threshold")
+
+    @staticmethod
+    def factor(x, threshold):
+        return x > threshold
+
+
+class LeakyReluBackward(MaskBackward, Op):
+    node_name = "LeakyReluBackwardBackward0"
+    saved_names = ("self", "negative_slope=negative_slope")
+
+    @staticmethod
+    def factor(x, negative_slope):
+        return x.dtype.type(1) * (x > 0) + x.dtype.type(negative_slope) * (x <= 0)
+
+
+class HardtanhBackward(MaskBackward, Op):
+    node_name = "HardtanhBackwardBackward0"
+    saved_names = ("self", "min_val=min_val", "max_val=max_val")
+
+    @staticmethod
+    def factor(x, min_val, max_val):
+        return (x > min_val) & (x < max_val)
+
+
+for _op, _names in ((ThresholdBackward, ("threshold",)),
+                    (LeakyReluBackward, ("negative_slope",)),
+                    (HardtanhBackward, ("min_val", "max_val"))):
+    for _index, _name in enumerate(_names):
+        setattr(_op._node_class, _name,
+                property(lambda node, index=_index: node.parameters[index]))
+
+
+def mask_backward(op, grad, a, *parameters):
+    """``grad * op.factor(a, *parameters)``: beside Tensors ``op``'s node (torch's
+    XBackwardBackward0), beside arrays the product."""
+    if grad.__class__ is Tensor:
+        return op.apply(grad, a, *parameters)
+    return grad * op.factor(a, *parameters)
+
+
 class LeakyRelu(Op):
     node_name = "LeakyReluBackward0"
     array_backward = True
@@ -61,7 +128,7 @@ class LeakyRelu(Op):
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
-        return (_math.where(a > 0, grad, grad * ctx.negative_slope), None)
+        return (mask_backward(LeakyReluBackward, grad, a, ctx.negative_slope), None)
 
 
 def unary_where(condition: Tensor, a, b) -> Tensor:
@@ -210,6 +277,7 @@ class Softplus(Op):
 class Hardtanh(Op):
     node_name = "HardtanhBackward0"
     array_backward = True
+    saved_names = ("self", "min_val=min_val", "max_val=max_val")  # as PyTorch names them
 
     @staticmethod
     def forward(ctx, a, min_val=-1.0, max_val=1.0):
@@ -223,8 +291,7 @@ class Hardtanh(Op):
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
-        inside = (a > ctx.min_val) & (a < ctx.max_val)
-        return (grad * inside, None, None)
+        return (mask_backward(HardtanhBackward, grad, a, ctx.min_val, ctx.max_val), None, None)
 
 
 class Hardsigmoid(Op):
@@ -384,6 +451,7 @@ def _prelu_weight_shape(a: Tensor, weight: Tensor) -> tuple:
 class Threshold(Op):
     node_name = "ThresholdBackward0"
     array_backward = True
+    saved_names = ("self", "threshold=threshold")  # as PyTorch names them
 
     @staticmethod
     def forward(ctx, a, threshold, value):
@@ -395,11 +463,12 @@ class Threshold(Op):
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
-        return (grad * (a > ctx.threshold), None, None)
+        return (mask_backward(ThresholdBackward, grad, a, ctx.threshold), None, None)
 
 
 class Softshrink(Op):
     node_name = "SoftshrinkBackward0"
+    saved_names = ("self", "lambd=lambd")  # as PyTorch names them
 
     @staticmethod
     def forward(ctx, a, lambd=0.5):

@@ -91,7 +91,9 @@ class Abs(Op):
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
-        return (grad * _math.sign(a),)
+        # beside Tensors torch's grad * self.sgn(): recorded (its derivative is zero), so
+        # the gradient made with create_graph requires grad, as in torch
+        return (grad * (a.sgn() if a.__class__ is _math.Tensor else _math.sign(a)),)
 
 
 class Sin(Op):
@@ -215,6 +217,10 @@ class Relu(Op):
         fused = _math.fused_activation("relu", grad, result)
         if fused is not None:
             return (fused,)
+        if grad.__class__ is _math.Tensor:  # torch's ThresholdBackwardBackward0
+            from .activation import ThresholdBackward  # (it imports this module)
+
+            return (ThresholdBackward.apply(grad, result, 0),)
         return (grad * (result > 0),)
 
 
