@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from op_case import Case
 
-from tracegrad.ops import activation, recurrent, resample
+from tracegrad.ops import activation, recurrent, resample, unary
 
 
 def _F(lib):
@@ -59,6 +59,10 @@ NN_CASES: dict[str, list] = {
                                .apply(g, x, 0.2), in_torch=False)],
     "HardtanhBackward": [Case(((3, 4), (3, 4)), lambda L, g, x: activation.HardtanhBackward
                               .apply(g, x, -0.5, 0.5), in_torch=False)],
+    "TanhBackward": [Case(((3, 4), (3, 4)), lambda L, g, y: unary.TanhBackward.apply(
+        g, y.tanh()), in_torch=False)],
+    "SigmoidBackward": [Case(((3, 4), (3, 4)), lambda L, g, y: unary.SigmoidBackward.apply(
+        g, y.sigmoid()), in_torch=False)],
     "GeluBackward": [Case(((3, 4), (3, 4)), lambda L, g, x: activation.GeluBackward.apply(
         g, x, "none"), in_torch=False),
         Case(((3, 4), (3, 4)), lambda L, g, x: activation.GeluBackward.apply(g, x, "tanh"),

@@ -719,7 +719,9 @@ class AccumulateGrad(Node):
     def _backward(self, grads: list) -> tuple:
         grad = grads[0]
         variable = self.variable
-        if grad is None:
+        # A leaf whose requires_grad was switched off after the graph was built gets no
+        # gradient (PyTorch's AccumulateGrad checks it the same way).
+        if grad is None or not variable._requires_grad:
             return ()
         # Threads backpropagating into one shared leaf (Hogwild training) must not lose
         # an update between reading .grad and writing it.
@@ -749,9 +751,9 @@ class AccumulateGrad(Node):
         """``_backward`` for a pass without create_graph: the gradient is a backend array,
         kept as the leaf's ``.grad`` when nothing else holds it, else copied or added."""
         grad = grads[0]
-        if grad is None:
-            return ()
         variable = self.variable
+        if grad is None or not variable._requires_grad:  # (see _backward)
+            return ()
         with _accumulate_lock:  # (see _backward)
             current = variable._grad
             if current is None:

@@ -334,18 +334,33 @@ def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) 
 
 
 def _circular(input: Tensor, pairs) -> Tensor:
-    first = input.ndim - len(pairs)
+    """torch's _pad_circular: the input copied into the middle of a new tensor, then each
+    padded dim's ends copied from the other side of that tensor, in place -- so the graph
+    is torch's chain of CopySlices nodes, and a negative pad crops."""
+    ndim = input.ndim
+    first = ndim - len(pairs)
+    in_shape = tuple(input.shape)
+    out_shape = list(in_shape)
     for offset, (before, after) in enumerate(pairs):
-        axis = first + offset
-        size = input.shape[axis]
-        parts = []
-        if before:
-            parts.append(input.narrow(axis, size - before, before))
-        parts.append(input)
-        if after:
-            parts.append(input.narrow(axis, 0, after))
-        input = Cat.apply(*parts, dim=axis) if len(parts) > 1 else input
-    return input
+        out_shape[first + offset] += before + after
+    out = input.new_empty(out_shape)
+    out_slice, in_slice = out, input
+    for dim in range(ndim - 1, first - 1, -1):  # the last dim first, as torch goes
+        before, after = pairs[dim - first]
+        start, stop = max(before, 0), out_shape[dim] - max(after, 0)
+        out_slice = out_slice.narrow(dim, start, stop - start)
+        start, stop = max(-before, 0), in_shape[dim] - max(-after, 0)
+        in_slice = in_slice.narrow(dim, start, stop - start)
+    out_slice.copy_(in_slice)
+    for dim in range(ndim - 1, first - 1, -1):  # corners are written more than once
+        before, after = pairs[dim - first]
+        if before > 0:
+            out.narrow(dim, 0, before).copy_(
+                out.narrow(dim, out_shape[dim] - before - max(after, 0), before))
+        if after > 0:
+            out.narrow(dim, out_shape[dim] - after, after).copy_(
+                out.narrow(dim, max(before, 0), after))
+    return out
 
 
 # -- resizing -----------------------------------------------------------------------------

@@ -144,7 +144,31 @@ class Tanh(Op):
         fused = _math.fused_activation("tanh", grad, result)
         if fused is not None:
             return (fused,)
+        if grad.__class__ is _math.Tensor:  # torch's TanhBackwardBackward0
+            return (TanhBackward.apply(grad, result),)
         return (grad * (1 - result * result),)
+
+
+class TanhBackward(Op):
+    """tanh's backward ``grad * (1 - output**2)`` as a node (create_graph), as torch
+    records it: its gradients are the same map of the incoming gradient, and
+    ``-2 * output * grad_grad * grad`` for the output."""
+
+    node_name = "TanhBackwardBackward0"
+    saved_names = ("grad_output", "output")  # as PyTorch names them
+
+    @staticmethod
+    def forward(ctx, grad, output):
+        ctx.save_for_backward(grad, output)
+        y = output._array
+        return grad._array * (1 - y * y)
+
+    @staticmethod
+    def backward(ctx, grad_grad):
+        grad, output = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        return (TanhBackward.apply(grad_grad, output) if needs[0] else None,
+                output * grad_grad * grad * -2 if needs[1] else None)
 
 
 class Sigmoid(Op):
@@ -166,7 +190,31 @@ class Sigmoid(Op):
         fused = _math.fused_activation("sigmoid", grad, result)
         if fused is not None:
             return (fused,)
+        if grad.__class__ is _math.Tensor:  # torch's SigmoidBackwardBackward0
+            return (SigmoidBackward.apply(grad, result),)
         return (grad * result * (1 - result),)
+
+
+class SigmoidBackward(Op):
+    """sigmoid's backward ``grad * output * (1 - output)`` as a node (create_graph), as
+    torch records it: its gradients are the same map of the incoming gradient, and
+    ``grad_grad * grad * (1 - 2 * output)`` for the output."""
+
+    node_name = "SigmoidBackwardBackward0"
+    saved_names = ("grad_output", "output")  # as PyTorch names them
+
+    @staticmethod
+    def forward(ctx, grad, output):
+        ctx.save_for_backward(grad, output)
+        y = output._array
+        return grad._array * y * (1 - y)
+
+    @staticmethod
+    def backward(ctx, grad_grad):
+        grad, output = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        return (SigmoidBackward.apply(grad_grad, output) if needs[0] else None,
+                grad_grad * grad * (1 - output * 2) if needs[1] else None)
 
 
 def _stable_sigmoid(xp, x):
