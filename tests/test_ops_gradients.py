@@ -210,6 +210,9 @@ CASES: dict[str, list[Case]] = {
     "ScatterInto": [Case(((3, 2),), lambda L, src: indexing.ScatterInto.apply(
         src, shape=(3, 4), dim=1, index=np.array([[0, 0], [1, 3], [3, 2]]), accumulate=True),
         in_torch=False)],
+    "ScatterPlaced": [Case(((3, 2),), lambda L, src: indexing.ScatterPlaced.apply(
+        src, shape=(3, 4), dim=1, index=np.array([[0, 1], [1, 3], [3, 2]]), accumulate=False),
+        in_torch=False)],
     "Select": [Case(((3, 4),), lambda L, x: x[1]),
                Case(((2, 3, 4),), lambda L, x: x[:, 2, 1:])],
     "Sigmoid": [Case(((3, 4),), lambda L, x: x.sigmoid())],

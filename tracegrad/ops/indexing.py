@@ -603,12 +603,20 @@ def _scattered(xp, values, shape, dim, index, accumulate):
     return out
 
 
+class ScatterPlaced(ScatterInto):
+    """``ScatterInto`` without accumulation: torch's value-selecting backward (max(dim),
+    sort, median) scatters into zeros, a ScatterBackward0 node."""
+
+    node_name = "ScatterBackward0"
+
+
 def scatter_into(grad, shape, dim: int, index, accumulate: bool):
     """zeros(shape) with ``grad`` placed (or added) at ``index`` along ``dim`` -- the backward
-    of gather and of max pooling: a Tensor (recorded, ScatterAddBackward0) or an array."""
+    of gather and of max pooling: a Tensor (recorded, ScatterAddBackward0 when added,
+    ScatterBackward0 when placed, as torch's formulas) or an array."""
     if grad.__class__ is Tensor:
-        return ScatterInto.apply(grad, shape=shape, dim=dim, index=index,
-                                 accumulate=accumulate)
+        op = ScatterInto if accumulate else ScatterPlaced
+        return op.apply(grad, shape=shape, dim=dim, index=index, accumulate=accumulate)
     return _scattered(array_module(grad), grad, shape, dim, index, accumulate)
 
 

@@ -30,11 +30,11 @@ def _float(a):
 
 
 def _zeros_like_grad(grad):
-    """The zero gradient of a step function: zeros (torch's zeros_like, so an inf gradient
-    gives 0, not nan) beside arrays; ``grad * 0`` beside Tensors, which keeps the double
-    backward's graph."""
+    """The zero gradient of a step function: torch's ``zeros_like(grad)`` (so an inf
+    gradient gives 0, not nan), beside Tensors too: a constant, so the gradient made with
+    create_graph does not require grad, as in torch (``grad * 0`` did)."""
     if grad.__class__ is Tensor:
-        return grad * 0
+        return Tensor._wrap(grad._xp.zeros_like(grad._array), False)
     return _math.xp(grad).zeros_like(grad)
 
 
