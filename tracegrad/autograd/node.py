@@ -509,13 +509,18 @@ def _freed_message(node: Node) -> str:
 def _saved_properties(function) -> dict:
     """``_saved_<name>`` and ``_raw_saved_<name>`` properties for a node class, from its
     op's ``saved_names``: ``"self"`` names the next saved slot, ``"dim=dims"`` shows the
-    ctx attribute ``dims`` as ``_saved_dim``."""
+    ctx attribute ``dims`` as ``_saved_dim``, and ``"self#"`` a slot that holds a Python
+    number, shown as that number with no ``_raw_saved_`` (torch's saved Scalar, as
+    ``(2 ** x).grad_fn._saved_self``)."""
     properties = {}
     slot = 0
     for entry in getattr(function, "saved_names", ()):
         name, _, attribute = entry.partition("=")
         if attribute:
             properties[f"_saved_{name}"] = property(_attribute_getter(attribute))
+        elif name.endswith("#"):
+            properties[f"_saved_{name[:-1]}"] = property(_number_getter(slot))
+            slot += 1
         else:
             properties[f"_saved_{name}"] = property(_slot_getter(slot, name, raw=False))
             properties[f"_raw_saved_{name}"] = property(_slot_getter(slot, name, raw=True))
@@ -526,6 +531,13 @@ def _saved_properties(function) -> dict:
 def _attribute_getter(attribute: str):
     def get(node):
         return getattr(node, attribute)
+
+    return get
+
+
+def _number_getter(slot: int):
+    def get(node):
+        return node._saved[slot] if slot < len(node._saved) else None
 
     return get
 

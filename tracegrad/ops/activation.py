@@ -20,6 +20,7 @@ from . import _math, unary
 from ._special import erf  # the one erf (float64 exact, float32 vectorised; CuPy: cupyx)
 from .reduce import sum_to
 from .shape import wrap_dim
+from ._saved import as_torch_int, show_saved
 
 _ndarray = np.ndarray
 SELU_ALPHA = 1.6732632423543772848170429916717
@@ -143,6 +144,8 @@ class Elu(Op):
 
     node_name = "EluBackward0"
     array_backward = True
+    # grad_fn._saved_<name>, as PyTorch names them
+    saved_names = ("self", "alpha=alpha", "scale=scale", "input_scale=input_scale")
 
     @staticmethod
     def forward(ctx, a, alpha=1.0, scale=1.0, input_scale=1.0):
@@ -168,6 +171,7 @@ class Elu(Op):
 class Celu(Elu):
     node_name = "CeluBackward0"
     _kernel = "celu_cpu"
+    saved_names = ("self", "alpha=alpha")  # grad_fn._saved_<name>, as PyTorch names them
 
 
 class Gelu(Op):
@@ -255,6 +259,8 @@ class Softplus(Op):
 
     node_name = "SoftplusBackward0"
     array_backward = True
+    # grad_fn._saved_<name>, as PyTorch names them
+    saved_names = ("self", "beta=beta", "threshold=threshold")
 
     @staticmethod
     def forward(ctx, a, beta=1.0, threshold=20.0):
@@ -297,6 +303,7 @@ class Hardtanh(Op):
 class Hardsigmoid(Op):
     node_name = "HardsigmoidBackward0"
     array_backward = True
+    saved_names = ("self",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a):
@@ -317,6 +324,7 @@ _ONE_SIXTH = float(np.float32(1.0) / np.float32(6.0))
 class Hardswish(Op):
     node_name = "HardswishBackward0"
     array_backward = True
+    saved_names = ("self",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a):
@@ -336,6 +344,7 @@ class Mish(Op):
 
     node_name = "MishBackward0"
     array_backward = True
+    saved_names = ("self",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a):
@@ -372,9 +381,11 @@ class Glu(Op):
     """``a * sigmoid(b)`` for the two halves ``a, b`` of ``dim``."""
 
     node_name = "GluBackward0"
+    saved_names = ("self",)  # as PyTorch names them; dim below
 
     @staticmethod
     def forward(ctx, a, dim=-1):
+        ctx.given = dim  # as written: grad_fn._saved_dim shows it
         x = floating_array("glu_cpu", a)
         if x.ndim == 0:
             raise RuntimeError(f"glu does not support scalars because halving size must be "
@@ -405,6 +416,7 @@ class PreluKernel(Op):
     """``x if x > 0 else weight * x``, the weight broadcast along dim 1 (channels)."""
 
     node_name = "PreluKernelBackward0"
+    saved_names = ("self", "weight")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a, weight):
@@ -497,3 +509,5 @@ class Hardshrink(Softshrink):
 
 
 __all__ = ["SELU_ALPHA", "SELU_SCALE"]
+
+show_saved(Glu, "dim", lambda node: as_torch_int(node.given))

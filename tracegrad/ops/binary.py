@@ -77,6 +77,7 @@ class ZeroDivisionRuntimeError(InvalidValueError):
 class Atan2(Op):
     node_name = "Atan2Backward0"
     array_backward = True
+    saved_names = ("self", "other")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a, b):
@@ -114,6 +115,7 @@ class FmodScalar(Op):
 
 class Fmod(Op):
     node_name = "FmodBackward1"
+    saved_names = ("self", "other")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a, b):
@@ -152,6 +154,7 @@ class RemainderScalar(Op):
 
 class Remainder(Op):
     node_name = "RemainderBackward1"
+    saved_names = ("self", "other")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a, b):
@@ -274,6 +277,7 @@ class Hypot(Op):
     node_name = "HypotBackward0"
     array_backward = True
     saves_output = True
+    saved_names = ("self", "other", "result")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a, b):
@@ -336,6 +340,7 @@ class Lerp(Op):
 class LerpTensor(Op):
     node_name = "LerpBackward1"
     array_backward = True
+    saved_names = ("self", "end", "weight")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, start, end, weight):
@@ -362,6 +367,8 @@ class Addcmul(Op):
 
     node_name = "AddcmulBackward0"
     array_backward = True
+    # grad_fn._saved_<name>, as PyTorch names them
+    saved_names = ("tensor1", "tensor2", "value=value")
 
     @staticmethod
     def forward(ctx, a, t1, t2, value=1):
@@ -390,6 +397,8 @@ class Addcdiv(Op):
 
     node_name = "AddcdivBackward0"
     array_backward = True
+    # grad_fn._saved_<name>, as PyTorch names them
+    saved_names = ("tensor1", "tensor2", "value=value")
 
     @staticmethod
     def forward(ctx, a, t1, t2, value=1):
@@ -430,6 +439,7 @@ class Xlogy(Op):
     """``x * log(y)``, 0 where x == 0 (unless y is NaN)."""
 
     node_name = "XlogyBackward0"
+    saved_names = ("self", "other")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a, b):
@@ -454,10 +464,12 @@ class Xlogy(Op):
 
 class XlogyScalarSelf(Xlogy):
     node_name = "XlogyBackward1"
+    saved_names = ("self#", "other")  # self: torch's saved Scalar
 
 
 class XlogyScalarOther(Xlogy):
     node_name = "XlogyBackward2"
+    saved_names = ("self", "other#")  # other: torch's saved Scalar
 
 
 class Logaddexp(Op):

@@ -16,6 +16,7 @@ from ..autograd.grad_mode import state
 from ..errors import LinAlgError, ShapeError, UnsupportedDTypeError
 from ..tensor import Tensor
 from .linalg import matmul
+from ._saved import as_torch_int, show_saved
 
 
 def _mT(tensor):
@@ -196,6 +197,7 @@ class Cholesky(Op):
 
     node_name = "LinalgCholeskyExBackward0"
     saves_output = True
+    saved_names = ("L", "upper=upper")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a, upper=False):
@@ -498,9 +500,11 @@ class Cross(Op):
     """The cross product along a dim of size 3."""
 
     node_name = "LinalgCrossBackward0"
+    saved_names = ("self", "other")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a, b, dim=-1):
+        ctx.given = dim  # as written: grad_fn._saved_dim shows it
         from ._checks import wrap_dim
 
         x, y = a._array, b._array
@@ -534,3 +538,5 @@ class Cross(Op):
         axis = ctx.axis
         return (sum_to(Cross.apply(b, grad, axis), a.shape) if needs[0] else None,
                 sum_to(Cross.apply(grad, a, axis), b.shape) if needs[1] else None, None)
+
+show_saved(Cross, "dim", lambda node: as_torch_int(node.given))

@@ -18,6 +18,7 @@ from ._edges import select_edges
 from ._operands import operands
 from .arith import Copy, FillTensor
 from .reduce import sum_to
+from ._saved import as_torch_int, show_saved
 from .shape import Alias, Unsqueeze, check_expandable, wrap_dim
 
 
@@ -27,22 +28,30 @@ class Select(Op):
     node_name = "SelectBackward0"
     is_view = True
     array_backward = True
-    saved_names = ("dim=dim", "index=index", "self_sym_sizes=input_shape")  # as PyTorch
+    # as PyTorch names them; dim and index as given below (x[-1] shows 2**64 - 1)
+    saved_names = ("self_sym_sizes=input_shape",)
 
     @staticmethod
-    def forward(ctx, a, dim, index):
+    def forward(ctx, a, dim, index, given=None):
         x = a._array
         size = x.shape[dim]
         if not -size <= index < size:
             raise IndexError(f"index {index} is out of bounds for dimension {dim} with size "
                              f"{size} (indexing {a._describe()})")
         ctx.dim, ctx.index, ctx.input_shape = dim, index, x.shape
+        ctx.given = given  # (dim, index) as the caller wrote them, where they differ
         return x[(slice(None),) * dim + (index, Ellipsis)]  # a 0-d result stays a view
 
     @staticmethod
     def backward(ctx, grad):
         index = (slice(None),) * ctx.dim + (ctx.index,)
-        return (index_accumulate(grad, ctx.input_shape, index), None, None)
+        return (index_accumulate(grad, ctx.input_shape, index), None, None, None)
+
+
+show_saved(Select, "dim", lambda node: as_torch_int(
+    node.dim if node.given is None else node.given[0]))
+show_saved(Select, "index", lambda node: as_torch_int(
+    node.index if node.given is None else node.given[1]))
 
 
 class Slice(Op):
@@ -51,17 +60,34 @@ class Slice(Op):
     node_name = "SliceBackward0"
     is_view = True
     array_backward = True
+    # as PyTorch names them; start and end as given below (x[1:] shows end 2**63 - 1)
+    saved_names = ("dim=dim", "step=step", "self_sym_sizes=input_shape")
 
     @staticmethod
-    def forward(ctx, a, dim, start, end, step):
+    def forward(ctx, a, dim, start, end, step, given=None):
         x = a._array
         ctx.dim, ctx.start, ctx.end, ctx.step, ctx.input_shape = dim, start, end, step, x.shape
+        ctx.given = given  # (start, end) as the caller wrote them, where they differ
         return x[(slice(None),) * dim + (slice(start, end, step),)]
 
     @staticmethod
     def backward(ctx, grad):
         index = (slice(None),) * ctx.dim + (slice(ctx.start, ctx.end, ctx.step),)
-        return (index_accumulate(grad, ctx.input_shape, index), None, None, None, None)
+        return (index_accumulate(grad, ctx.input_shape, index), None, None, None, None, None)
+
+
+_INT64_MAX = (1 << 63) - 1  # what torch shows for an open end (x[1:])
+show_saved(Slice, "start", lambda node: as_torch_int(
+    node.start if node.given is None else node.given[0]))
+show_saved(Slice, "end", lambda node: as_torch_int(
+    node.end if node.given is None else node.given[1]))
+
+
+def _given_bounds(part: slice) -> tuple:
+    """A slice's start and end as torch's SliceBackward0 shows them: as written, an open
+    start 0 and an open end INT64_MAX."""
+    return (0 if part.start is None else int(part.start),
+            _INT64_MAX if part.stop is None else int(part.stop))
 
 
 class Index(Op):
@@ -205,7 +231,7 @@ def plan_index(tensor, index, skip_full_slices: bool) -> _Plan:
             if not -size <= part < size:
                 raise IndexError(f"index {part} is out of bounds for dimension {dim} with "
                                  f"size {size} (indexing {tensor._describe()})")
-            steps.append((_SELECT, dim, part + size if part < 0 else part))
+            steps.append((_SELECT, dim, part + size if part < 0 else part, part))
             del shape[dim]
         elif isinstance(part, slice):
             step = 1 if part.step is None else int(part.step)
@@ -216,7 +242,7 @@ def plan_index(tensor, index, skip_full_slices: bool) -> _Plan:
                                   step).indices(shape[dim])
             end = max(start, end)
             if not (skip_full_slices and start == 0 and end == shape[dim] and step == 1):
-                steps.append((_SLICE, dim, start, end, step))
+                steps.append((_SLICE, dim, start, end, step, _given_bounds(part)))
                 shape[dim] = len(range(start, end, step))
             dim += 1
         else:  # an index array
@@ -260,9 +286,9 @@ def _apply_steps(tensor, steps):
     for step in steps:
         kind = step[0]
         if kind == _SELECT:
-            result = Select.apply(result, step[1], step[2])
+            result = Select.apply(result, step[1], step[2], (step[1], step[3]))
         elif kind == _SLICE:
-            result = Slice.apply(result, step[1], step[2], step[3], step[4])
+            result = Slice.apply(result, step[1], step[2], step[3], step[4], step[5])
         else:
             result = Unsqueeze.apply(result, dim=step[1])
     return result
@@ -277,11 +303,12 @@ def getitem(tensor, index):
         if ndim:
             size = tensor._array.shape[0]
             if -size <= index < size:
-                return Select.apply(tensor, 0, index + size if index < 0 else index)
+                return Select.apply(tensor, 0, index + size if index < 0 else index,
+                                    None if index >= 0 else (0, index))
     elif kind is slice and tensor._array.ndim and (index.step is None or (
             type(index.step) is int and index.step > 0)):  # the common ``x[a:b]``
         start, end, step = index.indices(tensor._array.shape[0])
-        return Slice.apply(tensor, 0, start, max(start, end), step)
+        return Slice.apply(tensor, 0, start, max(start, end), step, _given_bounds(index))
     plan = plan_index(tensor, index, skip_full_slices=kind is tuple)
     result = _apply_steps(tensor, plan.steps)
     if plan.advanced:
@@ -303,7 +330,7 @@ def select(tensor, dim: int, index: int):
             f"select(): index {index} out of range for tensor of size {list(tensor.shape)} "
             f"at dimension {dim} ({tensor._describe()}). Hint: valid indices are {-size} to "
             f"{size - 1}.")
-    return Select.apply(tensor, axis, index + size if index < 0 else index)
+    return Select.apply(tensor, axis, index + size if index < 0 else index, (dim, index))
 
 
 def _refuse_byte_mask_fill(tensor, index) -> None:

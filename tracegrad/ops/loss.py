@@ -15,6 +15,7 @@ from ..tensor import Tensor
 from . import _math
 from ._edges import select_edges
 from ._math import sum_to
+from ._saved import REDUCTION_ENUM, as_torch_int, show_saved
 from .unary import _quiet
 
 
@@ -141,6 +142,8 @@ class SmoothL1Loss(Op):
 
     node_name = "SmoothL1LossBackward0"
     array_backward = True
+    # grad_fn._saved_<name>, as PyTorch names them
+    saved_names = ("self", "target", "beta=beta")
 
     @staticmethod
     def forward(ctx, input, target, reduction="mean", beta=1.0):
@@ -165,6 +168,8 @@ class HuberLoss(Op):
 
     node_name = "HuberLossBackward0"
     array_backward = True
+    # grad_fn._saved_<name>, as PyTorch names them
+    saved_names = ("self", "target", "delta=delta")
 
     @staticmethod
     def forward(ctx, input, target, reduction="mean", delta=1.0):
@@ -189,6 +194,7 @@ class SoftMarginLoss(Op):
 
     node_name = "SoftMarginLossBackward0"
     array_backward = True
+    saved_names = ("self", "target")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, input, target, reduction="mean"):
@@ -217,3 +223,6 @@ def _pair_grads(ctx, grad, slope, input, target) -> tuple:
     grad_target = sum_to(-scaled, target.shape) if needs[1] else None
     return grad_input, grad_target, None, None
 
+
+for _op in (SmoothL1Loss, HuberLoss, SoftMarginLoss):
+    show_saved(_op, "reduction", lambda node: REDUCTION_ENUM[node.reduction])

@@ -9,6 +9,7 @@ from ..errors import ShapeError
 from ._checks import wrap_dim
 from .linalg import Mv, _combine, _input_grad, _scaled, matmul
 from .reduce import sum_to
+from ._saved import as_torch_int, show_saved
 
 
 def _mT(tensor):
@@ -19,6 +20,8 @@ class Addr(Op):
     """``beta * input + alpha * outer(vec1, vec2)``."""
 
     node_name = "AddrBackward0"
+    # grad_fn._saved_<name>, as PyTorch names them
+    saved_names = ("vec1", "vec2", "alpha=alpha", "beta=beta")
 
     @staticmethod
     def forward(ctx, a, vec1, vec2, beta=1, alpha=1):
@@ -112,6 +115,8 @@ class CholeskySolve(Op):
 
     node_name = "CholeskySolveBackward0"
     saves_output = True
+    # grad_fn._saved_<name>, as PyTorch names them
+    saved_names = ("self", "input2", "result", "upper=upper")
 
     @staticmethod
     def forward(ctx, b, factor, upper=False):
@@ -141,6 +146,8 @@ class CholeskyInverse(Op):
 
     node_name = "CholeskyInverseBackward0"
     saves_output = True
+    # grad_fn._saved_<name>, as PyTorch names them
+    saved_names = ("self", "result", "upper=upper")
 
     @staticmethod
     def forward(ctx, factor, upper=False):
@@ -167,9 +174,12 @@ class Renorm(Op):
     divides by norm + 1e-7)."""
 
     node_name = "RenormBackward0"
+    # grad_fn._saved_<name>, as PyTorch names them
+    saved_names = ("self", "maxnorm=maxnorm", "p=given_p")
 
     @staticmethod
     def forward(ctx, a, p, dim, maxnorm):
+        ctx.given = dim  # as written: grad_fn._saved_dim shows it
         from .norms import VectorNorm
 
         x = a._array
@@ -184,6 +194,7 @@ class Renorm(Op):
         scale = xp.where(norms > maxnorm, maxnorm / (norms + 1e-7), 1.0).astype(x.dtype)
         ctx.save_for_backward(a)
         ctx.p, ctx.others, ctx.maxnorm = float(p), others, maxnorm
+        ctx.given_p = p  # as written: grad_fn._saved_p shows it
         return x * scale
 
     @staticmethod
@@ -202,3 +213,4 @@ class Renorm(Op):
         scaled = grad * scale - slope * inner * ctx.maxnorm / (denominator * denominator)
         return (Where.apply(over, scaled, grad), None, None, None)
 
+show_saved(Renorm, "dim", lambda node: as_torch_int(node.given))

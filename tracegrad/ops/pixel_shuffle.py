@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..autograd.function import Op
 from ..errors import ShapeError
+from ._saved import show_saved
 
 
 def _split(shape):
@@ -67,3 +68,7 @@ class PixelUnshuffle(Op):
     @staticmethod
     def backward(ctx, grad):
         return PixelShuffle.apply(grad, ctx.factor), None
+
+show_saved(PixelShuffle, "upscale_factor", lambda node: node.factor)
+
+show_saved(PixelUnshuffle, "downscale_factor", lambda node: node.factor)

@@ -41,6 +41,7 @@ def _zeros_like_grad(grad):
 class Log2(Op):
     node_name = "Log2Backward0"
     array_backward = True
+    saved_names = ("self",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a):
@@ -57,6 +58,7 @@ class Log2(Op):
 class Log10(Op):
     node_name = "Log10Backward0"
     array_backward = True
+    saved_names = ("self",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a):
@@ -73,6 +75,7 @@ class Log10(Op):
 class Log1p(Op):
     node_name = "Log1PBackward0"
     array_backward = True
+    saved_names = ("self",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a):
@@ -90,6 +93,7 @@ class Expm1(Op):
     node_name = "Expm1Backward0"
     array_backward = True
     saves_output = True
+    saved_names = ("result",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a):
@@ -106,6 +110,7 @@ class Exp2(Op):
     node_name = "Exp2Backward0"
     array_backward = True
     saves_output = True
+    saved_names = ("result",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a):
@@ -121,6 +126,7 @@ class Exp2(Op):
 class Erf(Op):
     node_name = "ErfBackward0"
     array_backward = True
+    saved_names = ("self",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a):
@@ -136,6 +142,7 @@ class Erf(Op):
 class Erfc(Op):
     node_name = "ErfcBackward0"
     array_backward = True
+    saved_names = ("self",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a):
@@ -167,6 +174,7 @@ class Rsqrt(Op):
     node_name = "RsqrtBackward0"
     array_backward = True
     saves_output = True
+    saved_names = ("result",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a):
@@ -184,6 +192,7 @@ class Reciprocal(Op):
     node_name = "ReciprocalBackward0"
     array_backward = True
     saves_output = True
+    saved_names = ("result",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a):
@@ -201,6 +210,7 @@ class Tan(Op):
     node_name = "TanBackward0"
     array_backward = True
     saves_output = True
+    saved_names = ("result",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a):
@@ -215,6 +225,7 @@ class Tan(Op):
 class Sinh(Op):
     node_name = "SinhBackward0"
     array_backward = True
+    saved_names = ("self",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a):
@@ -231,6 +242,7 @@ class Sinh(Op):
 class Cosh(Op):
     node_name = "CoshBackward0"
     array_backward = True
+    saved_names = ("self",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a):
@@ -247,6 +259,7 @@ class Cosh(Op):
 class Asin(Op):
     node_name = "AsinBackward0"
     array_backward = True
+    saved_names = ("self",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a):
@@ -263,6 +276,7 @@ class Asin(Op):
 class Acos(Op):
     node_name = "AcosBackward0"
     array_backward = True
+    saved_names = ("self",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a):
@@ -279,6 +293,7 @@ class Acos(Op):
 class Atan(Op):
     node_name = "AtanBackward0"
     array_backward = True
+    saved_names = ("self",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a):
@@ -294,6 +309,7 @@ class Atan(Op):
 class Asinh(Op):
     node_name = "AsinhBackward0"
     array_backward = True
+    saved_names = ("self",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a):
@@ -309,6 +325,7 @@ class Asinh(Op):
 class Acosh(Op):
     node_name = "AcoshBackward0"
     array_backward = True
+    saved_names = ("self",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a):
@@ -325,6 +342,7 @@ class Acosh(Op):
 class Atanh(Op):
     node_name = "AtanhBackward0"
     array_backward = True
+    saved_names = ("self",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a):
@@ -342,6 +360,7 @@ class Sinc(Op):
     """``sin(pi x) / (pi x)``, 1 at 0."""
 
     node_name = "SincBackward0"
+    saved_names = ("self",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a):
@@ -538,6 +557,7 @@ class Logit(Op):
 
 class NanToNum(Op):
     node_name = "NanToNumBackward0"
+    saved_names = ("self",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a, nan=0.0, posinf=None, neginf=None):

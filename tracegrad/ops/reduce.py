@@ -285,9 +285,12 @@ class Prod(Op):
 
     node_name = "ProdBackward1"
     saves_output = True
+    # grad_fn._saved_<name>, as PyTorch names them
+    saved_names = ("self", "result", "keepdim=keepdim")
 
     @staticmethod
     def forward(ctx, a, dim, keepdim=False, dtype=None):
+        ctx.given = dim  # as written: grad_fn._saved_dim shows it
         x = a._array
         if dtype is None and x.dtype.kind in "biu":
             dtype = "int64"
@@ -304,6 +307,7 @@ class Prod(Op):
 
 class ProdAll(Prod):
     node_name = "ProdBackward0"
+    saved_names = ("self", "result")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a, dtype=None):
@@ -358,9 +362,12 @@ class Amax(Op):
     node_name = "AmaxBackward0"
     saves_output = True
     _reduce = "max"
+    # grad_fn._saved_<name>, as PyTorch names them
+    saved_names = ("self", "result", "keepdim=keepdim")
 
     @staticmethod
     def forward(ctx, a, dim=(), keepdim=False):
+        ctx.given = dim  # as written: grad_fn._saved_dim shows it
         x = a._array
         dims = _extreme_dims(dim, x.ndim)
         name = "amax" if ctx._function._reduce == "max" else "amin"
@@ -387,6 +394,8 @@ class Amax(Op):
 class Amin(Amax):
     node_name = "AminBackward0"
     _reduce = "min"
+    # grad_fn._saved_<name>, as PyTorch names them
+    saved_names = ("self", "result", "keepdim=keepdim")
 
 
 def _extreme_dims(dim, ndim: int):
@@ -441,9 +450,11 @@ class Aminmax(Op):
 
 class Nansum(Op):
     node_name = "NansumBackward0"
+    saved_names = ("self", "keepdim=keepdim")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a, dim=None, keepdim=False, dtype=None):
+        ctx.given = dim  # as written: grad_fn._saved_dim shows it
         x = a._array
         dims = normalize_dims(dim, x.ndim) if dim is not None and dim != () else None
         ctx.save_for_backward(a)
@@ -478,3 +489,10 @@ def count_nonzero(a, dim=None):
 # The package, not indexing.py: it imports this module (MaxDim's backward reads it at call
 # time, when every op module is loaded).
 from .. import ops as _ops  # noqa: E402
+
+show_saved(Amax, "dim", lambda node: as_torch_ints(node.given))
+
+show_saved(Nansum, "dim", lambda node: as_torch_ints(node.given))
+
+show_saved(Prod, "dim", lambda node: as_torch_int(node.given))
+show_saved(Amin, "dim", lambda node: as_torch_ints(node.given))

@@ -13,6 +13,7 @@ from ..autograd.function import Op
 from ..tensor import Tensor
 from . import _math
 from ._checks import wrap_dim
+from ._saved import as_torch_int, show_saved
 
 
 def _axis(a, dim) -> int:
@@ -39,6 +40,7 @@ class Cumsum(Op):
 
     @staticmethod
     def forward(ctx, a, dim, dtype=None):
+        ctx.given = dim  # as written: grad_fn._saved_dim shows it
         x = a._array
         if dtype is None and x.dtype.kind in "biu":
             dtype = np.int64  # integer sums accumulate in int64, as in torch
@@ -61,9 +63,11 @@ class Cumsum(Op):
 class Cumprod(Op):
     node_name = "CumprodBackward0"
     saves_output = True
+    saved_names = ("self", "result")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a, dim, dtype=None):
+        ctx.given = dim  # as written: grad_fn._saved_dim shows it
         x = a._array
         if dtype is None and x.dtype.kind in "biu":
             dtype = np.int64
@@ -181,9 +185,11 @@ def _running_extreme(xp, x, axis: int, pick: str):
 class Logcumsumexp(Op):
     node_name = "LogcumsumexpBackward0"
     saves_output = True
+    saved_names = ("self", "result")  # as PyTorch names them; dim below
 
     @staticmethod
     def forward(ctx, a, dim):
+        ctx.given = dim  # as written: grad_fn._saved_dim shows it
         x = a._array
         if x.dtype.kind != "f":
             x = x.astype(_dtype.default_float.numpy)
@@ -213,3 +219,9 @@ class Logcumsumexp(Op):
 def _logcumsumexp_stable(xp, x, axis):
     peak = x.max(axis=axis, keepdims=True)
     return xp.log(xp.cumsum(xp.exp(x - peak), axis=axis)) + peak
+
+show_saved(Cumsum, "dim", lambda node: as_torch_int(node.given))
+
+show_saved(Cumprod, "dim", lambda node: as_torch_int(node.given))
+
+show_saved(Logcumsumexp, "dim", lambda node: as_torch_int(node.given))

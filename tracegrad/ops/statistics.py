@@ -148,6 +148,8 @@ class VarMean(Op):
 
     node_name = "VarMeanBackward0"
     _std = False
+    # grad_fn._saved_<name>, as PyTorch names them
+    saved_names = ("self", "keepdim=keepdim", "correction=_correction")
 
     @staticmethod
     def forward(ctx, a, dim=None, correction=1, keepdim=False):
@@ -213,9 +215,11 @@ class Logsumexp(Op):
     node_name = "LogsumexpBackward0"
     array_backward = True
     saves_output = True
+    saved_names = ("self", "result", "keepdim=keepdim")  # as PyTorch names them; dim below
 
     @staticmethod
     def forward(ctx, a, dim, keepdim=False):
+        ctx.given = dim  # as written: grad_fn._saved_dim shows it
         x = a._array
         if x.dtype.kind != "f":
             x = x.astype(_dtype.default_float.numpy)
@@ -345,6 +349,7 @@ class MedianAll(Op):
 class NanmedianAll(MedianAll):
     node_name = "NanmedianBackward0"
     _ignore_nan = True
+    saved_names = ("self", "result")  # grad_fn._saved_<name>, as PyTorch names them
 
 
 class Mode(Op):
@@ -419,3 +424,7 @@ def nanmedian(a, dim=None, keepdim=False):
 
 def count_reduced(shape, dims) -> int:
     return _count(shape, dims)
+
+show_saved(Logsumexp, "dim", lambda node: as_torch_ints(node.given))
+
+show_saved(VarMean, "dim", lambda node: as_torch_ints(node._dim))
