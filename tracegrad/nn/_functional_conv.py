@@ -23,7 +23,6 @@ from ..ops.convolution import Col2Im, Convolution, Im2Col
 from ..ops.padding import ConstantPadNd, pad_pairs
 from ..ops.pixel_shuffle import PixelShuffle, PixelUnshuffle
 from ..ops.pooling import AdaptiveMaxPool2D, MaxPool2DWithIndices
-from ..ops.shape import Cat
 from ..tensor import Tensor
 
 

@@ -17,10 +17,10 @@ from ..autograd.function import Op
 from ..errors import ShapeError
 from ..tensor import Tensor
 from . import _math, unary
+from ._saved import as_torch_int, show_saved
 from ._special import erf  # the one erf (float64 exact, float32 vectorised; CuPy: cupyx)
 from .reduce import sum_to
 from .shape import wrap_dim
-from ._saved import as_torch_int, show_saved
 
 _ndarray = np.ndarray
 SELU_ALPHA = 1.6732632423543772848170429916717

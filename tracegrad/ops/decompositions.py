@@ -15,8 +15,8 @@ from ..autograd.function import Op
 from ..autograd.grad_mode import state
 from ..errors import LinAlgError, ShapeError, UnsupportedDTypeError
 from ..tensor import Tensor
-from .linalg import matmul
 from ._saved import as_torch_int, show_saved
+from .linalg import matmul
 
 
 def _mT(tensor):

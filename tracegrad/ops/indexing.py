@@ -16,9 +16,9 @@ from ..tensor import Tensor  # ops load after Tensor is defined (tensor.py impor
 from . import _math
 from ._edges import select_edges
 from ._operands import operands
+from ._saved import as_torch_int, show_saved
 from .arith import Copy, FillTensor
 from .reduce import sum_to
-from ._saved import as_torch_int, show_saved
 from .shape import Alias, Unsqueeze, check_expandable, wrap_dim
 
 

@@ -15,7 +15,7 @@ from ..tensor import Tensor
 from . import _math
 from ._edges import select_edges
 from ._math import sum_to
-from ._saved import REDUCTION_ENUM, as_torch_int, show_saved
+from ._saved import REDUCTION_ENUM, show_saved
 from .unary import _quiet
 
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 from ..autograd.function import Op
 from ..errors import ShapeError
 from ._checks import wrap_dim
+from ._saved import as_torch_int, show_saved
 from .linalg import Mv, _combine, _input_grad, _scaled, matmul
 from .reduce import sum_to
-from ._saved import as_torch_int, show_saved
 
 
 def _mT(tensor):

@@ -211,7 +211,7 @@ class MaxDim(Op):
 
     @staticmethod
     def backward(ctx, grad, _indices_grad=None):
-        ctx.saved_tensors  # the version check of the indices (ctx.indices: their array)
+        ctx.saved_tensors  # noqa: B018 - the version check of the indices (ctx.indices: their array)
         if not len(ctx.input_shape):
             return (grad, None)
         if not ctx.keepdim:

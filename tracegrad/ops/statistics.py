@@ -13,8 +13,8 @@ import warnings
 import numpy as np
 
 from .. import _dtype
-from ..autograd.function import Op
 from .._methods.reduction import NOT_GIVEN
+from ..autograd.function import Op
 from ..autograd.grad_mode import state
 from ..errors import ArgumentTypeError, DTypeError, ShapeError
 from ..tensor import Tensor
