@@ -49,18 +49,14 @@ KNOWN_SAVED_DIFFERENT: dict[str, str] = {
  "ErfinvBackward0": "not shown: self (tensor)",
  "FmaxBackward0": "not shown: other (tensor), self (tensor)",
  "FminBackward0": "not shown: other (tensor), self (tensor)",
- "GatherBackward0": "not shown: dim, index (tensor), self (tensor), sparse_grad",
  "Im2ColBackward0":
      "not shown: dilation, kernel_size, padding, self_sym_argsize_minus_1, "
      "self_sym_argsize_minus_2, stride",
  "IndexAddBackward0": "not shown: alpha, dim, index (tensor), source (tensor), source_dim",
- "IndexBackward0": "not shown: indices (tensor)",
  "IndexCopyBackward0": "not shown: dim, index (tensor), source (tensor), source_dim",
  "IndexFillBackward0": "not shown: dim, index (tensor)",
  "IndexFillBackward1": "not shown: dim, index (tensor)",
  "IndexPutBackward0": "not shown: accumulate, indices (tensor)",
- "IndexSelectBackward0": "not shown: dim, index (tensor), self_sym_sizes",
- "KthvalueBackward0": "not shown: dim, indices (tensor), keepdim, self_sym_sizes",
  "LdexpBackward0": "not shown: other (tensor), result (tensor)",
  "LerpBackward0": "not shown: weight",
  "LinalgDetBackward0": "not shown: A (tensor), LU (tensor), pivots (tensor), result (tensor)",
@@ -78,15 +74,10 @@ KNOWN_SAVED_DIFFERENT: dict[str, str] = {
  "Logaddexp2Backward0": "not shown: other (tensor), self (tensor)",
  "LogaddexpBackward0": "not shown: other (tensor), self (tensor)",
  "LogitBackward0": "not shown: eps, self (tensor)",
- "MaskedFillBackward0": "not shown: mask (tensor)",
- "MaskedFillBackward1": "not shown: mask (tensor)",
  "MaskedScatterBackward0": "not shown: mask (tensor), source_sym_sizes",
  "MaskedSelectBackward0": "not shown: mask (tensor), self (tensor)",
  "MeanBackward0": "not shown: self_sym_numel",
  "MedianBackward0": "not shown: result (tensor), self (tensor)",
- "MedianBackward1": "not shown: dim, indices (tensor), keepdim, self_sym_sizes",
- "ModeBackward0": "not shown: dim, indices (tensor), keepdim, self_sym_sizes",
- "NanmedianBackward1": "not shown: dim, indices (tensor), keepdim, self_sym_sizes",
  "NativeGroupNormBackward0":
      "not shown: C, HxW, N, eps, group, input (tensor), result1 (tensor), result2 (tensor), "
      "weight (tensor)",
@@ -105,14 +96,11 @@ KNOWN_SAVED_DIFFERENT: dict[str, str] = {
      "not shown: dim, include_self, index (tensor), reduce, result (tensor), self (tensor), src "
      "(tensor)",
  "SgnBackward0": "not shown: result (tensor), self (tensor)",
- "SortBackward0": "not shown: dim, indices (tensor), self_sym_sizes",
- "SortBackward1": "not shown: dim, indices (tensor), self_sym_sizes",
  "SplitBackward0": "not shown: dim, self_sym_sizes, split_size",
  "SplitWithSizesBackward0": "not shown: dim, self_sym_sizes, split_sizes",
  "SqueezeBackward4": "not shown: dim, self_sym_sizes",
  "StdMeanBackward0": "not shown: dim, result0 (tensor)",
  "TakeBackward0": "not shown: index (tensor), self (tensor)",
- "TopkBackward0": "not shown: dim, indices (tensor), self_sym_sizes",
  "TraceBackward0": "not shown: self_sym_sizes",
  "UnsafeSplitBackward0": "not shown: dim, self_sym_sizes, split_size",
  "UnsafeSplitWithSizesBackward0": "not shown: dim, self_sym_sizes, split_sizes",
@@ -171,6 +159,8 @@ def _shown(lib, value):
         array = value.detach().numpy()
         return ("Tensor", str(value.dtype).rpartition(".")[2], tuple(value.shape),
                 value.requires_grad, array)
+    if isinstance(value, (tuple, list)) and any(isinstance(v, lib.Tensor) for v in value):
+        return (type(value).__name__, tuple(_shown(lib, item) for item in value))
     return (type(value).__name__, value)
 
 
@@ -179,6 +169,10 @@ def _same(mine, reference) -> bool:
         return mine[1:4] == reference[1:4] and np.allclose(
             mine[4].astype(float), reference[4].astype(float), rtol=1e-6, atol=1e-9,
             equal_nan=True)
+    if mine[0] == reference[0] and isinstance(mine[1], tuple) and mine[1] and \
+            isinstance(mine[1][0], tuple):  # a list of saved tensors (index's indices)
+        return len(mine[1]) == len(reference[1]) and all(
+            _same(a, b) for a, b in zip(mine[1], reference[1]))
     return mine == reference
 
 

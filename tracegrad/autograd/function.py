@@ -1046,7 +1046,16 @@ def _finish(cls, node, args: tuple, data, attrs):
             _share_storage(args[0], result)
         outputs = None  # made below only when something needs the tuple
     to_save = node._to_save
-    if to_save or cls.saves_output:
+    if not to_save and cls.saves_output.__class__ is tuple:
+        # Only outputs saved (max(dim)'s, sort's indices): kept without _save's search;
+        # an output without grad (the indices) is held as an input is (saved_input).
+        saved = []
+        for index in cls.saves_output:
+            output = outputs[index]
+            saved.append(SavedTensor(output, node, True) if output._requires_grad
+                         else _saved_input(output))
+        node._saved = tuple(saved)
+    elif to_save or cls.saves_output:
         if outputs is None:
             outputs = (result,)
         if cls.saves_output:

@@ -10,6 +10,7 @@ from .. import backends
 from ..autograd import views
 from ..autograd.function import Op
 from ..autograd.grad_mode import state
+from ..autograd.node import _AbsentSavedTensor
 from ..backends import array_module
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor  # ops load after Tensor is defined (tensor.py imports them)
@@ -107,6 +108,26 @@ class Index(Op):
     def backward(ctx, grad):
         ctx.saved_tensors  # noqa: B018 - raises, as torch does, once backward freed them
         return (index_accumulate(grad, ctx.input_shape, ctx.index), None)
+
+
+def _saved_indices(node, raw: bool) -> tuple:
+    """``grad_fn._saved_indices`` (``_raw_saved_indices``): one entry per indexed dim up to
+    the last index tensor, None (an empty saved tensor) for a dim taken whole, as torch's
+    IndexBackward0 shows them."""
+    parts = node.index if isinstance(node.index, tuple) else (node.index,)
+    saved = iter(node._saved)
+    shown = []
+    for part in parts:
+        if getattr(part, "dtype", None) is None:
+            shown.append(_AbsentSavedTensor() if raw else None)
+        else:
+            slot = next(saved)
+            shown.append(slot if raw else slot.unpack(node))
+    return tuple(shown)
+
+
+Index._node_class._saved_indices = property(lambda node: _saved_indices(node, False))
+Index._node_class._raw_saved_indices = property(lambda node: _saved_indices(node, True))
 
 
 def _save_positions(ctx, index) -> None:
@@ -589,6 +610,9 @@ def _check_index(op_name: str, tensor, axis: int, index) -> None:
 class Gather(Op):
     node_name = "GatherBackward0"
     array_backward = True
+    # as PyTorch names them (the index a saved tensor, version-checked); dim below
+    saved_names = ("self", "index", "sparse_grad=sparse_grad")
+    sparse_grad = False
 
     @staticmethod
     def forward(ctx, a, dim, index):
@@ -596,11 +620,18 @@ class Gather(Op):
         axis = wrap_dim(dim, a._array.ndim)
         _check_index("gather", a, axis, index)
         ctx.axis, ctx.input_shape, ctx.index = axis, a._array.shape, index._array
+        ctx.save_for_backward(a, index)
+        ctx.given = dim
         return a._array[_grid_index(a._xp, index._array, axis)]
 
     @staticmethod
     def backward(ctx, grad):
+        ctx.saved_tensors  # noqa: B018 - the version checks (ctx.index: the index's array)
         return (scatter_into(grad, ctx.input_shape, ctx.axis, ctx.index, True), None, None)
+
+
+show_saved(Gather, "dim", lambda node: as_torch_int(node.given))
+Gather._node_class.sparse_grad = False  # (torch's gather(..., sparse_grad=False))
 
 
 class ScatterInto(Op):
@@ -748,6 +779,7 @@ class ScatterAdd(Op):
 class MaskedFill(Op):
     node_name = "MaskedFillBackward0"
     array_backward = True
+    saved_names = ("mask",)  # a saved tensor, version-checked, as torch's
 
     @staticmethod
     def forward(ctx, a, mask, value):
@@ -756,6 +788,7 @@ class MaskedFill(Op):
 
     @staticmethod
     def backward(ctx, grad):
+        ctx.saved_tensors  # noqa: B018 - the mask's version check (ctx.mask: its array)
         return (_math.where(_math.constant(grad, ctx.mask), 0.0, grad), None, None)
 
 
@@ -764,6 +797,7 @@ class MaskedFillTensor(Op):
     gradient where mask is True (MaskedFillBackward1 in torch)."""
 
     node_name = "MaskedFillBackward1"
+    saved_names = ("mask",)  # a saved tensor, version-checked, as torch's
 
     @staticmethod
     def forward(ctx, a, mask, value):
@@ -777,6 +811,7 @@ class MaskedFillTensor(Op):
     @staticmethod
     def backward(ctx, grad):
         needs = ctx.needs_input_grad
+        ctx.saved_tensors  # noqa: B018 - the mask's version check
         mask = _wrap_bool(ctx.mask)
         grad_value = Where.apply(mask, grad, 0.0).sum() if needs[2] else None
         return (Where.apply(mask, 0.0, grad) if needs[0] else None), None, grad_value
@@ -788,6 +823,7 @@ def _masked_fill(ctx, a, mask, value):
                          f"dtype {mask.dtype.name}")
     fill = value._array if isinstance(value, Tensor) else value
     ctx.mask = mask._array
+    ctx.save_for_backward(mask)
     return a._xp.where(mask._array, a._xp.asarray(fill, dtype=a._array.dtype), a._array)
 
 

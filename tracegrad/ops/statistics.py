@@ -20,7 +20,7 @@ from ..errors import ArgumentTypeError, DTypeError, ShapeError
 from ..tensor import Tensor
 from . import _math
 from ._checks import wrap_dim
-from ._saved import as_torch_ints, show_saved
+from ._saved import as_torch_int, as_torch_ints, show_saved
 from .indexing import scatter_into
 from .reduce import _product, expand_reduced, normalize_dims
 from .shape import Reshape
@@ -269,11 +269,16 @@ class MedianDim(Op):
     """``median(dim)`` -> (values, indices); the gradient goes to the selected index."""
 
     node_name = "MedianBackward1"
+    # the indices (output 1) a saved tensor, as torch's: changed in place, backward
+    # fails the version check; dim and the input's sizes below
+    saved_names = ("indices", "keepdim=keepdim")
+    saves_output = (1,)
     array_backward = True
     _ignore_nan = False
 
     @staticmethod
     def forward(ctx, a, dim, keepdim=False):
+        ctx.given = dim  # as written: grad_fn._saved_dim shows it
         x = a._array
         xp = a._xp
         if x.ndim == 0:
@@ -294,6 +299,7 @@ class MedianDim(Op):
 
     @staticmethod
     def backward(ctx, grad, _indices_grad=None):
+        ctx.saved_tensors  # noqa: B018 - the indices' version check
         return (scatter_to_index(grad, ctx._input_meta[0][0], ctx.axis, ctx.index,
                                  ctx.keepdim), None, None)
 
@@ -357,10 +363,15 @@ class Mode(Op):
     equally frequent ones) and the index of its last occurrence, as torch returns."""
 
     node_name = "ModeBackward0"
+    # the indices (output 1) a saved tensor, as torch's: changed in place, backward
+    # fails the version check; dim and the input's sizes below
+    saved_names = ("indices", "keepdim=keepdim")
+    saves_output = (1,)
     array_backward = True
 
     @staticmethod
     def forward(ctx, a, dim=-1, keepdim=False):
+        ctx.given = dim  # as written: grad_fn._saved_dim shows it
         x = a._array
         xp = a._xp
         if x.ndim == 0:
@@ -380,6 +391,7 @@ class Mode(Op):
 
     @staticmethod
     def backward(ctx, grad, _indices_grad=None):
+        ctx.saved_tensors  # noqa: B018 - the indices' version check
         return (scatter_to_index(grad, ctx._input_meta[0][0], ctx.axis, ctx.index,
                                  ctx.keepdim), None, None)
 
@@ -428,3 +440,13 @@ def count_reduced(shape, dims) -> int:
 show_saved(Logsumexp, "dim", lambda node: as_torch_ints(node.given))
 
 show_saved(VarMean, "dim", lambda node: as_torch_ints(node._dim))
+
+
+show_saved(MedianDim, "dim", lambda node: as_torch_int(node.given))
+show_saved(MedianDim, "self_sym_sizes", lambda node: tuple(node._input_meta[0][0]))
+show_saved(NanmedianDim, "dim", lambda node: as_torch_int(node.given))
+show_saved(NanmedianDim, "self_sym_sizes", lambda node: tuple(node._input_meta[0][0]))
+
+
+show_saved(Mode, "dim", lambda node: as_torch_int(node.given))
+show_saved(Mode, "self_sym_sizes", lambda node: tuple(node._input_meta[0][0]))
