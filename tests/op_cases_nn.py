@@ -63,6 +63,11 @@ NN_CASES: dict[str, list] = {
         g, y.tanh()), in_torch=False)],
     "SigmoidBackward": [Case(((3, 4), (3, 4)), lambda L, g, y: unary.SigmoidBackward.apply(
         g, y.sigmoid()), in_torch=False)],
+    "SoftmaxBackwardData": [Case(((3, 4), (3, 4)), lambda L, g, y: unary.SoftmaxBackwardData
+                                 .apply(g, y.softmax(1), 1, 1), in_torch=False)],
+    "LogSoftmaxBackwardData": [Case(((3, 4), (3, 4)), lambda L, g, y: unary
+                                    .LogSoftmaxBackwardData.apply(g, y.log_softmax(1), 1, 1),
+                                    in_torch=False)],
     "GeluBackward": [Case(((3, 4), (3, 4)), lambda L, g, x: activation.GeluBackward.apply(
         g, x, "none"), in_torch=False),
         Case(((3, 4), (3, 4)), lambda L, g, x: activation.GeluBackward.apply(g, x, "tanh"),

@@ -64,9 +64,6 @@ PROGRAMS = {
 # grad_fn names of the create_graph gradient that still differ from torch's (values and
 # requires_grad match): torch records one fused backward node, tracegrad the formula's ops.
 KNOWN_NAME_DIFFERENT = {
- "softmax": "torch: SoftmaxBackwardDataBackward0 (tracegrad records the formula's ops)",
- "log_softmax": "torch: LogSoftmaxBackwardDataBackward0 (the formula's ops here)",
- "cross_entropy": "torch: LogSoftmaxBackwardDataBackward0 (the formula's ops here)",
  "mse_detached": "torch: MseLossBackwardBackward0 (the formula's ops here)",
  "softplus": "torch: SoftplusBackwardBackward0 (the formula's ops here)",
  "elu": "torch: EluBackwardBackward0 (the formula's ops here)",
@@ -123,6 +120,8 @@ def test_second_order_node_name_matches_torch(program):
     ("NllLossBackwardBackward0", lambda L, x: _F(L).nll_loss(x, L.tensor(TARGET))),
     ("TanhBackwardBackward0", lambda L, x: x.tanh()),
     ("SigmoidBackwardBackward0", lambda L, x: x.sigmoid()),
+    ("SoftmaxBackwardDataBackward0", lambda L, x: L.softmax(x, -1)),
+    ("LogSoftmaxBackwardDataBackward0", lambda L, x: L.log_softmax(x, 0)),
 ])
 def test_backward_nodes_show_torch_saved_values(name, lib_op):
     shown = []

@@ -514,6 +514,8 @@ class Softmax(Op):
     @staticmethod
     def backward(ctx, grad):
         (result,) = ctx.saved_tensors
+        if grad.__class__ is _math.Tensor:  # torch's SoftmaxBackwardDataBackward0
+            return (SoftmaxBackwardData.apply(grad, result, ctx.axis, ctx._dim), None)
         inner = _math.sum_keepdim(grad * result, ctx.axis)
         return (result * (grad - inner), None)
 
@@ -539,10 +541,68 @@ class LogSoftmax(Op):
     @staticmethod
     def backward(ctx, grad):
         (result,) = ctx.saved_tensors
+        if grad.__class__ is _math.Tensor:  # torch's LogSoftmaxBackwardDataBackward0
+            return (LogSoftmaxBackwardData.apply(grad, result, ctx.axis, ctx._dim), None)
         return (grad - _math.exp(result) * _math.sum_keepdim(grad, ctx.axis), None)
 
 
-for _op in (Softmax, LogSoftmax):
+class SoftmaxBackwardData(Op):
+    """softmax's backward ``output * (grad - sum(grad * output))`` as a node (create_graph),
+    as torch records it (_softmax_backward_data): the same map of the incoming gradient,
+    and ``gg * (grad - sum(grad * output)) - sum(gg * output) * grad`` for the output."""
+
+    node_name = "SoftmaxBackwardDataBackward0"
+    saved_names = ("grad_output", "output")  # as PyTorch names them; dim below
+
+    @staticmethod
+    def forward(ctx, grad, output, axis, dim):
+        ctx.save_for_backward(grad, output)
+        ctx.axis, ctx._dim = axis, dim
+        g, y = grad._array, output._array
+        return y * (g - (g * y).sum(axis=axis, keepdims=True))
+
+    @staticmethod
+    def backward(ctx, grad_grad):
+        grad, output = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        axis = ctx.axis
+        grad_of_grad = SoftmaxBackwardData.apply(grad_grad, output, axis, ctx._dim) \
+            if needs[0] else None
+        grad_of_output = None
+        if needs[1]:
+            grad_of_output = grad_grad * (grad - (grad * output).sum(axis, keepdim=True)) - \
+                (grad_grad * output).sum(axis, keepdim=True) * grad
+        return grad_of_grad, grad_of_output, None, None
+
+
+class LogSoftmaxBackwardData(Op):
+    """log_softmax's backward ``grad - exp(output) * sum(grad)`` as a node (create_graph),
+    as torch records it: ``gg - sum(gg * exp(output))`` for the incoming gradient, and
+    ``-sum(grad) * exp(output) * gg`` for the output."""
+
+    node_name = "LogSoftmaxBackwardDataBackward0"
+    saved_names = ("grad_output", "output")  # as PyTorch names them; dim below
+
+    @staticmethod
+    def forward(ctx, grad, output, axis, dim):
+        ctx.save_for_backward(grad, output)
+        ctx.axis, ctx._dim = axis, dim
+        g = grad._array
+        return g - output._xp.exp(output._array) * g.sum(axis=axis, keepdims=True)
+
+    @staticmethod
+    def backward(ctx, grad_grad):
+        grad, output = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        axis = ctx.axis
+        exp = output.exp()
+        grad_of_grad = grad_grad - (grad_grad * exp).sum(axis, keepdim=True) \
+            if needs[0] else None
+        grad_of_output = -grad.sum(axis, keepdim=True) * exp * grad_grad if needs[1] else None
+        return grad_of_grad, grad_of_output, None, None
+
+
+for _op in (Softmax, LogSoftmax, SoftmaxBackwardData, LogSoftmaxBackwardData):
     show_saved(_op, "dim", lambda node: as_torch_int(node._dim))
 
 
