@@ -43,6 +43,8 @@ PROGRAMS = {
  "log_softmax": lambda L, x: L.log_softmax(x, 1),
  "mse": lambda L, x: _F(L).mse_loss(x, (x * 2).sin()),
  "mse_detached": lambda L, x: _F(L).mse_loss(x, L.tensor(W, dtype=L.float64)),
+ "mse_sum": lambda L, x: _F(L).mse_loss(x.sin(), x.cos(), reduction="sum"),
+ "mse_none": lambda L, x: _F(L).mse_loss(x, x.flip(0) * 2, reduction="none"),
  "cross_entropy": lambda L, x: _F(L).cross_entropy(x, L.tensor(TARGET)),
  "nll": lambda L, x: _F(L).nll_loss(x, L.tensor(TARGET)),
  "nll_weighted": lambda L, x: _F(L).nll_loss(
@@ -64,7 +66,6 @@ PROGRAMS = {
 # grad_fn names of the create_graph gradient that still differ from torch's (values and
 # requires_grad match): torch records one fused backward node, tracegrad the formula's ops.
 KNOWN_NAME_DIFFERENT = {
- "mse_detached": "torch: MseLossBackwardBackward0 (the formula's ops here)",
  "softplus": "torch: SoftplusBackwardBackward0 (the formula's ops here)",
  "elu": "torch: EluBackwardBackward0 (the formula's ops here)",
  "layer_norm_plain": "torch: NativeLayerNormBackwardBackward0 (the formula's ops here)",
@@ -121,6 +122,7 @@ def test_second_order_node_name_matches_torch(program):
     ("TanhBackwardBackward0", lambda L, x: x.tanh()),
     ("SigmoidBackwardBackward0", lambda L, x: x.sigmoid()),
     ("SoftmaxBackwardDataBackward0", lambda L, x: L.softmax(x, -1)),
+    ("MseLossBackwardBackward0", lambda L, x: _F(L).mse_loss(x, L.ones(3, 4, dtype=L.float64))),
     ("LogSoftmaxBackwardDataBackward0", lambda L, x: L.log_softmax(x, 0)),
 ])
 def test_backward_nodes_show_torch_saved_values(name, lib_op):

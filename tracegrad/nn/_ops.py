@@ -135,6 +135,12 @@ class MseLoss(Op):
     def backward(ctx, grad):
         input, target = ctx.saved_tensors
         needs = ctx.needs_input_grad
+        if grad.__class__ is Tensor:  # torch's MseLossBackwardBackward0, one per operand
+            reduction = ctx.reduction
+            return (_math.sum_to(MseLossBackward.apply(grad, input, target, reduction),
+                                 input.shape) if needs[0] else None,
+                    _math.sum_to(MseLossBackward.apply(grad, target, input, reduction),
+                                 target.shape) if needs[1] else None, None)
         diff = input - target
         scale = 2.0 / _math.numel(diff) if ctx.reduction == "mean" else 2.0
         grad_diff = diff * (grad * scale) if ctx.reduction != "none" else diff * grad * scale
@@ -144,6 +150,39 @@ class MseLoss(Op):
 
 
 show_saved(MseLoss, "reduction", lambda node: REDUCTION_ENUM[node.reduction])
+
+
+class MseLossBackward(Op):
+    """mse_loss's backward ``scale * (self - target) * grad`` as a node (create_graph), as
+    torch records it (``scale`` is 2, over the element count for "mean"): linear in each
+    of its three inputs but the product, so its gradients are ``scale * (self - target) *
+    gg`` for grad (summed to grad's shape), ``scale * gg * grad`` for self and the negative
+    for target."""
+
+    node_name = "MseLossBackwardBackward0"
+    saved_names = ("grad_output", "self", "target")  # as PyTorch names them
+
+    @staticmethod
+    def forward(ctx, grad, a, b, reduction="mean"):
+        ctx.save_for_backward(grad, a, b)
+        ctx.reduction = reduction
+        diff = a._array - b._array
+        ctx.scale = 2.0 / max(diff.size, 1) if reduction == "mean" else 2.0
+        return (diff * (grad._array * ctx.scale)).astype(diff.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, grad_grad):
+        grad, a, b = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        scale = ctx.scale
+        grad_of_grad = _math.sum_to((a - b) * grad_grad * scale, grad.shape) \
+            if needs[0] else None
+        product = grad_grad * grad * scale if needs[1] or needs[2] else None
+        return (grad_of_grad, _math.sum_to(product, a.shape) if needs[1] else None,
+                _math.sum_to(-product, b.shape) if needs[2] else None, None)
+
+
+show_saved(MseLossBackward, "reduction", lambda node: REDUCTION_ENUM[node.reduction])
 
 
 class NllLoss(Op):
