@@ -68,6 +68,10 @@ NN_CASES: dict[str, list] = {
     "LogSoftmaxBackwardData": [Case(((3, 4), (3, 4)), lambda L, g, y: unary
                                     .LogSoftmaxBackwardData.apply(g, y.log_softmax(1), 1, 1),
                                     in_torch=False)],
+    "EluBackward": [Case(((3, 4), (3, 4)), lambda L, g, x: activation.EluBackward.apply(
+        g, x, 0.7, 1.2, 0.9), in_torch=False)],
+    "SoftplusBackward": [Case(((3, 4), (3, 4)), lambda L, g, x: activation.SoftplusBackward
+                              .apply(g, x * 3, 2.0, 4.0), in_torch=False)],
     "GeluBackward": [Case(((3, 4), (3, 4)), lambda L, g, x: activation.GeluBackward.apply(
         g, x, "none"), in_torch=False),
         Case(((3, 4), (3, 4)), lambda L, g, x: activation.GeluBackward.apply(g, x, "tanh"),

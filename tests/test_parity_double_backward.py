@@ -54,6 +54,9 @@ PROGRAMS = {
  "silu": lambda L, x: _F(L).silu(x),
  "softplus": lambda L, x: _F(L).softplus(x, 2, 1),
  "elu": lambda L, x: _F(L).elu(x),
+ "selu": lambda L, x: _F(L).selu(x),
+ "celu": lambda L, x: _F(L).celu(x, 0.5),
+ "softplus_default": lambda L, x: _F(L).softplus(x),
  "gelu": lambda L, x: _F(L).gelu(x),
  "layer_norm": lambda L, x: _F(L).layer_norm(x, (4,), x[0] * 1, x[1] * 1),
  "layer_norm_plain": lambda L, x: _F(L).layer_norm(x, (4,)),
@@ -61,14 +64,28 @@ PROGRAMS = {
  "sign": lambda L, x: x.sign(),
  "max_dim": lambda L, x: x.max(1)[0],
  "where": lambda L, x: L.where(x > 0, x * x, x),
+ "hardswish": lambda L, x: _F(L).hardswish(x),
+ "logsigmoid": lambda L, x: _F(L).logsigmoid(x),
+ "smooth_l1": lambda L, x: _F(L).smooth_l1_loss(x, L.tensor(W, dtype=L.float64)),
+ "huber": lambda L, x: _F(L).huber_loss(x, L.tensor(W, dtype=L.float64)),
+ "batch_norm": lambda L, x: _F(L).batch_norm(x, None, None, training=True),
+ "glu": lambda L, x: _F(L).glu(x, 1),
+ "prod": lambda L, x: x.prod(1),
+ "norm": lambda L, x: x.norm(),
 }
 
 # grad_fn names of the create_graph gradient that still differ from torch's (values and
 # requires_grad match): torch records one fused backward node, tracegrad the formula's ops.
 KNOWN_NAME_DIFFERENT = {
- "softplus": "torch: SoftplusBackwardBackward0 (the formula's ops here)",
- "elu": "torch: EluBackwardBackward0 (the formula's ops here)",
  "layer_norm_plain": "torch: NativeLayerNormBackwardBackward0 (the formula's ops here)",
+ "hardswish": "torch: HardswishBackwardBackward0 (the formula's ops here)",
+ "logsigmoid": "torch: LogSigmoidBackwardBackward0 (the formula's ops here)",
+ "smooth_l1": "torch: SmoothL1LossBackwardBackward0 (the formula's ops here)",
+ "huber": "torch: HuberLossBackwardBackward0 (the formula's ops here)",
+ "batch_norm": "torch: NativeBatchNormBackwardBackward0 (the formula's ops here)",
+ "glu": "torch: GluBackwardBackward0 (the formula's ops here)",
+ "prod": "torch ends prod's formula with a mul, tracegrad with a div",
+ "norm": "torch ends the norm's formula with a mul, tracegrad with a where",
 }
 
 
@@ -122,6 +139,8 @@ def test_second_order_node_name_matches_torch(program):
     ("TanhBackwardBackward0", lambda L, x: x.tanh()),
     ("SigmoidBackwardBackward0", lambda L, x: x.sigmoid()),
     ("SoftmaxBackwardDataBackward0", lambda L, x: L.softmax(x, -1)),
+    ("EluBackwardBackward0", lambda L, x: _F(L).elu(x, 0.5)),
+    ("SoftplusBackwardBackward0", lambda L, x: _F(L).softplus(x, 2, 1)),
     ("MseLossBackwardBackward0", lambda L, x: _F(L).mse_loss(x, L.ones(3, 4, dtype=L.float64))),
     ("LogSoftmaxBackwardDataBackward0", lambda L, x: L.log_softmax(x, 0)),
 ])

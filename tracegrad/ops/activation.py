@@ -14,6 +14,7 @@ import math
 import numpy as np
 
 from ..autograd.function import Op
+from ..autograd.quiet import quiet
 from ..errors import ShapeError
 from ..tensor import Tensor
 from . import _math, unary
@@ -161,11 +162,54 @@ class Elu(Op):
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
+        if grad.__class__ is Tensor:  # torch's EluBackwardBackward0 (see EluBackward)
+            return (EluBackward.apply(grad, a, ctx.alpha, ctx.scale, ctx.input_scale), None,
+                    None, None)
         # exp of the clamped input: the positive side is not used, and must not overflow
         # to inf, whose product with a zero gradient would be nan in double backward
         exponential = _math.exp(_math.clamp_max(a, 0) * ctx.input_scale)
         negative = grad * (exponential * (ctx.input_scale * ctx.scale * ctx.alpha))
         return (_math.where(a > 0, grad * ctx.scale, negative), None, None, None)
+
+
+class EluBackward(Op):
+    """elu's backward (celu's and selu's too) as a node (create_graph), as torch records it
+    (EluBackwardBackward0, for the input: is_result False): the same map of the incoming
+    gradient, and for the input ``gg * grad * input_scale**2 * scale * alpha *
+    exp(x * input_scale)`` where x <= 0 (zero above)."""
+
+    node_name = "EluBackwardBackward0"
+    # as PyTorch names them (self_or_result: the input here, is_result False)
+    saved_names = ("grad_output", "self_or_result", "alpha=alpha", "scale=scale",
+                   "input_scale=input_scale")
+
+    @staticmethod
+    def forward(ctx, grad, a, alpha, scale, input_scale):
+        ctx.save_for_backward(grad, a)
+        ctx.alpha, ctx.scale, ctx.input_scale = alpha, scale, input_scale
+        x, g = a._array, grad._array
+        xp = a._xp
+        with quiet():
+            negative = g * (xp.exp(xp.minimum(x, 0) * input_scale) *
+                            (input_scale * scale * alpha))
+        return xp.where(x > 0, g * scale, negative).astype(g.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, grad_grad):
+        grad, a = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        alpha, scale, input_scale = ctx.alpha, ctx.scale, ctx.input_scale
+        grad_of_grad = EluBackward.apply(grad_grad, a, alpha, scale, input_scale) \
+            if needs[0] else None
+        grad_of_self = None
+        if needs[1]:
+            curve = (a.clamp(max=0) * input_scale).exp() * (
+                input_scale * input_scale * scale * alpha)
+            grad_of_self = _math.where(a > 0, 0.0, grad_grad * grad * curve)
+        return grad_of_grad, grad_of_self, None, None, None
+
+
+show_saved(EluBackward, "is_result", lambda node: False)
 
 
 class Celu(Elu):
@@ -275,9 +319,45 @@ class Softplus(Op):
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
+        if grad.__class__ is Tensor:  # torch's SoftplusBackwardBackward0
+            return (SoftplusBackward.apply(grad, a, ctx.beta, ctx.threshold), None, None)
         scaled = a * ctx.beta
         return (_math.where(scaled > ctx.threshold, grad, grad * _math.sigmoid(scaled)), None,
                 None)
+
+
+class SoftplusBackward(Op):
+    """softplus's backward as a node (create_graph), as torch records it: the same map of
+    the incoming gradient, and ``gg * grad * beta * s * (1 - s)`` for the input (s the
+    sigmoid of beta * x) where beta * x <= threshold (zero above)."""
+
+    node_name = "SoftplusBackwardBackward0"
+    # as PyTorch names them
+    saved_names = ("grad_output", "self", "beta=beta", "threshold=threshold")
+
+    @staticmethod
+    def forward(ctx, grad, a, beta, threshold):
+        ctx.save_for_backward(grad, a)
+        ctx.beta, ctx.threshold = beta, threshold
+        x, g = a._array, grad._array
+        scaled = x * x.dtype.type(beta)
+        sigmoid = unary._stable_sigmoid(a._xp, scaled)
+        return a._xp.where(scaled > threshold, g, g * sigmoid).astype(g.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, grad_grad):
+        grad, a = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        beta, threshold = ctx.beta, ctx.threshold
+        grad_of_grad = SoftplusBackward.apply(grad_grad, a, beta, threshold) \
+            if needs[0] else None
+        grad_of_self = None
+        if needs[1]:
+            scaled = a * beta
+            sigmoid = scaled.sigmoid()
+            grad_of_self = _math.where(scaled > threshold, 0.0,
+                                       grad_grad * grad * (sigmoid * (1 - sigmoid) * beta))
+        return grad_of_grad, grad_of_self, None, None
 
 
 class Hardtanh(Op):
