@@ -72,6 +72,9 @@ NN_CASES: dict[str, list] = {
         g, x, 0.7, 1.2, 0.9), in_torch=False)],
     "SoftplusBackward": [Case(((3, 4), (3, 4)), lambda L, g, x: activation.SoftplusBackward
                               .apply(g, x * 3, 2.0, 4.0), in_torch=False)],
+    "HardsigmoidBackward": [Case(((3, 4), (3, 4)), lambda L, g, x: activation
+                                 .HardsigmoidBackward.apply(g, x * 4), in_torch=False,
+                                 no_derivative=True)],
     "GeluBackward": [Case(((3, 4), (3, 4)), lambda L, g, x: activation.GeluBackward.apply(
         g, x, "none"), in_torch=False),
         Case(((3, 4), (3, 4)), lambda L, g, x: activation.GeluBackward.apply(g, x, "tanh"),
@@ -79,7 +82,8 @@ NN_CASES: dict[str, list] = {
     "Softplus": [Case(((3, 4),), lambda L, x: _F(L).softplus(x * 3, beta=2.0, threshold=4.0))],
     "Hardtanh": [Case(((3, 4),), lambda L, x: _F(L).hardtanh(x, -0.5, 0.8)),
                  Case(((3, 4),), lambda L, x: _F(L).relu6(x * 4 + 3))],
-    "Hardsigmoid": [Case(((3, 4),), lambda L, x: _F(L).hardsigmoid(x * 4))],
+    "Hardsigmoid": [Case(((3, 4),), lambda L, x: _F(L).hardsigmoid(x * 4),
+                         no_second_derivative=True)],
     "Hardswish": [Case(((3, 4),), lambda L, x: _F(L).hardswish(x * 4))],
     "Mish": [Case(((3, 4),), lambda L, x: _F(L).mish(x * 2))],
     "LogSigmoid": [Case(((3, 4),), lambda L, x: _F(L).logsigmoid(x * 3))],

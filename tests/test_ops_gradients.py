@@ -713,7 +713,8 @@ def test_gradient_matches_finite_differences(name, index):
 
 # Ops whose backward is not itself differentiable in a way finite differences can check:
 # kinks (relu, abs, clamp, max) have a zero second derivative almost everywhere, which
-# gradgradcheck does verify; nothing is excluded today -- keep it that way.
+# gradgradcheck does verify; nothing is excluded today -- keep it that way. (A case marked
+# no_second_derivative is one torch refuses to differentiate twice: it must raise here too.)
 @pytest.mark.parametrize("name,index", _ids(ALL), ids=lambda value: str(value))
 def test_second_derivative_matches_finite_differences(name, index):
     case = _case(name, index)
@@ -723,6 +724,12 @@ def test_second_derivative_matches_finite_differences(name, index):
     if case.gradcheck.get("eps", 1e-6) != 1e-6:
         pytest.skip("float32 inside: second differences are too coarse")
     inputs = _inputs(tg, _arrays(name, index, case))
+    if case.no_second_derivative:
+        outputs = _as_tuple(case.call(tg, *inputs))
+        grads = tg.autograd.grad(sum(o.sum() for o in outputs), inputs, create_graph=True)
+        with pytest.raises(RuntimeError, match="derivative for "):
+            tg.autograd.grad(sum(g.sum() for g in grads), inputs)
+        return
     assert tg.autograd.gradgradcheck(lambda *xs: case.call(tg, *xs), inputs,
                                      eps=1e-6, atol=1e-4, rtol=1e-3)
 

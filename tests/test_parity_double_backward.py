@@ -131,6 +131,16 @@ def test_second_order_node_name_matches_torch(program):
     assert _first_and_second(tg, program)[0][2] == _first_and_second(torch, program)[0][2]
 
 
+def test_hardsigmoid_second_derivative_fails_as_in_torch():
+    for lib in (tg, torch):
+        x = lib.tensor(X, dtype=lib.float64, requires_grad=True)
+        (grad,) = lib.autograd.grad(_F(lib).hardsigmoid(x).sum(), x, create_graph=True)
+        assert grad.requires_grad and grad.grad_fn.name() == "torch::autograd::NotImplemented"
+        with pytest.raises(RuntimeError, match="derivative for aten::hardsigmoid_backward is "
+                                               "not implemented"):
+            lib.autograd.grad(grad.sum(), x)
+
+
 @pytest.mark.parametrize("name,lib_op", [
     ("ThresholdBackwardBackward0", lambda L, x: x.relu()),
     ("LeakyReluBackwardBackward0", lambda L, x: _F(L).leaky_relu(x, 0.2)),

@@ -20,6 +20,7 @@ from ..tensor import Tensor
 from . import _math, unary
 from ._saved import as_torch_int, show_saved
 from ._special import erf  # the one erf (float64 exact, float32 vectorised; CuPy: cupyx)
+from .binary import _NotDifferentiable
 from .reduce import sum_to
 from .shape import wrap_dim
 
@@ -394,7 +395,24 @@ class Hardsigmoid(Op):
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
+        if grad.__class__ is Tensor:  # torch defines no derivative of this backward
+            return (HardsigmoidBackward.apply(grad, a),)
         return (grad * ((a > -3) & (a < 3)) * _ONE_SIXTH,)
+
+
+class HardsigmoidBackward(_NotDifferentiable):
+    """hardsigmoid's backward under create_graph: computed, but torch defines no derivative
+    of it (a NotImplemented node whose backward raises torch's error), so a second
+    derivative fails here as in torch instead of giving numbers torch does not."""
+
+    node_name = "torch::autograd::NotImplemented"
+    _aten_name = "hardsigmoid_backward"
+
+    @staticmethod
+    def forward(ctx, grad, a):
+        x = a._array
+        return (grad._array * ((x > -3) & (x < 3)) * _ONE_SIXTH).astype(grad._array.dtype,
+                                                                          copy=False)
 
 
 # torch's hardsigmoid backward multiplies by 1/6 rounded to float32, in every dtype
