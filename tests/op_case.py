@@ -16,6 +16,9 @@ class Case:
     gradcheck: dict = field(default_factory=dict)  # extra gradcheck keywords
     # torch defines no derivative: backward must raise (in torch and here) instead
     no_derivative: bool = False
+    # torch defines no derivative of its backward (hardsigmoid): a second derivative must
+    # raise (in torch and here)
+    no_second_derivative: bool = False
     # a random draw torch differentiates as zero: the values differ from torch's stream, so
     # only shapes, node names and the (zero) gradients are compared
     random_draw: bool = False

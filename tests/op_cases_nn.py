@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from op_case import Case
 
-from tracegrad.ops import activation, recurrent, resample
+from tracegrad.ops import activation, recurrent, resample, unary
 
 
 def _F(lib):
@@ -51,6 +51,30 @@ NN_CASES: dict[str, list] = {
     "Celu": [Case(((3, 4),), lambda L, x: _F(L).celu(x, 1.5))],
     "Gelu": [Case(((3, 4),), lambda L, x: _F(L).gelu(x * 2)),
              Case(((3, 4),), lambda L, x: _F(L).gelu(x * 2, approximate="tanh"))],
+    # the backward nodes of piecewise-linear activations (create_graph): the mask in grad,
+    # zero in self (inputs away from the kinks)
+    "ThresholdBackward": [Case(((3, 4), (3, 4)), lambda L, g, x: activation.ThresholdBackward
+                               .apply(g, x, 0.1), in_torch=False)],
+    "LeakyReluBackward": [Case(((3, 4), (3, 4)), lambda L, g, x: activation.LeakyReluBackward
+                               .apply(g, x, 0.2), in_torch=False)],
+    "HardtanhBackward": [Case(((3, 4), (3, 4)), lambda L, g, x: activation.HardtanhBackward
+                              .apply(g, x, -0.5, 0.5), in_torch=False)],
+    "TanhBackward": [Case(((3, 4), (3, 4)), lambda L, g, y: unary.TanhBackward.apply(
+        g, y.tanh()), in_torch=False)],
+    "SigmoidBackward": [Case(((3, 4), (3, 4)), lambda L, g, y: unary.SigmoidBackward.apply(
+        g, y.sigmoid()), in_torch=False)],
+    "SoftmaxBackwardData": [Case(((3, 4), (3, 4)), lambda L, g, y: unary.SoftmaxBackwardData
+                                 .apply(g, y.softmax(1), 1, 1), in_torch=False)],
+    "LogSoftmaxBackwardData": [Case(((3, 4), (3, 4)), lambda L, g, y: unary
+                                    .LogSoftmaxBackwardData.apply(g, y.log_softmax(1), 1, 1),
+                                    in_torch=False)],
+    "EluBackward": [Case(((3, 4), (3, 4)), lambda L, g, x: activation.EluBackward.apply(
+        g, x, 0.7, 1.2, 0.9), in_torch=False)],
+    "SoftplusBackward": [Case(((3, 4), (3, 4)), lambda L, g, x: activation.SoftplusBackward
+                              .apply(g, x * 3, 2.0, 4.0), in_torch=False)],
+    "HardsigmoidBackward": [Case(((3, 4), (3, 4)), lambda L, g, x: activation
+                                 .HardsigmoidBackward.apply(g, x * 4), in_torch=False,
+                                 no_derivative=True)],
     "GeluBackward": [Case(((3, 4), (3, 4)), lambda L, g, x: activation.GeluBackward.apply(
         g, x, "none"), in_torch=False),
         Case(((3, 4), (3, 4)), lambda L, g, x: activation.GeluBackward.apply(g, x, "tanh"),
@@ -58,7 +82,8 @@ NN_CASES: dict[str, list] = {
     "Softplus": [Case(((3, 4),), lambda L, x: _F(L).softplus(x * 3, beta=2.0, threshold=4.0))],
     "Hardtanh": [Case(((3, 4),), lambda L, x: _F(L).hardtanh(x, -0.5, 0.8)),
                  Case(((3, 4),), lambda L, x: _F(L).relu6(x * 4 + 3))],
-    "Hardsigmoid": [Case(((3, 4),), lambda L, x: _F(L).hardsigmoid(x * 4))],
+    "Hardsigmoid": [Case(((3, 4),), lambda L, x: _F(L).hardsigmoid(x * 4),
+                         no_second_derivative=True)],
     "Hardswish": [Case(((3, 4),), lambda L, x: _F(L).hardswish(x * 4))],
     "Mish": [Case(((3, 4),), lambda L, x: _F(L).mish(x * 2))],
     "LogSigmoid": [Case(((3, 4),), lambda L, x: _F(L).logsigmoid(x * 3))],

@@ -100,19 +100,16 @@ NOT_COMPARED = {
 # Where the graph texts differ: (tracegrad's line, torch's line, why), lines compared without
 # indentation and with unnamed tensors' labels (t1, t2, ...) blanked to "t", so that one
 # extra saved tensor does not renumber the rest. Each is an engine difference for the lead.
-DIFFERENCES: dict[str, list[tuple[str, str, str]]] = {
-    "where_trap": [("WhereBackward0", "WhereBackward0  saves: t b8[4]",
-                    "torch saves where's condition as a tensor (grad_fn._saved_condition); "
-                    "tracegrad keeps it as an array the trace does not list")] * 3,
-}
+DIFFERENCES: dict[str, list[tuple[str, str, str]]] = {}
 # Programs whose graphs differ node for node, and why (an engine difference for the lead).
 GRAPHS_DIFFER = {
     "char_lstm": "torch's LSTM runs on oneDNN: a CloneBackward0 (contiguous input) before "
                  "MkldnnRnnLayerBackward0, which also saves its outputs and a workspace",
-    "pinn": "double backward through tanh: torch records one TanhBackwardBackward0; "
-            "tracegrad's engine differentiates tanh's backward formula op by op (Mul, Rsub)",
-    "wgan_gp": "double backward through leaky_relu: torch records LeakyReluBackwardBackward0; "
-               "tracegrad's engine differentiates the formula op by op (Where, Mul)",
+    "pinn": "double backward through linear layers: torch and tracegrad record addmm's "
+            "backward formula (t, mm, sum) in another order and sharing (the tanh nodes, "
+            "TanhBackwardBackward0, match)",
+    "wgan_gp": "double backward through linear layers: addmm's backward formula recorded in "
+               "another order and sharing (the LeakyReluBackwardBackward0 nodes match)",
 }
 # Node names that differ, for the node-by-node comparison.
 RENAMED: dict[str, str] = {}

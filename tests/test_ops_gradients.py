@@ -210,6 +210,9 @@ CASES: dict[str, list[Case]] = {
     "ScatterInto": [Case(((3, 2),), lambda L, src: indexing.ScatterInto.apply(
         src, shape=(3, 4), dim=1, index=np.array([[0, 0], [1, 3], [3, 2]]), accumulate=True),
         in_torch=False)],
+    "ScatterPlaced": [Case(((3, 2),), lambda L, src: indexing.ScatterPlaced.apply(
+        src, shape=(3, 4), dim=1, index=np.array([[0, 1], [1, 3], [3, 2]]), accumulate=False),
+        in_torch=False)],
     "Select": [Case(((3, 4),), lambda L, x: x[1]),
                Case(((2, 3, 4),), lambda L, x: x[:, 2, 1:])],
     "Sigmoid": [Case(((3, 4),), lambda L, x: x.sigmoid())],
@@ -710,7 +713,8 @@ def test_gradient_matches_finite_differences(name, index):
 
 # Ops whose backward is not itself differentiable in a way finite differences can check:
 # kinks (relu, abs, clamp, max) have a zero second derivative almost everywhere, which
-# gradgradcheck does verify; nothing is excluded today -- keep it that way.
+# gradgradcheck does verify; nothing is excluded today -- keep it that way. (A case marked
+# no_second_derivative is one torch refuses to differentiate twice: it must raise here too.)
 @pytest.mark.parametrize("name,index", _ids(ALL), ids=lambda value: str(value))
 def test_second_derivative_matches_finite_differences(name, index):
     case = _case(name, index)
@@ -720,6 +724,12 @@ def test_second_derivative_matches_finite_differences(name, index):
     if case.gradcheck.get("eps", 1e-6) != 1e-6:
         pytest.skip("float32 inside: second differences are too coarse")
     inputs = _inputs(tg, _arrays(name, index, case))
+    if case.no_second_derivative:
+        outputs = _as_tuple(case.call(tg, *inputs))
+        grads = tg.autograd.grad(sum(o.sum() for o in outputs), inputs, create_graph=True)
+        with pytest.raises(RuntimeError, match="derivative for "):
+            tg.autograd.grad(sum(g.sum() for g in grads), inputs)
+        return
     assert tg.autograd.gradgradcheck(lambda *xs: case.call(tg, *xs), inputs,
                                      eps=1e-6, atol=1e-4, rtol=1e-3)
 

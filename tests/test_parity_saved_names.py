@@ -2,12 +2,9 @@
 
 Tools that draw saved tensors (torchviz's ``show_saved``, tracegrad's own bridge) list them
 with ``dir(grad_fn)``, so an internal attribute that starts with ``_saved_`` shows up there
-as if it were a saved value, and a missing one hides a parameter torch shows. The programs
-marked ``xfail(strict=True)`` are known differences, mostly tensors torch saves and
-tracegrad keeps as arrays or not at all (max(dim)'s indices, where's condition,
-layer_norm's bias/result1/result2, avg_pool's self, nll's raw total_weight) and var/std's
-``correction`` (None for a bare ``x.var()`` in torch); a strict xfail fails the day one is
-fixed, so this list stays true.
+as if it were a saved value, and a missing one hides a parameter torch shows. A program put
+in ``KNOWN_DIFFERENT`` (empty now) is a strict xfail, so the list stays true: the day one
+is fixed it fails. (tests/test_parity_saved_sweep.py compares the values of many more.)
 """
 from __future__ import annotations
 
@@ -59,7 +56,7 @@ PROGRAMS = {
  "var": lambda L, x: x.var(0),
 }
 
-KNOWN_DIFFERENT = frozenset(['avg_pool', 'ce', 'layer_norm', 'max_dim', 'std', 'var', 'where'])
+KNOWN_DIFFERENT: frozenset = frozenset()
 
 
 def _saved_attributes(grad_fn) -> list[str]:
@@ -96,7 +93,6 @@ def test_no_internal_attribute_looks_like_a_saved_value():
         "_raw_saved_result", "_saved_result"]
 
 
-@pytest.mark.xfail(strict=True, reason="known: the op keeps the stride it resolved")
 def test_max_pool_shows_the_stride_as_given():
     values = []
     for lib in (tg, torch):
@@ -145,15 +141,26 @@ VALUE_PROGRAMS = {
  "norm_dim": lambda L, x: x.norm(1, -1, True),
  "vector_norm": lambda L, x: L.linalg.vector_norm(x, 3.5, (0, 1)),
  "layer_norm_2d": lambda L, x: L.nn.functional.layer_norm(x, [2, 2], x.detach()),
-}
-
-
-# var/std show all but ``correction``: torch's is None for a bare ``x.var()`` and 1 for
-# ``x.var(None)``, which the op cannot tell apart (known: the names test's xfails).
-VAR_PROGRAMS = {
+ # var/std's correction shows the overload torch took: None for a bare x.var() (and for
+ # correction=None), 1 where a dim was given, int(unbiased), a correction as given
+ "var_bare": lambda L, x: x.var(),
+ "var_none": lambda L, x: x.var(None),
+ "var_keepdim": lambda L, x: x.var(keepdim=True),
+ "var_correction_none": lambda L, x: x.var(0, correction=None),
+ "var_correction_half": lambda L, x: L.var(x, 1, correction=0.5),
+ "var_unbiased_false": lambda L, x: x.var(False),
  "std_neg": lambda L, x: x.std(-1),
+ "std_bare": lambda L, x: L.std(x),
  "var_dims": lambda L, x: x.var((0, -1), keepdim=True),
  "var_biased": lambda L, x: L.var(x, 0, unbiased=False),
+ "avg_pool_default": lambda L, x: L.nn.functional.avg_pool2d(x.view(1, 1, 2, 2), 2),
+ "avg_pool_all": lambda L, x: L.nn.functional.avg_pool2d(
+     x.view(1, 1, 2, 2), (1, 2), 1, (0, 1), True, False, 3),
+ "avg_pool_module": lambda L, x: L.nn.AvgPool2d(2)(x.view(1, 1, 2, 2)),
+ "max_pool_list": lambda L, x: L.nn.functional.max_pool2d(x.view(1, 1, 2, 2), 1, [1, 2]),
+ "max_pool_module": lambda L, x: L.nn.MaxPool2d(1)(x.view(1, 1, 2, 2)),
+ "nll_4d": lambda L, x: L.nn.functional.nll_loss(
+     x.view(1, 2, 2, 1), L.tensor([[[0], [1]]]), reduction="sum"),
 }
 
 
@@ -166,9 +173,7 @@ def _parameter_values(lib, program, programs=VALUE_PROGRAMS) -> dict:
     values = {}
     for name in names:
         if name.startswith("_saved_") and name[len("_saved_"):] not in tensors:
-            value = getattr(grad_fn, name)
-            if not isinstance(value, lib.Tensor):  # (nll's total_weight has no raw slot here)
-                values[name] = (type(value).__name__, value)
+            values[name] = (type(value := getattr(grad_fn, name)).__name__, value)
     return values
 
 
@@ -177,15 +182,3 @@ def test_saved_parameter_values_match_torch(program):
     ours, theirs = _parameter_values(tg, program), _parameter_values(torch, program)
     assert theirs  # each program's node has parameters to compare
     assert ours == theirs
-
-
-@pytest.mark.parametrize("program", list(VAR_PROGRAMS))
-def test_var_std_parameter_values_match_torch_but_correction(program):
-    ours = _parameter_values(tg, program, VAR_PROGRAMS)
-    theirs = _parameter_values(torch, program, VAR_PROGRAMS)
-    assert theirs.pop("_saved_correction")[1] in (0, 1)
-    assert "_saved_correction" not in ours
-    assert theirs and ours == theirs
-    names = _saved_attributes(VAR_PROGRAMS[program](tg, tg.ones(2, 2, requires_grad=True)).grad_fn)
-    assert set(names) | {"_saved_correction"} == set(_saved_attributes(
-        VAR_PROGRAMS[program](torch, torch.ones(2, 2, requires_grad=True)).grad_fn))

@@ -28,7 +28,8 @@ async def test_node_panel_shows_the_nan_cause_and_saved_bytes():
         assert trace.node(step.node).name == "LogBackward0"  # opens at the violation
         text = screen_text(app)
         assert "cause: the where trap" in text
-        assert "saved tensors: 16 B here; backward keeps 16 B at its peak" in text
+        # log's x (16 B) and, as torch, where's condition (4 bools) until where's step ran
+        assert "saved tensors: 16 B here; backward keeps 20 B at its peak" in text
 
 
 @run_async

@@ -11,7 +11,7 @@ import builtins
 from ._dtype import from_numpy_dtype as _from_numpy_dtype
 from ._methods import ValuesIndices
 from ._methods.comparison import numpy_aliases as _numpy_aliases
-from ._methods.reduction import ALL_DIMS
+from ._methods.reduction import ALL_DIMS, NOT_GIVEN
 from .ops import arith as _arith
 from .ops import binary as _binary
 from .ops import bitwise as _bitwise
@@ -129,13 +129,16 @@ def argmax(input, dim=None, keepdim=False, **aliases):
 def argmin(input, dim=None, keepdim=False, **aliases):
     return input.argmin(dim, keepdim, **aliases)
 
-def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, **aliases):
+def var(input, dim=NOT_GIVEN, unbiased=None, keepdim=False, *, correction=NOT_GIVEN,
+        **aliases):
     return input.var(dim, unbiased, keepdim, correction=correction, **aliases)
 
-def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, **aliases):
+def std(input, dim=NOT_GIVEN, unbiased=None, keepdim=False, *, correction=NOT_GIVEN,
+        **aliases):
     return input.std(dim, unbiased, keepdim, correction=correction, **aliases)
 
-def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None, **aliases):
+def var_mean(input, dim=NOT_GIVEN, unbiased=None, keepdim=False, *, correction=NOT_GIVEN,
+        **aliases):
     """(variance, mean) from one VarMeanBackward0 node."""
     from .ops.statistics import VarMean, variance_arguments
 
@@ -144,7 +147,8 @@ def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None, 
     dim, correction = variance_arguments(dim, unbiased, correction)
     return VarMean.apply(input, dim, correction, keepdim)
 
-def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None, **aliases):
+def std_mean(input, dim=NOT_GIVEN, unbiased=None, keepdim=False, *, correction=NOT_GIVEN,
+        **aliases):
     """(standard deviation, mean) from one StdMeanBackward0 node."""
     from .ops.statistics import StdMean, variance_arguments
 

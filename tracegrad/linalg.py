@@ -171,7 +171,10 @@ def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *,
     dims = tuple(dim)
     if len(dims) != 2:
         raise ShapeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {dim}")
-    if ord == "fro":
+    if ord == "fro":  # torch's node shows the dims wrapped (0, 1), not (-2, -1)
+        from .ops.shape import wrap_dim
+
+        dims = tuple(wrap_dim(d, A._array.ndim) for d in dims)
         return _norms.VectorNorm.apply(A, 2, dims, keepdim, None)
     if ord == "nuc" or ord in (2, -2):
         moved = _to_last_two(A, dims)
@@ -219,7 +222,8 @@ def norm(A: Tensor, ord=None, dim=None, keepdim: bool = False, *, dtype=None) ->
     if dim is not None and not isinstance(dim, int):
         dim = tuple(dim)
     if ord is None:  # the 2-norm of the flattened input, or Frobenius over a 2-tuple dim
-        return vector_norm(A, 2, dim, keepdim, dtype=dtype)
+        # (ord 2.0, a float, as torch's node shows it)
+        return vector_norm(A, 2.0, dim, keepdim, dtype=dtype)
     matrix_dims = dim if isinstance(dim, tuple) and len(dim) == 2 else (
         (-2, -1) if dim is None and A._array.ndim == 2 else None)
     if isinstance(ord, str) or matrix_dims is not None:

@@ -191,7 +191,9 @@ class PointwiseMethods:
 
         if isinstance(exponent, Tensor):
             return arith.Pow.apply(self.to(_dtype.float64), exponent.to(_dtype.float64))
-        return arith.PowScalar.apply(self.to(_dtype.float64), exponent)
+        # the exponent a float, as torch's node shows it (2.0)
+        return arith.PowScalar.apply(self.to(_dtype.float64), float(exponent)
+                                     if isinstance(exponent, int) else exponent)
 
     # -- blends ------------------------------------------------------------------------
     def lerp(self, end, weight):

@@ -25,6 +25,18 @@ class _AllDims:
 ALL_DIMS = _AllDims()
 
 
+class _NotGiven:
+    """var/std's ``dim`` and ``correction`` not given: torch's node shows which overload a
+    call took (``grad_fn._saved_correction`` is None for ``x.var()``, 1 for ``x.var(None)``
+    and ``x.var(0)``, None again for ``x.var(0, correction=None)``)."""
+
+    def __repr__(self) -> str:
+        return "None"  # what help() and signatures show, as torch documents the default
+
+
+NOT_GIVEN = _NotGiven()
+
+
 def _refuse_keepdim_alone(name: str, keepdim) -> None:
     if keepdim:
         raise TypeError(
@@ -134,13 +146,15 @@ class ReductionMethods:
             dim, keepdim = numpy_aliases("argmin", aliases, dim, keepdim)
         return reduce.argmin(self, dim, keepdim)
 
-    def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None, **aliases):
+    def var(self, dim=NOT_GIVEN, unbiased=None, keepdim=False, *, correction=NOT_GIVEN,
+            **aliases):
         if aliases:
             dim, keepdim = numpy_aliases("var", aliases, dim, keepdim)
         dim, correction = statistics.variance_arguments(dim, unbiased, correction)
         return statistics.Var.apply(self, dim, correction, keepdim)
 
-    def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None, **aliases):
+    def std(self, dim=NOT_GIVEN, unbiased=None, keepdim=False, *, correction=NOT_GIVEN,
+            **aliases):
         if aliases:
             dim, keepdim = numpy_aliases("std", aliases, dim, keepdim)
         dim, correction = statistics.variance_arguments(dim, unbiased, correction)

@@ -674,7 +674,10 @@ def _save(node: Node, to_save: tuple, outputs) -> tuple:
         if value.__class__ is Tensor or isinstance(value, Tensor):
             for output in outputs:
                 if output is value:
-                    saved.append(SavedTensor(value, node, True))
+                    # An output without grad (max(dim)'s indices) has no grad_fn to keep
+                    # apart from: held as an input is, with no weak references (cheap).
+                    saved.append(SavedTensor(value, node, True) if value._requires_grad
+                                 else _saved_input(value))
                     break
             else:
                 saved.append(_saved_input(value))
@@ -1058,15 +1061,25 @@ def _finish(cls, node, args: tuple, data, attrs):
         outputs = None  # made below only when something needs the tuple
     to_save = node._to_save
     if to_save or cls.saves_output:
-        if outputs is None:
-            outputs = (result,)
-        if cls.saves_output:
-            # True: output 0 (ExpBackward0's result); a tuple names outputs (max_pool's
-            # indices)
-            to_save = to_save + ((outputs[0],) if cls.saves_output is True
-                                 else tuple(outputs[index] for index in cls.saves_output))
-        node._saved = _save(node, to_save, outputs)
-        node._to_save = ()
+        if not to_save and cls.saves_output.__class__ is tuple:
+            # Only outputs saved (max(dim)'s, sort's indices): kept without _save's search;
+            # an output without grad (the indices) is held as an input is (saved_input).
+            saved = []
+            for index in cls.saves_output:
+                output = outputs[index]
+                saved.append(SavedTensor(output, node, True) if output._requires_grad
+                             else _saved_input(output))
+            node._saved = tuple(saved)
+        else:
+            if outputs is None:
+                outputs = (result,)
+            if cls.saves_output:
+                # True: output 0 (ExpBackward0's result); a tuple names outputs (max_pool's
+                # indices)
+                to_save = to_save + ((outputs[0],) if cls.saves_output is True
+                                     else tuple(outputs[index] for index in cls.saves_output))
+            node._saved = _save(node, to_save, outputs)
+            node._to_save = ()
     if anomaly_flags.enabled or events.listener is not None:  # not a thread-local read
         _announce(node, args, outputs if outputs is not None else (result,), attrs)
     return result

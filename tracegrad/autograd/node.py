@@ -498,13 +498,18 @@ def _freed_message(node: Node) -> str:
 def _saved_properties(function) -> dict:
     """``_saved_<name>`` and ``_raw_saved_<name>`` properties for a node class, from its
     op's ``saved_names``: ``"self"`` names the next saved slot, ``"dim=dims"`` shows the
-    ctx attribute ``dims`` as ``_saved_dim``."""
+    ctx attribute ``dims`` as ``_saved_dim``, and ``"self#"`` a slot that holds a Python
+    number, shown as that number with no ``_raw_saved_`` (torch's saved Scalar, as
+    ``(2 ** x).grad_fn._saved_self``)."""
     properties = {}
     slot = 0
     for entry in getattr(function, "saved_names", ()):
         name, _, attribute = entry.partition("=")
         if attribute:
             properties[f"_saved_{name}"] = property(_attribute_getter(attribute))
+        elif name.endswith("#"):
+            properties[f"_saved_{name[:-1]}"] = property(_number_getter(slot))
+            slot += 1
         else:
             properties[f"_saved_{name}"] = property(_slot_getter(slot, name, raw=False))
             properties[f"_raw_saved_{name}"] = property(_slot_getter(slot, name, raw=True))
@@ -515,6 +520,13 @@ def _saved_properties(function) -> dict:
 def _attribute_getter(attribute: str):
     def get(node):
         return getattr(node, attribute)
+
+    return get
+
+
+def _number_getter(slot: int):
+    def get(node):
+        return node._saved[slot] if slot < len(node._saved) else None
 
     return get
 
@@ -531,9 +543,13 @@ def _slot_getter(slot: int, name: str, raw: bool):
             raise AutogradError(
                 f"{node.name()}._raw_saved_{name} is a Python number operand ({saved!r}), "
                 "which tracegrad keeps as a plain value: it has no saved-tensor hooks.")
+        from .. import _dtype
         from ..factories import tensor as make_tensor
 
-        return make_tensor(saved)
+        # torch's wrapped number: int64, float64, complex128 or bool, not the default dtype
+        wrapped = {bool: _dtype.bool_, int: _dtype.int64, float: _dtype.float64,
+                   complex: _dtype.complex128}.get(type(saved))
+        return make_tensor(saved, dtype=wrapped) if wrapped is not None else make_tensor(saved)
 
     return get
 
@@ -696,7 +712,9 @@ class AccumulateGrad(Node):
     def _backward(self, grads: list) -> tuple:
         grad = grads[0]
         variable = self.variable
-        if grad is None:
+        # A leaf whose requires_grad was switched off after the graph was built gets no
+        # gradient (PyTorch's AccumulateGrad checks it the same way).
+        if grad is None or not variable._requires_grad:
             return ()
         # Threads backpropagating into one shared leaf (Hogwild training) must not lose
         # an update between reading .grad and writing it.
@@ -726,9 +744,9 @@ class AccumulateGrad(Node):
         """``_backward`` for a pass without create_graph: the gradient is a backend array,
         kept as the leaf's ``.grad`` when nothing else holds it, else copied or added."""
         grad = grads[0]
-        if grad is None:
-            return ()
         variable = self.variable
+        if grad is None or not variable._requires_grad:  # (see _backward)
+            return ()
         with _accumulate_lock:  # (see _backward)
             current = variable._grad
             if current is None:

@@ -694,7 +694,7 @@ class Registry:
         else:
             known = self.known_tensor(tensor)
             if known is None and grad_fn is None and tensor.dim() == 0 \
-                    and not tensor.requires_grad:
+                    and not tensor.requires_grad and slot not in _NEVER_NUMBERS:
                 # ``y * 3`` saves the 3 as a 0-dim "wrapped number" tensor: the program's
                 # number, kept (like tracegrad's engine does) as the node's parameter.
                 return _Number(tensor.item())
@@ -706,6 +706,11 @@ class Registry:
         held = tensor if self.session is None or self.holding else None
         return TorchSaved(adapter, slot, raw, version, data.nbytes, source, producer,
                           output_nr, is_output, self.group(data), held)
+
+
+# Saved slots that hold a 0-d tensor torch computed, never a number of the program's
+# (nll_loss's total_weight: tracegrad's engine lists it as a saved tensor too).
+_NEVER_NUMBERS = frozenset({"total_weight"})
 
 
 class _Number:

@@ -35,7 +35,7 @@ def relu_(input: Tensor) -> Tensor:
 
 def relu6(input: Tensor, inplace: bool = False) -> Tensor:
     """``min(max(0, x), 6)``: hardtanh(0, 6), as torch computes it."""
-    return hardtanh(input, 0.0, 6.0, inplace)
+    return hardtanh(input, 0, 6, inplace)  # ints: grad_fn._saved_max_val is 6, as torch's
 
 
 def sigmoid(input: Tensor) -> Tensor:
@@ -65,7 +65,7 @@ def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
 
 
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
-    return _apply(input, inplace, "elu_", ops.Elu, alpha, 1.0, 1.0)
+    return _apply(input, inplace, "elu_", ops.Elu, alpha, 1, 1)  # torch's int scales
 
 
 def elu_(input: Tensor, alpha: float = 1.0) -> Tensor:
@@ -74,7 +74,7 @@ def elu_(input: Tensor, alpha: float = 1.0) -> Tensor:
 
 def selu(input: Tensor, inplace: bool = False) -> Tensor:
     """ELU with SELU's fixed alpha and scale (an EluBackward0 node, as in torch)."""
-    return _apply(input, inplace, "selu_", ops.Elu, ops.SELU_ALPHA, ops.SELU_SCALE, 1.0)
+    return _apply(input, inplace, "selu_", ops.Elu, ops.SELU_ALPHA, ops.SELU_SCALE, 1)
 
 
 def selu_(input: Tensor) -> Tensor:

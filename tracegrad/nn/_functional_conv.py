@@ -23,7 +23,6 @@ from ..ops.convolution import Col2Im, Convolution, Im2Col
 from ..ops.padding import ConstantPadNd, pad_pairs
 from ..ops.pixel_shuffle import PixelShuffle, PixelUnshuffle
 from ..ops.pooling import AdaptiveMaxPool2D, MaxPool2DWithIndices
-from ..ops.shape import Cat
 from ..tensor import Tensor
 
 
@@ -184,13 +183,21 @@ def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
                ceil_mode: bool = False, return_indices: bool = False):
     """Max over each window; ``return_indices`` also gives each maximum's flat index in its
     input plane (what ``max_unpool2d`` takes)."""
+    stride_as_given = stride
     kernel, stride, padding, dilation = _pool_arguments("max_pool2d", input, kernel_size,
                                                         stride, padding, dilation)
     _check_pooled(input, [resample.pooled_size(size, k, s, p, d, ceil_mode) for size, k, s, p, d
                           in zip(input.shape[-2:], kernel, stride, padding, dilation)])
     values, indices = MaxPool2DWithIndices.apply(input, kernel, stride, padding, dilation,
-                                                 ceil_mode)
+                                                 ceil_mode, _given_stride(stride_as_given))
     return (values, indices) if return_indices else values
+
+
+def _given_stride(stride) -> tuple:
+    """A pool's stride as torch's node shows it: as given, () for None (not the kernel
+    size it stands for)."""
+    return () if stride is None else _tuple(stride, 2, "stride") if not (
+        isinstance(stride, (list, tuple)) and not stride) else ()
 
 
 def max_pool1d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
@@ -199,8 +206,9 @@ def max_pool1d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
     if input.ndim not in (2, 3):
         raise ShapeError(f"max_pool1d() Expected 2D or 3D input tensor, but got "
                          f"{list(input.shape)}")
-    result = max_pool2d(input.unsqueeze(-2), (1, _tuple(kernel_size, 1)[0]),
-                        None if stride is None else (1, _tuple(stride, 1)[0]),
+    kernel = _tuple(kernel_size, 1)[0]
+    result = max_pool2d(input.unsqueeze(-2), (1, kernel),
+                        (1, kernel if _given_stride(stride) == () else _tuple(stride, 1)[0]),
                         (0, _tuple(padding, 1)[0]), (1, _tuple(dilation, 1)[0]), ceil_mode,
                         return_indices)
     if return_indices:
@@ -210,6 +218,7 @@ def max_pool1d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
 
 def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
                count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
+    stride_as_given = stride
     kernel, stride, padding, _ = _pool_arguments("avg_pool2d", input, kernel_size, stride,
                                                  padding, 1)
     if divisor_override is not None and divisor_override == 0:
@@ -224,7 +233,10 @@ def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bo
         first = maps[0]
         maps = (resample.AxisMap(first.in_size, first.out_size, first.index,
                                  first.weight / divisor_override, first.valid),) + maps[1:]
-    return resample.AvgPool2D.apply(input, maps)
+    # what torch's node shows (grad_fn._saved_kernel_size, ...)
+    parameters = (kernel, _given_stride(stride_as_given), padding, ceil_mode, count_include_pad,
+                  divisor_override)
+    return resample.AvgPool2D.apply(input, maps, parameters)
 
 
 def avg_pool1d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
@@ -232,8 +244,9 @@ def avg_pool1d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bo
     if input.ndim not in (2, 3):
         raise ShapeError(f"avg_pool1d() Expected 2D or 3D input tensor, but got "
                          f"{list(input.shape)}")
-    result = avg_pool2d(input.unsqueeze(-2), (1, _tuple(kernel_size, 1)[0]),
-                        None if stride is None else (1, _tuple(stride, 1)[0]),
+    kernel = _tuple(kernel_size, 1)[0]
+    result = avg_pool2d(input.unsqueeze(-2), (1, kernel),
+                        (1, kernel if _given_stride(stride) == () else _tuple(stride, 1)[0]),
                         (0, _tuple(padding, 1)[0]), ceil_mode, count_include_pad)
     return result.squeeze(-2)
 
@@ -320,18 +333,33 @@ def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) 
 
 
 def _circular(input: Tensor, pairs) -> Tensor:
-    first = input.ndim - len(pairs)
+    """torch's _pad_circular: the input copied into the middle of a new tensor, then each
+    padded dim's ends copied from the other side of that tensor, in place -- so the graph
+    is torch's chain of CopySlices nodes, and a negative pad crops."""
+    ndim = input.ndim
+    first = ndim - len(pairs)
+    in_shape = tuple(input.shape)
+    out_shape = list(in_shape)
     for offset, (before, after) in enumerate(pairs):
-        axis = first + offset
-        size = input.shape[axis]
-        parts = []
-        if before:
-            parts.append(input.narrow(axis, size - before, before))
-        parts.append(input)
-        if after:
-            parts.append(input.narrow(axis, 0, after))
-        input = Cat.apply(*parts, dim=axis) if len(parts) > 1 else input
-    return input
+        out_shape[first + offset] += before + after
+    out = input.new_empty(out_shape)
+    out_slice, in_slice = out, input
+    for dim in range(ndim - 1, first - 1, -1):  # the last dim first, as torch goes
+        before, after = pairs[dim - first]
+        start, stop = max(before, 0), out_shape[dim] - max(after, 0)
+        out_slice = out_slice.narrow(dim, start, stop - start)
+        start, stop = max(-before, 0), in_shape[dim] - max(-after, 0)
+        in_slice = in_slice.narrow(dim, start, stop - start)
+    out_slice.copy_(in_slice)
+    for dim in range(ndim - 1, first - 1, -1):  # corners are written more than once
+        before, after = pairs[dim - first]
+        if before > 0:
+            out.narrow(dim, 0, before).copy_(
+                out.narrow(dim, out_shape[dim] - before - max(after, 0), before))
+        if after > 0:
+            out.narrow(dim, out_shape[dim] - after, after).copy_(
+                out.narrow(dim, max(before, 0), after))
+    return out
 
 
 # -- resizing -----------------------------------------------------------------------------

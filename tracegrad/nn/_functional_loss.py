@@ -24,7 +24,7 @@ from ..ops.indexing import Where
 from ..tensor import Tensor
 from ._functional_activation import log_softmax, logsigmoid
 from ._functional_norm import pairwise_distance
-from ._ops import REDUCTIONS, MseLoss, NllLoss
+from ._ops import REDUCTIONS, MseLoss, NllLoss, NllLoss2D
 
 
 def _reduction(reduction: str, size_average=None, reduce=None) -> str:
@@ -192,7 +192,26 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     """Negative log likelihood of class-index ``target`` under log-probabilities ``input``
     of shape (N, C), (C,) or (N, C, d1, ...)."""
     reduction = _reduction(reduction, size_average, reduce)
-    return NllLoss.apply(input, target, weight, reduction=reduction, ignore_index=ignore_index)
+    ndim = input.dim()
+    if ndim < 3:
+        return NllLoss.apply(input, target, weight, reduction=reduction,
+                             ignore_index=ignore_index)
+    if ndim == 4:
+        return NllLoss2D.apply(input, target, weight, reduction=reduction,
+                               ignore_index=ignore_index)
+    # torch's nll_loss_nd: 3 or 5+ dims go through the 4-d kernel, viewed as (N, C, 1, -1)
+    # (ViewBackward0 nodes around NllLoss2DBackward0, as in torch's graph)
+    if tuple(target.shape) != (input.shape[0],) + tuple(input.shape[2:]):
+        return NllLoss2D.apply(input, target, weight, reduction=reduction,
+                               ignore_index=ignore_index)  # (its error names the shapes)
+    n, c = input.shape[0], input.shape[1]
+    empty = input.numel() == 0
+    flat = input.contiguous().view(n, c, 0, 0) if empty else input.contiguous().view(n, c, 1, -1)
+    flat_target = target.contiguous().view(n, 0, 0) if target.numel() == 0 else \
+        target.contiguous().view(n, 1, -1)
+    out = NllLoss2D.apply(flat, flat_target, weight, reduction=reduction,
+                          ignore_index=ignore_index)
+    return out.view((n,) + tuple(input.shape[2:])) if reduction == "none" else out
 
 
 def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,

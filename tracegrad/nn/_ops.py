@@ -135,6 +135,12 @@ class MseLoss(Op):
     def backward(ctx, grad):
         input, target = ctx.saved_tensors
         needs = ctx.needs_input_grad
+        if grad.__class__ is Tensor:  # torch's MseLossBackwardBackward0, one per operand
+            reduction = ctx.reduction
+            return (_math.sum_to(MseLossBackward.apply(grad, input, target, reduction),
+                                 input.shape) if needs[0] else None,
+                    _math.sum_to(MseLossBackward.apply(grad, target, input, reduction),
+                                 target.shape) if needs[1] else None, None)
         diff = input - target
         scale = 2.0 / _math.numel(diff) if ctx.reduction == "mean" else 2.0
         grad_diff = diff * (grad * scale) if ctx.reduction != "none" else diff * grad * scale
@@ -146,17 +152,51 @@ class MseLoss(Op):
 show_saved(MseLoss, "reduction", lambda node: REDUCTION_ENUM[node.reduction])
 
 
+class MseLossBackward(Op):
+    """mse_loss's backward ``scale * (self - target) * grad`` as a node (create_graph), as
+    torch records it (``scale`` is 2, over the element count for "mean"): linear in each
+    of its three inputs but the product, so its gradients are ``scale * (self - target) *
+    gg`` for grad (summed to grad's shape), ``scale * gg * grad`` for self and the negative
+    for target."""
+
+    node_name = "MseLossBackwardBackward0"
+    saved_names = ("grad_output", "self", "target")  # as PyTorch names them
+
+    @staticmethod
+    def forward(ctx, grad, a, b, reduction="mean"):
+        ctx.save_for_backward(grad, a, b)
+        ctx.reduction = reduction
+        diff = a._array - b._array
+        ctx.scale = 2.0 / max(diff.size, 1) if reduction == "mean" else 2.0
+        return (diff * (grad._array * ctx.scale)).astype(diff.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, grad_grad):
+        grad, a, b = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        scale = ctx.scale
+        grad_of_grad = _math.sum_to((a - b) * grad_grad * scale, grad.shape) \
+            if needs[0] else None
+        product = grad_grad * grad * scale if needs[1] or needs[2] else None
+        return (grad_of_grad, _math.sum_to(product, a.shape) if needs[1] else None,
+                _math.sum_to(-product, b.shape) if needs[2] else None, None)
+
+
+show_saved(MseLossBackward, "reduction", lambda node: REDUCTION_ENUM[node.reduction])
+
+
 class NllLoss(Op):
     """Negative log likelihood of class-index targets, picked along ``class_axis``."""
 
     node_name = "NllLossBackward0"
     array_backward = True
-    saved_names = ("self", "target", "weight")  # as PyTorch names them; total_weight below
+    # as PyTorch names them; total_weight (torch's second output of nll_loss_forward: the
+    # mean's divisor, 0 for reduction="none") is a saved tensor there too
+    saved_names = ("self", "target", "weight", "total_weight")
 
     @staticmethod
     def forward(ctx, log_probs, target, weight=None, reduction="mean", ignore_index=-100):
         select_edges(ctx, (0,))  # torch's edges: log_probs (no index/mask edge)
-        ctx.save_for_backward(log_probs, target, weight)  # what torch's node keeps
         xp = log_probs._xp
         x = log_probs._array
         class_axis = 0 if x.ndim == 1 else 1
@@ -171,35 +211,87 @@ class NllLoss(Op):
         ctx.class_axis, ctx.index, ctx.reduction = class_axis, index, reduction
         ctx._ignore_index = ignore_index  # for grad_fn._saved_ignore_index
         ctx.input_shape, ctx.weights = x.shape, weights
+        total_weight = weights.sum() if reduction != "none" else xp.zeros((), x.dtype)
+        # what torch's node keeps, total_weight a 0-d tensor as torch shows it
+        ctx.save_for_backward(log_probs, target, weight,
+                              Tensor._wrap(xp.asarray(total_weight, dtype=x.dtype), False))
         if reduction == "none":
             return losses
         if reduction == "sum":
             return losses.sum()
-        ctx.total_weight = weights.sum()
         with _quiet(xp):
-            return losses.sum() / ctx.total_weight  # all ignored: nan, as in torch
+            return losses.sum() / total_weight  # all ignored: nan, as in torch
 
     @staticmethod
     def backward(ctx, grad):
-        coefficients = -ctx.weights
-        if ctx.reduction == "mean":
-            coefficients = coefficients / ctx.total_weight
-        src = _math.constant(grad, coefficients.astype(_math.numpy_dtype(grad))) * grad
-        src = _math.unsqueeze(src, ctx.class_axis)
-        grad_input = scatter_into(src, ctx.input_shape, ctx.class_axis, ctx.index, False)
-        return grad_input, None, None
+        saved = ctx.saved_tensors  # version-checked, as torch checks its saves
+        if grad.__class__ is Tensor:  # torch's NllLossBackwardBackward0 (see NllLossBackward)
+            return (ctx._function._backward_op.apply(grad, saved[0], ctx), None, None)
+        return (_nll_grad(ctx, grad, saved[3]), None, None)
 
 
-def _saved_total_weight(node) -> Tensor:
-    """``grad_fn._saved_total_weight``: the summed weight of the targets not ignored (the
-    mean's divisor), a 0-d tensor as torch shows it."""
-    weights = node.weights
-    return Tensor._wrap(weights.sum(keepdims=False).reshape(()), False)
+def _nll_grad(ctx, grad, total_weight):
+    """nll_loss's gradient for ``grad``: its coefficients scattered into the picked
+    classes (a Tensor beside Tensors, an array beside arrays)."""
+    coefficients = -ctx.weights
+    if ctx.reduction == "mean":
+        coefficients = coefficients / total_weight
+    src = _math.constant(grad, coefficients.astype(_math.numpy_dtype(grad))) * grad
+    src = _math.unsqueeze(src, ctx.class_axis)
+    return scatter_into(src, ctx.input_shape, ctx.class_axis, ctx.index, False)
 
 
-NllLoss._node_class._saved_total_weight = property(_saved_total_weight)
-show_saved(NllLoss, "reduction", lambda node: REDUCTION_ENUM[node.reduction])
-show_saved(NllLoss, "ignore_index", lambda node: as_torch_int(node._ignore_index))
+class NllLossBackward(Op):
+    """nll_loss's backward as a node (torch's NllLossBackwardBackward0), made beside Tensors
+    (create_graph): linear in ``grad``, whose gradient is nll_loss of the incoming gradient
+    (the adjoint of the scatter); zero in ``self``, so the gradient requires grad whenever
+    the log-probabilities do, as in torch."""
+
+    node_name = "NllLossBackwardBackward0"
+    saved_names = ("target", "weight")  # as PyTorch names them; reduction etc. below
+
+    @staticmethod
+    def forward(ctx, grad, log_probs, loss_node):
+        saved = loss_node.saved_tensors
+        ctx.save_for_backward(saved[1], saved[2])
+        ctx.loss_node = loss_node
+        return _nll_grad(loss_node, grad._array, loss_node._saved[3].unpack(loss_node)._array)
+
+    @staticmethod
+    def backward(ctx, grad_grad):
+        target, weight = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        loss = ctx.loss_node
+        grad_of_grad = ctx._function._forward_op.apply(
+            grad_grad, target, weight, reduction=loss.reduction,
+            ignore_index=loss._ignore_index) if needs[0] else None
+        grad_of_self = _math.constant(grad_grad, grad_grad._xp.zeros(
+            loss.input_shape, grad_grad._array.dtype)) if needs[1] else None
+        return grad_of_grad, grad_of_self, None
+
+
+class NllLoss2D(NllLoss):
+    """nll_loss of an input with 3 or more dims (N, C, d1, ...): torch's node is
+    NllLoss2DBackward0 there (the same saved names)."""
+
+    node_name = "NllLoss2DBackward0"
+
+
+class NllLoss2DBackward(NllLossBackward):
+    node_name = "NllLoss2DBackwardBackward0"
+
+
+NllLoss._backward_op, NllLossBackward._forward_op = NllLossBackward, NllLoss
+NllLoss2D._backward_op, NllLoss2DBackward._forward_op = NllLoss2DBackward, NllLoss2D
+for _op in (NllLoss, NllLoss2D, NllLossBackward, NllLoss2DBackward):
+    show_saved(_op, "reduction", lambda node: REDUCTION_ENUM[_nll_node(node).reduction])
+    show_saved(_op, "ignore_index", lambda node: as_torch_int(_nll_node(node)._ignore_index))
+
+
+def _nll_node(node):
+    """The NllLoss node whose settings ``node`` shows (itself, or the one it is the
+    backward of)."""
+    return getattr(node, "loss_node", node)
 
 
 def _checked_targets(xp, log_probs, target, class_axis: int, ignore_index: int):

@@ -14,12 +14,14 @@ import math
 import numpy as np
 
 from ..autograd.function import Op
-from ..autograd.quiet import silenced
+from ..autograd.quiet import quiet, silenced
 from ..errors import ShapeError
 from ..tensor import Tensor
 from . import _math, unary
 from ._math import sum_to
+from ._saved import as_torch_int, show_saved
 from ._special import erf  # the one erf (float64 exact, float32 vectorised; CuPy: cupyx)
+from .binary import _NotDifferentiable
 from .shape import wrap_dim
 
 _ndarray = np.ndarray
@@ -47,6 +49,74 @@ def _mask(array) -> Tensor:
     return Tensor._wrap(array, False)
 
 
+class MaskBackward:
+    """``grad * mask(self)``: the backward of a piecewise-linear activation as a node of its
+    own beside Tensors, as torch records it (ThresholdBackwardBackward0, ...). Its
+    gradient is the same mask in ``grad`` and zero in ``self`` -- so, as in torch, the
+    gradient made with ``create_graph=True`` requires grad whenever ``self`` does, and a
+    second derivative is zeros (not "does not require grad")."""
+
+    @staticmethod
+    @silenced
+    def forward(ctx, grad, a, *parameters):
+        ctx.save_for_backward(a)
+        ctx.parameters = parameters
+        factor = ctx._function.factor(a._array, *parameters)
+        return (grad._array * factor).astype(grad._array.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, grad_grad):
+        (a,) = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        grad_of_grad = ctx._function.apply(grad_grad, a, *ctx.parameters) if needs[0] else None
+        grad_of_self = _math.constant(grad_grad, a._xp.zeros_like(a._array)) if needs[1] \
+            else None
+        return (grad_of_grad, grad_of_self) + (None,) * len(ctx.parameters)
+
+
+class ThresholdBackward(MaskBackward, Op):
+    node_name = "ThresholdBackwardBackward0"
+    saved_names = ("self", "threshold=threshold")
+
+    @staticmethod
+    def factor(x, threshold):
+        return x > threshold
+
+
+class LeakyReluBackward(MaskBackward, Op):
+    node_name = "LeakyReluBackwardBackward0"
+    saved_names = ("self", "negative_slope=negative_slope")
+
+    @staticmethod
+    def factor(x, negative_slope):
+        return x.dtype.type(1) * (x > 0) + x.dtype.type(negative_slope) * (x <= 0)
+
+
+class HardtanhBackward(MaskBackward, Op):
+    node_name = "HardtanhBackwardBackward0"
+    saved_names = ("self", "min_val=min_val", "max_val=max_val")
+
+    @staticmethod
+    def factor(x, min_val, max_val):
+        return (x > min_val) & (x < max_val)
+
+
+for _op, _names in ((ThresholdBackward, ("threshold",)),
+                    (LeakyReluBackward, ("negative_slope",)),
+                    (HardtanhBackward, ("min_val", "max_val"))):
+    for _index, _name in enumerate(_names):
+        setattr(_op._node_class, _name,
+                property(lambda node, index=_index: node.parameters[index]))
+
+
+def mask_backward(op, grad, a, *parameters):
+    """``grad * op.factor(a, *parameters)``: beside Tensors ``op``'s node (torch's
+    XBackwardBackward0), beside arrays the product."""
+    if grad.__class__ is Tensor:
+        return op.apply(grad, a, *parameters)
+    return grad * op.factor(a, *parameters)
+
+
 class LeakyRelu(Op):
     node_name = "LeakyReluBackward0"
     array_backward = True
@@ -62,7 +132,7 @@ class LeakyRelu(Op):
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
-        return (_math.where(a > 0, grad, grad * ctx.negative_slope), None)
+        return (mask_backward(LeakyReluBackward, grad, a, ctx.negative_slope), None)
 
 
 def unary_where(condition, a, b):
@@ -76,6 +146,8 @@ class Elu(Op):
 
     node_name = "EluBackward0"
     array_backward = True
+    # grad_fn._saved_<name>, as PyTorch names them
+    saved_names = ("self", "alpha=alpha", "scale=scale", "input_scale=input_scale")
 
     @staticmethod
     def forward(ctx, a, alpha=1.0, scale=1.0, input_scale=1.0):
@@ -91,6 +163,9 @@ class Elu(Op):
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
+        if grad.__class__ is Tensor:  # torch's EluBackwardBackward0 (see EluBackward)
+            return (EluBackward.apply(grad, a, ctx.alpha, ctx.scale, ctx.input_scale), None,
+                    None, None)
         # exp of the clamped input: the positive side is not used, and must not overflow
         # to inf, whose product with a zero gradient would be nan in double backward
         exponential = _math.exp(_math.clamp_max(a, 0) * ctx.input_scale)
@@ -98,9 +173,50 @@ class Elu(Op):
         return (_math.where(a > 0, grad * ctx.scale, negative), None, None, None)
 
 
+class EluBackward(Op):
+    """elu's backward (celu's and selu's too) as a node (create_graph), as torch records it
+    (EluBackwardBackward0, for the input: is_result False): the same map of the incoming
+    gradient, and for the input ``gg * grad * input_scale**2 * scale * alpha *
+    exp(x * input_scale)`` where x <= 0 (zero above)."""
+
+    node_name = "EluBackwardBackward0"
+    # as PyTorch names them (self_or_result: the input here, is_result False)
+    saved_names = ("grad_output", "self_or_result", "alpha=alpha", "scale=scale",
+                   "input_scale=input_scale")
+
+    @staticmethod
+    def forward(ctx, grad, a, alpha, scale, input_scale):
+        ctx.save_for_backward(grad, a)
+        ctx.alpha, ctx.scale, ctx.input_scale = alpha, scale, input_scale
+        x, g = a._array, grad._array
+        xp = a._xp
+        with quiet():
+            negative = g * (xp.exp(xp.minimum(x, 0) * input_scale) *
+                            (input_scale * scale * alpha))
+        return xp.where(x > 0, g * scale, negative).astype(g.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, grad_grad):
+        grad, a = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        alpha, scale, input_scale = ctx.alpha, ctx.scale, ctx.input_scale
+        grad_of_grad = EluBackward.apply(grad_grad, a, alpha, scale, input_scale) \
+            if needs[0] else None
+        grad_of_self = None
+        if needs[1]:
+            curve = (a.clamp(max=0) * input_scale).exp() * (
+                input_scale * input_scale * scale * alpha)
+            grad_of_self = _math.where(a > 0, 0.0, grad_grad * grad * curve)
+        return grad_of_grad, grad_of_self, None, None, None
+
+
+show_saved(EluBackward, "is_result", lambda node: False)
+
+
 class Celu(Elu):
     node_name = "CeluBackward0"
     _kernel = "celu_cpu"
+    saved_names = ("self", "alpha=alpha")  # grad_fn._saved_<name>, as PyTorch names them
 
 
 class Gelu(Op):
@@ -193,6 +309,8 @@ class Softplus(Op):
 
     node_name = "SoftplusBackward0"
     array_backward = True
+    # grad_fn._saved_<name>, as PyTorch names them
+    saved_names = ("self", "beta=beta", "threshold=threshold")
 
     @staticmethod
     @silenced
@@ -208,14 +326,51 @@ class Softplus(Op):
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
+        if grad.__class__ is Tensor:  # torch's SoftplusBackwardBackward0
+            return (SoftplusBackward.apply(grad, a, ctx.beta, ctx.threshold), None, None)
         scaled = a * ctx.beta
         return (_math.where(scaled > ctx.threshold, grad, grad * _math.sigmoid(scaled)), None,
                 None)
 
 
+class SoftplusBackward(Op):
+    """softplus's backward as a node (create_graph), as torch records it: the same map of
+    the incoming gradient, and ``gg * grad * beta * s * (1 - s)`` for the input (s the
+    sigmoid of beta * x) where beta * x <= threshold (zero above)."""
+
+    node_name = "SoftplusBackwardBackward0"
+    # as PyTorch names them
+    saved_names = ("grad_output", "self", "beta=beta", "threshold=threshold")
+
+    @staticmethod
+    def forward(ctx, grad, a, beta, threshold):
+        ctx.save_for_backward(grad, a)
+        ctx.beta, ctx.threshold = beta, threshold
+        x, g = a._array, grad._array
+        scaled = x * x.dtype.type(beta)
+        sigmoid = unary._stable_sigmoid(a._xp, scaled)
+        return a._xp.where(scaled > threshold, g, g * sigmoid).astype(g.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, grad_grad):
+        grad, a = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        beta, threshold = ctx.beta, ctx.threshold
+        grad_of_grad = SoftplusBackward.apply(grad_grad, a, beta, threshold) \
+            if needs[0] else None
+        grad_of_self = None
+        if needs[1]:
+            scaled = a * beta
+            sigmoid = scaled.sigmoid()
+            grad_of_self = _math.where(scaled > threshold, 0.0,
+                                       grad_grad * grad * (sigmoid * (1 - sigmoid) * beta))
+        return grad_of_grad, grad_of_self, None, None
+
+
 class Hardtanh(Op):
     node_name = "HardtanhBackward0"
     array_backward = True
+    saved_names = ("self", "min_val=min_val", "max_val=max_val")  # as PyTorch names them
 
     @staticmethod
     def forward(ctx, a, min_val=-1.0, max_val=1.0):
@@ -229,13 +384,13 @@ class Hardtanh(Op):
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
-        inside = (a > ctx.min_val) & (a < ctx.max_val)
-        return (grad * inside, None, None)
+        return (mask_backward(HardtanhBackward, grad, a, ctx.min_val, ctx.max_val), None, None)
 
 
 class Hardsigmoid(Op):
     node_name = "HardsigmoidBackward0"
     array_backward = True
+    saved_names = ("self",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a):
@@ -246,7 +401,24 @@ class Hardsigmoid(Op):
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
+        if grad.__class__ is Tensor:  # torch defines no derivative of this backward
+            return (HardsigmoidBackward.apply(grad, a),)
         return (grad * ((a > -3) & (a < 3)) * _ONE_SIXTH,)
+
+
+class HardsigmoidBackward(_NotDifferentiable):
+    """hardsigmoid's backward under create_graph: computed, but torch defines no derivative
+    of it (a NotImplemented node whose backward raises torch's error), so a second
+    derivative fails here as in torch instead of giving numbers torch does not."""
+
+    node_name = "torch::autograd::NotImplemented"
+    _aten_name = "hardsigmoid_backward"
+
+    @staticmethod
+    def forward(ctx, grad, a):
+        x = a._array
+        return (grad._array * ((x > -3) & (x < 3)) * _ONE_SIXTH).astype(grad._array.dtype,
+                                                                          copy=False)
 
 
 # torch's hardsigmoid backward multiplies by 1/6 rounded to float32, in every dtype
@@ -256,6 +428,7 @@ _ONE_SIXTH = float(np.float32(1.0) / np.float32(6.0))
 class Hardswish(Op):
     node_name = "HardswishBackward0"
     array_backward = True
+    saved_names = ("self",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     @silenced
@@ -276,6 +449,7 @@ class Mish(Op):
 
     node_name = "MishBackward0"
     array_backward = True
+    saved_names = ("self",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     @silenced
@@ -314,9 +488,11 @@ class Glu(Op):
 
     node_name = "GluBackward0"
     array_backward = True
+    saved_names = ("self",)  # as PyTorch names them; dim below
 
     @staticmethod
     def forward(ctx, a, dim=-1):
+        ctx.given = dim  # as written: grad_fn._saved_dim shows it
         x = floating_array("glu_cpu", a)
         if x.ndim == 0:
             raise RuntimeError(f"glu does not support scalars because halving size must be "
@@ -348,6 +524,7 @@ class PreluKernel(Op):
 
     node_name = "PreluKernelBackward0"
     array_backward = True
+    saved_names = ("self", "weight")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     @silenced
@@ -395,6 +572,7 @@ def _prelu_weight_shape(a: Tensor, weight: Tensor) -> tuple:
 class Threshold(Op):
     node_name = "ThresholdBackward0"
     array_backward = True
+    saved_names = ("self", "threshold=threshold")  # as PyTorch names them
 
     @staticmethod
     def forward(ctx, a, threshold, value):
@@ -406,12 +584,13 @@ class Threshold(Op):
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
-        return (grad * (a > ctx.threshold), None, None)
+        return (mask_backward(ThresholdBackward, grad, a, ctx.threshold), None, None)
 
 
 class Softshrink(Op):
     node_name = "SoftshrinkBackward0"
     array_backward = True
+    saved_names = ("self", "lambd=lambd")  # as PyTorch names them
 
     @staticmethod
     def forward(ctx, a, lambd=0.5):
@@ -440,3 +619,5 @@ class Hardshrink(Softshrink):
 
 
 __all__ = ["SELU_ALPHA", "SELU_SCALE"]
+
+show_saved(Glu, "dim", lambda node: as_torch_int(node.given))

@@ -287,6 +287,7 @@ class RPow(Pow):
     """``number ** tensor`` (PowBackward2 in torch)."""
 
     node_name = "PowBackward2"
+    saved_names = ("self#", "exponent", "result")  # self: torch's saved Scalar (the base)
 
 
 def _base_array(result, value):

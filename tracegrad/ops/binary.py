@@ -81,6 +81,7 @@ class ZeroDivisionRuntimeError(InvalidValueError):
 class Atan2(Op):
     node_name = "Atan2Backward0"
     array_backward = True
+    saved_names = ("self", "other")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a, b):
@@ -120,6 +121,7 @@ class FmodScalar(Op):
 class Fmod(Op):
     node_name = "FmodBackward1"
     array_backward = True
+    saved_names = ("self", "other")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a, b):
@@ -160,6 +162,7 @@ class RemainderScalar(Op):
 class Remainder(Op):
     node_name = "RemainderBackward1"
     array_backward = True
+    saved_names = ("self", "other")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a, b):
@@ -284,6 +287,7 @@ class Hypot(Op):
     node_name = "HypotBackward0"
     array_backward = True
     saves_output = True
+    saved_names = ("self", "other", "result")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a, b):
@@ -347,6 +351,7 @@ class Lerp(Op):
 class LerpTensor(Op):
     node_name = "LerpBackward1"
     array_backward = True
+    saved_names = ("self", "end", "weight")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     @silenced
@@ -374,6 +379,8 @@ class Addcmul(Op):
 
     node_name = "AddcmulBackward0"
     array_backward = True
+    # grad_fn._saved_<name>, as PyTorch names them
+    saved_names = ("tensor1", "tensor2", "value=value")
 
     @staticmethod
     @silenced
@@ -403,6 +410,8 @@ class Addcdiv(Op):
 
     node_name = "AddcdivBackward0"
     array_backward = True
+    # grad_fn._saved_<name>, as PyTorch names them
+    saved_names = ("tensor1", "tensor2", "value=value")
 
     @staticmethod
     def forward(ctx, a, t1, t2, value=1):
@@ -444,6 +453,7 @@ class Xlogy(Op):
 
     node_name = "XlogyBackward0"
     array_backward = True
+    saved_names = ("self", "other")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a, b):
@@ -468,10 +478,12 @@ class Xlogy(Op):
 
 class XlogyScalarSelf(Xlogy):
     node_name = "XlogyBackward1"
+    saved_names = ("self#", "other")  # self: torch's saved Scalar
 
 
 class XlogyScalarOther(Xlogy):
     node_name = "XlogyBackward2"
+    saved_names = ("self", "other#")  # other: torch's saved Scalar
 
 
 class Logaddexp(Op):

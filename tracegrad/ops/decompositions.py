@@ -18,6 +18,7 @@ from ..errors import LinAlgError, ShapeError, UnsupportedDTypeError
 from ..tensor import Tensor
 from . import _math
 from ._math import matmul  # Tensors (recorded, tracegrad.matmul) or arrays
+from ._saved import as_torch_int, show_saved
 
 
 def _mT(value):
@@ -211,6 +212,7 @@ class Cholesky(Op):
     node_name = "LinalgCholeskyExBackward0"
     array_backward = True
     saves_output = True
+    saved_names = ("L", "upper=upper")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a, upper=False):
@@ -512,10 +514,12 @@ class Cross(Op):
 
     node_name = "LinalgCrossBackward0"
     array_backward = True
+    saved_names = ("self", "other")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     @silenced
     def forward(ctx, a, b, dim=-1):
+        ctx.given = dim  # as written: grad_fn._saved_dim shows it
         from ._checks import wrap_dim
 
         x, y = a._array, b._array
@@ -548,3 +552,5 @@ class Cross(Op):
         axis = ctx.axis
         return (_math.apply(Cross, b, grad, axis) if needs[0] else None,
                 _math.apply(Cross, grad, a, axis) if needs[1] else None, None)
+
+show_saved(Cross, "dim", lambda node: as_torch_int(node.given))

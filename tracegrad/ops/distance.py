@@ -39,6 +39,7 @@ class Cdist(Op):
     node_name = "CdistBackward0"
     array_backward = True
     saves_output = True
+    saved_names = ("x1", "x2", "result", "p=p")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, x1, x2, p=2.0):

@@ -10,6 +10,7 @@ from .. import backends
 from ..autograd import views
 from ..autograd.function import Op
 from ..autograd.grad_mode import state
+from ..autograd.node import _AbsentSavedTensor
 from ..autograd.quiet import silenced
 from ..backends import array_module
 from ..errors import DTypeError, ShapeError
@@ -18,6 +19,7 @@ from . import _math
 from ._edges import select_edges
 from ._math import sum_to
 from ._operands import operands
+from ._saved import as_torch_int, show_saved
 from .arith import Copy, FillTensor
 from .shape import Alias, Unsqueeze, check_expandable, wrap_dim
 
@@ -28,22 +30,30 @@ class Select(Op):
     node_name = "SelectBackward0"
     is_view = True
     array_backward = True
-    saved_names = ("dim=dim", "index=index", "self_sym_sizes=input_shape")  # as PyTorch
+    # as PyTorch names them; dim and index as given below (x[-1] shows 2**64 - 1)
+    saved_names = ("self_sym_sizes=input_shape",)
 
     @staticmethod
-    def forward(ctx, a, dim, index):
+    def forward(ctx, a, dim, index, given=None):
         x = a._array
         size = x.shape[dim]
         if not -size <= index < size:
             raise IndexError(f"index {index} is out of bounds for dimension {dim} with size "
                              f"{size} (indexing {a._describe()})")
         ctx.dim, ctx.index, ctx.input_shape = dim, index, x.shape
+        ctx.given = given  # (dim, index) as the caller wrote them, where they differ
         return x[(slice(None),) * dim + (index, Ellipsis)]  # a 0-d result stays a view
 
     @staticmethod
     def backward(ctx, grad):
         index = (slice(None),) * ctx.dim + (ctx.index,)
-        return (index_accumulate(grad, ctx.input_shape, index), None, None)
+        return (index_accumulate(grad, ctx.input_shape, index), None, None, None)
+
+
+show_saved(Select, "dim", lambda node: as_torch_int(
+    node.dim if node.given is None else node.given[0]))
+show_saved(Select, "index", lambda node: as_torch_int(
+    node.index if node.given is None else node.given[1]))
 
 
 class Slice(Op):
@@ -52,17 +62,34 @@ class Slice(Op):
     node_name = "SliceBackward0"
     is_view = True
     array_backward = True
+    # as PyTorch names them; start and end as given below (x[1:] shows end 2**63 - 1)
+    saved_names = ("dim=dim", "step=step", "self_sym_sizes=input_shape")
 
     @staticmethod
-    def forward(ctx, a, dim, start, end, step):
+    def forward(ctx, a, dim, start, end, step, given=None):
         x = a._array
         ctx.dim, ctx.start, ctx.end, ctx.step, ctx.input_shape = dim, start, end, step, x.shape
+        ctx.given = given  # (start, end) as the caller wrote them, where they differ
         return x[(slice(None),) * dim + (slice(start, end, step),)]
 
     @staticmethod
     def backward(ctx, grad):
         index = (slice(None),) * ctx.dim + (slice(ctx.start, ctx.end, ctx.step),)
-        return (index_accumulate(grad, ctx.input_shape, index), None, None, None, None)
+        return (index_accumulate(grad, ctx.input_shape, index), None, None, None, None, None)
+
+
+_INT64_MAX = (1 << 63) - 1  # what torch shows for an open end (x[1:])
+show_saved(Slice, "start", lambda node: as_torch_int(
+    node.start if node.given is None else node.given[0]))
+show_saved(Slice, "end", lambda node: as_torch_int(
+    node.end if node.given is None else node.given[1]))
+
+
+def _given_bounds(part: slice) -> tuple:
+    """A slice's start and end as torch's SliceBackward0 shows them: as written, an open
+    start 0 and an open end INT64_MAX."""
+    return (0 if part.start is None else int(part.start),
+            _INT64_MAX if part.stop is None else int(part.stop))
 
 
 class Index(Op):
@@ -82,6 +109,26 @@ class Index(Op):
     def backward(ctx, grad):
         ctx.saved_tensors  # noqa: B018 - raises, as torch does, once backward freed them
         return (index_accumulate(grad, ctx.input_shape, ctx.index), None)
+
+
+def _saved_indices(node, raw: bool) -> tuple:
+    """``grad_fn._saved_indices`` (``_raw_saved_indices``): one entry per indexed dim up to
+    the last index tensor, None (an empty saved tensor) for a dim taken whole, as torch's
+    IndexBackward0 shows them."""
+    parts = node.index if isinstance(node.index, tuple) else (node.index,)
+    saved = iter(node._saved)
+    shown = []
+    for part in parts:
+        if getattr(part, "dtype", None) is None:
+            shown.append(_AbsentSavedTensor() if raw else None)
+        else:
+            slot = next(saved)
+            shown.append(slot if raw else slot.unpack(node))
+    return tuple(shown)
+
+
+Index._node_class._saved_indices = property(lambda node: _saved_indices(node, False))
+Index._node_class._raw_saved_indices = property(lambda node: _saved_indices(node, True))
 
 
 def _save_positions(ctx, index) -> None:
@@ -206,7 +253,7 @@ def plan_index(tensor, index, skip_full_slices: bool) -> _Plan:
             if not -size <= part < size:
                 raise IndexError(f"index {part} is out of bounds for dimension {dim} with "
                                  f"size {size} (indexing {tensor._describe()})")
-            steps.append((_SELECT, dim, part + size if part < 0 else part))
+            steps.append((_SELECT, dim, part + size if part < 0 else part, part))
             del shape[dim]
         elif isinstance(part, slice):
             step = 1 if part.step is None else int(part.step)
@@ -217,7 +264,7 @@ def plan_index(tensor, index, skip_full_slices: bool) -> _Plan:
                                   step).indices(shape[dim])
             end = max(start, end)
             if not (skip_full_slices and start == 0 and end == shape[dim] and step == 1):
-                steps.append((_SLICE, dim, start, end, step))
+                steps.append((_SLICE, dim, start, end, step, _given_bounds(part)))
                 shape[dim] = len(range(start, end, step))
             dim += 1
         else:  # an index array
@@ -261,9 +308,9 @@ def _apply_steps(tensor, steps):
     for step in steps:
         kind = step[0]
         if kind == _SELECT:
-            result = Select.apply(result, step[1], step[2])
+            result = Select.apply(result, step[1], step[2], (step[1], step[3]))
         elif kind == _SLICE:
-            result = Slice.apply(result, step[1], step[2], step[3], step[4])
+            result = Slice.apply(result, step[1], step[2], step[3], step[4], step[5])
         else:
             result = Unsqueeze.apply(result, dim=step[1])
     return result
@@ -278,11 +325,12 @@ def getitem(tensor, index):
         if ndim:
             size = tensor._array.shape[0]
             if -size <= index < size:
-                return Select.apply(tensor, 0, index + size if index < 0 else index)
+                return Select.apply(tensor, 0, index + size if index < 0 else index,
+                                    None if index >= 0 else (0, index))
     elif kind is slice and tensor._array.ndim and (index.step is None or (
             type(index.step) is int and index.step > 0)):  # the common ``x[a:b]``
         start, end, step = index.indices(tensor._array.shape[0])
-        return Slice.apply(tensor, 0, start, max(start, end), step)
+        return Slice.apply(tensor, 0, start, max(start, end), step, _given_bounds(index))
     plan = plan_index(tensor, index, skip_full_slices=kind is tuple)
     result = _apply_steps(tensor, plan.steps)
     if plan.advanced:
@@ -304,7 +352,7 @@ def select(tensor, dim: int, index: int):
             f"select(): index {index} out of range for tensor of size {list(tensor.shape)} "
             f"at dimension {dim} ({tensor._describe()}). Hint: valid indices are {-size} to "
             f"{size - 1}.")
-    return Select.apply(tensor, axis, index + size if index < 0 else index)
+    return Select.apply(tensor, axis, index + size if index < 0 else index, (dim, index))
 
 
 def _refuse_byte_mask_fill(tensor, index) -> None:
@@ -584,6 +632,9 @@ def _check_index(op_name: str, tensor, axis: int, index, src=_NO_SOURCE) -> None
 class Gather(Op):
     node_name = "GatherBackward0"
     array_backward = True
+    # as PyTorch names them (the index a saved tensor, version-checked); dim below
+    saved_names = ("self", "index", "sparse_grad=sparse_grad")
+    sparse_grad = False
 
     @staticmethod
     def forward(ctx, a, dim, index):
@@ -591,11 +642,18 @@ class Gather(Op):
         axis = wrap_dim(dim, a._array.ndim)
         _check_index("gather", a, axis, index)
         ctx.axis, ctx.input_shape, ctx.index = axis, a._array.shape, index._array
+        ctx.save_for_backward(a, index)
+        ctx.given = dim
         return a._array[_grid_index(a._xp, index._array, axis)]
 
     @staticmethod
     def backward(ctx, grad):
+        ctx.saved_tensors  # noqa: B018 - the version checks (ctx.index: the index's array)
         return (scatter_into(grad, ctx.input_shape, ctx.axis, ctx.index, True), None, None)
+
+
+show_saved(Gather, "dim", lambda node: as_torch_int(node.given))
+Gather._node_class.sparse_grad = False  # (torch's gather(..., sparse_grad=False))
 
 
 class ScatterInto(Op):
@@ -625,12 +683,20 @@ def _scattered(xp, values, shape, dim, index, accumulate):
     return out
 
 
+class ScatterPlaced(ScatterInto):
+    """``ScatterInto`` without accumulation: torch's value-selecting backward (max(dim),
+    sort, median) scatters into zeros, a ScatterBackward0 node."""
+
+    node_name = "ScatterBackward0"
+
+
 def scatter_into(grad, shape, dim: int, index, accumulate: bool):
     """zeros(shape) with ``grad`` placed (or added) at ``index`` along ``dim`` -- the backward
-    of gather and of max pooling: a Tensor (recorded, ScatterAddBackward0) or an array."""
+    of gather and of max pooling: a Tensor (recorded, ScatterAddBackward0 when added,
+    ScatterBackward0 when placed, as torch's formulas) or an array."""
     if grad.__class__ is Tensor:
-        return ScatterInto.apply(grad, shape=shape, dim=dim, index=index,
-                                 accumulate=accumulate)
+        op = ScatterInto if accumulate else ScatterPlaced
+        return op.apply(grad, shape=shape, dim=dim, index=index, accumulate=accumulate)
     return _scattered(array_module(grad), grad, shape, dim, index, accumulate)
 
 
@@ -739,6 +805,7 @@ class ScatterAdd(Op):
 class MaskedFill(Op):
     node_name = "MaskedFillBackward0"
     array_backward = True
+    saved_names = ("mask",)  # a saved tensor, version-checked, as torch's
 
     @staticmethod
     def forward(ctx, a, mask, value):
@@ -747,6 +814,7 @@ class MaskedFill(Op):
 
     @staticmethod
     def backward(ctx, grad):
+        ctx.saved_tensors  # noqa: B018 - the mask's version check (ctx.mask: its array)
         return (_math.where(_math.constant(grad, ctx.mask), 0.0, grad), None, None)
 
 
@@ -756,6 +824,7 @@ class MaskedFillTensor(Op):
 
     node_name = "MaskedFillBackward1"
     array_backward = True
+    saved_names = ("mask",)  # a saved tensor, version-checked, as torch's
 
     @staticmethod
     def forward(ctx, a, mask, value):
@@ -769,6 +838,7 @@ class MaskedFillTensor(Op):
     @staticmethod
     def backward(ctx, grad):
         needs = ctx.needs_input_grad
+        ctx.saved_tensors  # noqa: B018 - the mask's version check
         mask = _math.constant(grad, ctx.mask)
         grad_value = _math.where(mask, grad, 0.0).sum() if needs[2] else None
         return (_math.where(mask, 0.0, grad) if needs[0] else None), None, grad_value
@@ -780,6 +850,7 @@ def _masked_fill(ctx, a, mask, value):
                          f"dtype {mask.dtype.name}")
     fill = value._array if isinstance(value, Tensor) else value
     ctx.mask = mask._array
+    ctx.save_for_backward(mask)
     return a._xp.where(mask._array, a._xp.asarray(fill, dtype=a._array.dtype), a._array)
 
 
@@ -790,6 +861,7 @@ def _wrap_bool(array):
 class Where(Op):
     node_name = "WhereBackward0"
     array_backward = True
+    saved_names = ("condition",)  # torch saves the condition (a SavedVariable) only
 
     @staticmethod
     def forward(ctx, condition, a, b):
@@ -799,7 +871,7 @@ class Where(Op):
         if cond.dtype.kind != "b":
             raise DTypeError(f"where expected condition to be a boolean tensor, but got a "
                              f"tensor with dtype {condition.dtype.name}")
-        ctx.condition = cond
+        ctx.save_for_backward(condition)
         ctx.shapes = (getattr(a, "shape", ()), getattr(b, "shape", ()))
         xp = condition._xp
         return xp.where(cond, x, y)
@@ -807,7 +879,7 @@ class Where(Op):
     @staticmethod
     def backward(ctx, grad):
         needs = ctx.needs_input_grad
-        condition = _math.constant(grad, ctx.condition)
+        (condition,) = ctx.saved_tensors  # version-checked, as torch checks it
         grad_a = _math.sum_to(_math.where(condition, grad, 0.0), ctx.shapes[0]) \
             if needs[1] else None
         grad_b = _math.sum_to(_math.where(condition, 0.0, grad), ctx.shapes[1]) \

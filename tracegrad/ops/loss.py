@@ -16,6 +16,7 @@ from ..tensor import Tensor
 from . import _math
 from ._edges import select_edges
 from ._math import sum_to
+from ._saved import REDUCTION_ENUM, show_saved
 from .unary import _quiet
 
 
@@ -143,6 +144,8 @@ class SmoothL1Loss(Op):
 
     node_name = "SmoothL1LossBackward0"
     array_backward = True
+    # grad_fn._saved_<name>, as PyTorch names them
+    saved_names = ("self", "target", "beta=beta")
 
     @staticmethod
     @silenced
@@ -168,6 +171,8 @@ class HuberLoss(Op):
 
     node_name = "HuberLossBackward0"
     array_backward = True
+    # grad_fn._saved_<name>, as PyTorch names them
+    saved_names = ("self", "target", "delta=delta")
 
     @staticmethod
     @silenced
@@ -193,6 +198,7 @@ class SoftMarginLoss(Op):
 
     node_name = "SoftMarginLossBackward0"
     array_backward = True
+    saved_names = ("self", "target")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     @silenced
@@ -222,3 +228,6 @@ def _pair_grads(ctx, grad, slope, input, target) -> tuple:
     grad_target = sum_to(-scaled, target.shape) if needs[1] else None
     return grad_input, grad_target, None, None
 
+
+for _op in (SmoothL1Loss, HuberLoss, SoftMarginLoss):
+    show_saved(_op, "reduction", lambda node: REDUCTION_ENUM[node.reduction])

@@ -9,7 +9,10 @@ from ..autograd.quiet import silenced
 from ..errors import ShapeError
 from . import _math
 from ._checks import wrap_dim
-from ._math import matmul  # Tensors (recorded, tracegrad.matmul) or arrays
+from ._math import (
+    matmul,  # Tensors (recorded, tracegrad.matmul) or arrays
+    )
+from ._saved import as_torch_int, show_saved
 from .linalg import Mv, _combine, _input_grad, _scaled
 
 
@@ -23,6 +26,8 @@ class Addr(Op):
 
     node_name = "AddrBackward0"
     array_backward = True
+    # grad_fn._saved_<name>, as PyTorch names them
+    saved_names = ("vec1", "vec2", "alpha=alpha", "beta=beta")
 
     @staticmethod
     @silenced
@@ -120,6 +125,8 @@ class CholeskySolve(Op):
     node_name = "CholeskySolveBackward0"
     array_backward = True
     saves_output = True
+    # grad_fn._saved_<name>, as PyTorch names them
+    saved_names = ("self", "input2", "result", "upper=upper")
 
     @staticmethod
     def forward(ctx, b, factor, upper=False):
@@ -151,6 +158,8 @@ class CholeskyInverse(Op):
     node_name = "CholeskyInverseBackward0"
     array_backward = True
     saves_output = True
+    # grad_fn._saved_<name>, as PyTorch names them
+    saved_names = ("self", "result", "upper=upper")
 
     @staticmethod
     @silenced
@@ -179,10 +188,13 @@ class Renorm(Op):
 
     node_name = "RenormBackward0"
     array_backward = True
+    # grad_fn._saved_<name>, as PyTorch names them
+    saved_names = ("self", "maxnorm=maxnorm", "p=given_p")
 
     @staticmethod
     @silenced
     def forward(ctx, a, p, dim, maxnorm):
+        ctx.given = dim  # as written: grad_fn._saved_dim shows it
         from .norms import VectorNorm
 
         x = a._array
@@ -197,6 +209,7 @@ class Renorm(Op):
         scale = xp.where(norms > maxnorm, maxnorm / (norms + 1e-7), 1.0).astype(x.dtype)
         ctx.save_for_backward(a)
         ctx.p, ctx.others, ctx.maxnorm = float(p), others, maxnorm
+        ctx.given_p = p  # as written: grad_fn._saved_p shows it
         return x * scale
 
     @staticmethod
@@ -214,3 +227,4 @@ class Renorm(Op):
         scaled = grad * scale - slope * inner * ctx.maxnorm / (denominator * denominator)
         return (_math.where(over, scaled, grad), None, None, None)
 
+show_saved(Renorm, "dim", lambda node: as_torch_int(node.given))

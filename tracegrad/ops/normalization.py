@@ -134,9 +134,10 @@ def _update_running(running: Tensor, value, momentum: float) -> None:
 class NativeLayerNorm(Op):
     node_name = "NativeLayerNormBackward0"
     array_backward = True
-    # as PyTorch names them (torch also keeps bias, and mean/rstd as result1/result2
-    # tensors, which this op keeps as arrays: those slots are not shown)
-    saved_names = ("input", "weight", "normalized_shape=_normalized_shape")
+    # as PyTorch names them: mean and rstd (torch's outputs 1 and 2, which layer_norm
+    # drops) are result1/result2, with the reduced dims kept
+    saved_names = ("input", "weight", "bias", "result1", "result2",
+                   "normalized_shape=_normalized_shape")
 
     @staticmethod
     def forward(ctx, input, normalized_shape, weight, bias, eps):
@@ -156,7 +157,9 @@ class NativeLayerNorm(Op):
                 out *= weight._array
             if bias is not None:
                 out += bias._array
-        ctx.save_for_backward(input, weight)
+        mean = mean.astype(x.dtype, copy=False)
+        ctx.save_for_backward(input, weight, bias, Tensor._wrap(mean, False),
+                              Tensor._wrap(rstd, False))
         ctx.mean, ctx.rstd, ctx.eps, ctx.axes = mean, rstd, eps, axes
         ctx.has_bias = bias is not None
         ctx._normalized_shape = x.shape[x.ndim - count:]  # grad_fn._saved_normalized_shape
@@ -164,7 +167,7 @@ class NativeLayerNorm(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        input, weight = ctx.saved_tensors
+        input, weight = ctx.saved_tensors[:2]
         needs = ctx.needs_input_grad
         g = grad if weight is None else grad * weight
         grad_input, x_hat = _input_grad(input, g, ctx.axes, ctx.mean, ctx.rstd, ctx.eps, True)

@@ -119,6 +119,8 @@ class Dist(Op):
     node_name = "DistBackward0"
     array_backward = True
     saves_output = True
+    # grad_fn._saved_<name>, as PyTorch names them
+    saved_names = ("self", "other", "result", "p=_p")  # p as given (2, not 2.0)
 
     @staticmethod
     @silenced
@@ -130,7 +132,7 @@ class Dist(Op):
         except ValueError:
             raise broadcast_error("dist", a, b) from None
         ctx.save_for_backward(a, b)
-        ctx.p = float(p)
+        ctx.p, ctx._p = float(p), p
         wrapped = Tensor._wrap(difference, False)
         return VectorNorm.forward(VectorNorm._scratch, wrapped, p, None, False, None)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from ..autograd.function import Op
 from ..errors import ShapeError
 from . import _math
+from ._saved import as_torch_ints, show_saved
 
 
 def pad_pairs(pad, ndim: int) -> list:
@@ -54,3 +55,5 @@ class ConstantPadNd(Op):
     @staticmethod
     def backward(ctx, grad):
         return _math.reapply(ConstantPadNd, grad, tuple(-p for p in ctx.pad), 0.0), None, None
+
+show_saved(ConstantPadNd, "pad", lambda node: as_torch_ints(node.pad))

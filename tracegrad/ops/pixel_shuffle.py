@@ -6,6 +6,7 @@ from __future__ import annotations
 from ..autograd.function import Op
 from ..errors import ShapeError
 from . import _math
+from ._saved import show_saved
 
 
 def _split(shape):
@@ -70,3 +71,7 @@ class PixelUnshuffle(Op):
     @staticmethod
     def backward(ctx, grad):
         return _math.apply(PixelShuffle, grad, ctx.factor), None
+
+show_saved(PixelShuffle, "upscale_factor", lambda node: node.factor)
+
+show_saved(PixelUnshuffle, "downscale_factor", lambda node: node.factor)

@@ -31,17 +31,18 @@ def _float(a):
 
 
 def _zeros_like_grad(grad):
-    """The zero gradient of a step function: zeros (torch's zeros_like, so an inf gradient
-    gives 0, not nan) beside arrays; ``grad * 0`` beside Tensors, which keeps the double
-    backward's graph."""
+    """The zero gradient of a step function: torch's ``zeros_like(grad)`` (so an inf
+    gradient gives 0, not nan), beside Tensors too: a constant, so the gradient made with
+    create_graph does not require grad, as in torch (``grad * 0`` did)."""
     if grad.__class__ is Tensor:
-        return grad * 0
+        return Tensor._wrap(grad._xp.zeros_like(grad._array), False)
     return _math.xp(grad).zeros_like(grad)
 
 
 class Log2(Op):
     node_name = "Log2Backward0"
     array_backward = True
+    saved_names = ("self",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a):
@@ -58,6 +59,7 @@ class Log2(Op):
 class Log10(Op):
     node_name = "Log10Backward0"
     array_backward = True
+    saved_names = ("self",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a):
@@ -74,6 +76,7 @@ class Log10(Op):
 class Log1p(Op):
     node_name = "Log1PBackward0"
     array_backward = True
+    saved_names = ("self",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a):
@@ -91,6 +94,7 @@ class Expm1(Op):
     node_name = "Expm1Backward0"
     array_backward = True
     saves_output = True
+    saved_names = ("result",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a):
@@ -107,6 +111,7 @@ class Exp2(Op):
     node_name = "Exp2Backward0"
     array_backward = True
     saves_output = True
+    saved_names = ("result",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a):
@@ -122,6 +127,7 @@ class Exp2(Op):
 class Erf(Op):
     node_name = "ErfBackward0"
     array_backward = True
+    saved_names = ("self",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a):
@@ -137,6 +143,7 @@ class Erf(Op):
 class Erfc(Op):
     node_name = "ErfcBackward0"
     array_backward = True
+    saved_names = ("self",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a):
@@ -168,6 +175,7 @@ class Rsqrt(Op):
     node_name = "RsqrtBackward0"
     array_backward = True
     saves_output = True
+    saved_names = ("result",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a):
@@ -185,6 +193,7 @@ class Reciprocal(Op):
     node_name = "ReciprocalBackward0"
     array_backward = True
     saves_output = True
+    saved_names = ("result",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a):
@@ -202,6 +211,7 @@ class Tan(Op):
     node_name = "TanBackward0"
     array_backward = True
     saves_output = True
+    saved_names = ("result",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a):
@@ -216,6 +226,7 @@ class Tan(Op):
 class Sinh(Op):
     node_name = "SinhBackward0"
     array_backward = True
+    saved_names = ("self",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a):
@@ -232,6 +243,7 @@ class Sinh(Op):
 class Cosh(Op):
     node_name = "CoshBackward0"
     array_backward = True
+    saved_names = ("self",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a):
@@ -248,6 +260,7 @@ class Cosh(Op):
 class Asin(Op):
     node_name = "AsinBackward0"
     array_backward = True
+    saved_names = ("self",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a):
@@ -264,6 +277,7 @@ class Asin(Op):
 class Acos(Op):
     node_name = "AcosBackward0"
     array_backward = True
+    saved_names = ("self",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a):
@@ -280,6 +294,7 @@ class Acos(Op):
 class Atan(Op):
     node_name = "AtanBackward0"
     array_backward = True
+    saved_names = ("self",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a):
@@ -295,6 +310,7 @@ class Atan(Op):
 class Asinh(Op):
     node_name = "AsinhBackward0"
     array_backward = True
+    saved_names = ("self",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a):
@@ -310,6 +326,7 @@ class Asinh(Op):
 class Acosh(Op):
     node_name = "AcoshBackward0"
     array_backward = True
+    saved_names = ("self",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a):
@@ -326,6 +343,7 @@ class Acosh(Op):
 class Atanh(Op):
     node_name = "AtanhBackward0"
     array_backward = True
+    saved_names = ("self",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a):
@@ -344,6 +362,7 @@ class Sinc(Op):
 
     node_name = "SincBackward0"
     array_backward = True
+    saved_names = ("self",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     @silenced
@@ -541,6 +560,7 @@ class Logit(Op):
 class NanToNum(Op):
     node_name = "NanToNumBackward0"
     array_backward = True
+    saved_names = ("self",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a, nan=0.0, posinf=None, neginf=None):

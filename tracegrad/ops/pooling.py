@@ -36,15 +36,17 @@ class MaxPool2DWithIndices(Op):
     node_name = "MaxPool2DWithIndicesBackward0"
     array_backward = True
     # as torch: the input and the indices (output 1), and the pooling parameters
-    saved_names = ("self", "result1", "kernel_size=kernel", "stride=stride",
+    # (the stride as given: () where it was None, as torch shows it)
+    saved_names = ("self", "result1", "kernel_size=kernel", "stride=given_stride",
                    "padding=padding", "dilation=dilation", "ceil_mode=ceil_mode")
     saves_output = (1,)
 
     @staticmethod
-    def forward(ctx, a, kernel, stride, padding, dilation, ceil_mode):
+    def forward(ctx, a, kernel, stride, padding, dilation, ceil_mode, given_stride=None):
         if ctx.needs_input_grad:
             ctx.save_for_backward(a)
-            ctx.kernel, ctx.stride, ctx.padding = tuple(kernel), tuple(stride), tuple(padding)
+            ctx.kernel, ctx.padding = tuple(kernel), tuple(padding)
+            ctx.given_stride = tuple(stride) if given_stride is None else given_stride
             ctx.dilation, ctx.ceil_mode = tuple(dilation), ceil_mode
         xp = a._xp
         x = _batched(a._array)
@@ -72,7 +74,7 @@ class MaxPool2DWithIndices(Op):
     @staticmethod
     def backward(ctx, grad, grad_indices=None):
         return (scatter_to_indices(grad, ctx.indices, ctx.input_shape,
-                                   accumulate=not ctx.disjoint),) + (None,) * 5
+                                   accumulate=not ctx.disjoint),) + (None,) * 6
 
 
 def _plane_index(xp, position, kernel, stride, padding, dilation, sizes, width):

@@ -11,6 +11,7 @@ from ..autograd.function import Op
 from ..errors import ArgumentTypeError, InvalidValueError, ShapeError
 from . import _math
 from ._checks import wrap_dim
+from ._saved import as_torch_int, as_torch_ints, show_saved
 
 
 def _dims(dims, tensor) -> tuple:
@@ -30,6 +31,7 @@ class Flip(Op):
 
     @staticmethod
     def forward(ctx, a, dims):
+        ctx.given = dims  # as written: grad_fn._saved_dims shows it
         axes = _dims(dims, a)
         ctx.axes = axes
         if not axes:
@@ -77,6 +79,7 @@ class Rot90(Op):
 
     @staticmethod
     def forward(ctx, a, k=1, dims=(0, 1)):
+        ctx.given = dims  # as written: grad_fn._saved_dims shows it
         x = a._array
         dims = tuple(dims)
         if len(dims) != 2:
@@ -109,6 +112,7 @@ def _check_matrix(op_name: str, a) -> None:
 class Tril(Op):
     node_name = "TrilBackward0"
     array_backward = True
+    # grad_fn._saved_diagonal below (as torch shows it: -1 reads 2**64 - 1)
 
     @staticmethod
     def forward(ctx, a, diagonal=0):
@@ -124,6 +128,7 @@ class Tril(Op):
 class Triu(Op):
     node_name = "TriuBackward0"
     array_backward = True
+    # grad_fn._saved_diagonal below (as torch shows it: -1 reads 2**64 - 1)
 
     @staticmethod
     def forward(ctx, a, diagonal=0):
@@ -278,3 +283,12 @@ def check_int_sequence(op_name: str, name: str, value) -> tuple:
         raise ArgumentTypeError(f"{op_name}(): argument '{name}' must be tuple of ints, but "
                                 f"found element of type {type(value[0]).__name__}")
     return tuple(value)
+
+show_saved(Flip, "dims", lambda node: as_torch_ints(node.given))
+
+show_saved(Rot90, "dims", lambda node: as_torch_ints(node.given))
+show_saved(Rot90, "k", lambda node: as_torch_int(node.k))
+
+show_saved(Tril, "diagonal", lambda node: as_torch_int(node.diagonal))
+
+show_saved(Triu, "diagonal", lambda node: as_torch_int(node.diagonal))

@@ -186,7 +186,10 @@ class MaxDim(Op):
 
     node_name = "MaxBackward0"
     array_backward = True
-    saved_names = ("keepdim=keepdim", "self_sym_sizes=input_shape")
+    # as PyTorch names them; dim below. The indices (output 1) are a saved tensor, as in
+    # torch: changing them in place makes backward fail with the version error.
+    saved_names = ("keepdim=keepdim", "self_sym_sizes=input_shape", "indices")
+    saves_output = (1,)
     _reduce = "max"
 
     @staticmethod
@@ -209,6 +212,7 @@ class MaxDim(Op):
 
     @staticmethod
     def backward(ctx, grad, _indices_grad=None):
+        ctx.saved_tensors  # noqa: B018 - the version check of the indices (ctx.indices: their array)
         if not len(ctx.input_shape):
             return (grad, None)
         if not ctx.keepdim:
@@ -283,10 +287,13 @@ class Prod(Op):
     node_name = "ProdBackward1"
     array_backward = True
     saves_output = True
+    # grad_fn._saved_<name>, as PyTorch names them
+    saved_names = ("self", "result", "keepdim=keepdim")
 
     @staticmethod
     @silenced
     def forward(ctx, a, dim, keepdim=False, dtype=None):
+        ctx.given = dim  # as written: grad_fn._saved_dim shows it
         x = a._array
         if dtype is None and x.dtype.kind in "biu":
             dtype = "int64"
@@ -303,6 +310,7 @@ class Prod(Op):
 
 class ProdAll(Prod):
     node_name = "ProdBackward0"
+    saved_names = ("self", "result")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     @silenced
@@ -369,9 +377,12 @@ class Amax(Op):
     array_backward = True
     saves_output = True
     _reduce = "max"
+    # grad_fn._saved_<name>, as PyTorch names them
+    saved_names = ("self", "result", "keepdim=keepdim")
 
     @staticmethod
     def forward(ctx, a, dim=(), keepdim=False):
+        ctx.given = dim  # as written: grad_fn._saved_dim shows it
         x = a._array
         dims = _extreme_dims(dim, x.ndim)
         name = "amax" if ctx._function._reduce == "max" else "amin"
@@ -398,6 +409,8 @@ class Amax(Op):
 class Amin(Amax):
     node_name = "AminBackward0"
     _reduce = "min"
+    # grad_fn._saved_<name>, as PyTorch names them
+    saved_names = ("self", "result", "keepdim=keepdim")
 
 
 def _extreme_dims(dim, ndim: int):
@@ -451,10 +464,12 @@ class Aminmax(Op):
 class Nansum(Op):
     node_name = "NansumBackward0"
     array_backward = True
+    saved_names = ("self", "keepdim=keepdim")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     @silenced
     def forward(ctx, a, dim=None, keepdim=False, dtype=None):
+        ctx.given = dim  # as written: grad_fn._saved_dim shows it
         x = a._array
         dims = normalize_dims(dim, x.ndim) if dim is not None and dim != () else None
         ctx.save_for_backward(a)
@@ -489,3 +504,10 @@ def count_nonzero(a, dim=None):
 # The package, not indexing.py: it imports this module (MaxDim's backward reads it at call
 # time, when every op module is loaded).
 from .. import ops as _ops  # noqa: E402
+
+show_saved(Amax, "dim", lambda node: as_torch_ints(node.given))
+
+show_saved(Nansum, "dim", lambda node: as_torch_ints(node.given))
+
+show_saved(Prod, "dim", lambda node: as_torch_int(node.given))
+show_saved(Amin, "dim", lambda node: as_torch_ints(node.given))

@@ -22,6 +22,7 @@ from ..autograd.function import Op
 from ..autograd.quiet import silenced
 from ..backends import array_module
 from ..tensor import Tensor
+from ._saved import show_saved
 
 
 @dataclass(frozen=True)
@@ -191,6 +192,25 @@ class UpsampleBilinear2D(Resample):
 
 class AvgPool2D(Resample):
     node_name = "AvgPool2DBackward0"
+    array_backward = True
+    # as torch shows them: the input, and the parameters as given (avg_pool2d's tuple)
+    saved_names = ("self",)
+
+    @staticmethod
+    def forward(ctx, a, maps, parameters=None):
+        ctx.save_for_backward(a)
+        ctx.parameters = parameters
+        return Resample.forward(ctx, a, maps)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return Resample.backward(ctx, grad) + (None,)
+
+
+for _index, _name in enumerate(("kernel_size", "stride", "padding", "ceil_mode",
+                                "count_include_pad", "divisor_override")):
+    show_saved(AvgPool2D, _name, lambda node, index=_index: node.parameters[index]
+               if node.parameters is not None else None)
 
 
 class AdaptiveAvgPool2D(Resample):

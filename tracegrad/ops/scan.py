@@ -14,6 +14,7 @@ from ..autograd.quiet import silenced
 from ..tensor import Tensor
 from . import _math
 from ._checks import wrap_dim
+from ._saved import as_torch_int, show_saved
 
 
 def _axis(a, dim) -> int:
@@ -41,6 +42,7 @@ class Cumsum(Op):
     @staticmethod
     @silenced
     def forward(ctx, a, dim, dtype=None):
+        ctx.given = dim  # as written: grad_fn._saved_dim shows it
         x = a._array
         if dtype is None and x.dtype.kind in "biu":
             dtype = np.int64  # integer sums accumulate in int64, as in torch
@@ -64,10 +66,12 @@ class Cumprod(Op):
     node_name = "CumprodBackward0"
     array_backward = True
     saves_output = True
+    saved_names = ("self", "result")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     @silenced
     def forward(ctx, a, dim, dtype=None):
+        ctx.given = dim  # as written: grad_fn._saved_dim shows it
         x = a._array
         if dtype is None and x.dtype.kind in "biu":
             dtype = np.int64
@@ -177,10 +181,12 @@ class Logcumsumexp(Op):
     node_name = "LogcumsumexpBackward0"
     array_backward = True
     saves_output = True
+    saved_names = ("self", "result")  # as PyTorch names them; dim below
 
     @staticmethod
     @silenced
     def forward(ctx, a, dim):
+        ctx.given = dim  # as written: grad_fn._saved_dim shows it
         x = a._array
         if x.dtype.kind != "f":
             x = x.astype(_dtype.default_float.numpy)
@@ -211,3 +217,9 @@ class Logcumsumexp(Op):
 def _logcumsumexp_stable(xp, x, axis):
     peak = x.max(axis=axis, keepdims=True)
     return xp.log(xp.cumsum(xp.exp(x - peak), axis=axis)) + peak
+
+show_saved(Cumsum, "dim", lambda node: as_torch_int(node.given))
+
+show_saved(Cumprod, "dim", lambda node: as_torch_int(node.given))
+
+show_saved(Logcumsumexp, "dim", lambda node: as_torch_int(node.given))

@@ -18,6 +18,7 @@ from . import _math
 from ._checks import wrap_dim
 from ._edges import select_edges
 from ._math import sum_to
+from ._saved import as_torch_int, show_saved
 
 
 def _wrap(array) -> Tensor:
@@ -56,6 +57,7 @@ def _along(axis: int, index):
 class IndexSelect(Op):
     node_name = "IndexSelectBackward0"
     array_backward = True
+    saved_names = ("index",)  # as PyTorch names them (a saved tensor); dim, sizes below
 
     @staticmethod
     def forward(ctx, a, dim, index):
@@ -64,16 +66,24 @@ class IndexSelect(Op):
         positions = _index_vector("index_select", a, axis, index,
                                   "index_select(): Expected dtype int32 or int64 for index")
         ctx.axis, ctx.positions = axis, positions
+        if isinstance(index, Tensor):
+            ctx.save_for_backward(index)
+        ctx.given = dim
         if a._array.ndim == 0:
             return a._array.copy()
         return a._xp.take(a._array, positions, axis=axis)
 
     @staticmethod
     def backward(ctx, grad):
+        ctx.saved_tensors  # noqa: B018 - the index's version check (ctx.positions: its array)
         shape = ctx._input_meta[0][0]
         if not len(shape):
             return (grad, None, None)
         return (_index_added(grad, shape, ctx.axis, ctx.positions), None, None)
+
+
+show_saved(IndexSelect, "dim", lambda node: as_torch_int(node.given))
+show_saved(IndexSelect, "self_sym_sizes", lambda node: tuple(node._input_meta[0][0]))
 
 
 def _index_added(grad, shape, axis: int, positions):

@@ -6,7 +6,7 @@ from ..autograd.function import Op
 from ..errors import ShapeError
 from . import _math
 from ._checks import expand_shape, narrow_start  # torch's input checks (issue 16)
-from ._saved import as_torch_int, show_saved
+from ._saved import as_torch_int, as_torch_ints, show_saved
 
 
 def wrap_dim(dim: int, ndim: int) -> int:
@@ -139,6 +139,7 @@ class Transpose(Op):
 
     @staticmethod
     def forward(ctx, a, dim0, dim1):
+        ctx.given = (dim0, dim1)  # as written: grad_fn._saved_dim0/1 show them
         ndim = a._array.ndim
         ctx.dims = (wrap_dim(dim0, ndim), wrap_dim(dim1, ndim))
         return a._xp.swapaxes(a._array, *ctx.dims) if ndim > 1 else a._array.view()
@@ -173,6 +174,7 @@ class Permute(Op):
 
     @staticmethod
     def forward(ctx, a, dims):
+        ctx.given = tuple(dims)  # as written: grad_fn._saved_dims shows it
         ndim = a._array.ndim
         dims = tuple(wrap_dim(d, ndim) for d in dims)
         if sorted(dims) != list(range(ndim)):
@@ -196,6 +198,7 @@ class Unsqueeze(Op):
 
     @staticmethod
     def forward(ctx, a, dim):
+        ctx.given = dim  # as written: grad_fn._saved_dim shows it
         axis = wrap_dim(dim, a._array.ndim + 1)
         ctx.axis = axis
         return a._xp.expand_dims(a._array, axis)
@@ -217,6 +220,7 @@ class Squeeze(Op):
     def forward(ctx, a, dim=None):
         x = a._array
         ctx.input_shape = x.shape
+        ctx.given = dim  # as written: grad_fn._saved_dim shows it
         if dim is None:
             return x.reshape(tuple(size for size in x.shape if size != 1))
         dims = (dim,) if isinstance(dim, int) else tuple(dim)
@@ -352,6 +356,7 @@ class Stack(Op):
 
     @staticmethod
     def forward(ctx, *tensors, dim=0):
+        ctx.given = dim  # as written: grad_fn._saved_dim shows it
         from ._operands import check_same_device
 
         if not tensors:
@@ -459,6 +464,7 @@ class Unbind(Op):
 
     @staticmethod
     def forward(ctx, a, dim):
+        ctx.given = dim  # as written: grad_fn._saved_dim shows it
         x = a._array
         ctx.axis = dim
         lead = (slice(None),) * dim
@@ -717,3 +723,16 @@ class StridedScatter(Op):
             grad_src = _math.sum_to(_math.apply(StridedRead, grad, ctx.input_geometry,
                                                 ctx.geometry), ctx.src_shape)
         return grad_base, grad_src, None, None, None
+
+show_saved(Transpose, "dim0", lambda node: as_torch_int(node.given[0]))
+show_saved(Transpose, "dim1", lambda node: as_torch_int(node.given[1]))
+
+show_saved(Unsqueeze, "dim", lambda node: as_torch_int(node.given))
+
+show_saved(Permute, "dims", lambda node: as_torch_ints(node.given))
+
+show_saved(Stack, "dim", lambda node: as_torch_int(node.given))
+
+show_saved(Unbind, "dim", lambda node: as_torch_int(node.given))
+show_saved(Squeeze, "dim", lambda node: as_torch_int(node.given))
+show_saved(SqueezeDims, "dim", lambda node: as_torch_ints(node.given))

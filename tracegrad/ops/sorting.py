@@ -23,6 +23,7 @@ from ..autograd.function import Op
 from ..errors import InvalidValueError
 from ..tensor import Tensor
 from ._checks import wrap_dim
+from ._saved import as_torch_int, show_saved
 from .indexing import scatter_into
 
 
@@ -46,10 +47,15 @@ class Sort(Op):
     """``sort(dim, descending)`` -> (values, indices)."""
 
     node_name = "SortBackward0"
+    # the indices (output 1) a saved tensor, as torch's: changed in place, backward
+    # fails the version check; dim and the input's sizes below
+    saved_names = ("indices",)
+    saves_output = (1,)
     array_backward = True
 
     @staticmethod
     def forward(ctx, a, dim=-1, descending=False):
+        ctx.given = dim  # as written: grad_fn._saved_dim shows it
         x = a._array
         xp = a._xp
         if x.ndim == 0:
@@ -62,6 +68,7 @@ class Sort(Op):
 
     @staticmethod
     def backward(ctx, grad, _indices_grad=None):
+        ctx.saved_tensors  # noqa: B018 - the indices' version check
         if ctx.index is None:
             return (grad, None, None)
         return (_gather_grad(grad, ctx._input_meta[0][0], ctx.axis, ctx.index), None, None)
@@ -77,10 +84,15 @@ class Topk(Op):
     """The k largest (or smallest) along dim -> (values, indices)."""
 
     node_name = "TopkBackward0"
+    # the indices (output 1) a saved tensor, as torch's: changed in place, backward
+    # fails the version check; dim and the input's sizes below
+    saved_names = ("indices",)
+    saves_output = (1,)
     array_backward = True
 
     @staticmethod
     def forward(ctx, a, k, dim=-1, largest=True, sorted=True):
+        ctx.given = dim  # as written: grad_fn._saved_dim shows it
         x = a._array
         xp = a._xp
         axis = wrap_dim(dim, x.ndim, a) if x.ndim else 0
@@ -100,6 +112,7 @@ class Topk(Op):
 
     @staticmethod
     def backward(ctx, grad, _indices_grad=None):
+        ctx.saved_tensors  # noqa: B018 - the indices' version check
         if ctx.index is None:
             return (grad, None, None, None, None)
         return (_gather_grad(grad, ctx._input_meta[0][0], ctx.axis, ctx.index),
@@ -110,10 +123,15 @@ class Kthvalue(Op):
     """The k-th smallest along dim (k from 1) -> (values, indices)."""
 
     node_name = "KthvalueBackward0"
+    # the indices (output 1) a saved tensor, as torch's: changed in place, backward
+    # fails the version check; dim and the input's sizes below
+    saved_names = ("indices", "keepdim=keepdim")
+    saves_output = (1,)
     array_backward = True
 
     @staticmethod
     def forward(ctx, a, k, dim=-1, keepdim=False):
+        ctx.given = dim  # as written: grad_fn._saved_dim shows it
         x = a._array
         xp = a._xp
         axis = wrap_dim(dim, x.ndim, a) if x.ndim else 0
@@ -135,6 +153,7 @@ class Kthvalue(Op):
 
     @staticmethod
     def backward(ctx, grad, _indices_grad=None):
+        ctx.saved_tensors  # noqa: B018 - the indices' version check
         from .statistics import scatter_to_index
 
         if ctx.index is None:
@@ -260,3 +279,17 @@ def bucketize(input, boundaries, *, out_int32=False, right=False):
         raise InvalidValueError(
             f"boundaries tensor must be 1 dimension, but got dim({boundaries._array.ndim})")
     return searchsorted(boundaries, input, out_int32=out_int32, right=right)
+
+
+show_saved(Sort, "dim", lambda node: as_torch_int(node.given))
+show_saved(Sort, "self_sym_sizes", lambda node: tuple(node._input_meta[0][0]))
+show_saved(SortStable, "dim", lambda node: as_torch_int(node.given))
+show_saved(SortStable, "self_sym_sizes", lambda node: tuple(node._input_meta[0][0]))
+
+
+show_saved(Topk, "dim", lambda node: as_torch_int(node.given))
+show_saved(Topk, "self_sym_sizes", lambda node: tuple(node._input_meta[0][0]))
+
+
+show_saved(Kthvalue, "dim", lambda node: as_torch_int(node.given))
+show_saved(Kthvalue, "self_sym_sizes", lambda node: tuple(node._input_meta[0][0]))

@@ -13,6 +13,7 @@ import warnings
 import numpy as np
 
 from .. import _dtype
+from .._methods.reduction import NOT_GIVEN
 from ..autograd.anomaly import _user_stacklevel
 from ..autograd.function import Op
 from ..autograd.grad_mode import state
@@ -21,7 +22,7 @@ from ..errors import ArgumentTypeError, DTypeError, ShapeError
 from ..tensor import Tensor
 from . import _math
 from ._checks import wrap_dim
-from ._saved import as_torch_ints, show_saved
+from ._saved import as_torch_int, as_torch_ints, show_saved
 from .indexing import scatter_into
 from .reduce import _product, normalize_dims
 from .shape import Reshape
@@ -82,9 +83,9 @@ def _variance(x, dims, keepdim, correction, op_name: str = "var"):
 class Var(Op):
     node_name = "VarBackward0"
     array_backward = True
-    # as PyTorch names them; dim below (torch's correction is None for a bare var(), which
-    # the op cannot tell from var(None): not shown)
-    saved_names = ("self", "keepdim=keepdim")
+    # as PyTorch names them; dim below. ``correction`` is as torch shows it (None for a
+    # bare ``x.var()``: see variance_arguments); the formula reads None as 1.
+    saved_names = ("self", "keepdim=keepdim", "correction=_correction")
 
     @staticmethod
     def forward(ctx, a, dim=None, correction=1, keepdim=False):
@@ -92,6 +93,8 @@ class Var(Op):
         x = a._array
         dims = normalize_dims(dim, x.ndim)
         ctx.save_for_backward(a)
+        ctx._correction = correction
+        correction = 1 if correction is None else correction
         ctx.dims, ctx.keepdim, ctx.correction = dims, keepdim, correction
         ctx._dim = dim  # as given: grad_fn._saved_dim shows it
         variance, _ = _variance(x, dims, keepdim, correction)
@@ -114,7 +117,7 @@ def _var_grad(grad, a, dims, keepdim, correction):
 class Std(Op):
     node_name = "StdBackward0"
     array_backward = True
-    saved_names = ("self", "result", "keepdim=keepdim")  # as Var's
+    saved_names = ("self", "result", "keepdim=keepdim", "correction=_correction")  # as Var's
     saves_output = True
 
     @staticmethod
@@ -123,6 +126,8 @@ class Std(Op):
         x = a._array
         dims = normalize_dims(dim, x.ndim)
         ctx.save_for_backward(a)
+        ctx._correction = correction
+        correction = 1 if correction is None else correction
         ctx.dims, ctx.keepdim, ctx.correction = dims, keepdim, correction
         ctx._dim = dim  # as given: grad_fn._saved_dim shows it
         variance, _ = _variance(x, dims, keepdim, correction, "std")
@@ -146,6 +151,8 @@ class VarMean(Op):
     node_name = "VarMeanBackward0"
     array_backward = True
     _std = False
+    # grad_fn._saved_<name>, as PyTorch names them
+    saved_names = ("self", "keepdim=keepdim", "correction=_correction")
 
     @staticmethod
     def forward(ctx, a, dim=None, correction=1, keepdim=False):
@@ -153,6 +160,8 @@ class VarMean(Op):
         x = a._array
         dims = normalize_dims(dim, x.ndim)
         ctx.save_for_backward(a)
+        ctx._correction, ctx._dim = correction, dim  # as given (see Var)
+        correction = 1 if correction is None else correction
         ctx.dims, ctx.keepdim, ctx.correction = dims, keepdim, correction
         variance, mean = _variance(x, dims, keepdim, correction,
                                    "std_mean" if ctx._function._std else "var_mean")
@@ -186,26 +195,37 @@ class StdMean(VarMean):
 
 def variance_arguments(dim, unbiased, correction):
     """torch's overloads: ``var(dim, unbiased)``, ``var(dim, correction=)``, and a bool in
-    ``dim``'s place meaning ``unbiased`` (``x.var(False)``)."""
+    ``dim``'s place meaning ``unbiased`` (``x.var(False)``). Gives ``(dim, correction)``
+    with ``correction`` as torch's node shows it: as given; ``int(unbiased)``; 1 where a
+    ``dim`` was given; else None (which the ops read as 1).
+
+    >>> variance_arguments(NOT_GIVEN, None, NOT_GIVEN), variance_arguments(None, None, NOT_GIVEN)
+    ((None, None), (None, 1))
+    """
     if isinstance(dim, bool):
         dim, unbiased = None, dim
-    if unbiased is not None and correction is not None:
+    if unbiased is not None and correction is not NOT_GIVEN and correction is not None:
         raise ArgumentTypeError(
             "var() received an invalid combination of arguments: unbiased and correction "
             "are two spellings of one setting. Hint: pass correction= only.")
-    if correction is None:
-        correction = 1 if unbiased is None or unbiased else 0
-    return dim, correction
+    if correction is NOT_GIVEN:
+        if unbiased is not None:
+            correction = 1 if unbiased else 0
+        else:
+            correction = None if dim is NOT_GIVEN else 1
+    return (None if dim is NOT_GIVEN else dim), correction
 
 
 class Logsumexp(Op):
     node_name = "LogsumexpBackward0"
     array_backward = True
     saves_output = True
+    saved_names = ("self", "result", "keepdim=keepdim")  # as PyTorch names them; dim below
 
     @staticmethod
     @silenced
     def forward(ctx, a, dim, keepdim=False):
+        ctx.given = dim  # as written: grad_fn._saved_dim shows it
         x = a._array
         if x.dtype.kind != "f":
             x = x.astype(_dtype.default_float.numpy)
@@ -255,11 +275,16 @@ class MedianDim(Op):
     """``median(dim)`` -> (values, indices); the gradient goes to the selected index."""
 
     node_name = "MedianBackward1"
+    # the indices (output 1) a saved tensor, as torch's: changed in place, backward
+    # fails the version check; dim and the input's sizes below
+    saved_names = ("indices", "keepdim=keepdim")
+    saves_output = (1,)
     array_backward = True
     _ignore_nan = False
 
     @staticmethod
     def forward(ctx, a, dim, keepdim=False):
+        ctx.given = dim  # as written: grad_fn._saved_dim shows it
         x = a._array
         xp = a._xp
         if x.ndim == 0:
@@ -280,6 +305,7 @@ class MedianDim(Op):
 
     @staticmethod
     def backward(ctx, grad, _indices_grad=None):
+        ctx.saved_tensors  # noqa: B018 - the indices' version check
         return (scatter_to_index(grad, ctx._input_meta[0][0], ctx.axis, ctx.index,
                                  ctx.keepdim), None, None)
 
@@ -336,6 +362,7 @@ class MedianAll(Op):
 class NanmedianAll(MedianAll):
     node_name = "NanmedianBackward0"
     _ignore_nan = True
+    saved_names = ("self", "result")  # grad_fn._saved_<name>, as PyTorch names them
 
 
 class Mode(Op):
@@ -343,10 +370,15 @@ class Mode(Op):
     equally frequent ones) and the index of its last occurrence, as torch returns."""
 
     node_name = "ModeBackward0"
+    # the indices (output 1) a saved tensor, as torch's: changed in place, backward
+    # fails the version check; dim and the input's sizes below
+    saved_names = ("indices", "keepdim=keepdim")
+    saves_output = (1,)
     array_backward = True
 
     @staticmethod
     def forward(ctx, a, dim=-1, keepdim=False):
+        ctx.given = dim  # as written: grad_fn._saved_dim shows it
         x = a._array
         xp = a._xp
         if x.ndim == 0:
@@ -366,6 +398,7 @@ class Mode(Op):
 
     @staticmethod
     def backward(ctx, grad, _indices_grad=None):
+        ctx.saved_tensors  # noqa: B018 - the indices' version check
         return (scatter_to_index(grad, ctx._input_meta[0][0], ctx.axis, ctx.index,
                                  ctx.keepdim), None, None)
 
@@ -410,3 +443,17 @@ def nanmedian(a, dim=None, keepdim=False):
 
 def count_reduced(shape, dims) -> int:
     return _count(shape, dims)
+
+show_saved(Logsumexp, "dim", lambda node: as_torch_ints(node.given))
+
+show_saved(VarMean, "dim", lambda node: as_torch_ints(node._dim))
+
+
+show_saved(MedianDim, "dim", lambda node: as_torch_int(node.given))
+show_saved(MedianDim, "self_sym_sizes", lambda node: tuple(node._input_meta[0][0]))
+show_saved(NanmedianDim, "dim", lambda node: as_torch_int(node.given))
+show_saved(NanmedianDim, "self_sym_sizes", lambda node: tuple(node._input_meta[0][0]))
+
+
+show_saved(Mode, "dim", lambda node: as_torch_int(node.given))
+show_saved(Mode, "self_sym_sizes", lambda node: tuple(node._input_meta[0][0]))

@@ -91,7 +91,9 @@ class Abs(Op):
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
-        return (grad * _math.sign(a),)
+        # beside Tensors torch's grad * self.sgn(): recorded (its derivative is zero), so
+        # the gradient made with create_graph requires grad, as in torch
+        return (grad * (a.sgn() if a.__class__ is _math.Tensor else _math.sign(a)),)
 
 
 class Sin(Op):
@@ -150,7 +152,31 @@ class Tanh(Op):
         fused = _math.fused_activation("tanh", grad, result)
         if fused is not None:
             return (fused,)
+        if grad.__class__ is _math.Tensor:  # torch's TanhBackwardBackward0
+            return (TanhBackward.apply(grad, result),)
         return (grad * (1 - result * result),)
+
+
+class TanhBackward(Op):
+    """tanh's backward ``grad * (1 - output**2)`` as a node (create_graph), as torch
+    records it: its gradients are the same map of the incoming gradient, and
+    ``-2 * output * grad_grad * grad`` for the output."""
+
+    node_name = "TanhBackwardBackward0"
+    saved_names = ("grad_output", "output")  # as PyTorch names them
+
+    @staticmethod
+    def forward(ctx, grad, output):
+        ctx.save_for_backward(grad, output)
+        y = output._array
+        return grad._array * (1 - y * y)
+
+    @staticmethod
+    def backward(ctx, grad_grad):
+        grad, output = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        return (TanhBackward.apply(grad_grad, output) if needs[0] else None,
+                output * grad_grad * grad * -2 if needs[1] else None)
 
 
 class Sigmoid(Op):
@@ -172,7 +198,31 @@ class Sigmoid(Op):
         fused = _math.fused_activation("sigmoid", grad, result)
         if fused is not None:
             return (fused,)
+        if grad.__class__ is _math.Tensor:  # torch's SigmoidBackwardBackward0
+            return (SigmoidBackward.apply(grad, result),)
         return (grad * result * (1 - result),)
+
+
+class SigmoidBackward(Op):
+    """sigmoid's backward ``grad * output * (1 - output)`` as a node (create_graph), as
+    torch records it: its gradients are the same map of the incoming gradient, and
+    ``grad_grad * grad * (1 - 2 * output)`` for the output."""
+
+    node_name = "SigmoidBackwardBackward0"
+    saved_names = ("grad_output", "output")  # as PyTorch names them
+
+    @staticmethod
+    def forward(ctx, grad, output):
+        ctx.save_for_backward(grad, output)
+        y = output._array
+        return grad._array * y * (1 - y)
+
+    @staticmethod
+    def backward(ctx, grad_grad):
+        grad, output = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        return (SigmoidBackward.apply(grad_grad, output) if needs[0] else None,
+                grad_grad * grad * (1 - output * 2) if needs[1] else None)
 
 
 def _stable_sigmoid(xp, x):
@@ -224,6 +274,10 @@ class Relu(Op):
         fused = _math.fused_activation("relu", grad, result)
         if fused is not None:
             return (fused,)
+        if grad.__class__ is _math.Tensor:  # torch's ThresholdBackwardBackward0
+            from .activation import ThresholdBackward  # (it imports this module)
+
+            return (ThresholdBackward.apply(grad, result, 0),)
         return (grad * (result > 0),)
 
 
@@ -472,6 +526,8 @@ class Softmax(Op):
     @staticmethod
     def backward(ctx, grad):
         (result,) = ctx.saved_tensors
+        if grad.__class__ is _math.Tensor:  # torch's SoftmaxBackwardDataBackward0
+            return (SoftmaxBackwardData.apply(grad, result, ctx.axis, ctx._dim), None)
         inner = _math.sum_keepdim(grad * result, ctx.axis)
         return (result * (grad - inner), None)
 
@@ -497,10 +553,70 @@ class LogSoftmax(Op):
     @staticmethod
     def backward(ctx, grad):
         (result,) = ctx.saved_tensors
+        if grad.__class__ is _math.Tensor:  # torch's LogSoftmaxBackwardDataBackward0
+            return (LogSoftmaxBackwardData.apply(grad, result, ctx.axis, ctx._dim), None)
         return (grad - _math.exp(result) * _math.sum_keepdim(grad, ctx.axis), None)
 
 
-for _op in (Softmax, LogSoftmax):
+class SoftmaxBackwardData(Op):
+    """softmax's backward ``output * (grad - sum(grad * output))`` as a node (create_graph),
+    as torch records it (_softmax_backward_data): the same map of the incoming gradient,
+    and ``gg * (grad - sum(grad * output)) - sum(gg * output) * grad`` for the output."""
+
+    node_name = "SoftmaxBackwardDataBackward0"
+    saved_names = ("grad_output", "output")  # as PyTorch names them; dim below
+
+    @staticmethod
+    @silenced
+    def forward(ctx, grad, output, axis, dim):
+        ctx.save_for_backward(grad, output)
+        ctx.axis, ctx._dim = axis, dim
+        g, y = grad._array, output._array
+        return y * (g - (g * y).sum(axis=axis, keepdims=True))
+
+    @staticmethod
+    def backward(ctx, grad_grad):
+        grad, output = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        axis = ctx.axis
+        grad_of_grad = SoftmaxBackwardData.apply(grad_grad, output, axis, ctx._dim) \
+            if needs[0] else None
+        grad_of_output = None
+        if needs[1]:
+            grad_of_output = grad_grad * (grad - (grad * output).sum(axis, keepdim=True)) - \
+                (grad_grad * output).sum(axis, keepdim=True) * grad
+        return grad_of_grad, grad_of_output, None, None
+
+
+class LogSoftmaxBackwardData(Op):
+    """log_softmax's backward ``grad - exp(output) * sum(grad)`` as a node (create_graph),
+    as torch records it: ``gg - sum(gg * exp(output))`` for the incoming gradient, and
+    ``-sum(grad) * exp(output) * gg`` for the output."""
+
+    node_name = "LogSoftmaxBackwardDataBackward0"
+    saved_names = ("grad_output", "output")  # as PyTorch names them; dim below
+
+    @staticmethod
+    @silenced
+    def forward(ctx, grad, output, axis, dim):
+        ctx.save_for_backward(grad, output)
+        ctx.axis, ctx._dim = axis, dim
+        g = grad._array
+        return g - output._xp.exp(output._array) * g.sum(axis=axis, keepdims=True)
+
+    @staticmethod
+    def backward(ctx, grad_grad):
+        grad, output = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        axis = ctx.axis
+        exp = output.exp()
+        grad_of_grad = grad_grad - (grad_grad * exp).sum(axis, keepdim=True) \
+            if needs[0] else None
+        grad_of_output = -grad.sum(axis, keepdim=True) * exp * grad_grad if needs[1] else None
+        return grad_of_grad, grad_of_output, None, None
+
+
+for _op in (Softmax, LogSoftmax, SoftmaxBackwardData, LogSoftmaxBackwardData):
     show_saved(_op, "dim", lambda node: as_torch_int(node._dim))
 
 
