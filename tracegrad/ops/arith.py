@@ -39,11 +39,6 @@ def _bool_subtraction_error(a, b) -> DTypeError:
         f"({described}) Hint: convert with .long() or .float() to subtract it as numbers.")
 
 
-def _shape(value) -> tuple:
-    # A plain tuple, not a Size: tuples of ints are never scanned by the garbage collector.
-    return value._array.shape if isinstance(value, Tensor) else ()
-
-
 class Add(Op):
     """``a + alpha * b``: alpha is part of the node, as in torch (one AddBackward0)."""
 
@@ -56,7 +51,6 @@ class Add(Op):
         x, y = operands(a, b)
         if len(ctx._next_nodes) == 1:  # a recorded tensor + number: torch's 2nd edge
             number_edge(ctx, 1 if isinstance(a, Tensor) else 0)
-        ctx.shapes = (_shape(a), _shape(b))
         if alpha != 1:
             ctx.alpha = alpha
             y = y * alpha
@@ -114,7 +108,6 @@ def _subtract(ctx, a, b, alpha=1):
     if getattr(x, "dtype", None) is _BOOL or getattr(y, "dtype", None) is _BOOL or \
             x.__class__ is bool or y.__class__ is bool:
         raise _bool_subtraction_error(a, b)
-    ctx.shapes = (_shape(a), _shape(b))
     if alpha != 1:
         y = y * alpha
     try:
@@ -125,6 +118,25 @@ def _subtract(ctx, a, b, alpha=1):
 
 # alpha is 1 on every node that was not given one: a class default, not a per-call write
 Add._node_class.alpha = Sub._node_class.alpha = RSub._node_class.alpha = 1
+
+
+def _operand_shapes(node) -> tuple:
+    """``(shape of a, shape of b)`` of an Add/Sub/RSub node, ``()`` for a number: read from
+    the node's input metadata (what connect wrote, and number_edge for a number) rather
+    than stored by each forward -- a tuple less per op for the garbage collector to track
+    (bench/bench_engine.py (c))."""
+    metas = node._input_meta
+    slots = node._arg_slots
+    if slots is None:  # two tensors, or a tensor and a number given their edge
+        return metas[0][0], metas[1][0]
+    shapes = [(), ()]
+    for meta, position in zip(metas, slots):
+        shapes[position] = meta[0]
+    return tuple(shapes)
+
+
+Add._node_class.shapes = Sub._node_class.shapes = RSub._node_class.shapes = property(
+    _operand_shapes)
 
 
 class Mul(Op):
