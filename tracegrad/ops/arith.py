@@ -48,7 +48,11 @@ class Add(Op):
 
     @staticmethod
     def forward(ctx, a, b, alpha=1):
-        x, y = operands(a, b)
+        if a.__class__ is Tensor and b.__class__ is Tensor and \
+                a._array.dtype is b._array.dtype and a._array.__class__ is b._array.__class__:
+            x, y = a._array, b._array  # operands' answer for two alike tensors, inline
+        else:
+            x, y = operands(a, b)
         if len(ctx._next_nodes) == 1:  # a recorded tensor + number: torch's 2nd edge
             number_edge(ctx, 1 if isinstance(a, Tensor) else 0)
         if alpha != 1:
@@ -103,7 +107,11 @@ class RSub(Sub):
 
 
 def _subtract(ctx, a, b, alpha=1):
-    x, y = operands(a, b)
+    if a.__class__ is Tensor and b.__class__ is Tensor and \
+            a._array.dtype is b._array.dtype and a._array.__class__ is b._array.__class__:
+        x, y = a._array, b._array  # operands' answer for two alike tensors, inline
+    else:
+        x, y = operands(a, b)
     # identity, not ==: builtin dtypes are singletons, and this runs on every subtraction
     if getattr(x, "dtype", None) is _BOOL or getattr(y, "dtype", None) is _BOOL or \
             x.__class__ is bool or y.__class__ is bool:
@@ -127,7 +135,7 @@ def _operand_shapes(node) -> tuple:
     (bench/bench_engine.py (c))."""
     metas = node._input_meta
     slots = node._arg_slots
-    if slots is None:  # two tensors, or a tensor and a number given their edge
+    if slots is None:  # two tensors (number_edge gives a number its slot)
         return metas[0][0], metas[1][0]
     shapes = [(), ()]
     for meta, position in zip(metas, slots):
@@ -146,12 +154,17 @@ class Mul(Op):
 
     @staticmethod
     def forward(ctx, a, b):
-        x, y = operands(a, b)
+        if a.__class__ is Tensor and b.__class__ is Tensor and \
+                a._array.dtype is b._array.dtype and a._array.__class__ is b._array.__class__:
+            x, y = a._array, b._array  # operands' answer for two alike tensors, inline
+        else:
+            x, y = operands(a, b)
         # As PyTorch does: each side is saved only if the other side's gradient needs it
-        # (needs_input_grad is empty when nothing is recorded).
+        # (needs_input_grad is empty when nothing is recorded). OpNode.save_for_backward's
+        # one line, inline: a call less on every recorded product.
         needs = ctx.needs_input_grad
         if needs:
-            ctx.save_for_backward(a if needs[1] else None, b if needs[0] else None)
+            ctx._to_save = (a if needs[1] else None, b if needs[0] else None)
             if len(ctx._next_nodes) == 1:  # tensor * number: torch's 2nd edge
                 number_edge(ctx, 1 if isinstance(a, Tensor) else 0)
         try:
@@ -175,12 +188,16 @@ class Div(Op):
 
     @staticmethod
     def forward(ctx, a, b):
-        x, y = operands(a, b)
+        if a.__class__ is Tensor and b.__class__ is Tensor and \
+                a._array.dtype is b._array.dtype and a._array.__class__ is b._array.__class__:
+            x, y = a._array, b._array  # operands' answer for two alike tensors, inline
+        else:
+            x, y = operands(a, b)
         # As PyTorch does: the divisor is always kept, the dividend only for the
         # divisor's gradient (needs_input_grad is empty when nothing is recorded).
         needs = ctx.needs_input_grad
         if needs:
-            ctx.save_for_backward(a if needs[-1] else None, b)
+            ctx._to_save = (a if needs[-1] else None, b)  # (save_for_backward, inline)
             if len(ctx._next_nodes) == 1:  # tensor / number: torch's 2nd edge
                 number_edge(ctx, 1 if isinstance(a, Tensor) else 0)
         token = silence()  # x / 0 is inf (0 / 0 nan) in torch, with no warning
