@@ -449,30 +449,27 @@ def saved_inputs(values: tuple) -> tuple:
     it: a SavedTensor per tensor -- each an input of the op: its outputs do not exist yet
     while forward runs -- and None or plain values as they are.
 
-    One call per recorded op that saves anything, ``saved_input``'s fields written inline
-    (bench/bench_engine.py (a): a call per tensor cost as much as the fields)."""
+    One call per recorded op that saves anything; two values (what binary ops save) are
+    written out, without a list (bench/bench_engine.py (a))."""
     if hooks_in_use:
         return tuple(SavedTensor(value, None, False) if isinstance(value, Tensor) else value
                      for value in values)
+    if len(values) == 2:
+        first, second = values
+        return (first if first is None else _saved_value(first),
+                second if second is None else _saved_value(second))
     saved = []
     for value in values:
-        if value is None or not (value.__class__ is Tensor or isinstance(value, Tensor)):
-            saved.append(value)  # None, or a plain value (a Python scalar operand)
-            continue
-        entry = _new_object(SavedTensor)
-        entry._array = value._array
-        counter = value._counter  # Tensor._version_counter's lines, inline
-        if counter is None:
-            counter = value._counter = VersionCounter()
-        entry.counter = counter
-        entry.version = counter.value
-        entry.output_nr = value._output_nr
-        entry.requires_grad = value._requires_grad
-        entry.producer = value.grad_fn
-        entry.tensor = value
-        entry.node_ref = entry.original = None
-        saved.append(entry)
+        saved.append(value if value is None else _saved_value(value))
     return tuple(saved)
+
+
+def _saved_value(value):
+    """A SavedTensor for a tensor (``saved_input``); a plain value (a Python scalar
+    operand) as it is."""
+    if value.__class__ is Tensor or isinstance(value, Tensor):
+        return saved_input(value)
+    return value
 
 
 _new_object = object.__new__
