@@ -311,7 +311,7 @@ def test_metadata_tuples_are_shared_between_nodes():
     assert first.needs_input_grad is second.needs_input_grad
     assert first._next_nrs is second._next_nrs
     assert (x.shape, x._array.dtype) in _output_meta_cache
-    assert any(key[0] == (5,) for key in _input_meta_cache)
+    assert any(key[:1] == ((5,),) for key in _input_meta_cache)
 
 
 def test_a_listener_sees_the_fast_paths_ops():
@@ -330,3 +330,84 @@ def test_a_listener_sees_the_fast_paths_ops():
     assert all(nodes[index].site.file.endswith("test_engine_forward_paths.py")
                for index in (0, 2, 3))
     assert y.grad_fn._site is not None
+
+
+class _Square(tg.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return 2 * x * grad
+
+
+@pytest.mark.filterwarnings("ignore:Anomaly Detection has been enabled")
+def test_a_function_returning_one_new_tensor_is_wired_as_the_general_path_wires_it():
+    x = tg.tensor([1.0, -2.0, 3.0], requires_grad=True)
+    y = _Square.apply(x)
+    node = y.grad_fn
+    assert type(node).__name__ == "_SquareBackward" and y.requires_grad and not y.is_leaf
+    assert y.output_nr == 0 and node._output_meta == ((x._array.shape, x._array.dtype, x.device),)
+    assert _edges(y) == [("AccumulateGrad", 0)] and node.needs_input_grad == (True,)
+    assert node.saved_tensors[0] is x and node._to_save == ()
+    y.sum().backward()
+    assert x.grad.tolist() == [2.0, -4.0, 6.0]
+    with tg.autograd.detect_anomaly():
+        z = _Square.apply(x)
+    assert z.grad_fn._site.file.endswith("test_engine_forward_paths.py")
+
+
+def test_a_function_output_made_by_a_multi_output_op_gets_output_nr_zero():
+    class Second(tg.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            with tg.enable_grad():
+                mean = tg.var_mean(x, dim=0)[1]
+            assert mean.output_nr == 1 and mean._base is None
+            return mean
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad.expand(2, 3) / 2
+
+    x = tg.ones(2, 3, requires_grad=True)
+    y = Second.apply(x)
+    assert y.output_nr == 0 and type(y.grad_fn).__name__ == "SecondBackward"
+    y.sum().backward()
+    assert x.grad.tolist() == [[0.5] * 3, [0.5] * 3]
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("returned", ["input", "view", "integer", "non_differentiable"])
+def test_functions_returning_anything_else_take_the_general_path_as_torch(returned):
+    torch = pytest.importorskip("torch")
+
+    def make(library):
+        class Odd(library.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                if returned == "input":
+                    return x
+                if returned == "view":
+                    return x[1:]
+                if returned == "integer":
+                    return (x > 0).long()
+                result = x * 2
+                ctx.mark_non_differentiable(result)
+                return result
+
+            @staticmethod
+            def backward(ctx, grad):
+                return grad
+
+        x = library.tensor([1.0, -2.0, 3.0], requires_grad=True)
+        return x, Odd.apply(x)
+
+    (ours_x, ours), (theirs_x, theirs) = make(tg), make(torch)
+    assert ours.requires_grad == theirs.requires_grad
+    assert (ours.grad_fn is None) == (theirs.grad_fn is None)
+    assert ours._base is not None if theirs._base is not None else ours._base is None
+    assert ours is not ours_x and theirs is not theirs_x

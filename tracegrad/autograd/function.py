@@ -448,10 +448,11 @@ class Function:
     def apply(cls, *args, **kwargs):
         """Run forward (grad mode off inside, as in PyTorch) and wire the outputs into the
         graph when an input requires grad."""
-        setup_style = cls._uses_setup_context()
+        setup_style = cls.setup_context is not _BASE_SETUP_CONTEXT  # (_uses_setup_context)
         if kwargs or setup_style:
             args, kwargs = _bind_arguments(cls, args, kwargs, setup_style)
-        ctx = cls._node_class()
+        ctx = _new_object(cls._node_class)  # Node.__init__ only numbers it: done inline
+        ctx._seq = next(_sequence)
         grad_enabled = state.grad_enabled
         if grad_enabled:
             executable = connect(ctx, args)
@@ -473,6 +474,9 @@ class Function:
         output_tuple = outputs if is_tuple else (outputs,)
         output_tuple = _wrap_outputs(ctx, args, output_tuple, executable)
         return output_tuple if is_tuple else output_tuple[0]
+
+
+_BASE_SETUP_CONTEXT = Function.setup_context
 
 
 def _user_backward(cls):
@@ -528,6 +532,15 @@ def _wrap_outputs(ctx, args: tuple, outputs: tuple, executable: bool) -> tuple:
     handle the inputs it modified in place (mark_dirty) and outputs that are views: an
     input returned as-is becomes a fresh view of it, and any view output is marked as made
     by a custom Function (an in-place change through it is then refused, as in PyTorch)."""
+    if executable and len(outputs) == 1 and not ctx._dirty and not ctx._non_differentiable:
+        output = outputs[0]
+        if output.__class__ is Tensor and output._base is None and \
+                output._array.__class__ is _ndarray and not _is_among(output, args):
+            entry = _output_meta_cache.get((output._array.shape, output._array.dtype))
+            if entry is None:
+                entry = _output_entry(output._array)
+            if entry[1]:
+                return _wire_one_output(ctx, args, output, entry[0])
     dirty = ctx._dirty
     if dirty:
         dirty = ctx._dirty = _checked_dirty(ctx, args, outputs)
@@ -596,6 +609,29 @@ def _wrap_outputs(ctx, args: tuple, outputs: tuple, executable: bool) -> tuple:
             views.notify_inplace(tensor, ctx.name(), ctx, args, previous, site, None,
                                  regenerated)
     return tuple(wired)
+
+
+def _wire_one_output(ctx, args: tuple, output, output_meta: tuple) -> tuple:
+    """``_wrap_outputs`` for what most Functions return: one new floating-point CPU tensor
+    (no input returned as-is, no view, nothing marked dirty or non-differentiable). The
+    same steps as the general loop, without its lists (bench/bench_two_layer.py)."""
+    output._requires_grad = True
+    output._grad_from_base = False
+    output.grad_fn = ctx
+    if output._output_nr:
+        output._output_nr = 0
+    ctx._output_meta = output_meta
+    listener = events.listener
+    if anomaly_flags.enabled or listener is not None:
+        _note_site(ctx, 4)
+    wired = (output,)
+    to_save = ctx._to_save
+    if to_save:
+        ctx._saved = _save(ctx, to_save, wired)
+        ctx._to_save = ()
+    if listener is not None:
+        listener.on_op(ctx, args, wired)
+    return wired
 
 
 def _is_among(value, values: tuple) -> bool:
