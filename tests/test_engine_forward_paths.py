@@ -411,3 +411,36 @@ def test_functions_returning_anything_else_take_the_general_path_as_torch(return
     assert (ours.grad_fn is None) == (theirs.grad_fn is None)
     assert ours._base is not None if theirs._base is not None else ours._base is None
     assert ours is not ours_x and theirs is not theirs_x
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "bool"])
+@pytest.mark.parametrize("value", [0, -1.5, True])
+def test_a_mask_fill_by_assignment_matches_torch(dtype, value):
+    torch = pytest.importorskip("torch")
+
+    def run(library):
+        x = library.tensor(np.array([[1, -2, 3], [-4, 5, -6]], dtype=dtype))
+        view = x[1]
+        version = x._version
+        x[x.double() < 0] = value
+        return x, view, x._version - version
+
+    (ours, ours_view, ours_bump), (theirs, theirs_view, theirs_bump) = run(tg), run(torch)
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+    np.testing.assert_array_equal(ours_view.numpy(), theirs_view.numpy())
+    assert ours_bump == theirs_bump == 1
+
+
+def test_a_mask_fill_keeps_the_full_paths_errors_and_recording():
+    expanded = tg.zeros(1, 3).expand(2, 3)
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+        expanded[tg.ones(2, 3, dtype=tg.bool)] = 1.0
+    with pytest.raises(IndexError):
+        tg.zeros(2, 3)[tg.ones(3, dtype=tg.bool)] = 1.0  # a mask of another shape
+    leaf = tg.ones(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        leaf[leaf > 0] = 0.0
+    x = leaf * 1
+    x[x > 0] = 0.0  # recorded, as torch records it
+    assert type(x.grad_fn).__name__ == "IndexPutBackward0"
