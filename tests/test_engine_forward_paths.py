@@ -444,3 +444,18 @@ def test_a_mask_fill_keeps_the_full_paths_errors_and_recording():
     x = leaf * 1
     x[x > 0] = 0.0  # recorded, as torch records it
     assert type(x.grad_fn).__name__ == "IndexPutBackward0"
+
+
+@pytest.mark.parametrize("name", sorted(OPERATORS))
+def test_an_untracked_tensor_and_a_number_match_the_general_path(name):
+    operator, op = OPERATORS[name]
+    x = tg.tensor([1.0, 2.0, 4.0])
+    fast, general = operator(x, 3), op.apply(x, 3)
+    assert fast.grad_fn is None and not fast.requires_grad
+    assert fast.dtype == general.dtype
+    np.testing.assert_array_equal(fast.numpy(), general.numpy())
+    with pytest.raises(TypeError) as fast_error:
+        operator(x, "3")
+    with pytest.raises(TypeError) as general_error:
+        op.apply(x, "3")
+    assert str(fast_error.value) == str(general_error.value)

@@ -1091,6 +1091,7 @@ def apply_binary(cls, a, b):
             node._num_args = 2
             _connect_one(node, a, _NEEDS[2])
             return _finish(cls, node, (a, b), cls.forward(node, a, b), _NO_ATTRS)
+        return _untracked(cls, (a, b), _NO_ATTRS)  # (lr * w.grad under no_grad)
     return cls.apply(a, b)
 
 
