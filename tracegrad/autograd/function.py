@@ -1038,7 +1038,8 @@ def _untracked(cls, args: tuple, attrs):
     """Run a built-in op that records nothing (grad mode off, or no input requires grad):
     its forward on the class's shared scratch ctx, the outputs plain tensors."""
     scratch = cls._scratch
-    data = cls.forward(scratch, *args, **attrs)
+    # (no ** of an empty MappingProxyType, which costs a keys() call)
+    data = cls.forward(scratch, *args, **attrs) if attrs else cls.forward(scratch, *args)
     scratch._to_save = ()
     if data.__class__ is tuple:
         outputs = tuple(Tensor._wrap(item, False) for item in data)
