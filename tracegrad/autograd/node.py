@@ -423,25 +423,12 @@ def edge_numbers(numbers: tuple) -> tuple:
 
 
 def saved_input(tensor) -> SavedTensor:
-    """``SavedTensor(tensor, node, False)``: an input saved for backward, made field by
-    field -- every op that saves an input makes one, and the general constructor's call
-    and branches cost as much as the fields (bench/bench_engine.py (a)). With saved-tensor
-    hooks in use anywhere, the general constructor (which runs the pack hook) makes it."""
+    """``SavedTensor(tensor, node, False)``: an input saved for backward. With saved-tensor
+    hooks in use anywhere, the general constructor (which runs the pack hook) makes it;
+    otherwise ``_saved_value`` writes its fields."""
     if hooks_in_use:
         return SavedTensor(tensor, None, False)
-    saved = _new_object(SavedTensor)
-    saved._array = tensor._array
-    counter = tensor._counter  # Tensor._version_counter's lines, inline
-    if counter is None:
-        counter = tensor._counter = VersionCounter()
-    saved.counter = counter
-    saved.version = counter.value
-    saved.output_nr = tensor._output_nr
-    saved.requires_grad = tensor._requires_grad
-    saved.producer = tensor.grad_fn
-    saved.tensor = tensor
-    saved.node_ref = saved.original = None
-    return saved
+    return _saved_value(tensor)
 
 
 def saved_inputs(values: tuple) -> tuple:
@@ -465,11 +452,25 @@ def saved_inputs(values: tuple) -> tuple:
 
 
 def _saved_value(value):
-    """A SavedTensor for a tensor (``saved_input``); a plain value (a Python scalar
-    operand) as it is."""
-    if value.__class__ is Tensor or isinstance(value, Tensor):
-        return saved_input(value)
-    return value
+    """A saved input as its node keeps it, with no saved-tensor hooks in use: a tensor's
+    SavedTensor made field by field -- nearly every recorded op makes one, and the general
+    constructor's call and branches cost as much as the fields (bench/bench_engine.py (a))
+    -- and a plain value (a Python scalar operand) as it is."""
+    if value.__class__ is not Tensor and not isinstance(value, Tensor):
+        return value
+    saved = _new_object(SavedTensor)
+    saved._array = value._array
+    counter = value._counter  # Tensor._version_counter's lines, inline
+    if counter is None:
+        counter = value._counter = VersionCounter()
+    saved.counter = counter
+    saved.version = counter.value
+    saved.output_nr = value._output_nr
+    saved.requires_grad = value._requires_grad
+    saved.producer = value.grad_fn
+    saved.tensor = value
+    saved.node_ref = saved.original = None
+    return saved
 
 
 _new_object = object.__new__
