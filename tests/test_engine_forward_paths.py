@@ -327,6 +327,12 @@ def test_a_listener_sees_the_fast_paths_ops():
     assert [node.next for node in nodes] == [[(1, 0), (None, 0)], [], [(0, 0), (None, 0)],
                                              [(2, 0), (None, 0)]]
     assert [saved.slot for saved in nodes[0].saved] == ["other"]
+    # torch's AddBackward0/SubBackward0 keep alpha only: no operand shapes among the attrs
+    assert nodes[2].attrs == {} and nodes[3].attrs == {}
+    with record() as trace:
+        x.sub(w, alpha=2)
+    assert [(node.name, node.attrs) for node in trace.nodes.values()][0] == (
+        "SubBackward0", {"alpha": 2})
     assert all(nodes[index].site.file.endswith("test_engine_forward_paths.py")
                for index in (0, 2, 3))
     assert y.grad_fn._site is not None
