@@ -31,6 +31,7 @@ from .node import ZERO_NRS as _ZERO_NRS
 from .node import Node, SavedTensor, _sequence
 from .node import edge_numbers as _edge_numbers
 from .node import saved_input as _saved_input
+from .node import saved_inputs as _saved_inputs
 from .site import user_site
 
 # tracegrad.tensor.Tensor. tensor.py imports this module before it defines Tensor, so it
@@ -461,10 +462,11 @@ class Function:
     def apply(cls, *args, **kwargs):
         """Run forward (grad mode off inside, as in PyTorch) and wire the outputs into the
         graph when an input requires grad."""
-        setup_style = cls._uses_setup_context()
+        setup_style = cls.setup_context is not _BASE_SETUP_CONTEXT  # (_uses_setup_context)
         if kwargs or setup_style:
             args, kwargs = _bind_arguments(cls, args, kwargs, setup_style)
-        ctx = cls._node_class()
+        ctx = _new_object(cls._node_class)  # Node.__init__ only numbers it: done inline
+        ctx._seq = next(_sequence)
         grad_enabled = state.grad_enabled
         if grad_enabled:
             executable = connect(ctx, args)
@@ -486,6 +488,9 @@ class Function:
         output_tuple = outputs if is_tuple else (outputs,)
         output_tuple = _wrap_outputs(ctx, args, output_tuple, executable)
         return output_tuple if is_tuple else output_tuple[0]
+
+
+_BASE_SETUP_CONTEXT = Function.setup_context
 
 
 def _user_backward(cls):
@@ -541,6 +546,15 @@ def _wrap_outputs(ctx, args: tuple, outputs: tuple, executable: bool) -> tuple:
     handle the inputs it modified in place (mark_dirty) and outputs that are views: an
     input returned as-is becomes a fresh view of it, and any view output is marked as made
     by a custom Function (an in-place change through it is then refused, as in PyTorch)."""
+    if executable and len(outputs) == 1 and not ctx._dirty and not ctx._non_differentiable:
+        output = outputs[0]
+        if output.__class__ is Tensor and output._base is None and \
+                output._array.__class__ is _ndarray and not _is_among(output, args):
+            entry = _output_meta_cache.get((output._array.shape, output._array.dtype))
+            if entry is None:
+                entry = _output_entry(output._array)
+            if entry[1]:
+                return _wire_one_output(ctx, args, output, entry[0])
     dirty = ctx._dirty
     if dirty:
         dirty = ctx._dirty = _checked_dirty(ctx, args, outputs)
@@ -609,6 +623,29 @@ def _wrap_outputs(ctx, args: tuple, outputs: tuple, executable: bool) -> tuple:
             views.notify_inplace(tensor, ctx.name(), ctx, args, previous, site, None,
                                  regenerated)
     return tuple(wired)
+
+
+def _wire_one_output(ctx, args: tuple, output, output_meta: tuple) -> tuple:
+    """``_wrap_outputs`` for what most Functions return: one new floating-point CPU tensor
+    (no input returned as-is, no view, nothing marked dirty or non-differentiable). The
+    same steps as the general loop, without its lists (bench/bench_two_layer.py)."""
+    output._requires_grad = True
+    output._grad_from_base = False
+    output.grad_fn = ctx
+    if output._output_nr:
+        output._output_nr = 0
+    ctx._output_meta = output_meta
+    listener = events.listener
+    if anomaly_flags.enabled or listener is not None:
+        _note_site(ctx, 4)
+    wired = (output,)
+    to_save = ctx._to_save
+    if to_save:
+        ctx._saved = _save(ctx, to_save, wired)
+        ctx._to_save = ()
+    if listener is not None:
+        listener.on_op(ctx, args, wired)
+    return wired
 
 
 def _is_among(value, values: tuple) -> bool:
@@ -802,30 +839,7 @@ class Op(Function):
             for arg in args:
                 if isinstance(arg, Tensor) and arg._requires_grad:
                     return _record(cls, args, attrs)
-        # Nothing to record: the forward runs on a shared scratch ctx.
-        scratch = cls._scratch
-        data = cls.forward(scratch, *args, **attrs)
-        scratch._to_save = ()
-        if data.__class__ is tuple:
-            outputs = tuple(Tensor._wrap(item, False) for item in data)
-            if cls.is_view:
-                for output in outputs:
-                    _share_storage(args[0], output, True)
-            if events.listener is not None:  # one check when nobody listens
-                events.listener.on_untracked_op(cls._node_class._name, args, outputs,
-                                                state.grad_enabled)
-            return outputs
-        output = Tensor._wrap(data, False)
-        if cls.is_view:
-            _share_storage(args[0], output)
-        if events.listener is not None:  # one check when nobody listens
-            events.listener.on_untracked_op(cls._node_class._name, args, (output,),
-                                            state.grad_enabled)
-        return output
-
-
-def _device(array):
-    return _CPU if array.__class__ is _ndarray else backends.device_of(array)
+        return _untracked(cls, args, attrs)
 
 
 def connect(node: Node, args: tuple) -> bool:
@@ -838,42 +852,16 @@ def connect(node: Node, args: tuple) -> bool:
 
     It runs before forward, so a forward can save only what backward will use (as Mul
     does). Every recorded op runs it: plain loops over locals (bench/bench_engine.py (a)
-    keeps it honest), and two plain Tensors -- most binary ops -- unrolled.
+    keeps it honest), and the common shapes of arguments -- two tensors (most binary ops,
+    which apply_binary wires through ``_connect_pair`` directly), one tensor, a tensor and
+    a number -- each on a path of its own.
     """
     count = len(args)
     if count == 2:
         first, second = args
         if first.__class__ is Tensor or isinstance(first, Tensor):
             if second.__class__ is Tensor or isinstance(second, Tensor):
-                mask = 0
-                first_nr = second_nr = 0
-                if first._requires_grad:
-                    first_node = first.grad_fn
-                    if first_node is None:
-                        first_node = first._grad_accumulator()
-                    else:
-                        first_nr = first._output_nr
-                    mask = 1
-                else:
-                    first_node = None
-                if second._requires_grad:
-                    second_node = second.grad_fn
-                    if second_node is None:
-                        second_node = second._grad_accumulator()
-                    else:
-                        second_nr = second._output_nr
-                    mask |= 2
-                else:
-                    second_node = None
-                node._next_nodes = (first_node, second_node)
-                node._next_nrs = (first_nr, second_nr) if first_nr or second_nr else \
-                    _ZERO_NRS[2]
-                x, y = first._array, second._array
-                key = (x.shape, x.dtype, y.shape, y.dtype)
-                meta = _input_meta_cache.get(key)  # (see _input_meta)
-                node._input_meta = meta if meta is not None else _input_meta(key)
-                node.needs_input_grad = _NEEDS[2][mask]
-                return mask != 0
+                return _connect_pair(node, first, second)
             # A tensor and a plain value (x * 2, x.pow(2)): the tensor's edge only.
             node._arg_slots = _FIRST_SLOT
             node._num_args = 2
@@ -886,6 +874,68 @@ def connect(node: Node, args: tuple) -> bool:
 
 
 _FIRST_SLOT = (0,)
+_NO_NODE = (None,)
+_NO_NODES = (None, None)
+_NEITHER, _FIRST_ONLY, _SECOND_ONLY, _BOTH = _NEEDS_PAIR = (
+    (False, False), (True, False), (False, True), (True, True))
+
+
+def _edge_node(tensor):
+    """The node a tensor that requires grad leads to: its grad_fn, or a leaf's
+    AccumulateGrad (None for a view that requires grad only through its base)."""
+    node = tensor.grad_fn
+    if node is None:
+        node = tensor._accumulator
+        if node is None:
+            node = tensor._grad_accumulator()
+    return node
+
+
+def _connect_pair(node: Node, first, second) -> bool:
+    """``connect`` for two tensor arguments: the branches written out, so that each case
+    makes only the tuples it keeps (bench/bench_engine.py (a) runs this on every op)."""
+    x, y = first._array, second._array
+    key = (x.shape, x.dtype, y.shape, y.dtype)
+    meta = _input_meta_cache.get(key)  # (see _input_meta)
+    node._input_meta = meta if meta is not None else _input_meta(key)
+    if first._requires_grad:
+        first_node = first.grad_fn
+        if first_node is None:
+            first_node = _edge_node(first)
+            first_nr = 0
+        else:
+            first_nr = first._output_nr
+        if second._requires_grad:
+            second_node = second.grad_fn
+            if second_node is None:
+                second_node = _edge_node(second)
+                second_nr = 0
+            else:
+                second_nr = second._output_nr
+            node._next_nodes = (first_node, second_node)
+            node._next_nrs = (first_nr, second_nr) if first_nr or second_nr else \
+                _ZERO_NRS[2]
+            node.needs_input_grad = _BOTH
+            return True
+        node._next_nodes = (first_node, None)
+        node._next_nrs = (first_nr, 0) if first_nr else _ZERO_NRS[2]
+        node.needs_input_grad = _FIRST_ONLY
+        return True
+    if second._requires_grad:
+        second_node = second.grad_fn
+        if second_node is None:
+            second_node = _edge_node(second)
+            second_nr = 0
+        else:
+            second_nr = second._output_nr
+        node._next_nodes = (None, second_node)
+        node._next_nrs = (0, second_nr) if second_nr else _ZERO_NRS[2]
+        node.needs_input_grad = _SECOND_ONLY
+        return True
+    node._next_nodes = _NO_NODES
+    node._next_nrs = _ZERO_NRS[2]
+    node.needs_input_grad = _NEITHER
+    return False
 
 
 def _connect_one(node: Node, tensor, needs: tuple) -> bool:
@@ -898,7 +948,7 @@ def _connect_one(node: Node, tensor, needs: tuple) -> bool:
     if tensor._requires_grad:
         grad_fn = tensor.grad_fn
         if grad_fn is None:
-            node._next_nodes = (tensor._grad_accumulator(),)
+            node._next_nodes = (_edge_node(tensor),)
             node._next_nrs = _ZERO_NRS[1]
         else:
             node._next_nodes = (grad_fn,)
@@ -910,9 +960,6 @@ def _connect_one(node: Node, tensor, needs: tuple) -> bool:
     node._next_nrs = _ZERO_NRS[1]
     node.needs_input_grad = needs[0]
     return False
-
-
-_NO_NODE = (None,)
 
 
 def _connect_any(node: Node, args: tuple) -> bool:
@@ -934,7 +981,7 @@ def _connect_any(node: Node, args: tuple) -> bool:
                     next_nodes.append(grad_fn)
                     next_nrs.append(arg._output_nr)
                 else:
-                    next_nodes.append(arg._grad_accumulator())
+                    next_nodes.append(_edge_node(arg))
                     next_nrs.append(0)
                 mask |= 1 << position
             else:
@@ -1004,27 +1051,65 @@ def _record(cls, args, attrs):
     return _finish(cls, node, args, cls.forward(node, *args, **attrs), attrs)
 
 
+def _untracked(cls, args: tuple, attrs):
+    """Run a built-in op that records nothing (grad mode off, or no input requires grad):
+    its forward on the class's shared scratch ctx, the outputs plain tensors."""
+    scratch = cls._scratch
+    # (no ** of an empty MappingProxyType, which costs a keys() call)
+    data = cls.forward(scratch, *args, **attrs) if attrs else cls.forward(scratch, *args)
+    scratch._to_save = ()
+    if data.__class__ is tuple:
+        outputs = tuple(Tensor._wrap(item, False) for item in data)
+        if cls.is_view:
+            for output in outputs:
+                _share_storage(args[0], output, True)
+        if events.listener is not None:  # one check when nobody listens
+            events.listener.on_untracked_op(cls._node_class._name, args, outputs,
+                                            state.grad_enabled)
+        return outputs
+    if data.__class__ is not _ndarray and isinstance(data, _generic):
+        data = np.asarray(data)  # numpy reductions give scalars; tensors hold arrays
+    output = _new_object(Tensor)  # Tensor._wrap, inline
+    output._array = data
+    if cls.is_view:
+        _share_storage(args[0], output)
+    if events.listener is not None:  # one check when nobody listens
+        events.listener.on_untracked_op(cls._node_class._name, args, (output,),
+                                        state.grad_enabled)
+    return output
+
+
 def apply_binary(cls, a, b):
     """``cls.apply(a, b)`` for a binary op called without keywords (``a * b``, ``a + b``):
     the same steps, with the two arguments passed on as themselves.
 
     Written for speed: packing them into ``*args`` and ``**attrs`` and out again at each
     of apply, _record and forward cost more than the engine's own work for a tiny tensor
-    (bench/bench_engine.py (a)). Anything but two plain Tensors, one requiring grad in
-    grad mode, goes through ``cls.apply``.
+    (bench/bench_engine.py (a)). Two tensors are wired by ``_connect_pair`` (connect's own
+    two-tensor case); anything else goes through ``connect`` or, with nothing to record,
+    ``_untracked``: the steps of ``cls.apply``, one call less.
 
     >>> import tracegrad as torch
     >>> from tracegrad.ops.arith import Mul
     >>> apply_binary(Mul, torch.ones(2, requires_grad=True), torch.full((2,), 3.0))
     tensor([3., 3.], grad_fn=<MulBackward0>)
     """
-    if state.grad_enabled and ((a.__class__ is Tensor and a._requires_grad) or (
-            b.__class__ is Tensor and b._requires_grad)):
-        node = _new_object(cls._node_class)
-        node._seq = next(_sequence)
-        args = (a, b)
-        connect(node, args)
-        return _finish(cls, node, args, cls.forward(node, a, b), _NO_ATTRS)
+    if a.__class__ is Tensor or isinstance(a, Tensor):
+        if b.__class__ is Tensor or isinstance(b, Tensor):
+            if (a._requires_grad or b._requires_grad) and state.grad_enabled:
+                node = _new_object(cls._node_class)
+                node._seq = next(_sequence)
+                _connect_pair(node, a, b)
+                return _finish(cls, node, (a, b), cls.forward(node, a, b), _NO_ATTRS)
+            return _untracked(cls, (a, b), _NO_ATTRS)
+        if a._requires_grad and state.grad_enabled:  # a tensor and a number (x * 2)
+            node = _new_object(cls._node_class)
+            node._seq = next(_sequence)
+            node._arg_slots = _FIRST_SLOT
+            node._num_args = 2
+            _connect_one(node, a, _NEEDS[2])
+            return _finish(cls, node, (a, b), cls.forward(node, a, b), _NO_ATTRS)
+        return _untracked(cls, (a, b), _NO_ATTRS)  # (lr * w.grad under no_grad)
     return cls.apply(a, b)
 
 
@@ -1032,69 +1117,76 @@ _NO_ATTRS = MappingProxyType({})  # what apply_binary hands _finish: no keyword 
 
 
 def _finish(cls, node, args: tuple, data, attrs):
-    """The output tensor(s) of a recorded op from the arrays its forward returned: each
-    floating-point one with ``node`` as grad_fn; then what forward saved, and the listener.
+    """The output tensor of a recorded op from the array its forward returned -- with
+    ``node`` as grad_fn when floating point -- then what forward saved, and the listener.
+    (Several outputs: ``_finish_outputs``.)
+
+    Every recorded op ends here: bench/bench_engine.py (a), (c) keep it honest.
     """
-    if data.__class__ is tuple:
-        outputs = _outputs(node, data)
-        if cls.is_view:
-            for output in outputs:
-                _share_storage(args[0], output, True)
-        result = outputs
-    else:  # one output: Tensor._wrap, the output's grad_fn and its meta, inline
-        if data.__class__ is _ndarray:
-            meta = _output_meta_cache.get((data.shape, data.dtype))
-            if meta is None:
-                meta = _single_output_meta(data)
-        else:
-            if isinstance(data, _generic):
-                data = np.asarray(data)  # numpy reductions give scalars; tensors hold arrays
-            meta = _single_output_meta(data)
-        result = _new_object(Tensor)
-        result._array = data
-        if data.dtype.kind == "f":
-            result._requires_grad = True
-            result.grad_fn = node
-        node._output_meta = meta
-        if cls.is_view:
-            _share_storage(args[0], result)
-        outputs = None  # made below only when something needs the tuple
+    if data.__class__ is _ndarray:
+        entry = _output_meta_cache.get((data.shape, data.dtype))
+        if entry is None:
+            entry = _output_entry(data)
+    elif data.__class__ is tuple:
+        return _finish_outputs(cls, node, args, data, attrs)
+    else:
+        if isinstance(data, _generic):
+            data = np.asarray(data)  # numpy reductions give scalars; tensors hold arrays
+        entry = _output_entry(data)
+    result = _new_object(Tensor)  # Tensor._wrap, inline
+    result._array = data
+    node._output_meta, differentiable = entry
+    if differentiable:
+        result._requires_grad = True
+        result.grad_fn = node
+    if cls.is_view:
+        _share_storage(args[0], result)
     to_save = node._to_save
-    if to_save or cls.saves_output:
-        if not to_save and cls.saves_output.__class__ is tuple:
-            # Only outputs saved (max(dim)'s, sort's indices): kept without _save's search;
-            # an output without grad (the indices) is held as an input is (saved_input).
-            saved = []
-            for index in cls.saves_output:
-                output = outputs[index]
-                saved.append(SavedTensor(output, node, True) if output._requires_grad
-                             else _saved_input(output))
-            node._saved = tuple(saved)
-        else:
-            if outputs is None:
-                outputs = (result,)
-            if cls.saves_output:
-                # True: output 0 (ExpBackward0's result); a tuple names outputs (max_pool's
-                # indices)
-                to_save = to_save + ((outputs[0],) if cls.saves_output is True
-                                     else tuple(outputs[index] for index in cls.saves_output))
-            node._saved = _save(node, to_save, outputs)
-            node._to_save = ()
+    if to_save:
+        node._to_save = ()  # (the inputs are let go with it)
+        node._saved = _saved_inputs(to_save)
+    if cls.saves_output:
+        node._saved += _saved_outputs(node, cls.saves_output, (result,))
     if anomaly_flags.enabled or events.listener is not None:  # not a thread-local read
-        _announce(node, args, outputs if outputs is not None else (result,), attrs)
+        _announce(node, args, (result,), attrs)
     return result
 
 
-def _outputs(node, data: tuple) -> tuple:
-    """The output tensors of a multi-output op's node, and its ``_output_meta``."""
+def _finish_outputs(cls, node, args: tuple, data: tuple, attrs):
+    """``_finish`` for an op with several outputs."""
     outputs = []
     output_meta = []
     for index, item in enumerate(data):
         output = _output_tensor(node, item, index)
         outputs.append(output)
-        output_meta.append((output._array.shape, output._array.dtype, _device(output._array)))
+        output_meta.append(_output_entry(output._array)[0][0])
     node._output_meta = tuple(output_meta)
-    return tuple(outputs)
+    outputs = tuple(outputs)
+    if cls.is_view:
+        for output in outputs:
+            _share_storage(args[0], output, True)
+    to_save = node._to_save
+    if to_save:
+        node._to_save = ()
+        node._saved = _saved_inputs(to_save)
+    if cls.saves_output:
+        node._saved += _saved_outputs(node, cls.saves_output, outputs)
+    if anomaly_flags.enabled or events.listener is not None:
+        _announce(node, args, outputs, attrs)
+    return outputs
+
+
+def _saved_outputs(node, which, outputs: tuple) -> tuple:
+    """The outputs an op saves (``Op.saves_output``: True for output 0, or a tuple of
+    indices), each kept without a reference cycle (see SavedTensor)."""
+    if which is True:  # (exp, tanh, sigmoid, ...: their result)
+        output = outputs[0]
+        return (SavedTensor(output, node, True) if output._requires_grad
+                else _saved_input(output),)
+    # An output without grad (max(dim)'s indices) has no grad_fn to keep apart from: held
+    # as an input is, with no weak references (cheap).
+    return tuple(SavedTensor(outputs[index], node, True) if outputs[index]._requires_grad
+                 else _saved_input(outputs[index]) for index in which)
 
 
 def _announce(node: Node, args: tuple, outputs: tuple, attrs: dict) -> None:
@@ -1108,25 +1200,36 @@ def _announce(node: Node, args: tuple, outputs: tuple, attrs: dict) -> None:
         listener.on_op(node, args, outputs)
 
 
+# (shape, dtype) -> (a one-output node's ``_output_meta``, whether the output is
+# differentiable), for CPU arrays: see _output_entry.
 _output_meta_cache: dict = {}
 
 
-def _single_output_meta(array) -> tuple:
-    """``((shape, dtype, device),)`` for a one-output node, shared between nodes.
+def _output_entry(array) -> tuple:
+    """``(((shape, dtype, device),), differentiable)`` for an op's output array: its
+    node's ``_output_meta`` when it is the only output, and whether it gets a grad_fn
+    (floating point).
 
     The device object keeps such a tuple on the garbage collector's books; made afresh for
-    each of 100,000 nodes, scanning them was most of a deep forward's time. So the tuple
+    each of 100,000 nodes, scanning them was most of a deep forward's time. So the entry
     is interned per (shape, dtype) for CPU arrays.
     """
     if array.__class__ is not _ndarray:
-        return ((array.shape, array.dtype, backends.device_of(array)),)
+        return ((array.shape, array.dtype, backends.device_of(array)),), \
+            array.dtype.kind == "f"
     key = (array.shape, array.dtype)
-    meta = _output_meta_cache.get(key)
-    if meta is None:
+    entry = _output_meta_cache.get(key)
+    if entry is None:
         if len(_output_meta_cache) >= 4096:  # a program with ever-new shapes: start over
             _output_meta_cache.clear()
-        meta = _output_meta_cache[key] = ((array.shape, array.dtype, _CPU),)
-    return meta
+        entry = _output_meta_cache[key] = (((array.shape, array.dtype, _CPU),),
+                                           array.dtype.kind == "f")
+    return entry
+
+
+def _single_output_meta(array) -> tuple:
+    """``((shape, dtype, device),)`` for a one-output node, shared between nodes."""
+    return _output_entry(array)[0]
 
 
 def _output_tensor(ctx, array, index: int):

@@ -412,23 +412,52 @@ def edge_numbers(numbers: tuple) -> tuple:
 
 
 def saved_input(tensor) -> SavedTensor:
-    """``SavedTensor(tensor, node, False)``: an input saved for backward, made field by
-    field -- every op that saves an input makes one, and the general constructor's call
-    and branches cost as much as the fields (bench/bench_engine.py (a)). With saved-tensor
-    hooks in use anywhere, the general constructor (which runs the pack hook) makes it."""
+    """``SavedTensor(tensor, node, False)``: an input saved for backward. With saved-tensor
+    hooks in use anywhere, the general constructor (which runs the pack hook) makes it;
+    otherwise ``_saved_value`` writes its fields."""
     if hooks_in_use:
         return SavedTensor(tensor, None, False)
+    return _saved_value(tensor)
+
+
+def saved_inputs(values: tuple) -> tuple:
+    """What a built-in op's forward saved (``ctx.save_for_backward``), as its node keeps
+    it: a SavedTensor per tensor -- each an input of the op: its outputs do not exist yet
+    while forward runs -- and None or plain values as they are.
+
+    One call per recorded op that saves anything; two values (what binary ops save) are
+    written out, without a list (bench/bench_engine.py (a))."""
+    if hooks_in_use:
+        return tuple(SavedTensor(value, None, False) if isinstance(value, Tensor) else value
+                     for value in values)
+    if len(values) == 2:
+        first, second = values
+        return (first if first is None else _saved_value(first),
+                second if second is None else _saved_value(second))
+    saved = []
+    for value in values:
+        saved.append(value if value is None else _saved_value(value))
+    return tuple(saved)
+
+
+def _saved_value(value):
+    """A saved input as its node keeps it, with no saved-tensor hooks in use: a tensor's
+    SavedTensor made field by field -- nearly every recorded op makes one, and the general
+    constructor's call and branches cost as much as the fields (bench/bench_engine.py (a))
+    -- and a plain value (a Python scalar operand) as it is."""
+    if value.__class__ is not Tensor and not isinstance(value, Tensor):
+        return value
     saved = _new_object(SavedTensor)
-    saved._array = tensor._array
-    counter = tensor._counter  # Tensor._version_counter's lines, inline
+    saved._array = value._array
+    counter = value._counter  # Tensor._version_counter's lines, inline
     if counter is None:
-        counter = tensor._counter = VersionCounter()
+        counter = value._counter = VersionCounter()
     saved.counter = counter
     saved.version = counter.value
-    saved.output_nr = tensor._output_nr
-    saved.requires_grad = tensor._requires_grad
-    saved.producer = tensor.grad_fn
-    saved.tensor = tensor
+    saved.output_nr = value._output_nr
+    saved.requires_grad = value._requires_grad
+    saved.producer = value.grad_fn
+    saved.tensor = value
     saved.node_ref = saved.original = None
     return saved
 

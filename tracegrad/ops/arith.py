@@ -41,11 +41,6 @@ def _bool_subtraction_error(a, b) -> DTypeError:
         f"({described}) Hint: convert with .long() or .float() to subtract it as numbers.")
 
 
-def _shape(value) -> tuple:
-    # A plain tuple, not a Size: tuples of ints are never scanned by the garbage collector.
-    return value._array.shape if isinstance(value, Tensor) else ()
-
-
 class Add(Op):
     """``a + alpha * b``: alpha is part of the node, as in torch (one AddBackward0)."""
 
@@ -55,10 +50,13 @@ class Add(Op):
 
     @staticmethod
     def forward(ctx, a, b, alpha=1):
-        x, y = operands(a, b)
+        if a.__class__ is Tensor and b.__class__ is Tensor and \
+                a._array.dtype is b._array.dtype and a._array.__class__ is b._array.__class__:
+            x, y = a._array, b._array  # operands' answer for two alike tensors, inline
+        else:
+            x, y = operands(a, b)
         if len(ctx._next_nodes) == 1:  # a recorded tensor + number: torch's 2nd edge
             number_edge(ctx, 1 if isinstance(a, Tensor) else 0)
-        ctx.shapes = (_shape(a), _shape(b))
         if alpha != 1:
             ctx.alpha = alpha
             y = y * alpha
@@ -112,12 +110,15 @@ class RSub(Sub):
 
 
 def _subtract(ctx, a, b, alpha=1):
-    x, y = operands(a, b)
+    if a.__class__ is Tensor and b.__class__ is Tensor and \
+            a._array.dtype is b._array.dtype and a._array.__class__ is b._array.__class__:
+        x, y = a._array, b._array  # operands' answer for two alike tensors, inline
+    else:
+        x, y = operands(a, b)
     # identity, not ==: builtin dtypes are singletons, and this runs on every subtraction
     if getattr(x, "dtype", None) is _BOOL or getattr(y, "dtype", None) is _BOOL or \
             x.__class__ is bool or y.__class__ is bool:
         raise _bool_subtraction_error(a, b)
-    ctx.shapes = (_shape(a), _shape(b))
     if alpha != 1:
         y = y * alpha
     try:
@@ -139,12 +140,17 @@ class Mul(Op):
 
     @staticmethod
     def forward(ctx, a, b):
-        x, y = operands(a, b)
+        if a.__class__ is Tensor and b.__class__ is Tensor and \
+                a._array.dtype is b._array.dtype and a._array.__class__ is b._array.__class__:
+            x, y = a._array, b._array  # operands' answer for two alike tensors, inline
+        else:
+            x, y = operands(a, b)
         # As PyTorch does: each side is saved only if the other side's gradient needs it
-        # (needs_input_grad is empty when nothing is recorded).
+        # (needs_input_grad is empty when nothing is recorded). OpNode.save_for_backward's
+        # one line, inline: a call less on every recorded product.
         needs = ctx.needs_input_grad
         if needs:
-            ctx.save_for_backward(a if needs[1] else None, b if needs[0] else None)
+            ctx._to_save = (a if needs[1] else None, b if needs[0] else None)
             if len(ctx._next_nodes) == 1:  # tensor * number: torch's 2nd edge
                 number_edge(ctx, 1 if isinstance(a, Tensor) else 0)
         try:
@@ -169,12 +175,16 @@ class Div(Op):
 
     @staticmethod
     def forward(ctx, a, b):
-        x, y = operands(a, b)
+        if a.__class__ is Tensor and b.__class__ is Tensor and \
+                a._array.dtype is b._array.dtype and a._array.__class__ is b._array.__class__:
+            x, y = a._array, b._array  # operands' answer for two alike tensors, inline
+        else:
+            x, y = operands(a, b)
         # As PyTorch does: the divisor is always kept, the dividend only for the
         # divisor's gradient (needs_input_grad is empty when nothing is recorded).
         needs = ctx.needs_input_grad
         if needs:
-            ctx.save_for_backward(a if needs[-1] else None, b)
+            ctx._to_save = (a if needs[-1] else None, b)  # (save_for_backward, inline)
             if len(ctx._next_nodes) == 1:  # tensor / number: torch's 2nd edge
                 number_edge(ctx, 1 if isinstance(a, Tensor) else 0)
         token = silence()  # x / 0 is inf (0 / 0 nan) in torch, with no warning

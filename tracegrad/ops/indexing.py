@@ -375,7 +375,8 @@ def setitem(tensor, index, value) -> None:
         _refuse_byte_mask_fill(tensor, index)
     recording = state.grad_enabled and (tensor._requires_grad or (
         value.__class__ is Tensor and value._requires_grad))
-    if not recording and _assign_basic(tensor, index, value):
+    if not recording and (_assign_basic(tensor, index, value) or
+                          _fill_mask(tensor, index, value)):
         return
     plan = plan_index(tensor, index, skip_full_slices=True)
     if not isinstance(value, Tensor):
@@ -449,6 +450,24 @@ def _assign_basic(tensor, index, value) -> bool:
         array[index] = source
     except (IndexError, ValueError, TypeError):
         return False
+    views.after_inplace(tensor, "__setitem__")
+    return True
+
+
+def _fill_mask(tensor, index, value) -> bool:
+    """``x[mask] = number`` with nothing to record (a hand-written ReLU backward's
+    ``grad[input < 0] = 0``, bench/bench_two_layer.py): a bool mask of x's own shape,
+    written straight into the storage, with the full path's conversion of the number and
+    its checks in its order. Returns False to leave anything else to the full path."""
+    if index.__class__ is not Tensor or type(value) not in (int, float, bool):
+        return False
+    array, mask = tensor._array, index._array
+    if mask.dtype.kind != "b" or mask.shape != array.shape or not array.ndim or \
+            mask.__class__ is not array.__class__:
+        return False
+    source = _value_tensor(value, tensor)._array
+    views.check_no_overlap(tensor)
+    array[mask] = source
     views.after_inplace(tensor, "__setitem__")
     return True
 
