@@ -33,7 +33,14 @@ from .custom import CustomFunctions
 from .modules import ModuleScopes
 from .passes import Passes
 
-_PASS, _OP, _INPLACE, _SETTER, _BACKWARD, _GRAD, _HOOK, _RETAIN, _DATA, _VALUE = range(10)
+(_PASS, _OP, _INPLACE, _SETTER, _BACKWARD, _GRAD, _HOOK, _RETAIN, _DATA, _VALUE,
+ _PROFILE_ENTER, _PROFILE_EXIT) = range(12)
+# What an optimizer's step is seen by: torch wraps every ``Optimizer.step`` in a profiler
+# ``record_function("Optimizer.step#Adam.step")``, whose enter and exit are torch calls.
+_STEP_PREFIX = "Optimizer.step#"
+_PROFILE_OPS = {"_record_function_enter_new": _PROFILE_ENTER,
+                "_record_function_exit._RecordFunction": _PROFILE_EXIT,
+                "_record_function_exit": _PROFILE_EXIT}
 # Calls whose values leave the graph as plain data (tracing/flows.py: round trips).
 _VALUE_CALLS = frozenset({"item", "tolist", "numpy"})
 # Calls that make a tensor from plain data (a round trip's way back).
@@ -62,6 +69,8 @@ _RESHAPING = frozenset({"resize_", "resize_as_", "set_", "squeeze_", "unsqueeze_
 
 def _classify(func) -> int:
     name = getattr(func, "__name__", "")
+    if name in _PROFILE_OPS and type(func).__module__ == "torch._ops":
+        return _PROFILE_OPS[name]
     if func is torch.Tensor.backward or func is torch.autograd.backward:
         return _BACKWARD
     if func is torch.autograd.grad:
@@ -155,6 +164,8 @@ class Session:
         self._kinds: dict = {}
         self._op_site = None  # (site, module) for nodes made by the call being recorded
         self._active = False
+        # The profiler records of the optimizer steps running now (see _in_step).
+        self._steps: list = []
 
     # -- start and stop ----------------------------------------------------------------
     def start(self) -> None:
@@ -215,6 +226,8 @@ class Session:
             kind = self._kinds[func] = _classify(func)
         if kind == _PASS:
             return func(*args, **kwargs)
+        if self._steps and kind <= _INPLACE and not _grad_enabled():
+            return self._in_step(func, kind, args, kwargs)
         if kind == _OP:
             if kwargs and ("out" in kwargs or kwargs.get("inplace") is True):
                 return self._inplace(func, args, kwargs)
@@ -228,7 +241,11 @@ class Session:
             return self.passes.register_hook(func, args, kwargs)
         if kind == _RETAIN:
             return self.passes.retain_grad(func, args, kwargs)
+        if kind == _PROFILE_ENTER or kind == _PROFILE_EXIT:
+            return self._profiled(func, kind, args, kwargs)
         if kind == _DATA or kind == _VALUE:
+            if self._steps:
+                return func(*args, **kwargs)  # an optimizer's own numbers (see _in_step)
             result = func(*args, **kwargs)
             if args and isinstance(args[0], torch.Tensor):
                 self.guarded(self._left_graph, kind, func, args[0], result)
@@ -240,6 +257,43 @@ class Session:
                     getattr(getattr(func, "__self__", None), "__name__", "") == "grad":
                 self.guarded(self._grad_reset, args[0])
         return result
+
+    # -- optimizer steps ----------------------------------------------------------------
+    def _profiled(self, func, kind: int, args: tuple, kwargs: dict):
+        """A profiler ``record_function`` entered or left: an optimizer step starts or
+        ends (torch wraps every ``Optimizer.step`` in one)."""
+        if kind == _PROFILE_ENTER:
+            record = func(*args, **kwargs)
+            name = args[0] if args else kwargs.get("name")
+            if isinstance(name, str) and name.startswith(_STEP_PREFIX):
+                self._steps.append(record)
+            return record
+        try:
+            return func(*args, **kwargs)
+        finally:
+            record = args[0] if args else None
+            steps = self._steps
+            for index in range(len(steps) - 1, -1, -1):
+                if steps[index] is record:
+                    del steps[index]
+                    break
+
+    def _in_step(self, func, kind: int, args: tuple, kwargs: dict):
+        """A call inside an optimizer's step, made without grad (as torch's optimizers run
+        theirs): the step's own arithmetic (Adam's moments, its step counts) is not the
+        program's graph and is not reported; what the step writes into a tensor that
+        matters -- a parameter, a tensor the trace knows -- is, as the in-place change it
+        is (``addcdiv_`` on the parameter), the way tracegrad's own optimizers report one
+        ``sub_`` per parameter and step."""
+        if kind == _OP and not (kwargs and ("out" in kwargs or kwargs.get("inplace") is True)):
+            return func(*args, **kwargs)
+        targets = self._targets(args, kwargs) if kwargs else _tensors_in(args[:1], [])
+        known = self.registry.known_tensor
+        targets = [tensor for tensor in targets if tensor.requires_grad and
+                   tensor.grad_fn is None or known(tensor) is not None]
+        if not targets:
+            return func(*args, **kwargs)
+        return self._inplace(func, args, kwargs, targets)
 
     def _left_graph(self, kind: int, func, tensor, result) -> None:
         """``t.data``, ``t.item()``/``tolist()``/``numpy()``: values leaving the graph."""
@@ -454,16 +508,21 @@ class Session:
         self.custom.introduce(tensors)
 
     # -- in-place ----------------------------------------------------------------------
-    def _inplace(self, func, args: tuple, kwargs: dict):
-        # Per in-place call (an optimizer step makes dozens): the versions before, then
-        # the call, then what moved -- the bridge's part guarded inline.
+    def _inplace(self, func, args: tuple, kwargs: dict, in_step: list | None = None):
+        # Per in-place call: the versions before, then the call, then what moved -- the
+        # bridge's part guarded inline. ``in_step``: the targets that matter of a call
+        # inside an optimizer's step (see _in_step).
         grad_mode = _grad_enabled()
         try:
             if grad_mode and self.custom.pending:
                 inputs = _tensors_in(kwargs.values(), _tensors_in(args, []))
                 if inputs:
                     self.custom.introduce(inputs)
-            targets = self._targets(args, kwargs) if kwargs else _tensors_in(args[:1], [])
+            if in_step is not None:
+                targets = in_step
+            else:
+                targets = self._targets(args, kwargs) if kwargs else \
+                    _tensors_in(args[:1], [])
             # Each target's version, and the history its base had (the edge a recorded
             # in-place node replaces), before the call.
             before = []
@@ -471,7 +530,7 @@ class Session:
                 base = tensor._base if grad_mode else None
                 base = tensor if base is None else base
                 before.append((tensor._version, base, base.grad_fn, base.output_nr))
-            prepared = (targets, before, _next_sequence_nr())
+            prepared = (targets, before, _next_sequence_nr(), in_step is not None)
         except Exception as error:  # noqa: BLE001 - reported at the end, see failed()
             self.failed(error)
             prepared = None
@@ -488,7 +547,7 @@ class Session:
 
     def _after_inplace(self, name: str, args: tuple, kwargs: dict, prepared: tuple,
                        grad_mode: bool) -> None:
-        targets, before, first = prepared
+        targets, before, first, in_step = prepared
         registry = self.registry
         changed = []
         for tensor, (version, base, previous, previous_nr) in zip(targets, before):
@@ -516,7 +575,9 @@ class Session:
         if listener is None:
             return
         several = len(targets) > 1  # a _foreach_ op: each target is its own change
-        rest = () if several else self._adapt_args(args[1:], kwargs)
+        # An optimizer's update is reported on its parameter alone (its operands are the
+        # step's own state), as tracegrad's optimizers report theirs.
+        rest = () if several or in_step else self._adapt_args(args[1:], kwargs)
         last = _next_sequence_nr()
         for tensor, _, base, previous, previous_nr in changed:
             self.emitted += 1
