@@ -391,6 +391,12 @@ class TorchSaved(SavedTensor):
 
     @property
     def _array(self):
+        node = self._node
+        if self._ctx is None and node._alive and node._freed_by is None \
+                and not node._unsure:
+            # Held by a live node no backward freed: no need to ask torch (every recorded
+            # node's saved tensors are asked, twice, as the op is recorded).
+            return _Held(self.nbytes)
         return _Held(self.nbytes) if self._live_data() is not None else None
 
     def host_values(self) -> np.ndarray | None:
@@ -519,13 +525,15 @@ class Registry:
     # -- tensors -----------------------------------------------------------------------
     def tensor(self, tensor) -> TorchTensor:
         key = id(tensor)
-        adapter = self._tensors.get(key)
+        tensors = self._tensors
+        adapter = tensors.get(key)
         if adapter is not None and adapter._ref() is tensor:
             return adapter
         # A plain weak reference (a callback per tensor costs more than it saves): entries
-        # of tensors gone are dropped in sweeps, and a lookup checks the reference.
-        adapter = TorchTensor.made(tensor, self)
-        tensors = self._tensors
+        # of tensors gone are dropped in sweeps, and a lookup checks the reference. The
+        # adapter is made inline (TorchTensor.made): one per tensor the program makes.
+        adapter = _new_object(TorchTensor)
+        adapter.__dict__ = _adapter_fields(tensor, self)
         tensors[key] = adapter
         if len(tensors) > self._sweep_at:
             for stale in [key for key, known in tensors.items() if known._ref() is None]:
@@ -591,17 +599,27 @@ class Registry:
         return first
 
     def _new_node(self, fn) -> TorchNode:
-        adapter = TorchNode()
+        # Per node the program makes while recorded: the fields in one dict, the call's
+        # site read from the session inline (Session.site_for is the general case).
+        kind = type(fn)
+        name = _class_names.get(kind)
+        if name is None:
+            name = class_node_name(fn)
         key = id(fn.metadata)
-        state = adapter.__dict__
-        state["_key"] = key
-        state["_name"] = name = class_node_name(fn)
-        state["_seq"] = fn._sequence_nr()
-        state["_alive"] = True
-        state["_output_meta"] = _output_meta(fn)
-        state["next_functions"] = ()
-        site, module = self.session.site_for(fn) if self.session is not None else (None, None)
-        state["_site"], state["_module"] = site, module
+        sequence = fn._sequence_nr()
+        session = self.session
+        site = module = None
+        if session is not None:
+            current = session._op_site
+            if current is not None and current[2] <= sequence < current[3]:
+                site, module = current[0], current[1]
+            else:
+                site, module = session.site_for(fn)
+        adapter = _new_object(TorchNode)
+        adapter.__dict__ = state = {
+            "_key": key, "_name": name, "_seq": sequence, "_alive": True,
+            "_output_meta": _output_meta(fn), "next_functions": (), "_site": site,
+            "_module": module}
         if name == "AccumulateGrad":
             # Made where the leaf is first used, as tracegrad's: the leaf has the site.
             state["_site"] = state["_module"] = None
@@ -610,8 +628,8 @@ class Registry:
         elif _is_custom(type(fn)):
             state["_function"] = _CustomFunction
         self._nodes[key] = adapter
-        if self.session is not None:
-            self.session.watch_node(fn, adapter)  # hooks for backward; they tell its death
+        if session is not None:
+            session.passes.watch_node(fn, adapter)  # hooks for backward; they tell its death
         else:
             state["_fn"] = fn  # a walk holds the graph while it reads it
         state["_saved"] = ()
@@ -674,17 +692,25 @@ class Registry:
 
     def _saved_record(self, fn, adapter: TorchNode, slot: str, raw, attribute):
         """A TorchSaved for one saved tensor, or None when nothing is saved there."""
-        data = raw.data
-        if data is None:
-            return None  # not saved (torch saves an operand only when a gradient needs it)
-        tensor, version = None, None
+        tensor, version, data = None, None, None
         try:
             tensor = raw.unpack() if attribute is None else getattr(fn, attribute)
         except RuntimeError as error:  # modified in place since it was saved, or freed
+            data = raw.data
+            if data is None:
+                return None
             match = _EXPECTED_VERSION.search(str(error))
             version = int(match.group(1)) if match else int(data._version)
         if tensor is None:
+            # Not saved (torch saves an operand only when a gradient needs it), or saved
+            # in a way unpacking does not give back: the data, if any, says.
+            if data is None:
+                data = raw.data
+                if data is None:
+                    return None
             tensor = data
+        elif data is None:
+            data = tensor  # the unpacked tensor: the saved data's memory, shape and dtype
         if version is None:
             version = int(tensor._version)
         source, producer, output_nr, is_output = None, None, int(tensor.output_nr), False

@@ -357,7 +357,7 @@ class Session:
             elif not inside and events.listener is not None:
                 self.guarded(self._untracked, func, args, kwargs, result, False)
             return result
-        if self.custom.pending:
+        if self.custom._calls:  # a custom Function's node waits to be reported
             inputs = _tensors_in(kwargs.values(), _tensors_in(args, []))
             if inputs:
                 self.guarded(self.custom.introduce, inputs)
