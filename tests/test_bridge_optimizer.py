@@ -98,3 +98,26 @@ def test_the_step_is_left_and_torch_calls_after_it_are_recorded_again():
     assert moved.shape == (3,)
     record = next(record for record in trace.tensors.values() if record.is_parameter)
     assert [change.op for change in record.versions] == ["add_", "mul_"]
+
+
+def test_a_long_run_keeps_no_version_group_per_storage_it_ever_saved():
+    """The in-place history of a storage lives as long as a saved tensor of it: 150 steps
+    (some 700 storages saved) leave the groups of the last graphs' saved tensors."""
+    import gc
+
+    from tracegrad import bridge
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(2, 4), torch.nn.Tanh(), torch.nn.Linear(4, 3))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    points, labels = torch.randn(8, 2), torch.randint(0, 3, (8,))
+    with tg.record(values=False):
+        for _ in range(150):
+            optimizer.zero_grad()
+            loss = torch.nn.functional.cross_entropy(model(points), labels)
+            loss.backward()
+            optimizer.step()
+        gc.collect()
+        groups = bridge._session.registry._groups
+        alive = [reference for reference in groups.values() if reference() is not None]
+        assert 0 < len(alive) <= 60, len(alive)

@@ -296,7 +296,7 @@ def _is_parameter(kind: type) -> bool:
 class VersionGroup:
     """In-place changes of one storage (a tensor and its views): the ops, versions, lines."""
 
-    __slots__ = ("history", "last_op")
+    __slots__ = ("__weakref__", "history", "last_op")
 
     def __init__(self) -> None:
         self.history: list = []  # (version, op name, Site)
@@ -517,7 +517,11 @@ class Registry:
         self._tensors: dict[int, TorchTensor] = {}
         self._sweep_at = 4096
         self._nodes: dict[int, TorchNode] = {}
-        self._groups: dict[int, VersionGroup] = {}
+        # storage address -> weak reference to its VersionGroup: a group lives as long as
+        # a saved tensor (or a reader) holds it, so a long run does not keep one per
+        # storage it ever saved (dead entries are dropped in sweeps, as tensors' are).
+        self._groups: dict[int, weakref.ref] = {}
+        self._group_sweep_at = 4096
         # id(tensor) -> (weakref, parameter or buffer name); see modules.py
         self.names: dict[int, tuple] = {}
         self.holding = False  # saved tensors keep their torch tensor (see _saved_record)
@@ -548,15 +552,25 @@ class Registry:
     def existing_group(self, tensor) -> VersionGroup | None:
         """The group of ``tensor``'s memory if a saved tensor ever made one, else None."""
         key = storage_key(tensor)
-        return self._groups.get(key) if key is not None else None
+        if key is None:
+            return None
+        reference = self._groups.get(key)
+        return reference() if reference is not None else None
 
     def group(self, tensor) -> VersionGroup | None:
         key = storage_key(tensor)
         if key is None:
             return None
-        group = self._groups.get(key)
+        groups = self._groups
+        reference = groups.get(key)
+        group = reference() if reference is not None else None
         if group is None:
-            group = self._groups[key] = VersionGroup()
+            group = VersionGroup()
+            groups[key] = weakref.ref(group)
+            if len(groups) > self._group_sweep_at:
+                for stale in [key for key, known in groups.items() if known() is None]:
+                    del groups[stale]
+                self._group_sweep_at = max(4096, 2 * len(groups))
         return group
 
     # -- nodes -------------------------------------------------------------------------
