@@ -303,9 +303,7 @@ class Passes:
             return
         if self._observers or self._retained:
             self._report_tensor_hooks(listener, node, grads)
-        adapt = self.registry.tensor
-        listener.on_node_start(node, tuple([adapt(grad) if grad is not None else None
-                                            for grad in grads]))
+        listener.on_node_start(node, self._adapters(grads))
         self._open = node
         self._started = time.perf_counter_ns()
 
@@ -320,11 +318,25 @@ class Passes:
         listener = events.listener
         if listener is None:
             return
-        adapt = self.registry.tensor
-        listener.on_node_end(node, tuple([adapt(grad) if grad is not None else None
-                                          for grad in grads_out]), duration)
+        listener.on_node_end(node, self._adapters(grads_out), duration)
         if node._is_accumulate and grads_in and grads_in[0] is not None:
-            listener.on_accumulate(node.variable, adapt(grads_in[0]))
+            listener.on_accumulate(node.variable, self.registry.tensor(grads_in[0]))
+
+    def _adapters(self, grads) -> tuple:
+        """The adapters of a step's gradients (None stays None). A gradient going out of
+        one step is the one coming into the next: its adapter is found inline."""
+        registry = self.registry
+        known = registry._tensors
+        adapters = []
+        for grad in grads:
+            if grad is None:
+                adapters.append(None)
+                continue
+            adapter = known.get(id(grad))
+            if adapter is None or adapter._ref() is not grad:
+                adapter = registry.tensor(grad)
+            adapters.append(adapter)
+        return tuple(adapters)
 
 
 def _tensors(values) -> list:

@@ -133,6 +133,8 @@ def _saved_outputs(made: list) -> dict:
 class _PassThrough:
     """What a mode left on torch's stack after its recording ended does: nothing."""
 
+    _kinds: dict = {}
+
     @staticmethod
     def call(func, args: tuple, kwargs: dict):
         return func(*args, **kwargs)
@@ -147,6 +149,10 @@ class _Mode(TorchFunctionMode):
         self.session = session
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
+        # Calls that only read (``p.grad``, ``x.shape``, ``x.dim()``: half of an optimizer
+        # step's) go straight on, without the session's call.
+        if self.session._kinds.get(func) == _PASS:
+            return func(*args, **kwargs) if kwargs else func(*args)
         return self.session.call(func, args, kwargs or {})
 
 
