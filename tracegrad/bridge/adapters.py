@@ -267,9 +267,13 @@ def _adapter_fields(tensor, registry: Registry) -> dict:
     if name is None:
         name = dtype_name(dtype)
     on_cpu = tensor.is_cpu
+    kind = type(tensor)
+    is_parameter = _parameter_types.get(kind)
+    if is_parameter is None:
+        is_parameter = _is_parameter(kind)
     return {"_registry": registry,
             "_trace_fields": (tuple(tensor.shape), name, "cpu" if on_cpu else str(tensor.device),
-                              _is_parameter(type(tensor))),
+                              is_parameter),
             "_on_cpu": on_cpu, "_cached": None,
             "_held": None,  # a strong reference, for tensors only a walk knows of
             "_ref": weakref.ref(tensor)}
