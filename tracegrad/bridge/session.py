@@ -267,7 +267,8 @@ class Session:
     # -- optimizer steps ----------------------------------------------------------------
     def _profiled(self, func, kind: int, args: tuple, kwargs: dict):
         """A profiler ``record_function`` entered or left: an optimizer step starts or
-        ends (torch wraps every ``Optimizer.step`` in one)."""
+        ends (torch wraps every ``Optimizer.step`` in one). torch's mode stack is per
+        thread: the steps seen here are the recorded thread's own."""
         if kind == _PROFILE_ENTER:
             record = func(*args, **kwargs)
             name = args[0] if args else kwargs.get("name")
