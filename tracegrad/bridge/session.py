@@ -416,7 +416,8 @@ class Session:
             site = user_site(1)
         adapters = [registry.tensor(tensor) for tensor in outputs]
         call_args = self._adapt_args(args, kwargs)
-        self._op_site = (site, self.scopes.current(), first, _next_sequence_nr())
+        stack = self.scopes.stack  # the innermost module being called (scopes.current())
+        self._op_site = (site, stack[-1] if stack else None, first, _next_sequence_nr())
         made: list = []
         registry.holding = True
         try:
@@ -462,7 +463,12 @@ class Session:
                 continue
             self.emitted += 1
             listener.on_op(node, args, tuple(wired))
-            self.used_in_op(args, wired)
+            for item in args:  # used_in_op(args, wired), inline: per op reported
+                if item.__class__ is TorchTensor:
+                    item.__dict__["_in_op"] = True
+            for item in wired:
+                if item is not None:
+                    item.__dict__["_in_op"] = True
 
     @staticmethod
     def used_in_op(*groups) -> None:
