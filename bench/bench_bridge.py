@@ -150,7 +150,7 @@ def _explain(title: str, best: dict, function, configurations: dict) -> None:
           "above):")
     print(f"    torch's dispatch to a mode (the floor) {100 * (mode - off) / off:6.0f}%")
     print(f"    the bridge (no-op listener)           {100 * (bridge - mode) / off:6.0f}%")
-    for label, options in configurations.items():
+    for label in configurations:
         print(f"    the recorder, {label:<24} {100 * (best[label] - bridge) / off:6.0f}%")
     for label, options in configurations.items():
         seconds, collecting, events_seen = _explained(function, **options)

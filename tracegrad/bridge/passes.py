@@ -66,12 +66,6 @@ class _Sentinel(weakref.ref):
     __slots__ = ("key", "node")
 
 
-def _sentinel(hook: _PreHook, key: int, node: TorchNode, callback) -> _Sentinel:
-    sentinel = _Sentinel(hook, callback)
-    sentinel.key, sentinel.node = key, node
-    return sentinel
-
-
 class _Observer:
     """Registered just before a program's tensor hook: sees the gradient that hook gets."""
 
@@ -127,10 +121,18 @@ class Passes:
             return
         key = node._key
         self._handles[key] = handles
-        self._sentinels[key] = _sentinel(pre, key, node, self._on_node_gone)
+        sentinel = self._sentinels[key] = _Sentinel(pre, self._on_node_gone)
+        sentinel.key, sentinel.node = key, node
 
     def _node_gone(self, sentinel: _Sentinel) -> None:
-        self.node_gone(sentinel.key, sentinel.node)
+        # Per node that dies (every node of every step): node_gone and forget_node inline.
+        key, node = sentinel.key, sentinel.node
+        node.__dict__["_alive"] = False
+        nodes = self.registry._nodes
+        if nodes.get(key) is node:
+            del nodes[key]
+        self._sentinels.pop(key, None)
+        self._handles.pop(key, None)
 
     def node_gone(self, key: int, node: TorchNode) -> None:
         self.registry.forget_node(key, node)
