@@ -6,6 +6,11 @@ tracegrad's own engine makes (``tracegrad.autograd.events``).
   ``grad_fn`` is new means recorded ops (``on_op``); a version that moved means an in-place
   change (``on_inplace``); a leaf's in-place error is announced as it propagates
   (``on_inplace_refused``).
+* Optimizer steps: torch wraps ``Optimizer.step`` in a profiler ``record_function``, whose
+  enter and exit are torch calls. Inside a step (run without grad), only what it writes
+  into a tensor that matters -- a parameter, a tensor the trace knows -- is reported, one
+  in-place change per parameter as tracegrad's own optimizers report theirs; the step's
+  arithmetic and state (Adam's moments, step counts) are not the program's graph.
 * Backward: see passes.py. Custom ``autograd.Function`` nodes: see custom.py.
 * Saved tensors: read from torch's own handles (``grad_fn._raw_saved_*``), never through
   ``saved_tensors_hooks``, which would switch off torch's version check for what they pack.
