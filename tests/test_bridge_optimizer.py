@@ -121,3 +121,22 @@ def test_a_long_run_keeps_no_version_group_per_storage_it_ever_saved():
         groups = bridge._session.registry._groups
         alive = [reference for reference in groups.values() if reference() is not None]
         assert 0 < len(alive) <= 60, len(alive)
+
+
+def test_zero_grad_resets_are_flows_and_a_data_assignment_is_read_again():
+    """``p.grad = None`` (zero_grad) is a gradient reset, one flow per parameter; ``t.data =
+    other`` gives t other memory and shape, which the trace reads again."""
+    trace, model = _train(torch.optim.SGD)
+    resets = sorted(trace.tensor(flow.sources[0]).name for flow in trace.flows
+                    if flow.kind == "grad_reset")
+    assert resets == sorted(name for name, _ in model.named_parameters())
+    from tracegrad import bridge
+
+    w = torch.nn.Parameter(torch.ones(3))
+    with tg.record():
+        (w * 2).sum().backward()
+        adapter = bridge._session.registry.known_tensor(w)
+        w.grad = None
+        assert adapter._trace_fields[0] == (3,)
+        w.data = torch.zeros(5)
+        assert adapter._trace_fields[0] == (5,)

@@ -39,7 +39,7 @@ from .modules import ModuleScopes
 from .passes import Passes
 
 (_PASS, _OP, _INPLACE, _SETTER, _BACKWARD, _GRAD, _HOOK, _RETAIN, _DATA, _VALUE,
- _PROFILE_ENTER, _PROFILE_EXIT) = range(12)
+ _PROFILE_ENTER, _PROFILE_EXIT, _SET_GRAD) = range(13)
 # What an optimizer's step is seen by: torch wraps every ``Optimizer.step`` in a profiler
 # ``record_function("Optimizer.step#Adam.step")``, whose enter and exit are torch calls.
 _STEP_PREFIX = "Optimizer.step#"
@@ -89,7 +89,9 @@ def _classify(func) -> int:
     if name in _VALUE_CALLS:
         return _VALUE
     if name == "__set__":
-        return _SETTER
+        owner = getattr(func, "__self__", None)
+        # ``p.grad = None`` (zero_grad, per parameter and step) moves no memory of p's.
+        return _SET_GRAD if getattr(owner, "__name__", "") == "grad" else _SETTER
     if name == "register_hook":
         return _HOOK
     if name == "retain_grad":
@@ -261,12 +263,13 @@ class Session:
             if args and isinstance(args[0], torch.Tensor):
                 self.guarded(self._left_graph, kind, func, args[0], result)
             return result
-        result = func(*args, **kwargs)  # a setter: `t.data = other` moves t's memory
+        result = func(*args, **kwargs)
         if args and isinstance(args[0], torch.Tensor):
-            self.guarded(self._moved, args[0])
-            if len(args) > 1 and args[1] is None and \
-                    getattr(getattr(func, "__self__", None), "__name__", "") == "grad":
-                self.guarded(self._grad_reset, args[0])
+            if kind == _SET_GRAD:  # `p.grad = None`: the gradient reset
+                if len(args) > 1 and args[1] is None:
+                    self.guarded(self._grad_reset, args[0])
+            else:  # another setter: `t.data = other` moves t's memory
+                self.guarded(self._moved, args[0])
         return result
 
     # -- optimizer steps ----------------------------------------------------------------
