@@ -418,7 +418,8 @@ class Session:
             fn = tensor.grad_fn
             if fn is None:
                 continue
-            if id(fn.metadata) not in registry._nodes and all(fn is not seen for seen in tops):
+            if id(fn.metadata) not in registry._nodes and (
+                    not tops or all(fn is not seen for seen in tops)):
                 if tensor.is_meta or tensor.layout != torch.strided:
                     return  # no values to read: left unrecorded
                 tops.append(fn)
@@ -456,7 +457,8 @@ class Session:
         no output the program sees; where a node saved that output, it is that tensor."""
         registry = self.registry
         inner_outputs: dict[tuple, object] | None = None  # (node key, output_nr) -> tensor
-        top_keys = {id(fn.metadata): fn for fn in tops}
+        top_keys = {id(tops[0].metadata): tops[0]} if len(tops) == 1 else \
+            {id(fn.metadata): fn for fn in tops}
         if len(made) > 1:
             made.sort(key=_sequence_of)
         for node in made:
