@@ -140,3 +140,23 @@ def test_zero_grad_resets_are_flows_and_a_data_assignment_is_read_again():
         assert adapter._trace_fields[0] == (3,)
         w.data = torch.zeros(5)
         assert adapter._trace_fields[0] == (5,)
+
+
+def test_an_optimizer_writing_through_p_data_is_still_seen():
+    """An optimizer of the older style (``p.data.add_(...)``) changes the values through
+    ``.data``: the change stays in the trace (on the detached view of the parameter)."""
+
+    class DataSGD(torch.optim.Optimizer):
+        def __init__(self, params, lr):
+            super().__init__(params, {"lr": lr})
+
+        @torch.no_grad()
+        def step(self, closure=None):
+            for group in self.param_groups:
+                for p in group["params"]:
+                    p.data.add_(p.grad, alpha=-group["lr"])
+
+    trace, _ = _train(DataSGD)
+    changed = [record for record in trace.tensors.values()
+               if [change.op for change in record.versions] == ["add_"]]
+    assert len(changed) == 3 * 4  # a fresh p.data per parameter and step

@@ -257,8 +257,10 @@ class Session:
         if kind == _PROFILE_ENTER or kind == _PROFILE_EXIT:
             return self._profiled(func, kind, args, kwargs)
         if kind == _DATA or kind == _VALUE:
-            if self._steps:
-                return func(*args, **kwargs)  # an optimizer's own numbers (see _in_step)
+            if self._steps and kind == _VALUE:
+                # An optimizer's own numbers (see _in_step); ``p.data`` stays reported:
+                # an optimizer that writes through it changes the parameter's values.
+                return func(*args, **kwargs)
             result = func(*args, **kwargs)
             if args and isinstance(args[0], torch.Tensor):
                 self.guarded(self._left_graph, kind, func, args[0], result)
