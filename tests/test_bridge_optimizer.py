@@ -160,3 +160,4 @@ def test_an_optimizer_writing_through_p_data_is_still_seen():
     changed = [record for record in trace.tensors.values()
                if [change.op for change in record.versions] == ["add_"]]
     assert len(changed) == 3 * 4  # a fresh p.data per parameter and step
+

@@ -669,7 +669,8 @@ class Registry:
         return adapter
 
     def forget_node(self, key: int, adapter: TorchNode) -> None:
-        """The node died (its hooks were released): its metadata's id may be reused."""
+        """The node died (its hooks were released): its metadata's id may be reused.
+        (passes.Passes._node_gone does the same inline.)"""
         adapter.__dict__["_alive"] = False
         if self._nodes.get(key) is adapter:
             del self._nodes[key]

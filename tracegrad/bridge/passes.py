@@ -125,17 +125,12 @@ class Passes:
         sentinel.key, sentinel.node = key, node
 
     def _node_gone(self, sentinel: _Sentinel) -> None:
-        # Per node that dies (every node of every step): node_gone and forget_node inline.
+        # Per node that dies (every node of every step): Registry.forget_node inline.
         key, node = sentinel.key, sentinel.node
         node.__dict__["_alive"] = False
         nodes = self.registry._nodes
         if nodes.get(key) is node:
             del nodes[key]
-        self._sentinels.pop(key, None)
-        self._handles.pop(key, None)
-
-    def node_gone(self, key: int, node: TorchNode) -> None:
-        self.registry.forget_node(key, node)
         self._sentinels.pop(key, None)
         self._handles.pop(key, None)
 
