@@ -8,12 +8,19 @@ load of a shared machine drifts over every configuration alike).
   tracer keeping values for its default passes (the first and last 2): <= 2x.
 
     .venv/bin/python bench/bench_bridge.py [--steps 200] [--mlp-steps 1000] [--repeat 3]
+                                           [--explain]
 
 torch runs on one thread (the machine is shared; the tracer's cost is per op, not per FLOP);
 times are this process's CPU time. Two rows in parentheses say where the time goes: a
 TorchFunctionMode that only passes calls on (the floor for any observer of torch calls), and
 the bridge reporting to a listener that does nothing (the bridge's share; the rest of a
 recording's cost is the recorder's).
+
+``--explain`` then says where a recording's time goes, per configuration: the shares by
+subtraction (torch's dispatch to any mode, the bridge, the recorder), the garbage
+collector's time during the recording, and per listener event its count and the recorder's
+time in it (perf_counter around each call, one run; the bridge's share divided by the
+events it sent is its cost per event).
 """
 
 from __future__ import annotations
@@ -90,6 +97,72 @@ def _bridge_only(function):
     return run
 
 
+_EVENTS = ("on_op", "on_tensor", "on_detach", "on_untracked_op", "on_value_out",
+           "on_grad_reset", "on_inplace", "on_inplace_refused", "on_backward_start",
+           "on_node_start", "on_node_end", "on_hook", "on_accumulate", "on_backward_end",
+           "on_error")
+
+
+def _explained(function, **options) -> tuple[float, float, dict]:
+    """One recording of ``function``: (CPU seconds, seconds in the garbage collector,
+    {event: [count, seconds in the recorder]})."""
+    from time import perf_counter
+
+    counts: dict = {}
+    recorder = tracegrad.record(**options)
+    for event in _EVENTS:
+        method = getattr(recorder, event)
+        entry = counts[event] = [0, 0.0]
+
+        def timed(*args, _method=method, _entry=entry):
+            started = perf_counter()
+            try:
+                return _method(*args)
+            finally:
+                _entry[0] += 1
+                _entry[1] += perf_counter() - started
+        setattr(recorder, event, timed)
+    collecting = [0.0, 0.0]
+
+    def collector(phase, info) -> None:
+        if phase == "start":
+            collecting[1] = perf_counter()
+        else:
+            collecting[0] += perf_counter() - collecting[1]
+    gc.collect()
+    gc.callbacks.append(collector)
+    try:
+        started = time.process_time()
+        with recorder:
+            function()
+        seconds = time.process_time() - started
+    finally:
+        gc.callbacks.remove(collector)
+    return seconds, collecting[0], {event: entry for event, entry in counts.items()
+                                    if entry[0]}
+
+
+def _explain(title: str, best: dict, function, configurations: dict) -> None:
+    """Where a recording's time goes (see the module docstring)."""
+    off, mode, bridge = (best["untraced"], best["(no-op TorchFunctionMode)"],
+                         best["(bridge, no-op listener)"])
+    print(f"  where the time goes ({title}; shares of the untraced time, best of the runs "
+          "above):")
+    print(f"    torch's dispatch to a mode (the floor) {100 * (mode - off) / off:6.0f}%")
+    print(f"    the bridge (no-op listener)           {100 * (bridge - mode) / off:6.0f}%")
+    for label in configurations:
+        print(f"    the recorder, {label:<24} {100 * (best[label] - bridge) / off:6.0f}%")
+    for label, options in configurations.items():
+        seconds, collecting, events_seen = _explained(function, **options)
+        sent = sum(count for count, _ in events_seen.values())
+        print(f"  {label}, one instrumented run: {seconds:.3f} s, of which the garbage "
+              f"collector {collecting:.3f} s; {sent} events, the bridge's share "
+              f"{1e6 * (bridge - mode) / max(sent, 1):.1f} us per event")
+        print(f"    {'event':<22} {'count':>8} {'recorder us/event':>18} {'recorder s':>11}")
+        for event, (count, spent) in sorted(events_seen.items(), key=lambda item: -item[1][1]):
+            print(f"    {event:<22} {count:8d} {1e6 * spent / count:18.1f} {spent:11.3f}")
+
+
 def _report(title: str, best: dict, targets: dict) -> bool:
     off = best["untraced"]
     print(title)
@@ -106,7 +179,7 @@ def _report(title: str, best: dict, targets: dict) -> bool:
     return met
 
 
-def bench_two_layer(torch, steps: int, repeat: int) -> bool:
+def bench_two_layer(torch, steps: int, repeat: int, explain: bool = False) -> bool:
     module = load_example("two_layer_net", real_torch=True)
 
     def train() -> None:
@@ -119,11 +192,15 @@ def bench_two_layer(torch, steps: int, repeat: int) -> bool:
                          "(bridge, no-op listener)": _bridge_only(train),
                          "structure only": _traced(train, values=False),
                          "values": _traced(train)}, repeat)
-    return _report(f"two-layer net (64x1000 -> 100 -> 10, MyReLU), {steps} steps, best of "
-                   f"{repeat}:", best, TWO_LAYER_TARGETS)
+    met = _report(f"two-layer net (64x1000 -> 100 -> 10, MyReLU), {steps} steps, best of "
+                  f"{repeat}:", best, TWO_LAYER_TARGETS)
+    if explain:
+        _explain("two-layer net", best, train,
+                 {"structure only": {"values": False}, "values": {}})
+    return met
 
 
-def bench_mlp(torch, steps: int, repeat: int) -> bool:
+def bench_mlp(torch, steps: int, repeat: int, explain: bool = False) -> bool:
     module = load_example("train_mlp", real_torch=True)
 
     def train() -> None:
@@ -134,8 +211,11 @@ def bench_mlp(torch, steps: int, repeat: int) -> bool:
                          "(no-op TorchFunctionMode)": _mode_only(train),
                          "(bridge, no-op listener)": _bridge_only(train),
                          "values (first and last 2 passes)": _traced(train)}, repeat)
-    return _report(f"nn.Sequential MLP (2 -> 32 -> 32 -> 3, Adam), {steps} steps, best of "
-                   f"{repeat}:", best, {"values (first and last 2 passes)": MLP_TARGET})
+    met = _report(f"nn.Sequential MLP (2 -> 32 -> 32 -> 3, Adam), {steps} steps, best of "
+                  f"{repeat}:", best, {"values (first and last 2 passes)": MLP_TARGET})
+    if explain:
+        _explain("MLP", best, train, {"values (first and last 2 passes)": {}})
+    return met
 
 
 def main() -> int:
@@ -143,6 +223,8 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=200, help="two-layer net steps")
     parser.add_argument("--mlp-steps", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--explain", action="store_true",
+                        help="where the time goes: shares, garbage collection, per event")
     args = parser.parse_args()
     torch = torch_or_none()
     if torch is None:
@@ -150,8 +232,8 @@ def main() -> int:
         return 0
     torch.set_num_threads(1)
     print(f"torch {torch.__version__}, 1 thread")
-    met = bench_two_layer(torch, args.steps, args.repeat)
-    met &= bench_mlp(torch, args.mlp_steps, args.repeat)
+    met = bench_two_layer(torch, args.steps, args.repeat, args.explain)
+    met &= bench_mlp(torch, args.mlp_steps, args.repeat, args.explain)
     print("all targets met" if met else "some targets missed")
     return 0
 

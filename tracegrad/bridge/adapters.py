@@ -262,14 +262,19 @@ _new_object = object.__new__
 
 
 def _adapter_fields(tensor, registry: Registry) -> dict:
+    # (Registry.tensor makes the same dict inline: keep the two alike.)
     dtype = tensor.dtype
     name = _dtype_names.get(dtype)
     if name is None:
         name = dtype_name(dtype)
     on_cpu = tensor.is_cpu
+    kind = type(tensor)
+    is_parameter = _parameter_types.get(kind)
+    if is_parameter is None:
+        is_parameter = _is_parameter(kind)
     return {"_registry": registry,
             "_trace_fields": (tuple(tensor.shape), name, "cpu" if on_cpu else str(tensor.device),
-                              _is_parameter(type(tensor))),
+                              is_parameter),
             "_on_cpu": on_cpu, "_cached": None,
             "_held": None,  # a strong reference, for tensors only a walk knows of
             "_ref": weakref.ref(tensor)}
@@ -296,7 +301,7 @@ def _is_parameter(kind: type) -> bool:
 class VersionGroup:
     """In-place changes of one storage (a tensor and its views): the ops, versions, lines."""
 
-    __slots__ = ("history", "last_op")
+    __slots__ = ("__weakref__", "history", "last_op")
 
     def __init__(self) -> None:
         self.history: list = []  # (version, op name, Site)
@@ -391,6 +396,12 @@ class TorchSaved(SavedTensor):
 
     @property
     def _array(self):
+        node = self._node
+        if self._ctx is None and node._alive and node._freed_by is None \
+                and not node._unsure:
+            # Held by a live node no backward freed: no need to ask torch (every recorded
+            # node's saved tensors are asked, twice, as the op is recorded).
+            return _Held(self.nbytes)
         return _Held(self.nbytes) if self._live_data() is not None else None
 
     def host_values(self) -> np.ndarray | None:
@@ -511,7 +522,11 @@ class Registry:
         self._tensors: dict[int, TorchTensor] = {}
         self._sweep_at = 4096
         self._nodes: dict[int, TorchNode] = {}
-        self._groups: dict[int, VersionGroup] = {}
+        # storage address -> weak reference to its VersionGroup: a group lives as long as
+        # a saved tensor (or a reader) holds it, so a long run does not keep one per
+        # storage it ever saved (dead entries are dropped in sweeps, as tensors' are).
+        self._groups: dict[int, weakref.ref] = {}
+        self._group_sweep_at = 4096
         # id(tensor) -> (weakref, parameter or buffer name); see modules.py
         self.names: dict[int, tuple] = {}
         self.holding = False  # saved tensors keep their torch tensor (see _saved_record)
@@ -519,13 +534,29 @@ class Registry:
     # -- tensors -----------------------------------------------------------------------
     def tensor(self, tensor) -> TorchTensor:
         key = id(tensor)
-        adapter = self._tensors.get(key)
+        tensors = self._tensors
+        adapter = tensors.get(key)
         if adapter is not None and adapter._ref() is tensor:
             return adapter
         # A plain weak reference (a callback per tensor costs more than it saves): entries
-        # of tensors gone are dropped in sweeps, and a lookup checks the reference.
-        adapter = TorchTensor.made(tensor, self)
-        tensors = self._tensors
+        # of tensors gone are dropped in sweeps, and a lookup checks the reference. The
+        # adapter is made inline (TorchTensor.made, _adapter_fields): one per tensor the
+        # program makes, every gradient included.
+        dtype = tensor.dtype
+        name = _dtype_names.get(dtype)
+        if name is None:
+            name = dtype_name(dtype)
+        on_cpu = tensor.is_cpu
+        kind = type(tensor)
+        is_parameter = _parameter_types.get(kind)
+        if is_parameter is None:
+            is_parameter = _is_parameter(kind)
+        adapter = _new_object(TorchTensor)
+        adapter.__dict__ = {
+            "_registry": self,
+            "_trace_fields": (tuple(tensor.shape), name,
+                              "cpu" if on_cpu else str(tensor.device), is_parameter),
+            "_on_cpu": on_cpu, "_cached": None, "_held": None, "_ref": weakref.ref(tensor)}
         tensors[key] = adapter
         if len(tensors) > self._sweep_at:
             for stale in [key for key, known in tensors.items() if known._ref() is None]:
@@ -540,15 +571,25 @@ class Registry:
     def existing_group(self, tensor) -> VersionGroup | None:
         """The group of ``tensor``'s memory if a saved tensor ever made one, else None."""
         key = storage_key(tensor)
-        return self._groups.get(key) if key is not None else None
+        if key is None:
+            return None
+        reference = self._groups.get(key)
+        return reference() if reference is not None else None
 
     def group(self, tensor) -> VersionGroup | None:
         key = storage_key(tensor)
         if key is None:
             return None
-        group = self._groups.get(key)
+        groups = self._groups
+        reference = groups.get(key)
+        group = reference() if reference is not None else None
         if group is None:
-            group = self._groups[key] = VersionGroup()
+            group = VersionGroup()
+            groups[key] = weakref.ref(group)
+            if len(groups) > self._group_sweep_at:
+                for stale in [key for key, known in groups.items() if known() is None]:
+                    del groups[stale]
+                self._group_sweep_at = max(4096, 2 * len(groups))
         return group
 
     # -- nodes -------------------------------------------------------------------------
@@ -591,17 +632,27 @@ class Registry:
         return first
 
     def _new_node(self, fn) -> TorchNode:
-        adapter = TorchNode()
+        # Per node the program makes while recorded: the fields in one dict, the call's
+        # site read from the session inline (Session.site_for is the general case).
+        kind = type(fn)
+        name = _class_names.get(kind)
+        if name is None:
+            name = class_node_name(fn)
         key = id(fn.metadata)
-        state = adapter.__dict__
-        state["_key"] = key
-        state["_name"] = name = class_node_name(fn)
-        state["_seq"] = fn._sequence_nr()
-        state["_alive"] = True
-        state["_output_meta"] = _output_meta(fn)
-        state["next_functions"] = ()
-        site, module = self.session.site_for(fn) if self.session is not None else (None, None)
-        state["_site"], state["_module"] = site, module
+        sequence = fn._sequence_nr()
+        session = self.session
+        site = module = None
+        if session is not None:
+            current = session._op_site
+            if current is not None and current[2] <= sequence < current[3]:
+                site, module = current[0], current[1]
+            else:
+                site, module = session.site_for(fn)
+        adapter = _new_object(TorchNode)
+        adapter.__dict__ = state = {
+            "_key": key, "_name": name, "_seq": sequence, "_alive": True,
+            "_output_meta": _output_meta(fn), "next_functions": (), "_site": site,
+            "_module": module}
         if name == "AccumulateGrad":
             # Made where the leaf is first used, as tracegrad's: the leaf has the site.
             state["_site"] = state["_module"] = None
@@ -610,15 +661,16 @@ class Registry:
         elif _is_custom(type(fn)):
             state["_function"] = _CustomFunction
         self._nodes[key] = adapter
-        if self.session is not None:
-            self.session.watch_node(fn, adapter)  # hooks for backward; they tell its death
+        if session is not None:
+            session.passes.watch_node(fn, adapter)  # hooks for backward; they tell its death
         else:
             state["_fn"] = fn  # a walk holds the graph while it reads it
         state["_saved"] = ()
         return adapter
 
     def forget_node(self, key: int, adapter: TorchNode) -> None:
-        """The node died (its hooks were released): its metadata's id may be reused."""
+        """The node died (its hooks were released): its metadata's id may be reused.
+        (passes.Passes._node_gone does the same inline.)"""
         adapter.__dict__["_alive"] = False
         if self._nodes.get(key) is adapter:
             del self._nodes[key]
@@ -674,17 +726,25 @@ class Registry:
 
     def _saved_record(self, fn, adapter: TorchNode, slot: str, raw, attribute):
         """A TorchSaved for one saved tensor, or None when nothing is saved there."""
-        data = raw.data
-        if data is None:
-            return None  # not saved (torch saves an operand only when a gradient needs it)
-        tensor, version = None, None
+        tensor, version, data = None, None, None
         try:
             tensor = raw.unpack() if attribute is None else getattr(fn, attribute)
         except RuntimeError as error:  # modified in place since it was saved, or freed
+            data = raw.data
+            if data is None:
+                return None
             match = _EXPECTED_VERSION.search(str(error))
             version = int(match.group(1)) if match else int(data._version)
         if tensor is None:
+            # Not saved (torch saves an operand only when a gradient needs it), or saved
+            # in a way unpacking does not give back: the data, if any, says.
+            if data is None:
+                data = raw.data
+                if data is None:
+                    return None
             tensor = data
+        elif data is None:
+            data = tensor  # the unpacked tensor: the saved data's memory, shape and dtype
         if version is None:
             version = int(tensor._version)
         source, producer, output_nr, is_output = None, None, int(tensor.output_nr), False

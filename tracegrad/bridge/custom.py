@@ -92,7 +92,16 @@ class CustomFunctions:
         caller = back.f_back
         while caller is not None and _is_internal(caller.f_code.co_filename):
             caller = caller.f_back
-        wanted = {id(arg) for arg in args if isinstance(arg, torch.Tensor)}
+        # Only arguments no reported op used yet take their name from apply()'s caller
+        # (see _argument): an op's output (``relu(x.mm(w1))``) needs no search of its
+        # variables.
+        known = self.registry.known_tensor
+        wanted = set()
+        for arg in args:
+            if isinstance(arg, torch.Tensor):
+                adapter = known(arg)
+                if adapter is None or not adapter.__dict__.get("_in_op"):
+                    wanted.add(id(arg))
         self._calls[key] = _Call(ctx, user_site(depth + 2), self.session.scopes.current(),
                                  args, names_in_frame(caller, wanted))
         return True

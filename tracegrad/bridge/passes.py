@@ -37,14 +37,25 @@ class _PreHook(_NodeHook):
     __slots__ = ()
 
     def __call__(self, grad_outputs):
-        self.passes.guarded(self.passes.node_started, self.node, grad_outputs)
+        # Per node and pass: the guard inline (Session.guarded is two calls more).
+        session = self.passes.session
+        if session.failure is None:
+            try:
+                self.passes.node_started(self.node, grad_outputs)
+            except Exception as error:  # noqa: BLE001 - reported at the end, see failed()
+                session.failed(error)
 
 
 class _PostHook(_NodeHook):
     __slots__ = ()
 
     def __call__(self, grad_inputs, grad_outputs):
-        self.passes.guarded(self.passes.node_finished, self.node, grad_inputs, grad_outputs)
+        session = self.passes.session
+        if session.failure is None:
+            try:
+                self.passes.node_finished(self.node, grad_inputs, grad_outputs)
+            except Exception as error:  # noqa: BLE001 - reported at the end, see failed()
+                session.failed(error)
 
 
 class _Sentinel(weakref.ref):
@@ -53,12 +64,6 @@ class _Sentinel(weakref.ref):
     be a second."""
 
     __slots__ = ("key", "node")
-
-
-def _sentinel(hook: _PreHook, key: int, node: TorchNode, callback) -> _Sentinel:
-    sentinel = _Sentinel(hook, callback)
-    sentinel.key, sentinel.node = key, node
-    return sentinel
 
 
 class _Observer:
@@ -116,13 +121,16 @@ class Passes:
             return
         key = node._key
         self._handles[key] = handles
-        self._sentinels[key] = _sentinel(pre, key, node, self._on_node_gone)
+        sentinel = self._sentinels[key] = _Sentinel(pre, self._on_node_gone)
+        sentinel.key, sentinel.node = key, node
 
     def _node_gone(self, sentinel: _Sentinel) -> None:
-        self.node_gone(sentinel.key, sentinel.node)
-
-    def node_gone(self, key: int, node: TorchNode) -> None:
-        self.registry.forget_node(key, node)
+        # Per node that dies (every node of every step): Registry.forget_node inline.
+        key, node = sentinel.key, sentinel.node
+        node.__dict__["_alive"] = False
+        nodes = self.registry._nodes
+        if nodes.get(key) is node:
+            del nodes[key]
         self._sentinels.pop(key, None)
         self._handles.pop(key, None)
 
@@ -216,15 +224,9 @@ class Passes:
             self.guarded(listener.on_backward_end, info, error)
 
     def _start(self, kind: str, func, args: tuple, kwargs: dict, listener) -> PassInfo | None:
-        signature = self._signatures.get(func)
-        if signature is None:
-            signature = self._signatures[func] = inspect.signature(func)
-        try:
-            bound = signature.bind(*args, **kwargs)
-        except TypeError:
+        arguments = self._arguments(func, args, kwargs)
+        if arguments is None:
             return None  # torch will say what is wrong
-        bound.apply_defaults()
-        arguments = bound.arguments
         if kind == "grad":
             roots, grads = arguments["outputs"], arguments["grad_outputs"]
         elif "self" in arguments:
@@ -250,16 +252,55 @@ class Passes:
         listener.on_backward_start(info)
         return info
 
+    def _arguments(self, func, args: tuple, kwargs: dict) -> dict | None:
+        """The call's arguments by name, defaults filled in, as ``Signature.bind`` gives
+        them (None where it would refuse them), from the parameter list read once per
+        function: bind() per backward call cost more than the rest of starting a pass."""
+        layout = self._signatures.get(func)
+        if layout is None:
+            parameters = inspect.signature(func).parameters.values()
+            plain = all(parameter.kind in (parameter.POSITIONAL_OR_KEYWORD,
+                                           parameter.KEYWORD_ONLY)
+                        for parameter in parameters)
+            layout = self._signatures[func] = (
+                plain,
+                tuple(parameter.name for parameter in parameters
+                      if parameter.kind == parameter.POSITIONAL_OR_KEYWORD),
+                {parameter.name: parameter.default for parameter in parameters},
+                inspect.signature(func))
+        plain, positional, defaults, signature = layout
+        if not plain:
+            try:
+                bound = signature.bind(*args, **kwargs)
+            except TypeError:
+                return None
+            bound.apply_defaults()
+            return dict(bound.arguments)
+        if len(args) > len(positional):
+            return None
+        arguments = dict(zip(positional, args))
+        for name, value in kwargs.items():
+            if name in arguments or name not in defaults:
+                return None  # given twice, or no such parameter
+            arguments[name] = value
+        if len(arguments) < len(defaults):
+            empty = inspect.Parameter.empty
+            for name, default in defaults.items():
+                if name not in arguments:
+                    if default is empty:
+                        return None  # a required argument missing
+                    arguments[name] = default
+        return arguments
+
     def node_started(self, node: TorchNode, grads) -> None:
         if self._pass is None:
             return  # a backward this session did not see start: nothing to add it to
         listener = events.listener
         if listener is None:
             return
-        self._report_tensor_hooks(listener, node, grads)
-        registry = self.registry
-        listener.on_node_start(node, tuple(registry.tensor(grad) if grad is not None else None
-                                           for grad in grads))
+        if self._observers or self._retained:
+            self._report_tensor_hooks(listener, node, grads)
+        listener.on_node_start(node, self._adapters(grads))
         self._open = node
         self._started = time.perf_counter_ns()
 
@@ -274,11 +315,25 @@ class Passes:
         listener = events.listener
         if listener is None:
             return
-        registry = self.registry
-        listener.on_node_end(node, tuple(registry.tensor(grad) if grad is not None else None
-                                         for grad in grads_out), duration)
+        listener.on_node_end(node, self._adapters(grads_out), duration)
         if node._is_accumulate and grads_in and grads_in[0] is not None:
-            listener.on_accumulate(node.variable, registry.tensor(grads_in[0]))
+            listener.on_accumulate(node.variable, self.registry.tensor(grads_in[0]))
+
+    def _adapters(self, grads) -> tuple:
+        """The adapters of a step's gradients (None stays None). A gradient going out of
+        one step is the one coming into the next: its adapter is found inline."""
+        registry = self.registry
+        known = registry._tensors
+        adapters = []
+        for grad in grads:
+            if grad is None:
+                adapters.append(None)
+                continue
+            adapter = known.get(id(grad))
+            if adapter is None or adapter._ref() is not grad:
+                adapter = registry.tensor(grad)
+            adapters.append(adapter)
+        return tuple(adapters)
 
 
 def _tensors(values) -> list:

@@ -6,6 +6,11 @@ tracegrad's own engine makes (``tracegrad.autograd.events``).
   ``grad_fn`` is new means recorded ops (``on_op``); a version that moved means an in-place
   change (``on_inplace``); a leaf's in-place error is announced as it propagates
   (``on_inplace_refused``).
+* Optimizer steps: torch wraps ``Optimizer.step`` in a profiler ``record_function``, whose
+  enter and exit are torch calls. Inside a step (run without grad), only what it writes
+  into a tensor that matters -- a parameter, a tensor the trace knows -- is reported, one
+  in-place change per parameter as tracegrad's own optimizers report theirs; the step's
+  arithmetic and state (Adam's moments, step counts) are not the program's graph.
 * Backward: see passes.py. Custom ``autograd.Function`` nodes: see custom.py.
 * Saved tensors: read from torch's own handles (``grad_fn._raw_saved_*``), never through
   ``saved_tensors_hooks``, which would switch off torch's version check for what they pack.
@@ -33,7 +38,14 @@ from .custom import CustomFunctions
 from .modules import ModuleScopes
 from .passes import Passes
 
-_PASS, _OP, _INPLACE, _SETTER, _BACKWARD, _GRAD, _HOOK, _RETAIN, _DATA, _VALUE = range(10)
+(_PASS, _OP, _INPLACE, _SETTER, _BACKWARD, _GRAD, _HOOK, _RETAIN, _DATA, _VALUE,
+ _PROFILE_ENTER, _PROFILE_EXIT, _SET_GRAD) = range(13)
+# What an optimizer's step is seen by: torch wraps every ``Optimizer.step`` in a profiler
+# ``record_function("Optimizer.step#Adam.step")``, whose enter and exit are torch calls.
+_STEP_PREFIX = "Optimizer.step#"
+_PROFILE_OPS = {"_record_function_enter_new": _PROFILE_ENTER,
+                "_record_function_exit._RecordFunction": _PROFILE_EXIT,
+                "_record_function_exit": _PROFILE_EXIT}
 # Calls whose values leave the graph as plain data (tracing/flows.py: round trips).
 _VALUE_CALLS = frozenset({"item", "tolist", "numpy"})
 # Calls that make a tensor from plain data (a round trip's way back).
@@ -62,6 +74,8 @@ _RESHAPING = frozenset({"resize_", "resize_as_", "set_", "squeeze_", "unsqueeze_
 
 def _classify(func) -> int:
     name = getattr(func, "__name__", "")
+    if name in _PROFILE_OPS and type(func).__module__ == "torch._ops":
+        return _PROFILE_OPS[name]
     if func is torch.Tensor.backward or func is torch.autograd.backward:
         return _BACKWARD
     if func is torch.autograd.grad:
@@ -75,7 +89,9 @@ def _classify(func) -> int:
     if name in _VALUE_CALLS:
         return _VALUE
     if name == "__set__":
-        return _SETTER
+        owner = getattr(func, "__self__", None)
+        # ``p.grad = None`` (zero_grad, per parameter and step) moves no memory of p's.
+        return _SET_GRAD if getattr(owner, "__name__", "") == "grad" else _SETTER
     if name == "register_hook":
         return _HOOK
     if name == "retain_grad":
@@ -124,6 +140,8 @@ def _saved_outputs(made: list) -> dict:
 class _PassThrough:
     """What a mode left on torch's stack after its recording ended does: nothing."""
 
+    _kinds: dict = {}
+
     @staticmethod
     def call(func, args: tuple, kwargs: dict):
         return func(*args, **kwargs)
@@ -138,6 +156,10 @@ class _Mode(TorchFunctionMode):
         self.session = session
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
+        # Calls that only read (``p.grad``, ``x.shape``, ``x.dim()``: half of an optimizer
+        # step's) go straight on, without the session's call.
+        if self.session._kinds.get(func) == _PASS:
+            return func(*args, **kwargs) if kwargs else func(*args)
         return self.session.call(func, args, kwargs or {})
 
 
@@ -155,6 +177,8 @@ class Session:
         self._kinds: dict = {}
         self._op_site = None  # (site, module) for nodes made by the call being recorded
         self._active = False
+        # The profiler records of the optimizer steps running now (see _in_step).
+        self._steps: list = []
 
     # -- start and stop ----------------------------------------------------------------
     def start(self) -> None:
@@ -215,6 +239,8 @@ class Session:
             kind = self._kinds[func] = _classify(func)
         if kind == _PASS:
             return func(*args, **kwargs)
+        if self._steps and kind <= _INPLACE and not _grad_enabled():
+            return self._in_step(func, kind, args, kwargs)
         if kind == _OP:
             if kwargs and ("out" in kwargs or kwargs.get("inplace") is True):
                 return self._inplace(func, args, kwargs)
@@ -228,18 +254,72 @@ class Session:
             return self.passes.register_hook(func, args, kwargs)
         if kind == _RETAIN:
             return self.passes.retain_grad(func, args, kwargs)
+        if kind == _PROFILE_ENTER or kind == _PROFILE_EXIT:
+            return self._profiled(func, kind, args, kwargs)
         if kind == _DATA or kind == _VALUE:
+            if self._steps and kind == _VALUE:
+                # An optimizer's own numbers (see _in_step); ``p.data`` stays reported:
+                # an optimizer that writes through it changes the parameter's values.
+                return func(*args, **kwargs)
             result = func(*args, **kwargs)
             if args and isinstance(args[0], torch.Tensor):
                 self.guarded(self._left_graph, kind, func, args[0], result)
             return result
-        result = func(*args, **kwargs)  # a setter: `t.data = other` moves t's memory
+        result = func(*args, **kwargs)
         if args and isinstance(args[0], torch.Tensor):
-            self.guarded(self._moved, args[0])
-            if len(args) > 1 and args[1] is None and \
-                    getattr(getattr(func, "__self__", None), "__name__", "") == "grad":
-                self.guarded(self._grad_reset, args[0])
+            if kind == _SET_GRAD:  # `p.grad = None`: the gradient reset
+                if len(args) > 1 and args[1] is None:
+                    self.guarded(self._grad_reset, args[0])
+            else:  # another setter: `t.data = other` moves t's memory
+                self.guarded(self._moved, args[0])
         return result
+
+    # -- optimizer steps ----------------------------------------------------------------
+    def _profiled(self, func, kind: int, args: tuple, kwargs: dict):
+        """A profiler ``record_function`` entered or left: an optimizer step starts or
+        ends (torch wraps every ``Optimizer.step`` in one). torch's mode stack is per
+        thread: the steps seen here are the recorded thread's own."""
+        if kind == _PROFILE_ENTER:
+            record = func(*args, **kwargs)
+            name = args[0] if args else kwargs.get("name")
+            if isinstance(name, str) and name.startswith(_STEP_PREFIX):
+                self._steps.append(record)
+            return record
+        try:
+            return func(*args, **kwargs)
+        finally:
+            record = args[0] if args else None
+            steps = self._steps
+            for index in range(len(steps) - 1, -1, -1):
+                if steps[index] is record:
+                    del steps[index]
+                    break
+
+    def _in_step(self, func, kind: int, args: tuple, kwargs: dict):
+        """A call inside an optimizer's step, made without grad (as torch's optimizers run
+        theirs): the step's own arithmetic (Adam's moments, its step counts) is not the
+        program's graph and is not reported; what the step writes into a tensor that
+        matters -- a parameter, a tensor the trace knows -- is, as the in-place change it
+        is (``addcdiv_`` on the parameter), the way tracegrad's own optimizers report one
+        ``sub_`` per parameter and step."""
+        if kind == _OP and not (kwargs and ("out" in kwargs or kwargs.get("inplace") is True)):
+            return func(*args, **kwargs)
+        if not kwargs and args and args[0].__class__ is torch.Tensor:
+            # The common case, inline: one plain tensor written (a moment, a step count),
+            # known to the trace or not.
+            first = args[0]
+            adapter = self.registry._tensors.get(id(first))
+            if adapter is None or adapter._ref() is not first:
+                if not first.requires_grad or first.grad_fn is not None:
+                    return func(*args)
+            return self._inplace(func, args, kwargs, [first])
+        targets = self._targets(args, kwargs) if kwargs else _tensors_in(args[:1], [])
+        known = self.registry.known_tensor
+        targets = [tensor for tensor in targets if tensor.requires_grad and
+                   tensor.grad_fn is None or known(tensor) is not None]
+        if not targets:
+            return func(*args, **kwargs)
+        return self._inplace(func, args, kwargs, targets)
 
     def _left_graph(self, kind: int, func, tensor, result) -> None:
         """``t.data``, ``t.item()``/``tolist()``/``numpy()``: values leaving the graph."""
@@ -303,7 +383,7 @@ class Session:
             elif not inside and events.listener is not None:
                 self.guarded(self._untracked, func, args, kwargs, result, False)
             return result
-        if self.custom.pending:
+        if self.custom._calls:  # a custom Function's node waits to be reported
             inputs = _tensors_in(kwargs.values(), _tensors_in(args, []))
             if inputs:
                 self.guarded(self.custom.introduce, inputs)
@@ -340,7 +420,8 @@ class Session:
             fn = tensor.grad_fn
             if fn is None:
                 continue
-            if id(fn.metadata) not in registry._nodes and all(fn is not seen for seen in tops):
+            if id(fn.metadata) not in registry._nodes and (
+                    not tops or all(fn is not seen for seen in tops)):
                 if tensor.is_meta or tensor.layout != torch.strided:
                     return  # no values to read: left unrecorded
                 tops.append(fn)
@@ -355,7 +436,8 @@ class Session:
             site = user_site(1)
         adapters = [registry.tensor(tensor) for tensor in outputs]
         call_args = self._adapt_args(args, kwargs)
-        self._op_site = (site, self.scopes.current(), first, _next_sequence_nr())
+        stack = self.scopes.stack  # the innermost module being called (scopes.current())
+        self._op_site = (site, stack[-1] if stack else None, first, _next_sequence_nr())
         made: list = []
         registry.holding = True
         try:
@@ -377,7 +459,8 @@ class Session:
         no output the program sees; where a node saved that output, it is that tensor."""
         registry = self.registry
         inner_outputs: dict[tuple, object] | None = None  # (node key, output_nr) -> tensor
-        top_keys = {id(fn.metadata): fn for fn in tops}
+        top_keys = {id(tops[0].metadata): tops[0]} if len(tops) == 1 else \
+            {id(fn.metadata): fn for fn in tops}
         if len(made) > 1:
             made.sort(key=_sequence_of)
         for node in made:
@@ -401,7 +484,12 @@ class Session:
                 continue
             self.emitted += 1
             listener.on_op(node, args, tuple(wired))
-            self.used_in_op(args, wired)
+            for item in args:  # used_in_op(args, wired), inline: per op reported
+                if item.__class__ is TorchTensor:
+                    item.__dict__["_in_op"] = True
+            for item in wired:
+                if item is not None:
+                    item.__dict__["_in_op"] = True
 
     @staticmethod
     def used_in_op(*groups) -> None:
@@ -454,16 +542,21 @@ class Session:
         self.custom.introduce(tensors)
 
     # -- in-place ----------------------------------------------------------------------
-    def _inplace(self, func, args: tuple, kwargs: dict):
-        # Per in-place call (an optimizer step makes dozens): the versions before, then
-        # the call, then what moved -- the bridge's part guarded inline.
+    def _inplace(self, func, args: tuple, kwargs: dict, in_step: list | None = None):
+        # Per in-place call: the versions before, then the call, then what moved -- the
+        # bridge's part guarded inline. ``in_step``: the targets that matter of a call
+        # inside an optimizer's step (see _in_step).
         grad_mode = _grad_enabled()
         try:
             if grad_mode and self.custom.pending:
                 inputs = _tensors_in(kwargs.values(), _tensors_in(args, []))
                 if inputs:
                     self.custom.introduce(inputs)
-            targets = self._targets(args, kwargs) if kwargs else _tensors_in(args[:1], [])
+            if in_step is not None:
+                targets = in_step
+            else:
+                targets = self._targets(args, kwargs) if kwargs else \
+                    _tensors_in(args[:1], [])
             # Each target's version, and the history its base had (the edge a recorded
             # in-place node replaces), before the call.
             before = []
@@ -471,7 +564,7 @@ class Session:
                 base = tensor._base if grad_mode else None
                 base = tensor if base is None else base
                 before.append((tensor._version, base, base.grad_fn, base.output_nr))
-            prepared = (targets, before, _next_sequence_nr())
+            prepared = (targets, before, _next_sequence_nr(), in_step is not None)
         except Exception as error:  # noqa: BLE001 - reported at the end, see failed()
             self.failed(error)
             prepared = None
@@ -488,7 +581,7 @@ class Session:
 
     def _after_inplace(self, name: str, args: tuple, kwargs: dict, prepared: tuple,
                        grad_mode: bool) -> None:
-        targets, before, first = prepared
+        targets, before, first, in_step = prepared
         registry = self.registry
         changed = []
         for tensor, (version, base, previous, previous_nr) in zip(targets, before):
@@ -516,7 +609,9 @@ class Session:
         if listener is None:
             return
         several = len(targets) > 1  # a _foreach_ op: each target is its own change
-        rest = () if several else self._adapt_args(args[1:], kwargs)
+        # An optimizer's update is reported on its parameter alone (its operands are the
+        # step's own state), as tracegrad's optimizers report theirs.
+        rest = () if several or in_step else self._adapt_args(args[1:], kwargs)
         last = _next_sequence_nr()
         for tensor, _, base, previous, previous_nr in changed:
             self.emitted += 1
