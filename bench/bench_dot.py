@@ -1,6 +1,6 @@
 """Time DOT generation for a 50,000-node graph and the full render of the two-layer net.
 
-    .venv/bin/python bench/bench_dot.py
+    .venv/bin/python bench/bench_dot.py [--nodes N]
 
 Prints figures; asserts nothing. Target (issue 14): DOT text for a 50,000-node graph in
 <= 20 µs per node -- a built trace (``wide_chain``) and a recorded one (a chain of
@@ -9,6 +9,7 @@ multiplications under ``tracegrad.record()`` with one backward). CPU time, media
 
 from __future__ import annotations
 
+import argparse
 import shutil
 import statistics
 import sys
@@ -79,10 +80,14 @@ def bench_dot(label: str, trace: Trace) -> None:
                  unit=" µs"))
 
 
-def main() -> None:
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=int, default=NODES,
+                        help="graph size for the per-node figures (the target is for 50,000)")
+    nodes = parser.parse_args(argv).nodes
     print("one BLAS thread, CPU time")
-    bench_dot("a built trace (wide_chain)", wide_chain(NODES))
-    bench_dot("a recorded chain", recorded_chain(NODES - 2))
+    bench_dot("a built trace (wide_chain)", wide_chain(nodes))
+    bench_dot("a recorded chain", recorded_chain(nodes - 2))
 
     tests = Path(__file__).resolve().parent.parent / "tests"
     sys.path[:0] = [str(tests / "golden" / "dot"), str(tests)]  # programs imports tests' helpers
@@ -105,4 +110,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])
