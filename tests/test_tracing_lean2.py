@@ -3,7 +3,11 @@ while few, saved-tensor watches kept as the builder's own entries of their nodes
 
 from __future__ import annotations
 
+import copy
 import gc
+import pickle
+
+import pytest
 
 import tracegrad as tg
 from tracegrad.tracing import flows
@@ -69,3 +73,65 @@ def test_a_watched_node_that_died_is_skipped():
         gc.collect()
         h.add_(1.0)
     assert [v for v in trace.violations if v.kind == "inplace_saved"] == []
+
+
+# -- op parameters shared by nodes with the same ones --------------------------------------
+def _chain_trace():
+    w = tg.full((8,), 0.5)
+    x = tg.ones(8, requires_grad=True)
+    with tg.record(values=False) as trace:
+        y = x
+        for _ in range(3):
+            y = (y + w) * 2.0
+            y.sum(dim=0, keepdim=True)
+    return trace
+
+
+def test_nodes_with_the_same_parameters_share_one_read_only_dict():
+    trace = _chain_trace()
+    adds = [node for node in trace.iter_nodes() if node.name == "AddBackward0"]
+    sums = [node for node in trace.iter_nodes() if node.name == "SumBackward1"]
+    assert len(adds) == 3 and len(sums) == 3
+    assert adds[0].attrs == {"shapes": [[8], [8]]} and adds[0].attrs is adds[2].attrs
+    assert sums[0].attrs is sums[1].attrs and sums[0].attrs["keepdim"] is True
+    with pytest.raises(TypeError, match="shared by trace records"):
+        adds[0].attrs["alpha"] = 2
+    with pytest.raises(TypeError, match="assign a dict of the record's own"):
+        sums[0].attrs.update(dim=[1])
+    sums[0].attrs = {**sums[0].attrs, "dims": [5]}  # a record's own: the others keep theirs
+    assert sums[1].attrs["dims"] == [0] and sums[0].attrs["dims"] == [5]
+
+
+def test_shared_parameters_copy_pickle_and_save_as_plain_dicts(tmp_path):
+    trace = _chain_trace()
+    add = next(node for node in trace.iter_nodes() if node.name == "AddBackward0")
+    for node in (copy.deepcopy(trace).nodes[add.id], pickle.loads(pickle.dumps(add)),
+                 copy.copy(add.attrs)):
+        attrs = node if isinstance(node, dict) else node.attrs
+        assert type(attrs) is dict and attrs == {"shapes": [[8], [8]]}
+        attrs["alpha"] = 2  # a copy's dict is its own
+    assert add.attrs == {"shapes": [[8], [8]]}
+    trace.save(tmp_path / "t.json")
+    assert tg.tracing.load_trace(tmp_path / "t.json").nodes[add.id].attrs == add.attrs
+
+
+def test_parameters_equal_in_python_but_not_in_json_are_not_shared():
+    from tracegrad.autograd.node import Node
+    from tracegrad.tracing.graph import node_attrs
+
+    class ScaleBackward(Node):
+        pass
+
+    def node(**params):
+        made = ScaleBackward.__new__(ScaleBackward)
+        made.__dict__.update(params)
+        return made
+
+    as_int, as_bool, as_float = node(factor=1), node(factor=True), node(factor=1.0)
+    dims, float_dims = node(dim=(1, 2)), node(dim=(1.0, 2.0))
+    assert node_attrs(as_int) == {"factor": 1} and node_attrs(as_int) is node_attrs(node(factor=1))
+    assert type(node_attrs(as_bool)["factor"]) is bool
+    assert type(node_attrs(as_float)["factor"]) is float  # (floats are never shared)
+    assert node_attrs(dims) == {"dim": [1, 2]} and node_attrs(dims) is node_attrs(node(dim=(1, 2)))
+    assert node_attrs(float_dims) == {"dim": [1.0, 2.0]}
+    assert type(node_attrs(float_dims)["dim"][0]) is float
