@@ -40,7 +40,12 @@ _MAX_EXPORT_ELEMENTS = 4096
 _MAX_EXPORTS = 256
 _get_ident = threading.get_ident
 _APPLY_CODE = Function.apply.__func__.__code__
-_SWEEP_AT = 4096  # deferred results, before the first sweep of those that are gone
+# Deferred results, before the first sweep of those that are gone. Most die at once (an
+# optimizer's ``w1 -= lr * g`` defers a result every step): swept while few, their entries
+# (a tuple, a weak reference and two lists each) never pile up for the garbage collector
+# to scan again and again, and an op's inputs are rarely looked up in the table. The
+# threshold then doubles with what stays alive, so a sweep costs O(1) per deferral.
+_SWEEP_AT = 64
 _MAX_FRAMES = 64  # a forward nested deeper than this is taken for the user's no_grad
 
 

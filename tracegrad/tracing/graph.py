@@ -24,7 +24,15 @@ import numpy as np
 
 from ..autograd.node import Node, SavedTensor
 from ..tensor import Tensor
-from .model import NO_ATTRS, NO_ITEMS, NodeRecord, SavedRecord, TensorRecord, Trace
+from .model import (
+    NO_ATTRS,
+    NO_ITEMS,
+    NodeRecord,
+    SavedRecord,
+    SharedAttrs,
+    TensorRecord,
+    Trace,
+)
 
 # Instance attributes of a node that are machinery, not the op's parameters.
 _NODE_MACHINERY = frozenset({"needs_input_grad", "next_functions", "metadata", "variable"})
@@ -126,6 +134,7 @@ def _jsonable(value, depth: int = 0):
 
 
 _PLAIN = frozenset({int, bool, str, type(None)})
+_SHAREABLE = _PLAIN | {tuple}  # the types of parameters node_attrs may share
 _public_names: dict[tuple, tuple[str, ...]] = {}  # (node class, attribute names) -> params
 # Shapes and other tuples of ints (Add's ``shapes``, a reduction's ``dim``), as attrs keep
 # them: one shared list per distinct tuple. Thousands of nodes name the same few shapes,
@@ -179,6 +188,26 @@ def node_attrs(node: Node) -> dict[str, Any]:
         _public_names[key] = public
     if not public:
         return NO_ATTRS
+    # Parameters of exact ints, bools, strings, None and tuples of ints (shapes, dims) are
+    # looked up by their values: nodes with the same ones share one read-only dict (one
+    # object less per node for the garbage collector and the trace's memory). The key
+    # holds the values' types, since 1 == 1.0 == True (three different JSON values); the
+    # attrs depend on names and values only, so op classes share too.
+    values = tuple(map(fields.__getitem__, public))
+    kinds = tuple(map(type, values))
+    share_key = None
+    if _SHAREABLE.issuperset(kinds):
+        share_key = (public, values, kinds)
+        if tuple in kinds:
+            for value in values:
+                if value.__class__ is tuple and (len(value) > _MAX_ATTR_ITEMS
+                                                 or not _exact_ints(value)):
+                    share_key = None
+                    break
+        if share_key is not None:
+            shared = _shared_attrs.get(share_key)
+            if shared is not None:
+                return shared
     attrs = {}
     for key in public:
         value = fields[key]
@@ -197,7 +226,17 @@ def node_attrs(node: Node) -> dict[str, Any]:
             continue  # arrays, tensors, index objects: too big or not data
     if len(attrs) > 1:
         attrs = dict(sorted(attrs.items()))
-    return attrs if attrs else NO_ATTRS
+    if not attrs:
+        return NO_ATTRS
+    if share_key is not None:
+        if len(_shared_attrs) >= 4096:  # parameters without end: start over
+            _shared_attrs.clear()
+        attrs = _shared_attrs[share_key] = SharedAttrs(attrs)
+    return attrs
+
+
+# (parameter names, their values, their types) -> the SharedAttrs of them
+_shared_attrs: dict[tuple, SharedAttrs] = {}
 
 
 _dtype_names: dict = {}

@@ -207,6 +207,25 @@ class SharedEmptyDict(dict):
 NO_ATTRS = SharedEmptyDict()
 
 
+class SharedAttrs(dict):
+    """Op parameters that recorded nodes of one op class with the same values share
+    (``attrs``: ``{'shapes': [[8], [8]]}`` on every AddBackward0 of a chain): it equals
+    the dict it holds; changing it raises; copies and pickles are plain dicts."""
+
+    __slots__ = ()
+
+    def _refuse(self, *args, **kwargs):
+        raise TypeError(
+            "this dict of op parameters is shared by trace records that have the same ones; "
+            "assign a dict of the record's own instead (e.g. record.attrs = {'dim': 0})")
+
+    __setitem__ = __delitem__ = update = setdefault = pop = popitem = clear = __ior__ = \
+        _refuse
+
+    def __reduce__(self):
+        return dict, (dict(self),)
+
+
 @dataclass
 class VersionChange:
     """One in-place mutation of a tensor: the op, the version it made, and where."""

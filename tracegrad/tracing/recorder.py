@@ -328,9 +328,11 @@ class Recorder(FlowEvents, events.Listener):
             inputs = args  # a binary op on two tensors, the usual case: no list to make
         else:
             inputs = [arg for arg in args if isinstance(arg, Tensor)]
-        if self._pending:  # an input that came out of a flow: recorded with it, first
+        pending = self._pending
+        if pending:  # an input that came out of a flow: recorded with it, first
             for tensor in inputs:
-                self.materialize(tensor)
+                if id(tensor) in pending:  # (materialize's own test, inline)
+                    self.materialize(tensor)
         before = builder._next_tensor_id
         record = builder.record_op(node, inputs, outputs)
         tensors = self.trace.tensors

@@ -17,10 +17,8 @@ naming the saving node and the in-place op, each with its line.
 
 from __future__ import annotations
 
-import weakref
-
 from ..autograd.node import SavedTensor, VersionCounter
-from .graph import GraphBuilder
+from .graph import GraphBuilder, _reference
 from .model import BackwardPass, NodeRecord, Site, Step, TensorRecord, Trace, Violation
 from .nonfinite import explain
 from .text import violation_message
@@ -32,14 +30,16 @@ class ViolationFinder:
     def __init__(self, trace: Trace, builder: GraphBuilder) -> None:
         self.trace = trace
         self.builder = builder
-        # id(counter) -> (counter, [(weakref(node), slot, node id)]). The counter itself is
+        # id(counter) -> (counter, [(entry of node, slot, node id)]). The counter itself is
         # held, so its id cannot be reused while it is watched.
         self._watched: dict[int, tuple[object, list]] = {}
-        # (weakref(node), node id) of recorded nodes that saved tensors, not yet in
-        # _watched: registering a node's slots waits for the first question about the
-        # watches (an in-place change, the end of a pass). Every saving op is recorded,
-        # few programs change anything in place: the op pays one append.
-        self._unwatched: list[tuple[weakref.ref, int]] = []
+        # The builder's entries (weak references that know the node's id: see
+        # graph._Seen) of recorded nodes that saved tensors, not yet in _watched:
+        # registering a node's slots waits for the first question about the watches (an
+        # in-place change, the end of a pass). Every saving op is recorded, few programs
+        # change anything in place: the op pays one append, and no object of its own (a
+        # reference and a tuple per op were two more for the garbage collector to track).
+        self._unwatched: list = []
         self._reported: set = set()
 
     def _add(self, key, violation: Violation) -> Violation | None:
@@ -56,10 +56,14 @@ class ViolationFinder:
 
     # -- in-place on a saved tensor ----------------------------------------------------
     def watch_saved(self, node, node_id: int) -> None:
-        """Watch the tensors ``node`` saved (registered when first needed: see
-        _unwatched; a node that dies before then has nothing left to watch)."""
+        """Watch the tensors ``node`` (recorded as ``node_id``) saved (registered when
+        first needed: see _unwatched; a node that dies before then has nothing left to
+        watch)."""
         if node._saved:
-            self._unwatched.append((weakref.ref(node), node_id))
+            entry = self.builder._node_ids.get(id(node))
+            if entry is None or entry() is not node or entry.id != node_id:
+                entry = _reference(node, node_id)
+            self._unwatched.append(entry)
 
     def _register_unwatched(self, live_only: bool = False) -> None:
         """Watch the saved slots of the nodes waiting in _unwatched (``live_only``: only
@@ -67,10 +71,11 @@ class ViolationFinder:
         pending = self._unwatched
         self._unwatched = []
         watched = self._watched
-        for reference, node_id in pending:
+        for reference in pending:
             node = reference()
             if node is None:
                 continue
+            node_id = reference.id
             for slot, saved in enumerate(node._saved):
                 if not isinstance(saved, SavedTensor) or live_only and saved._array is None:
                     continue
