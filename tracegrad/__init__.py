@@ -34,6 +34,7 @@ from .autograd.anomaly import is_anomaly_enabled as is_anomaly_enabled
 from .autograd.anomaly import set_anomaly_enabled as set_anomaly_enabled
 from .autograd.grad_mode import is_grad_enabled
 from .autograd.grad_mode import is_inference_mode_enabled as is_inference_mode_enabled
+from .tensor import is_inference as is_inference
 from .backends import device
 from .errors import (
     AutogradError,

@@ -25,7 +25,8 @@ from .. import backends
 from ..errors import AutogradError
 from . import events, views
 from . import node as _node_module
-from .grad_mode import anomaly_flags, state
+from .grad_mode import anomaly_flags, inference_flags, state
+from .inference import INFERENCE_COUNTER
 from .module_scope import current_scope  # (_note_site: every op while a tracer listens)
 from .node import ZERO_NRS as _ZERO_NRS
 from .node import Node, SavedTensor, _sequence
@@ -1062,7 +1063,7 @@ def _untracked(cls, args: tuple, attrs):
         outputs = tuple(Tensor._wrap(item, False) for item in data)
         if cls.is_view:
             for output in outputs:
-                _share_storage(args[0], output, True)
+                _share_untracked(args[0], output, True)
         if events.listener is not None:  # one check when nobody listens
             events.listener.on_untracked_op(cls._node_class._name, args, outputs,
                                             state.grad_enabled)
@@ -1072,11 +1073,24 @@ def _untracked(cls, args: tuple, attrs):
     output = _new_object(Tensor)  # Tensor._wrap, inline
     output._array = data
     if cls.is_view:
-        _share_storage(args[0], output)
+        _share_untracked(args[0], output)
+    elif inference_flags.entered and state.inference:  # (a plain read, 0 almost always)
+        output._counter = INFERENCE_COUNTER  # made in inference mode: an inference tensor
     if events.listener is not None:  # one check when nobody listens
         events.listener.on_untracked_op(cls._node_class._name, args, (output,),
                                         state.grad_enabled)
     return output
+
+
+def _share_untracked(base, view, multi_output: bool = False) -> None:
+    """``_share_storage`` for a view op that records nothing, except that a view of an
+    inference tensor is an inference tensor that PyTorch does not track as a view
+    (``_base`` stays None; there is no version counter to share). A view made inside
+    inference mode of a normal tensor is an ordinary view (``_share_storage``)."""
+    if base._counter is INFERENCE_COUNTER:
+        view._counter = INFERENCE_COUNTER
+    else:
+        _share_storage(base, view, multi_output)
 
 
 def apply_binary(cls, a, b):

@@ -63,6 +63,21 @@ class _AnomalyFlags:
 anomaly_flags = _AnomalyFlags()
 
 
+class _InferenceFlags:
+    """How many ``inference_mode()`` blocks are open, in all threads together: a plain
+    attribute that the paths making a new tensor read first (0 almost always), so that only
+    while some thread is in inference mode do they read the thread-local ``state.inference``
+    to decide whether the tensor is an inference tensor (autograd/inference.py)."""
+
+    __slots__ = ("entered",)
+
+    def __init__(self) -> None:
+        self.entered = 0
+
+
+inference_flags = _InferenceFlags()
+
+
 def is_grad_enabled() -> bool:
     """Whether ops in this thread record a graph.
 
@@ -248,8 +263,15 @@ class inference_mode(_DecoratorContextManager):
     """Inference mode: grad mode off (``inference_mode(False)`` turns it back on), in this
     thread. Also a decorator, with or without parentheses.
 
-    tracegrad does not make "inference tensors": a tensor created here behaves as one made
-    under ``no_grad`` (PyTorch additionally refuses to save it for backward later).
+    Tensors created inside are *inference tensors*, as PyTorch's (autograd/inference.py):
+    ``is_inference()`` is True, ``._version`` raises, they cannot be saved for backward, and
+    outside inference mode they cannot be changed in place nor set to require grad. A view
+    of a normal tensor made inside stays a normal tensor.
+
+    Not as in PyTorch: an inference tensor that was made to require grad inside inference
+    mode, used outside it, records a graph here (PyTorch records none); an op on normal
+    tensors under ``enable_grad()`` nested inside inference mode records a graph here
+    (PyTorch's inference mode still excludes autograd there).
 
     >>> import tracegrad as torch
     >>> with torch.inference_mode():
@@ -269,9 +291,13 @@ class inference_mode(_DecoratorContextManager):
         self._previous = (state.grad_enabled, state.inference)
         state.grad_enabled = not self.mode
         state.inference = self.mode
+        if self.mode:
+            inference_flags.entered += 1
 
     def __exit__(self, *exc_info: object) -> None:
         state.grad_enabled, state.inference = self._previous
+        if self.mode:
+            inference_flags.entered -= 1
 
     def clone(self) -> inference_mode:
         return self.__class__(self.mode)

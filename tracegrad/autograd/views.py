@@ -40,6 +40,7 @@ from . import events
 from . import node as _node_module
 from .grad_mode import state
 from .node import Node, SavedTensor, VersionCounter, _sequence
+from .inference import INFERENCE_COUNTER
 
 # How a view was made (PyTorch's CreationMeta): what an in-place op through it may do.
 DEFAULT = 0
@@ -619,6 +620,8 @@ def apply_inplace(tensor, op_name: str, op, args: tuple, attrs: dict):
     saved = _save_inputs(node, tensor, op)
     previous = edge_of(tensor._base if tensor._base is not None else tensor)
     _write(tensor, array)
+    if tensor._counter is INFERENCE_COUNTER:  # refused (outside inference mode) as PyTorch
+        INFERENCE_COUNTER.bump(op_name)  # does: after the write, before history changes
     node._output_meta = ((tensor._array.shape, tensor._array.dtype,
                           backends.device_of(tensor._array)),)
     if state.anomaly or events.listener is not None:
