@@ -839,8 +839,31 @@ class Op(Function):
         if state.grad_enabled:
             for arg in args:
                 if isinstance(arg, Tensor) and arg._requires_grad:
+                    if arg._counter is INFERENCE_COUNTER and _only_inference(cls, args):
+                        break  # (PyTorch: no autograd kernel for inference tensors alone)
                     return _record(cls, args, attrs)
         return _untracked(cls, args, attrs)
+
+
+def _only_inference(cls, args: tuple) -> bool:
+    """Whether every tensor among ``args`` is an inference tensor: PyTorch then records no
+    graph even if one requires grad (inference tensors have no autograd dispatch key, so
+    only an op with a normal tensor among its inputs reaches autograd's kernel). A Python
+    number given to add/sub/mul/div counts as a normal tensor: torch wraps it in one (their
+    ``.Tensor`` overloads), so ``c.div(2)`` is recorded where ``c.pow(2)`` is not."""
+    for arg in args:
+        if isinstance(arg, Tensor):
+            if arg._counter is not INFERENCE_COUNTER:
+                return False
+        elif isinstance(arg, (int, float)) and issubclass(cls, _wrapped_number_ops()):
+            return False
+    return True
+
+
+def _wrapped_number_ops() -> tuple:
+    from ..ops import arith  # (the ops import this module)
+
+    return arith.Add, arith.Sub, arith.Mul, arith.Div
 
 
 def connect(node: Node, args: tuple) -> bool:
@@ -1110,13 +1133,15 @@ def apply_binary(cls, a, b):
     """
     if a.__class__ is Tensor or isinstance(a, Tensor):
         if b.__class__ is Tensor or isinstance(b, Tensor):
-            if (a._requires_grad or b._requires_grad) and state.grad_enabled:
+            if (a._requires_grad or b._requires_grad) and state.grad_enabled and (
+                    a._counter is not INFERENCE_COUNTER or b._counter is not INFERENCE_COUNTER):
                 node = _new_object(cls._node_class)
                 node._seq = next(_sequence)
                 _connect_pair(node, a, b)
                 return _finish(cls, node, (a, b), cls.forward(node, a, b), _NO_ATTRS)
             return _untracked(cls, (a, b), _NO_ATTRS)
-        if a._requires_grad and state.grad_enabled:  # a tensor and a number (x * 2)
+        if a._requires_grad and state.grad_enabled and (  # a tensor and a number (x * 2)
+                a._counter is not INFERENCE_COUNTER or not _only_inference(cls, (a, b))):
             node = _new_object(cls._node_class)
             node._seq = next(_sequence)
             node._arg_slots = _FIRST_SLOT

@@ -268,10 +268,11 @@ class inference_mode(_DecoratorContextManager):
     outside inference mode they cannot be changed in place nor set to require grad. A view
     of a normal tensor made inside stays a normal tensor.
 
-    Not as in PyTorch: an inference tensor that was made to require grad inside inference
-    mode, used outside it, records a graph here (PyTorch records none); an op on normal
-    tensors under ``enable_grad()`` nested inside inference mode records a graph here
-    (PyTorch's inference mode still excludes autograd there).
+    Not as in PyTorch: ``enable_grad()`` (or ``set_grad_enabled(True)``) nested inside
+    inference mode turns recording back on here, so an op on a tensor that requires grad
+    records a graph and makes a normal tensor; PyTorch reports grad mode on there but still
+    records nothing and makes inference tensors. (``inference_mode(False)`` is the way to
+    record inside.)
 
     >>> import tracegrad as torch
     >>> with torch.inference_mode():
