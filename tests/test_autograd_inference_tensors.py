@@ -30,7 +30,7 @@ REQUIRES_GRAD = ("Setting requires_grad=True on inference tensor outside Inferen
 def has_no_version_counter(tensor) -> bool:
     """torch's own test of an inference tensor: reading ``_version`` raises."""
     try:
-        tensor._version
+        _ = tensor._version
     except RuntimeError as error:
         assert str(error) == VERSION
         return True
@@ -240,7 +240,7 @@ def test_view_made_in_inference_mode_changed_in_place_outside(lib, indirect):
                        "the inference_mode block (if you don't want the inplace to be "
                        "tracked) or both outside (if you want the inplace to be tracked).")
             with raises_exactly(message):
-                view.grad_fn
+                _ = view.grad_fn
         else:
             message = ("A view was created in inference mode and is being modified inplace in "
                        "normal mode.")
@@ -291,10 +291,10 @@ def test_inference_tensor_cannot_be_saved_for_backward(lib):
             continue
         out.backward(lib.ones_like(out))  # a leaf inference tensor still gets its gradient
         assert c.grad.tolist() == [[[1.0] * 3] * 2]
-        for saving in (lambda: c * s, lambda: s * c, lambda: s[0].mm(c[0].t()),
-                       lambda: c.mul(s[0, 0])):
+        for saving in (lambda c, s: c * s, lambda c, s: s * c,
+                       lambda c, s: s[0].mm(c[0].t()), lambda c, s: c.mul(s[0, 0])):
             with raises_exactly(SAVE):
-                saving()
+                saving(c, s)
 
 
 def test_normal_tensor_saved_with_inference_tensor_operand(lib):

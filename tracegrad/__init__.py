@@ -34,7 +34,6 @@ from .autograd.anomaly import is_anomaly_enabled as is_anomaly_enabled
 from .autograd.anomaly import set_anomaly_enabled as set_anomaly_enabled
 from .autograd.grad_mode import is_grad_enabled
 from .autograd.grad_mode import is_inference_mode_enabled as is_inference_mode_enabled
-from .tensor import is_inference as is_inference
 from .backends import device
 from .errors import (
     AutogradError,
@@ -82,6 +81,7 @@ from .factories import (
 )
 from .random import Generator, default_generator, get_rng_state, set_rng_state  # noqa: E402
 from .tensor import Size, Tensor
+from .tensor import is_inference as is_inference
 
 half, float, double = float16, float32, float64
 short, int, long = int16, int32, int64

@@ -39,8 +39,8 @@ from ..errors import AutogradError, DTypeError, InplaceError, ShapeError, descri
 from . import events
 from . import node as _node_module
 from .grad_mode import inference_flags, state
-from .node import Node, SavedTensor, VersionCounter, _sequence
 from .inference import INFERENCE_COUNTER
+from .node import Node, SavedTensor, VersionCounter, _sequence
 
 # How a view was made (PyTorch's CreationMeta): what an in-place op through it may do.
 DEFAULT = 0
