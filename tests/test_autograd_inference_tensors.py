@@ -347,6 +347,43 @@ def test_module_output_in_inference_mode(lib):
     assert layer.weight.grad.tolist() == [[1.0] * 3] * 2
 
 
+def test_parameter_of_an_inference_tensor(lib):
+    with lib.inference_mode():
+        c = lib.ones(3)
+        inside = lib.nn.Parameter(lib.ones(2))
+    assert inside.is_inference() and inside.requires_grad
+    with raises_exactly(REQUIRES_GRAD):
+        lib.nn.Parameter(c)
+    frozen = lib.nn.Parameter(c, requires_grad=False)
+    assert frozen.is_inference() and not frozen.requires_grad
+    assert not lib.nn.Parameter(c.clone()).is_inference()
+
+
+def test_increment_version_skips_inference_tensors(lib):
+    with lib.inference_mode():
+        c = lib.ones(3)
+        lib.autograd.graph.increment_version(c)
+    lib.autograd.graph.increment_version(c)
+    normal = lib.ones(3)
+    lib.autograd.graph.increment_version(normal)
+    assert normal._version == 1 and has_no_version_counter(c)
+
+
+def test_training_state_touched_in_inference_mode_stays_normal(lib):
+    lib.manual_seed(0)
+    layer = lib.nn.Linear(2, 2)
+    with lib.inference_mode():
+        state = {name: value * 1 for name, value in layer.state_dict().items()}
+    assert all(value.is_inference() for value in state.values())
+    layer.load_state_dict(state)  # copies into the parameters: fine
+    optimizer = lib.optim.SGD(layer.parameters(), lr=0.1)
+    layer(lib.ones(1, 2)).sum().backward()
+    with lib.inference_mode():
+        optimizer.step()  # in place on normal tensors: allowed, and counted
+    assert not layer.weight.is_inference() and layer.weight._version > 0
+    assert layer.weight.requires_grad
+
+
 # -- tracegrad only -------------------------------------------------------------------------
 def test_inference_flags_count_open_blocks_in_every_thread():
     assert inference_flags.entered == 0
