@@ -99,6 +99,34 @@ def test_inference_mode_false_inside_makes_normal_tensors(lib):
         assert lib.ones(2).is_inference()
 
 
+def test_enable_grad_inside_inference_mode_reports_on_and_records_nothing(lib):
+    w = lib.ones(2, requires_grad=True)
+    with lib.inference_mode():
+        with lib.enable_grad():
+            y = w * 2
+            assert lib.is_grad_enabled() and lib.is_inference_mode_enabled()
+            assert not y.requires_grad and y.grad_fn is None and y.is_inference()
+            with lib.no_grad():
+                assert not lib.is_grad_enabled()
+            assert lib.is_grad_enabled()
+            with lib.inference_mode(False):
+                z = w * 2
+                assert z.requires_grad and not z.is_inference()
+            assert lib.is_grad_enabled()
+        assert not lib.is_grad_enabled()
+        with lib.set_grad_enabled(True):
+            assert lib.is_grad_enabled() and not (w * 2).requires_grad
+        assert not lib.is_grad_enabled()
+        lib.set_grad_enabled(True)  # called, not entered: until inference mode ends
+        assert lib.is_grad_enabled() and not (w * 2).requires_grad
+        assert lib.enable_grad()(lambda: (w * 2).requires_grad)() is False
+    assert lib.is_grad_enabled() and (w * 2).requires_grad
+    with lib.no_grad():
+        with lib.inference_mode(), lib.enable_grad():
+            assert lib.is_grad_enabled()
+        assert not lib.is_grad_enabled()
+
+
 def test_views_of_inference_tensors_are_inference_tensors_not_views(lib):
     for requires_grad in (True, False):
         with lib.inference_mode():

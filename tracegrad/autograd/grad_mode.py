@@ -41,8 +41,12 @@ class _State(threading.local):
     anomaly_check_nan = True
 
     def __init__(self) -> None:
-        self.grad_enabled = True
+        self.grad_enabled = True  # whether ops record: what the hot paths read
         self.inference = False
+        # Inside inference mode nothing records, whatever the grad mode: grad_enabled stays
+        # False there, and this is the grad mode is_grad_enabled() reports (enable_grad()
+        # inside inference mode turns it on, as torch's GradMode, and records nothing).
+        self.inference_grad = False
 
 
 state = _State()
@@ -86,7 +90,7 @@ def is_grad_enabled() -> bool:
     ...     torch.is_grad_enabled()
     False
     """
-    return state.grad_enabled
+    return state.inference_grad if state.inference else state.grad_enabled
 
 
 def is_inference_mode_enabled() -> bool:
@@ -99,7 +103,10 @@ def _set_grad_enabled(mode: bool) -> None:
         raise TypeError(
             f"set_grad_enabled(): argument 'enabled' (position 1) must be bool, not "
             f"{type(mode).__name__}")
-    state.grad_enabled = mode
+    if state.inference:
+        state.inference_grad = mode  # (nothing records inside inference mode)
+    else:
+        state.grad_enabled = mode
 
 
 # -- decorating functions and generators ---------------------------------------------------
@@ -199,11 +206,11 @@ class no_grad(_NoParamDecoratorContextManager):
         self.prev = False
 
     def __enter__(self) -> None:
-        self.prev = state.grad_enabled
-        state.grad_enabled = False
+        self.prev = (state.grad_enabled, state.inference_grad)
+        state.grad_enabled = state.inference_grad = False
 
     def __exit__(self, *exc_info: object) -> None:
-        state.grad_enabled = self.prev
+        state.grad_enabled, state.inference_grad = self.prev
 
 
 class enable_grad(_NoParamDecoratorContextManager):
@@ -217,11 +224,14 @@ class enable_grad(_NoParamDecoratorContextManager):
     """
 
     def __enter__(self) -> None:
-        self.prev = state.grad_enabled
-        state.grad_enabled = True
+        self.prev = (state.grad_enabled, state.inference_grad)
+        if state.inference:
+            state.inference_grad = True  # reported on; inference mode still records nothing
+        else:
+            state.grad_enabled = True
 
     def __exit__(self, *exc_info: object) -> None:
-        state.grad_enabled = self.prev
+        state.grad_enabled, state.inference_grad = self.prev
 
 
 class set_grad_enabled(_DecoratorContextManager):
@@ -236,7 +246,7 @@ class set_grad_enabled(_DecoratorContextManager):
     """
 
     def __init__(self, mode: bool) -> None:
-        self.prev = state.grad_enabled
+        self.prev = is_grad_enabled()
         self.mode = mode
         _set_grad_enabled(mode)
 
@@ -268,11 +278,9 @@ class inference_mode(_DecoratorContextManager):
     outside inference mode they cannot be changed in place nor set to require grad. A view
     of a normal tensor made inside stays a normal tensor.
 
-    Not as in PyTorch: ``enable_grad()`` (or ``set_grad_enabled(True)``) nested inside
-    inference mode turns recording back on here, so an op on a tensor that requires grad
-    records a graph and makes a normal tensor; PyTorch reports grad mode on there but still
-    records nothing and makes inference tensors. (``inference_mode(False)`` is the way to
-    record inside.)
+    As in PyTorch, ``enable_grad()`` (or ``set_grad_enabled(True)``) nested inside turns
+    the reported grad mode on but records nothing: only ``inference_mode(False)`` records
+    inside.
 
     >>> import tracegrad as torch
     >>> with torch.inference_mode():
@@ -289,14 +297,15 @@ class inference_mode(_DecoratorContextManager):
         self.mode = mode
 
     def __enter__(self) -> None:
-        self._previous = (state.grad_enabled, state.inference)
+        self._previous = (state.grad_enabled, state.inference, state.inference_grad)
         state.grad_enabled = not self.mode
         state.inference = self.mode
+        state.inference_grad = False
         if self.mode:
             inference_flags.entered += 1
 
     def __exit__(self, *exc_info: object) -> None:
-        state.grad_enabled, state.inference = self._previous
+        state.grad_enabled, state.inference, state.inference_grad = self._previous
         if self.mode:
             inference_flags.entered -= 1
 
