@@ -412,6 +412,18 @@ def test_training_state_touched_in_inference_mode_stays_normal(lib):
     assert layer.weight.requires_grad
 
 
+def test_backward_inside_inference_mode(lib):
+    w = lib.ones(2, requires_grad=True)
+    y = (w * w).sum()
+    with lib.inference_mode():
+        y.backward()
+    assert w.grad.tolist() == [2.0, 2.0] and w.grad.is_inference()
+    y = (w * w).sum()
+    with lib.inference_mode():
+        (grad,) = lib.autograd.grad(y, w, create_graph=True)  # no graph made of it
+    assert grad.is_inference() and not grad.requires_grad and grad.grad_fn is None
+
+
 # -- tracegrad only -------------------------------------------------------------------------
 def test_inference_flags_count_open_blocks_in_every_thread():
     assert inference_flags.entered == 0

@@ -15,6 +15,18 @@ op wrote its result, as in PyTorch: the data has changed when the error is raise
 the saving of a tensor for backward. Nothing is checked on an op's hot path but an
 identity test where a counter is read anyway, and one plain attribute read
 (``inference_flags.entered``) where a new tensor is made without grad.
+
+As in torch, an op whose tensor inputs are all inference tensors records nothing even if
+one requires grad (set inside inference mode); a Python number given to add/sub/mul/div
+counts as a normal tensor (torch wraps it), so ``c * 2`` is recorded (function.py).
+
+Not as in torch (not implemented):
+- a gradient accumulated by backward inside inference mode is an inference tensor, as in
+  torch, but a later backward outside adds into it without torch's in-place refusal;
+- torch reads a version from ``c[0]`` of an inference tensor ``c`` that requires grad
+  (indexing from Python); tracegrad raises as for any view of it;
+- ``2 - c`` of an inference tensor requiring grad is RsubBackward1 here, SubBackward0 in
+  torch (torch decomposes rsub there).
 """
 
 from __future__ import annotations
