@@ -17,23 +17,7 @@ from tracegrad.autograd.function import Op
 
 # op class name -> why its backward formula runs on Tensors only (the engine wraps the
 # arrays for it: correct, slower). Empty: every op has an array path.
-_DOUBLE_BACKWARD = (
-    "a double-backward node (made only under create_graph=True): "
-    "its own backward -- third order, or a gradient penalty's backward -- runs on Tensors")
-ON_TENSORS_ONLY: dict[str, str] = {
-    "MseLossBackward": _DOUBLE_BACKWARD,
-    "NllLoss2DBackward": _DOUBLE_BACKWARD,
-    "NllLossBackward": _DOUBLE_BACKWARD,
-    "EluBackward": _DOUBLE_BACKWARD,
-    "HardtanhBackward": _DOUBLE_BACKWARD,
-    "LeakyReluBackward": _DOUBLE_BACKWARD,
-    "SoftplusBackward": _DOUBLE_BACKWARD,
-    "ThresholdBackward": _DOUBLE_BACKWARD,
-    "LogSoftmaxBackwardData": _DOUBLE_BACKWARD,
-    "SigmoidBackward": _DOUBLE_BACKWARD,
-    "SoftmaxBackwardData": _DOUBLE_BACKWARD,
-    "TanhBackward": _DOUBLE_BACKWARD,
-}
+ON_TENSORS_ONLY: dict[str, str] = {}
 
 # Modules that define Op subclasses outside tracegrad.ops (imported so none is missed).
 _MODULES = ("tracegrad.nn._ops", "tracegrad._legacy", "tracegrad.autograd.gradcheck_jacobians")

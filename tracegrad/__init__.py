@@ -81,6 +81,7 @@ from .factories import (
 )
 from .random import Generator, default_generator, get_rng_state, set_rng_state  # noqa: E402
 from .tensor import Size, Tensor
+from .tensor import is_inference as is_inference
 
 half, float, double = float16, float32, float64
 short, int, long = int16, int32, int64

@@ -26,7 +26,8 @@ from ._methods import (
     UnsupportedMethods,
 )
 from .autograd import engine, events, views
-from .autograd.grad_mode import state
+from .autograd.grad_mode import inference_flags, state
+from .autograd.inference import INFERENCE_COUNTER, REQUIRES_GRAD_MESSAGE, VERSION_MESSAGE
 from .autograd.node import AccumulateGrad, HookDict, RemovableHandle, VersionCounter, add_hook
 from .errors import AutogradError, DTypeError, ShapeError, describe_tensor
 
@@ -113,6 +114,8 @@ class Tensor(ArithmeticMethods, ComparisonMethods, InplaceMethods, MathMethods, 
         tensor = _new_object(Tensor)
         tensor._array = data
         tensor._requires_grad = requires_grad
+        if inference_flags.entered and state.inference:  # (a plain read, 0 almost always)
+            tensor._counter = INFERENCE_COUNTER  # made in inference mode: an inference tensor
         return tensor
 
     @property
@@ -147,6 +150,8 @@ class Tensor(ArithmeticMethods, ComparisonMethods, InplaceMethods, MathMethods, 
         tensor = _new_object(Tensor)
         tensor._array = self._array
         tensor._requires_grad = False
+        if self._counter is INFERENCE_COUNTER:  # (an alias: made in inference mode or not,
+            tensor._counter = INFERENCE_COUNTER  # it is an inference tensor iff self is)
         listener = events.listener  # one check when nobody listens
         if listener is not None:
             listener.on_detach(self, tensor, "data")
@@ -221,7 +226,21 @@ class Tensor(ArithmeticMethods, ComparisonMethods, InplaceMethods, MathMethods, 
     @property
     def _version(self) -> int:
         counter = self._counter
+        if counter is INFERENCE_COUNTER:
+            raise AutogradError(VERSION_MESSAGE)
         return 0 if counter is None else counter.value
+
+    def is_inference(self) -> bool:
+        """Whether this is an inference tensor: made inside ``inference_mode()``, or a view
+        of one (autograd/inference.py says what that forbids).
+
+        >>> import tracegrad as torch
+        >>> with torch.inference_mode():
+        ...     x = torch.ones(2)
+        >>> x.is_inference(), x.clone().is_inference(), torch.ones(2).is_inference()
+        (True, False, False)
+        """
+        return self._counter is INFERENCE_COUNTER
 
     @property
     def output_nr(self) -> int:
@@ -278,6 +297,8 @@ class Tensor(ArithmeticMethods, ComparisonMethods, InplaceMethods, MathMethods, 
                 f"only Tensors of {kinds} can require gradients "
                 f"(got {describe_tensor(self)}). Hint: convert it first with .float() or "
                 ".double().")
+        if requires_grad and self._counter is INFERENCE_COUNTER and not state.inference:
+            raise AutogradError(REQUIRES_GRAD_MESSAGE)
         if self.grad_fn is not None:
             if not requires_grad:
                 raise AutogradError(
@@ -454,6 +475,8 @@ class Tensor(ArithmeticMethods, ComparisonMethods, InplaceMethods, MathMethods, 
         """A tensor sharing this one's storage and version counter, outside the graph (not
         a view: PyTorch's ``detach()._base`` is None)."""
         tensor = Tensor._wrap(self._array, False)
+        # An alias: it shares self's counter, so it is an inference tensor iff self is
+        # (even inside inference mode, as PyTorch's detach, a view op).
         tensor._counter = self._version_counter
         listener = events.listener  # one check when nobody listens
         if listener is not None:
@@ -616,6 +639,14 @@ class Tensor(ArithmeticMethods, ComparisonMethods, InplaceMethods, MathMethods, 
 
     def __setitem__(self, index, value) -> None:
         _indexing.setitem(self, index, value)
+
+
+def is_inference(input: Tensor) -> bool:  # noqa: A002 - torch's argument name
+    """``torch.is_inference(t)``: ``t.is_inference()``, for a tensor only."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"is_inference(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    return input._counter is INFERENCE_COUNTER
 
 
 _TYPEMETA_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",

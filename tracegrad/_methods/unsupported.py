@@ -79,7 +79,6 @@ class UnsupportedMethods:
     ipu = _NotImplemented()
     is_coalesced = _NotImplemented()
     is_distributed = _NotImplemented()
-    is_inference = _NotImplemented()
     is_ipu = _NotImplemented()
     is_maia = _NotImplemented()
     is_meta = _NotImplemented()

@@ -334,7 +334,7 @@ def run(outputs: Sequence, grad_outputs: Sequence, retain_graph: bool, create_gr
         listener.on_backward_start(info)
     # Grad mode is per thread: only this thread's backward runs with create_graph's mode.
     previous_mode = state.grad_enabled
-    state.grad_enabled = create_graph
+    state.grad_enabled = create_graph and not state.inference  # (inference mode: no graph)
     previous_task, previous_node = running.task, running.node
     running.task = GraphTask(info.index, dependencies, needed)
     hooks_before = snapshot_saved_tensors_hooks()

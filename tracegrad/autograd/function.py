@@ -25,7 +25,8 @@ from .. import backends
 from ..errors import AutogradError
 from . import events, views
 from . import node as _node_module
-from .grad_mode import anomaly_flags, state
+from .grad_mode import anomaly_flags, inference_flags, state
+from .inference import INFERENCE_COUNTER
 from .module_scope import current_scope  # (_note_site: every op while a tracer listens)
 from .node import ZERO_NRS as _ZERO_NRS
 from .node import Node, SavedTensor, _sequence
@@ -838,8 +839,31 @@ class Op(Function):
         if state.grad_enabled:
             for arg in args:
                 if isinstance(arg, Tensor) and arg._requires_grad:
+                    if arg._counter is INFERENCE_COUNTER and _only_inference(cls, args):
+                        break  # (PyTorch: no autograd kernel for inference tensors alone)
                     return _record(cls, args, attrs)
         return _untracked(cls, args, attrs)
+
+
+def _only_inference(cls, args: tuple) -> bool:
+    """Whether every tensor among ``args`` is an inference tensor: PyTorch then records no
+    graph even if one requires grad (inference tensors have no autograd dispatch key, so
+    only an op with a normal tensor among its inputs reaches autograd's kernel). A Python
+    number given to add/sub/mul/div counts as a normal tensor: torch wraps it in one (their
+    ``.Tensor`` overloads), so ``c.div(2)`` is recorded where ``c.pow(2)`` is not."""
+    for arg in args:
+        if isinstance(arg, Tensor):
+            if arg._counter is not INFERENCE_COUNTER:
+                return False
+        elif isinstance(arg, (int, float)) and issubclass(cls, _wrapped_number_ops()):
+            return False
+    return True
+
+
+def _wrapped_number_ops() -> tuple:
+    from ..ops import arith  # (the ops import this module)
+
+    return arith.Add, arith.Sub, arith.Mul, arith.Div
 
 
 def connect(node: Node, args: tuple) -> bool:
@@ -1062,7 +1086,7 @@ def _untracked(cls, args: tuple, attrs):
         outputs = tuple(Tensor._wrap(item, False) for item in data)
         if cls.is_view:
             for output in outputs:
-                _share_storage(args[0], output, True)
+                _share_untracked(args[0], output, True)
         if events.listener is not None:  # one check when nobody listens
             events.listener.on_untracked_op(cls._node_class._name, args, outputs,
                                             state.grad_enabled)
@@ -1072,11 +1096,24 @@ def _untracked(cls, args: tuple, attrs):
     output = _new_object(Tensor)  # Tensor._wrap, inline
     output._array = data
     if cls.is_view:
-        _share_storage(args[0], output)
+        _share_untracked(args[0], output)
+    elif inference_flags.entered and state.inference:  # (a plain read, 0 almost always)
+        output._counter = INFERENCE_COUNTER  # made in inference mode: an inference tensor
     if events.listener is not None:  # one check when nobody listens
         events.listener.on_untracked_op(cls._node_class._name, args, (output,),
                                         state.grad_enabled)
     return output
+
+
+def _share_untracked(base, view, multi_output: bool = False) -> None:
+    """``_share_storage`` for a view op that records nothing, except that a view of an
+    inference tensor is an inference tensor that PyTorch does not track as a view
+    (``_base`` stays None; there is no version counter to share). A view made inside
+    inference mode of a normal tensor is an ordinary view (``_share_storage``)."""
+    if base._counter is INFERENCE_COUNTER:
+        view._counter = INFERENCE_COUNTER
+    else:
+        _share_storage(base, view, multi_output)
 
 
 def apply_binary(cls, a, b):
@@ -1096,13 +1133,15 @@ def apply_binary(cls, a, b):
     """
     if a.__class__ is Tensor or isinstance(a, Tensor):
         if b.__class__ is Tensor or isinstance(b, Tensor):
-            if (a._requires_grad or b._requires_grad) and state.grad_enabled:
+            if (a._requires_grad or b._requires_grad) and state.grad_enabled and (
+                    a._counter is not INFERENCE_COUNTER or b._counter is not INFERENCE_COUNTER):
                 node = _new_object(cls._node_class)
                 node._seq = next(_sequence)
                 _connect_pair(node, a, b)
                 return _finish(cls, node, (a, b), cls.forward(node, a, b), _NO_ATTRS)
             return _untracked(cls, (a, b), _NO_ATTRS)
-        if a._requires_grad and state.grad_enabled:  # a tensor and a number (x * 2)
+        if a._requires_grad and state.grad_enabled and (  # a tensor and a number (x * 2)
+                a._counter is not INFERENCE_COUNTER or not _only_inference(cls, (a, b))):
             node = _new_object(cls._node_class)
             node._seq = next(_sequence)
             node._arg_slots = _FIRST_SLOT

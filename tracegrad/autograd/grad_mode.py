@@ -41,8 +41,12 @@ class _State(threading.local):
     anomaly_check_nan = True
 
     def __init__(self) -> None:
-        self.grad_enabled = True
+        self.grad_enabled = True  # whether ops record: what the hot paths read
         self.inference = False
+        # Inside inference mode nothing records, whatever the grad mode: grad_enabled stays
+        # False there, and this is the grad mode is_grad_enabled() reports (enable_grad()
+        # inside inference mode turns it on, as torch's GradMode, and records nothing).
+        self.inference_grad = False
 
 
 state = _State()
@@ -63,6 +67,21 @@ class _AnomalyFlags:
 anomaly_flags = _AnomalyFlags()
 
 
+class _InferenceFlags:
+    """How many ``inference_mode()`` blocks are open, in all threads together: a plain
+    attribute that the paths making a new tensor read first (0 almost always), so that only
+    while some thread is in inference mode do they read the thread-local ``state.inference``
+    to decide whether the tensor is an inference tensor (autograd/inference.py)."""
+
+    __slots__ = ("entered",)
+
+    def __init__(self) -> None:
+        self.entered = 0
+
+
+inference_flags = _InferenceFlags()
+
+
 def is_grad_enabled() -> bool:
     """Whether ops in this thread record a graph.
 
@@ -71,7 +90,7 @@ def is_grad_enabled() -> bool:
     ...     torch.is_grad_enabled()
     False
     """
-    return state.grad_enabled
+    return state.inference_grad if state.inference else state.grad_enabled
 
 
 def is_inference_mode_enabled() -> bool:
@@ -84,7 +103,10 @@ def _set_grad_enabled(mode: bool) -> None:
         raise TypeError(
             f"set_grad_enabled(): argument 'enabled' (position 1) must be bool, not "
             f"{type(mode).__name__}")
-    state.grad_enabled = mode
+    if state.inference:
+        state.inference_grad = mode  # (nothing records inside inference mode)
+    else:
+        state.grad_enabled = mode
 
 
 # -- decorating functions and generators ---------------------------------------------------
@@ -184,11 +206,11 @@ class no_grad(_NoParamDecoratorContextManager):
         self.prev = False
 
     def __enter__(self) -> None:
-        self.prev = state.grad_enabled
-        state.grad_enabled = False
+        self.prev = (state.grad_enabled, state.inference_grad)
+        state.grad_enabled = state.inference_grad = False
 
     def __exit__(self, *exc_info: object) -> None:
-        state.grad_enabled = self.prev
+        state.grad_enabled, state.inference_grad = self.prev
 
 
 class enable_grad(_NoParamDecoratorContextManager):
@@ -202,11 +224,14 @@ class enable_grad(_NoParamDecoratorContextManager):
     """
 
     def __enter__(self) -> None:
-        self.prev = state.grad_enabled
-        state.grad_enabled = True
+        self.prev = (state.grad_enabled, state.inference_grad)
+        if state.inference:
+            state.inference_grad = True  # reported on; inference mode still records nothing
+        else:
+            state.grad_enabled = True
 
     def __exit__(self, *exc_info: object) -> None:
-        state.grad_enabled = self.prev
+        state.grad_enabled, state.inference_grad = self.prev
 
 
 class set_grad_enabled(_DecoratorContextManager):
@@ -221,7 +246,7 @@ class set_grad_enabled(_DecoratorContextManager):
     """
 
     def __init__(self, mode: bool) -> None:
-        self.prev = state.grad_enabled
+        self.prev = is_grad_enabled()
         self.mode = mode
         _set_grad_enabled(mode)
 
@@ -248,8 +273,14 @@ class inference_mode(_DecoratorContextManager):
     """Inference mode: grad mode off (``inference_mode(False)`` turns it back on), in this
     thread. Also a decorator, with or without parentheses.
 
-    tracegrad does not make "inference tensors": a tensor created here behaves as one made
-    under ``no_grad`` (PyTorch additionally refuses to save it for backward later).
+    Tensors created inside are *inference tensors*, as PyTorch's (autograd/inference.py):
+    ``is_inference()`` is True, ``._version`` raises, they cannot be saved for backward, and
+    outside inference mode they cannot be changed in place nor set to require grad. A view
+    of a normal tensor made inside stays a normal tensor.
+
+    As in PyTorch, ``enable_grad()`` (or ``set_grad_enabled(True)``) nested inside turns
+    the reported grad mode on but records nothing: only ``inference_mode(False)`` records
+    inside.
 
     >>> import tracegrad as torch
     >>> with torch.inference_mode():
@@ -266,12 +297,17 @@ class inference_mode(_DecoratorContextManager):
         self.mode = mode
 
     def __enter__(self) -> None:
-        self._previous = (state.grad_enabled, state.inference)
+        self._previous = (state.grad_enabled, state.inference, state.inference_grad)
         state.grad_enabled = not self.mode
         state.inference = self.mode
+        state.inference_grad = False
+        if self.mode:
+            inference_flags.entered += 1
 
     def __exit__(self, *exc_info: object) -> None:
-        state.grad_enabled, state.inference = self._previous
+        state.grad_enabled, state.inference, state.inference_grad = self._previous
+        if self.mode:
+            inference_flags.entered -= 1
 
     def clone(self) -> inference_mode:
         return self.__class__(self.mode)

@@ -116,6 +116,8 @@ def increment_version(tensor) -> None:
     listener = events.listener
     site = user_site(2) if (state.anomaly or listener is not None) else None
     for item in tensors:
+        if item.is_inference():
+            continue  # no version counter to bump (torch skips them too, in any mode)
         item._version_counter.bump("increment_version", site)
         if listener is not None:
             listener.on_inplace(item, "increment_version", site)

@@ -205,6 +205,8 @@ class SavedTensor:
     def __init__(self, tensor, node, is_output: bool) -> None:
         self._array = tensor._array
         self.counter = tensor._version_counter
+        if self.counter.__class__ is not VersionCounter:  # an inference tensor's
+            _refuse_inference(self.counter)
         self.version = self.counter.value
         self.output_nr = tensor._output_nr
         self.requires_grad = tensor._requires_grad
@@ -452,6 +454,8 @@ def _saved_value(value):
     counter = value._counter  # Tensor._version_counter's lines, inline
     if counter is None:
         counter = value._counter = VersionCounter()
+    elif counter.__class__ is not VersionCounter:  # an inference tensor's (inference.py)
+        _refuse_inference(counter)
     saved.counter = counter
     saved.version = counter.value
     saved.output_nr = value._output_nr
@@ -463,6 +467,15 @@ def _saved_value(value):
 
 
 _new_object = object.__new__
+
+
+def _refuse_inference(counter) -> None:
+    """PyTorch's SavedVariable check: an inference tensor (one holding the inference
+    counter) is never saved for backward."""
+    from .inference import INFERENCE_COUNTER, refuse_saving  # (it imports this module)
+
+    if counter is INFERENCE_COUNTER:
+        refuse_saving()
 
 
 class _Packed:

@@ -38,7 +38,8 @@ from .. import backends
 from ..errors import AutogradError, DTypeError, InplaceError, ShapeError, describe_tensor
 from . import events
 from . import node as _node_module
-from .grad_mode import state
+from .grad_mode import inference_flags, state
+from .inference import INFERENCE_COUNTER
 from .node import Node, SavedTensor, VersionCounter, _sequence
 
 # How a view was made (PyTorch's CreationMeta): what an in-place op through it may do.
@@ -46,6 +47,7 @@ DEFAULT = 0
 NO_GRAD_MODE = 1  # made while grad mode was off
 MULTI_OUTPUT_NODE = 2  # one of several views an op returned (split, unbind, chunk)
 IN_CUSTOM_FUNCTION = 3  # returned by a custom Function
+INFERENCE_MODE = 4  # made inside inference_mode() (of a normal tensor: autograd/inference.py)
 
 Tensor = None  # tracegrad.tensor.Tensor, bound by bind_tensor_class (import order)
 _ops = None  # tracegrad.ops.shape, bound on first use (the ops import this module's users)
@@ -91,7 +93,8 @@ def share_storage(base, view, multi_output: bool = False) -> None:
         root = base
     view._base = root
     if not state.grad_enabled:
-        view._creation = NO_GRAD_MODE
+        view._creation = INFERENCE_MODE if inference_flags.entered and state.inference \
+            else NO_GRAD_MODE
         if root._requires_grad:
             # PyTorch: such a view reports requires_grad=True (its base requires grad) but
             # has no edge to the graph -- gradients flowing into it go nowhere.
@@ -208,13 +211,14 @@ def view_error(view, indirect: bool) -> str:
     modified = "its base or another view of its base has been" if indirect else "is being"
     creation = view._creation
     node = view.__dict__.get("grad_fn")
+    # (a view made in inference mode: PyTorch's words for it, else those for no_grad)
+    mode, now, block = ("inference mode", "in normal mode", "inference_mode") \
+        if creation == INFERENCE_MODE else ("no_grad mode", "with grad mode enabled", "no_grad")
     if node is None:
-        head = (f"A view was created in no_grad mode and {modified} modified inplace with "
-                "grad mode enabled.")
-    elif creation == NO_GRAD_MODE:
+        head = f"A view was created in {mode} and {modified} modified inplace {now}."
+    elif creation == NO_GRAD_MODE or creation == INFERENCE_MODE:
         head = (f"Output {view._output_nr} of {_node_label(node)} is a view of a view which "
-                f"was created in no_grad mode and {modified} modified inplace with grad mode "
-                "enabled.")
+                f"was created in {mode} and {modified} modified inplace {now}.")
     else:
         head = (f"Output {view._output_nr} of {_node_label(node)} is a view and {modified} "
                 "modified inplace.")
@@ -231,7 +235,7 @@ def view_error(view, indirect: bool) -> str:
     else:
         tail = (" Given that this use case is ambiguous and error-prone, it is forbidden. You "
                 "can clarify your code by moving both the view and the inplace either both "
-                "inside the no_grad block (if you don't want the inplace to be tracked) or both "
+                f"inside the {block} block (if you don't want the inplace to be tracked) or both "
                 "outside (if you want the inplace to be tracked).")
     return head + tail + f" (the view: {describe_tensor(view)}, of {_describe_base(view)})"
 
@@ -619,6 +623,8 @@ def apply_inplace(tensor, op_name: str, op, args: tuple, attrs: dict):
     saved = _save_inputs(node, tensor, op)
     previous = edge_of(tensor._base if tensor._base is not None else tensor)
     _write(tensor, array)
+    if tensor._counter is INFERENCE_COUNTER:  # refused (outside inference mode) as PyTorch
+        INFERENCE_COUNTER.bump(op_name)  # does: after the write, before history changes
     node._output_meta = ((tensor._array.shape, tensor._array.dtype,
                           backends.device_of(tensor._array)),)
     if state.anomaly or events.listener is not None:

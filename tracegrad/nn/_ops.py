@@ -161,6 +161,7 @@ class MseLossBackward(Op):
 
     node_name = "MseLossBackwardBackward0"
     saved_names = ("grad_output", "self", "target")  # as PyTorch names them
+    array_backward = True
 
     @staticmethod
     def forward(ctx, grad, a, b, reduction="mean"):
@@ -249,6 +250,7 @@ class NllLossBackward(Op):
 
     node_name = "NllLossBackwardBackward0"
     saved_names = ("target", "weight")  # as PyTorch names them; reduction etc. below
+    array_backward = True
 
     @staticmethod
     def forward(ctx, grad, log_probs, loss_node):
@@ -262,11 +264,11 @@ class NllLossBackward(Op):
         target, weight = ctx.saved_tensors
         needs = ctx.needs_input_grad
         loss = ctx.loss_node
-        grad_of_grad = ctx._function._forward_op.apply(
-            grad_grad, target, weight, reduction=loss.reduction,
+        grad_of_grad = _math.apply(
+            ctx._function._forward_op, grad_grad, target, weight, reduction=loss.reduction,
             ignore_index=loss._ignore_index) if needs[0] else None
-        grad_of_self = _math.constant(grad_grad, grad_grad._xp.zeros(
-            loss.input_shape, grad_grad._array.dtype)) if needs[1] else None
+        grad_of_self = _math.constant(grad_grad, _math.xp(grad_grad).zeros(
+            loss.input_shape, _math.numpy_dtype(grad_grad))) if needs[1] else None
         return grad_of_grad, grad_of_self, None
 
 

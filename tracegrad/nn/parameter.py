@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..autograd.inference import INFERENCE_COUNTER
 from ..autograd.node import VersionCounter
 from ..tensor import Tensor
 
@@ -26,7 +27,10 @@ class Parameter(Tensor):
         # Share the array (as torch does): Parameter(t) is a new leaf over t's storage.
         self._array = data._array if isinstance(data, Tensor) else Tensor(data)._array
         self.requires_grad = False
-        self._version_counter = VersionCounter()
+        # Parameter(t) of an inference tensor is one (as torch's alias of it): requiring
+        # grad is then refused outside inference mode.
+        inference = isinstance(data, Tensor) and data._counter is INFERENCE_COUNTER
+        self._version_counter = INFERENCE_COUNTER if inference else VersionCounter()
         if requires_grad:
             self.requires_grad_(True)
 

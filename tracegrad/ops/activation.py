@@ -64,13 +64,16 @@ class MaskBackward:
         factor = ctx._function.factor(a._array, *parameters)
         return (grad._array * factor).astype(grad._array.dtype, copy=False)
 
+    array_backward = True
+
     @staticmethod
     def backward(ctx, grad_grad):
         (a,) = ctx.saved_tensors
         needs = ctx.needs_input_grad
-        grad_of_grad = ctx._function.apply(grad_grad, a, *ctx.parameters) if needs[0] else None
-        grad_of_self = _math.constant(grad_grad, a._xp.zeros_like(a._array)) if needs[1] \
-            else None
+        grad_of_grad = _math.apply(ctx._function, grad_grad, a, *ctx.parameters) \
+            if needs[0] else None
+        grad_of_self = _math.constant(
+            grad_grad, _math.xp(a).zeros_like(_math.array_of(a))) if needs[1] else None
         return (grad_of_grad, grad_of_self) + (None,) * len(ctx.parameters)
 
 
@@ -183,6 +186,7 @@ class EluBackward(Op):
     # as PyTorch names them (self_or_result: the input here, is_result False)
     saved_names = ("grad_output", "self_or_result", "alpha=alpha", "scale=scale",
                    "input_scale=input_scale")
+    array_backward = True
 
     @staticmethod
     def forward(ctx, grad, a, alpha, scale, input_scale):
@@ -200,11 +204,11 @@ class EluBackward(Op):
         grad, a = ctx.saved_tensors
         needs = ctx.needs_input_grad
         alpha, scale, input_scale = ctx.alpha, ctx.scale, ctx.input_scale
-        grad_of_grad = EluBackward.apply(grad_grad, a, alpha, scale, input_scale) \
+        grad_of_grad = _math.apply(EluBackward, grad_grad, a, alpha, scale, input_scale) \
             if needs[0] else None
         grad_of_self = None
         if needs[1]:
-            curve = (a.clamp(max=0) * input_scale).exp() * (
+            curve = _math.exp(_math.clamp_max(a, 0) * input_scale) * (
                 input_scale * input_scale * scale * alpha)
             grad_of_self = _math.where(a > 0, 0.0, grad_grad * grad * curve)
         return grad_of_grad, grad_of_self, None, None, None
@@ -341,6 +345,7 @@ class SoftplusBackward(Op):
     node_name = "SoftplusBackwardBackward0"
     # as PyTorch names them
     saved_names = ("grad_output", "self", "beta=beta", "threshold=threshold")
+    array_backward = True
 
     @staticmethod
     def forward(ctx, grad, a, beta, threshold):
@@ -356,12 +361,12 @@ class SoftplusBackward(Op):
         grad, a = ctx.saved_tensors
         needs = ctx.needs_input_grad
         beta, threshold = ctx.beta, ctx.threshold
-        grad_of_grad = SoftplusBackward.apply(grad_grad, a, beta, threshold) \
+        grad_of_grad = _math.apply(SoftplusBackward, grad_grad, a, beta, threshold) \
             if needs[0] else None
         grad_of_self = None
         if needs[1]:
             scaled = a * beta
-            sigmoid = scaled.sigmoid()
+            sigmoid = _math.sigmoid(scaled)
             grad_of_self = _math.where(scaled > threshold, 0.0,
                                        grad_grad * grad * (sigmoid * (1 - sigmoid) * beta))
         return grad_of_grad, grad_of_self, None, None

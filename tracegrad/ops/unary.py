@@ -164,6 +164,7 @@ class TanhBackward(Op):
 
     node_name = "TanhBackwardBackward0"
     saved_names = ("grad_output", "output")  # as PyTorch names them
+    array_backward = True
 
     @staticmethod
     def forward(ctx, grad, output):
@@ -175,7 +176,7 @@ class TanhBackward(Op):
     def backward(ctx, grad_grad):
         grad, output = ctx.saved_tensors
         needs = ctx.needs_input_grad
-        return (TanhBackward.apply(grad_grad, output) if needs[0] else None,
+        return (_math.apply(TanhBackward, grad_grad, output) if needs[0] else None,
                 output * grad_grad * grad * -2 if needs[1] else None)
 
 
@@ -210,6 +211,7 @@ class SigmoidBackward(Op):
 
     node_name = "SigmoidBackwardBackward0"
     saved_names = ("grad_output", "output")  # as PyTorch names them
+    array_backward = True
 
     @staticmethod
     def forward(ctx, grad, output):
@@ -221,7 +223,7 @@ class SigmoidBackward(Op):
     def backward(ctx, grad_grad):
         grad, output = ctx.saved_tensors
         needs = ctx.needs_input_grad
-        return (SigmoidBackward.apply(grad_grad, output) if needs[0] else None,
+        return (_math.apply(SigmoidBackward, grad_grad, output) if needs[0] else None,
                 grad_grad * grad * (1 - output * 2) if needs[1] else None)
 
 
@@ -565,6 +567,7 @@ class SoftmaxBackwardData(Op):
 
     node_name = "SoftmaxBackwardDataBackward0"
     saved_names = ("grad_output", "output")  # as PyTorch names them; dim below
+    array_backward = True
 
     @staticmethod
     @silenced
@@ -579,12 +582,12 @@ class SoftmaxBackwardData(Op):
         grad, output = ctx.saved_tensors
         needs = ctx.needs_input_grad
         axis = ctx.axis
-        grad_of_grad = SoftmaxBackwardData.apply(grad_grad, output, axis, ctx._dim) \
+        grad_of_grad = _math.apply(SoftmaxBackwardData, grad_grad, output, axis, ctx._dim) \
             if needs[0] else None
         grad_of_output = None
         if needs[1]:
-            grad_of_output = grad_grad * (grad - (grad * output).sum(axis, keepdim=True)) - \
-                (grad_grad * output).sum(axis, keepdim=True) * grad
+            grad_of_output = grad_grad * (grad - _math.sum_keepdim(grad * output, axis)) - \
+                _math.sum_keepdim(grad_grad * output, axis) * grad
         return grad_of_grad, grad_of_output, None, None
 
 
@@ -595,6 +598,7 @@ class LogSoftmaxBackwardData(Op):
 
     node_name = "LogSoftmaxBackwardDataBackward0"
     saved_names = ("grad_output", "output")  # as PyTorch names them; dim below
+    array_backward = True
 
     @staticmethod
     @silenced
@@ -609,10 +613,10 @@ class LogSoftmaxBackwardData(Op):
         grad, output = ctx.saved_tensors
         needs = ctx.needs_input_grad
         axis = ctx.axis
-        exp = output.exp()
-        grad_of_grad = grad_grad - (grad_grad * exp).sum(axis, keepdim=True) \
+        exp = _math.exp(output)
+        grad_of_grad = grad_grad - _math.sum_keepdim(grad_grad * exp, axis) \
             if needs[0] else None
-        grad_of_output = -grad.sum(axis, keepdim=True) * exp * grad_grad if needs[1] else None
+        grad_of_output = -_math.sum_keepdim(grad, axis) * exp * grad_grad if needs[1] else None
         return grad_of_grad, grad_of_output, None, None
 
 
