@@ -157,10 +157,15 @@ class _Mode(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         # Calls that only read (``p.grad``, ``x.shape``, ``x.dim()``: half of an optimizer
-        # step's) go straight on, without the session's call.
-        if self.session._kinds.get(func) == _PASS:
+        # step's) go straight on, without the session's call; so does an out-of-place op
+        # without keyword arguments inside an optimizer's step (Adam's ``sqrt()``, ``/``,
+        # ``conj()``: most of the rest), which Session._in_step would pass on unreported.
+        session = self.session
+        kind = session._kinds.get(func)
+        if kind == _PASS or kind == _OP and not kwargs and session._steps \
+                and not _grad_enabled():
             return func(*args, **kwargs) if kwargs else func(*args)
-        return self.session.call(func, args, kwargs or {})
+        return session.call(func, args, kwargs or {})
 
 
 class Session:
