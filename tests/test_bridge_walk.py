@@ -103,3 +103,27 @@ def test_a_100000_deep_torch_chain_through_from_tensor_and_to_dot():
     assert all(node.attrs.get("other") == 1.0 for node in trace.iter_nodes()
                if node.name == "MulBackward0")  # the 1.0 torch saved, as a number
     assert "MulBackward0" in folded and len(folded) < 100_000  # the chain is one folded box
+
+
+@pytest.mark.parametrize("make", [
+    lambda: torch.randn(3, 4, requires_grad=True),
+    lambda: torch.randn(2, dtype=torch.float64, requires_grad=True),
+    lambda: torch.randn(2, dtype=torch.bfloat16, requires_grad=True),
+    lambda: torch.randn(2, dtype=torch.complex64, requires_grad=True),
+    lambda: torch.tensor(1.0, requires_grad=True),
+    lambda: torch.randn(2, 3, device="meta", requires_grad=True),
+    lambda: torch.randn(4, 6)[:, ::2].requires_grad_(),
+], ids=["f32", "f64", "bf16", "c64", "0-d", "meta", "strided"])
+def test_an_accumulate_grad_node_describes_its_output_as_torchs_input_metadata_does(make):
+    # The adapter reads an AccumulateGrad's output from its leaf (not _input_metadata):
+    # the same shape, dtype and device torch's engine checks the leaf's gradient against.
+    from tracegrad.bridge.adapters import Registry, _output_meta
+    leaf = make()
+    accumulate = (leaf * 2).grad_fn.next_functions[0][0]
+    assert accumulate.name().endswith("AccumulateGrad")
+    node = Registry().node(accumulate)
+    assert node._is_accumulate and node.variable.subject is leaf
+    assert node._output_meta == _output_meta(accumulate)
+    shape, dtype, device = node._output_meta[0]
+    assert (shape, dtype.name, device) == (tuple(leaf.shape), str(leaf.dtype)[6:],
+                                           str(leaf.device))

@@ -641,25 +641,35 @@ class Registry:
         key = id(fn.metadata)
         sequence = fn._sequence_nr()
         session = self.session
-        site = module = None
-        if session is not None:
-            current = session._op_site
-            if current is not None and current[2] <= sequence < current[3]:
-                site, module = current[0], current[1]
-            else:
-                site, module = session.site_for(fn)
         adapter = _new_object(TorchNode)
-        adapter.__dict__ = state = {
-            "_key": key, "_name": name, "_seq": sequence, "_alive": True,
-            "_output_meta": _output_meta(fn), "next_functions": (), "_site": site,
-            "_module": module}
         if name == "AccumulateGrad":
-            # Made where the leaf is first used, as tracegrad's: the leaf has the site.
-            state["_site"] = state["_module"] = None
-            state["_is_accumulate"] = True
-            state["variable"] = self.tensor(fn.variable)
-        elif _is_custom(type(fn)):
-            state["_function"] = _CustomFunction
+            # Made where the leaf is first used, as tracegrad's: the leaf has the site. Its
+            # one output is the leaf's, as torch's input metadata of it says (read from the
+            # leaf: a node in six is an AccumulateGrad, and _input_metadata makes objects).
+            variable = fn.variable
+            dtype = variable.dtype
+            numpy = _numpy_dtypes.get(dtype)
+            adapter.__dict__ = state = {
+                "_key": key, "_name": name, "_seq": sequence, "_alive": True,
+                "_output_meta": ((tuple(variable.shape),
+                                  numpy if numpy is not None else numpy_dtype(dtype),
+                                  "cpu" if variable.is_cpu else str(variable.device)),),
+                "next_functions": (), "_site": None, "_module": None, "_is_accumulate": True,
+                "variable": self.tensor(variable)}
+        else:
+            site = module = None
+            if session is not None:
+                current = session._op_site
+                if current is not None and current[2] <= sequence < current[3]:
+                    site, module = current[0], current[1]
+                else:
+                    site, module = session.site_for(fn)
+            adapter.__dict__ = state = {
+                "_key": key, "_name": name, "_seq": sequence, "_alive": True,
+                "_output_meta": _output_meta(fn), "next_functions": (), "_site": site,
+                "_module": module}
+            if _is_custom(type(fn)):
+                state["_function"] = _CustomFunction
         self._nodes[key] = adapter
         if session is not None:
             session.passes.watch_node(fn, adapter)  # hooks for backward; they tell its death

@@ -1,14 +1,14 @@
 """Backward passes of a torch program, as tracegrad's engine reports its own.
 
 ``Tensor.backward``, ``torch.autograd.backward`` and ``torch.autograd.grad`` are torch
-calls, so the session sees a pass start and end. Each recorded node carries a pre-hook and
-a post-hook (registered when the node is recorded, removed when the recording stops): the
-pre-hook is a step starting with its incoming gradients, the post-hook the step ending
-with the gradients it sends on (and, for AccumulateGrad, the accumulation into ``.grad``).
+calls, so the session sees a pass start and end. Each recorded node carries one hook object,
+registered as its pre-hook and as its post-hook (when the node is recorded; removed when the
+recording stops): the pre-hook call is a step starting with its incoming gradients, the
+post-hook call the step ending with the gradients it sends on (and, for AccumulateGrad, the accumulation into ``.grad``).
 
 Hooks the program registers on tensors run before a node's pre-hook; each gets an observer
 registered just before it, so the step can say which hook replaced the gradient. A node's
-pre-hook object doubles as the sign of its life: it dies with the node (see adapters.py).
+hook object doubles as the sign of its life: it dies with the node (see adapters.py).
 """
 
 from __future__ import annotations
@@ -23,47 +23,39 @@ from ..autograd import events
 from ..autograd.engine import PassInfo, _pass_counter
 from .adapters import TorchNode
 
+_PRE = object()  # a pre-hook's call: torch passes one argument (see _NodeHook)
+
 
 class _NodeHook:
-    """A node's pre- or post-hook. It returns None: it never changes a gradient."""
+    """A node's pre-hook and post-hook in one object, registered as both: called with the
+    incoming gradients, a step starts; with (gradients sent on, incoming), it ends. It
+    returns None: it never changes a gradient. One object per node where two would be a
+    second allocation and a second weak reference to tell the node's death by."""
 
     __slots__ = ("__weakref__", "node", "passes")
 
     def __init__(self, passes: Passes, node: TorchNode) -> None:
         self.passes, self.node = passes, node
 
-
-class _PreHook(_NodeHook):
-    __slots__ = ()
-
-    def __call__(self, grad_outputs):
-        # Per node and pass: the guard inline (Session.guarded is two calls more).
+    def __call__(self, grads, grad_outputs=_PRE):
+        # Per node and pass, twice: the guard inline (Session.guarded is two calls more).
         session = self.passes.session
         if session.failure is None:
             try:
-                self.passes.node_started(self.node, grad_outputs)
-            except Exception as error:  # noqa: BLE001 - reported at the end, see failed()
-                session.failed(error)
-
-
-class _PostHook(_NodeHook):
-    __slots__ = ()
-
-    def __call__(self, grad_inputs, grad_outputs):
-        session = self.passes.session
-        if session.failure is None:
-            try:
-                self.passes.node_finished(self.node, grad_inputs, grad_outputs)
+                if grad_outputs is _PRE:
+                    self.passes.node_started(self.node, grads)
+                else:
+                    self.passes.node_finished(self.node, grads, grad_outputs)
             except Exception as error:  # noqa: BLE001 - reported at the end, see failed()
                 session.failed(error)
 
 
 class _Sentinel(weakref.ref):
-    """A weak reference to a node's pre-hook, carrying the node: its callback says the node
-    died (or was unhooked). One object per node, where a callback object of its own would
-    be a second."""
+    """A weak reference to a node's hook, carrying the node and the hook's handles: its
+    callback says the node died (or was unhooked). One object per node, where a callback
+    object of its own would be a second."""
 
-    __slots__ = ("key", "node")
+    __slots__ = ("handles", "key", "node")
 
 
 class _Observer:
@@ -85,8 +77,8 @@ class Passes:
         self.session = session
         self.registry = session.registry
         self._signatures: dict = {}
-        self._sentinels: dict[int, object] = {}  # node key -> weakref to its pre-hook
-        self._handles: dict[int, tuple] = {}  # node key -> hook handles (removed at stop)
+        # node key -> weak reference to its hook, holding the hook's handles (removed at stop)
+        self._sentinels: dict[int, _Sentinel] = {}
         self._observers: dict[int, tuple] = {}  # id(tensor) -> (weakref, [_Observer])
         self._observer_handles: list = []
         self._retained: dict[int, object] = {}  # id(tensor) -> weakref: retain_grad()
@@ -100,9 +92,9 @@ class Passes:
         self.session.guarded(method, *args)
 
     def stop(self) -> None:
-        handles, self._handles = self._handles, {}
-        for pair in handles.values():
-            for handle in pair:
+        sentinels, self._sentinels = self._sentinels, {}
+        for sentinel in list(sentinels.values()):
+            for handle in sentinel.handles:
                 handle.remove()
         observer_handles, self._observer_handles = self._observer_handles, []
         for handle in observer_handles:
@@ -112,17 +104,16 @@ class Passes:
 
     # -- nodes -------------------------------------------------------------------------
     def watch_node(self, fn, node: TorchNode) -> None:
-        """Hook a node for backward; the pre-hook's death is the node's."""
-        pre, post = _PreHook(self, node), _PostHook(self, node)
+        """Hook a node for backward; the hook's death is the node's."""
+        hook = _NodeHook(self, node)
         try:
-            handles = (fn.register_prehook(pre), fn.register_hook(post))
+            handles = (fn.register_prehook(hook), fn.register_hook(hook))
         except RuntimeError:
             node.__dict__["_fn"] = fn  # a node that takes no hooks: held until the end
             return
         key = node._key
-        self._handles[key] = handles
-        sentinel = self._sentinels[key] = _Sentinel(pre, self._on_node_gone)
-        sentinel.key, sentinel.node = key, node
+        sentinel = self._sentinels[key] = _Sentinel(hook, self._on_node_gone)
+        sentinel.key, sentinel.node, sentinel.handles = key, node, handles
 
     def _node_gone(self, sentinel: _Sentinel) -> None:
         # Per node that dies (every node of every step): Registry.forget_node inline.
@@ -131,8 +122,9 @@ class Passes:
         nodes = self.registry._nodes
         if nodes.get(key) is node:
             del nodes[key]
-        self._sentinels.pop(key, None)
-        self._handles.pop(key, None)
+        sentinels = self._sentinels
+        if sentinels.get(key) is sentinel:
+            del sentinels[key]
 
     # -- hooks the program registers on tensors ----------------------------------------
     def register_hook(self, func, args: tuple, kwargs: dict):

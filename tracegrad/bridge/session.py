@@ -157,10 +157,15 @@ class _Mode(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         # Calls that only read (``p.grad``, ``x.shape``, ``x.dim()``: half of an optimizer
-        # step's) go straight on, without the session's call.
-        if self.session._kinds.get(func) == _PASS:
+        # step's) go straight on, without the session's call; so does an out-of-place op
+        # without keyword arguments inside an optimizer's step (Adam's ``sqrt()``, ``/``,
+        # ``conj()``: most of the rest), which Session._in_step would pass on unreported.
+        session = self.session
+        kind = session._kinds.get(func)
+        if kind == _PASS or kind == _OP and not kwargs and session._steps \
+                and not _grad_enabled():
             return func(*args, **kwargs) if kwargs else func(*args)
-        return self.session.call(func, args, kwargs or {})
+        return session.call(func, args, kwargs or {})
 
 
 class Session:
@@ -304,14 +309,15 @@ class Session:
         ``sub_`` per parameter and step."""
         if kind == _OP and not (kwargs and ("out" in kwargs or kwargs.get("inplace") is True)):
             return func(*args, **kwargs)
-        if not kwargs and args and args[0].__class__ is torch.Tensor:
-            # The common case, inline: one plain tensor written (a moment, a step count),
-            # known to the trace or not.
+        if args and args[0].__class__ is torch.Tensor and not (kwargs and "out" in kwargs):
+            # The common case, inline: one plain tensor written (a moment, a step count;
+            # ``addcmul_(..., value=)`` too: without ``out=``, the first argument is what an
+            # in-place call writes, see _targets), known to the trace or not.
             first = args[0]
             adapter = self.registry._tensors.get(id(first))
             if adapter is None or adapter._ref() is not first:
                 if not first.requires_grad or first.grad_fn is not None:
-                    return func(*args)
+                    return func(*args, **kwargs) if kwargs else func(*args)
             return self._inplace(func, args, kwargs, [first])
         targets = self._targets(args, kwargs) if kwargs else _tensors_in(args[:1], [])
         known = self.registry.known_tensor
