@@ -875,7 +875,6 @@ def connect(node: Node, args: tuple) -> bool:
 
 _FIRST_SLOT = (0,)
 _NO_NODE = (None,)
-_NO_NODES = (None, None)
 _NEITHER, _FIRST_ONLY, _SECOND_ONLY, _BOTH = _NEEDS_PAIR = (
     (False, False), (True, False), (False, True), (True, True))
 
@@ -912,12 +911,12 @@ def _connect_pair(node: Node, first, second) -> bool:
                 second_nr = 0
             else:
                 second_nr = second._output_nr
-            node._next_nodes = (first_node, second_node)
+            node._next0, node._next1 = first_node, second_node  # (see Node._next_nodes)
             node._next_nrs = (first_nr, second_nr) if first_nr or second_nr else \
                 _ZERO_NRS[2]
             node.needs_input_grad = _BOTH
             return True
-        node._next_nodes = (first_node, None)
+        node._next0, node._next1 = first_node, None
         node._next_nrs = (first_nr, 0) if first_nr else _ZERO_NRS[2]
         node.needs_input_grad = _FIRST_ONLY
         return True
@@ -928,11 +927,11 @@ def _connect_pair(node: Node, first, second) -> bool:
             second_nr = 0
         else:
             second_nr = second._output_nr
-        node._next_nodes = (None, second_node)
+        node._next0, node._next1 = None, second_node
         node._next_nrs = (0, second_nr) if second_nr else _ZERO_NRS[2]
         node.needs_input_grad = _SECOND_ONLY
         return True
-    node._next_nodes = _NO_NODES
+    node._next0 = node._next1 = None
     node._next_nrs = _ZERO_NRS[2]
     node.needs_input_grad = _NEITHER
     return False

@@ -583,6 +583,23 @@ def _slot_getter(slot: int, name: str, raw: bool):
     return get
 
 
+class _PairEdges:
+    """``node._next_nodes`` of a node whose two edges are its ``_next0`` and ``_next1``:
+    a new tuple per read. A non-data descriptor, so a node given a tuple of its own
+    (``node._next_nodes = ...``: any other number of edges, ``select_edges``,
+    ``next_functions = ...``) reads that instead."""
+
+    __slots__ = ()
+
+    def __get__(self, node, owner=None):
+        if node is None:
+            return ()  # (the class attribute: no edges)
+        try:
+            return (node._next0, node._next1)
+        except AttributeError:  # a node never wired (a Function called under no_grad)
+            return ()
+
+
 class Node:
     """A function of the backward graph; ``tensor.grad_fn`` is one of these.
 
@@ -603,12 +620,15 @@ class Node:
     # Defaults live on the class so that making a node per op sets one attribute; an
     # instance attribute replaces a default only when it differs (they are never mutated).
     # The edges, flat: the node each leads to (None where no gradient flows) and its
-    # input_nr, as two parallel tuples. The node list is the one object per node the
-    # garbage collector tracks for them (the numbers are interned), where PyTorch's layout
-    # -- a pair per edge -- made one more per edge, and the collector's scans of a deep
-    # graph are most of its forward's growth (bench/bench_engine.py (b), (c)).
-    # ``next_functions`` builds PyTorch's pairs from them when asked.
-    _next_nodes: tuple = ()
+    # input_nr, as two parallel tuples (``next_functions`` builds PyTorch's pairs from them
+    # when asked). The numbers are interned. The node tuple is an instance attribute,
+    # except on a two-input op wired by ``_connect_pair`` (most recorded ops): that node
+    # keeps its two nodes as ``_next0`` and ``_next1`` and ``_PairEdges`` makes the tuple
+    # when it is read. Every object a node keeps is one more for the cyclic garbage
+    # collector to walk at each full collection, and those walks are what grows with a
+    # deep graph (bench/bench_engine.py (b), (c)): the tuple was one of the three objects
+    # per op of the elementwise chain.
+    _next_nodes = _PairEdges()  # (a node that sets _next_nodes reads its own)
     _next_nrs: tuple = ()
     _saved: tuple = ()
     _site = None
@@ -624,6 +644,7 @@ class Node:
 
     def __init__(self) -> None:
         self._seq = next(_sequence)
+        self._next_nodes = ()  # (the class's _PairEdges reads _next0 and _next1)
 
     @property
     def metadata(self) -> dict:
