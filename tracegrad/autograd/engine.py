@@ -495,6 +495,8 @@ def _execute(roots, dependencies, needed, captures, inputs, retain_graph, pass_i
             break
         grads = buffers_pop(node, None)
         metas = _UNFITTED
+        # Read once: a two-input node makes this tuple per read (node._PairEdges).
+        next_nodes = node._next_nodes
         if needed is not None:
             if grads is None:
                 grads = [None] * max(1, len(node._output_meta))
@@ -533,7 +535,7 @@ def _execute(roots, dependencies, needed, captures, inputs, retain_graph, pass_i
                         if next_grads.__class__ is not tuple:
                             next_grads = (next_grads,)
                         if node._arg_slots is not None or \
-                                len(next_grads) != len(node._next_nodes):
+                                len(next_grads) != len(next_nodes):
                             next_grads = node._edge_results(next_grads)
                     else:
                         next_grads = node._edge_arrays(grads)
@@ -554,7 +556,7 @@ def _execute(roots, dependencies, needed, captures, inputs, retain_graph, pass_i
                         saved._array = saved.tensor = saved.packed = None
                 node._freed_by = pass_index
         if next_grads is None:
-            for next_node in node._next_nodes:
+            for next_node in next_nodes:
                 remaining = dependencies.get(next_node)
                 if remaining is not None:
                     dependencies[next_node] = remaining - 1
@@ -567,7 +569,7 @@ def _execute(roots, dependencies, needed, captures, inputs, retain_graph, pass_i
                             pending = None
                         heappush(ready, (_priority(next_node), next_node))
             continue
-        for next_node, input_nr, grad_value, meta in zip(node._next_nodes, node._next_nrs,
+        for next_node, input_nr, grad_value, meta in zip(next_nodes, node._next_nrs,
                                                          next_grads, metas):
             remaining = dependencies.get(next_node)  # None: no node, or one not taking part
             if remaining is not None:

@@ -28,7 +28,7 @@ from . import node as _node_module
 from .grad_mode import anomaly_flags, state
 from .module_scope import current_scope  # (_note_site: every op while a tracer listens)
 from .node import ZERO_NRS as _ZERO_NRS
-from .node import Node, SavedTensor, _sequence
+from .node import Node, SavedPair, SavedTensor, _sequence
 from .node import edge_numbers as _edge_numbers
 from .node import saved_input as _saved_input
 from .node import saved_inputs as _saved_inputs
@@ -824,6 +824,7 @@ class Op(Function):
     saves_output = False
     is_view = False
     array_backward = False
+    _saves_pair = False  # (set per op class: see __init_subclass__)
 
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
@@ -832,6 +833,12 @@ class Op(Function):
         # again whether that one runs on arrays.
         owner = next(klass for klass in cls.__mro__ if "backward" in klass.__dict__)
         cls._node_class._takes_arrays = bool(owner.__dict__.get("array_backward", False))
+        # An op that saves two values (Mul, Div, ...) keeps them in two attributes of its
+        # node, not a tuple (see node.SavedPair); _finish stores them so.
+        slots = [name for name in getattr(cls, "saved_names", ()) if "=" not in name]
+        cls._saves_pair = len(slots) == 2 and not cls.saves_output
+        if cls._saves_pair:
+            cls._node_class._saved = SavedPair()
 
     @classmethod
     def apply(cls, *args, **attrs):
@@ -1143,7 +1150,10 @@ def _finish(cls, node, args: tuple, data, attrs):
     to_save = node._to_save
     if to_save:
         node._to_save = ()  # (the inputs are let go with it)
-        node._saved = _saved_inputs(to_save)
+        if cls._saves_pair and len(to_save) == 2:  # (see node.SavedPair)
+            node._saved0, node._saved1 = _saved_inputs(to_save)
+        else:
+            node._saved = _saved_inputs(to_save)
     if cls.saves_output:
         node._saved += _saved_outputs(node, cls.saves_output, (result,))
     if anomaly_flags.enabled or events.listener is not None:  # not a thread-local read

@@ -600,6 +600,31 @@ class _PairEdges:
             return ()
 
 
+_NOT_SAVED = object()  # _saved0 of a node whose op has saved nothing (yet)
+
+
+class SavedPair:
+    """``node._saved`` of a node class whose op saves two values (``Mul``: self and
+    other), kept as ``_saved0`` and ``_saved1``: a new tuple per read. Set on such classes
+    by ``Op.__init_subclass__`` (function.py). A non-data descriptor, so a node given a
+    tuple of its own (``node._saved = ...``: any other number of values, in-place ops,
+    cleared tensors) reads that instead.
+
+    Why: the tuple was one of the objects per op the cyclic collector walks at each full
+    collection of a deep graph (bench/bench_engine.py (b), (c)); see ``Node._next_nodes``.
+    """
+
+    __slots__ = ()
+
+    def __get__(self, node, owner=None):
+        if node is None:
+            return ()  # (the class attribute: nothing saved)
+        first = node._saved0
+        if first is _NOT_SAVED:
+            return ()
+        return (first, node._saved1)
+
+
 class Node:
     """A function of the backward graph; ``tensor.grad_fn`` is one of these.
 
@@ -630,7 +655,8 @@ class Node:
     # per op of the elementwise chain.
     _next_nodes = _PairEdges()  # (a node that sets _next_nodes reads its own)
     _next_nrs: tuple = ()
-    _saved: tuple = ()
+    _saved: tuple = ()  # (a SavedPair on the classes of ops that save two values)
+    _saved0 = _saved1 = _NOT_SAVED
     _site = None
     _module = None
     _pre_hooks: HookDict | None = None  # fn(grad_outputs) -> new grad_outputs | None
