@@ -495,7 +495,7 @@ def _execute(roots, dependencies, needed, captures, inputs, retain_graph, pass_i
             break
         grads = buffers_pop(node, None)
         metas = _UNFITTED
-        # Read once: a two-input node makes this tuple per read (node._PairEdges).
+        # Read once: most nodes make this tuple per read (node._EdgeNodes).
         next_nodes = node._next_nodes
         if needed is not None:
             if grads is None:

@@ -27,6 +27,7 @@ from . import events, views
 from . import node as _node_module
 from .grad_mode import anomaly_flags, state
 from .module_scope import current_scope  # (_note_site: every op while a tracer listens)
+from .node import _ONE_EDGE
 from .node import ZERO_NRS as _ZERO_NRS
 from .node import Node, SavedPair, SavedTensor, _sequence
 from .node import edge_numbers as _edge_numbers
@@ -881,7 +882,6 @@ def connect(node: Node, args: tuple) -> bool:
 
 
 _FIRST_SLOT = (0,)
-_NO_NODE = (None,)
 _NEITHER, _FIRST_ONLY, _SECOND_ONLY, _BOTH = _NEEDS_PAIR = (
     (False, False), (True, False), (False, True), (True, True))
 
@@ -953,16 +953,17 @@ def _connect_one(node: Node, tensor, needs: tuple) -> bool:
     node._input_meta = meta if meta is not None else _input_meta(key)
     if tensor._requires_grad:
         grad_fn = tensor.grad_fn
+        node._next1 = _ONE_EDGE  # (one edge, as a node's attributes: see Node._next_nodes)
         if grad_fn is None:
-            node._next_nodes = (_edge_node(tensor),)
+            node._next0 = _edge_node(tensor)
             node._next_nrs = _ZERO_NRS[1]
         else:
-            node._next_nodes = (grad_fn,)
+            node._next0 = grad_fn
             output_nr = tensor._output_nr
             node._next_nrs = (output_nr,) if output_nr else _ZERO_NRS[1]
         node.needs_input_grad = needs[1]
         return True
-    node._next_nodes = _NO_NODE
+    node._next0, node._next1 = None, _ONE_EDGE
     node._next_nrs = _ZERO_NRS[1]
     node.needs_input_grad = needs[0]
     return False
@@ -998,7 +999,12 @@ def _connect_any(node: Node, args: tuple) -> bool:
         elif slots is None:
             slots = list(range(position))
         position += 1
-    node._next_nodes = tuple(next_nodes)
+    if len(next_nodes) == 2:  # one or two edges: as attributes (see Node._next_nodes)
+        node._next0, node._next1 = next_nodes
+    elif len(next_nodes) == 1:
+        node._next0, node._next1 = next_nodes[0], _ONE_EDGE
+    else:
+        node._next_nodes = tuple(next_nodes)
     node._next_nrs = _edge_numbers(tuple(next_nrs))
     node._input_meta = _input_meta(tuple(shapes_and_dtypes))
     node.needs_input_grad = _needs(position, mask)

@@ -583,11 +583,14 @@ def _slot_getter(slot: int, name: str, raw: bool):
     return get
 
 
-class _PairEdges:
-    """``node._next_nodes`` of a node whose two edges are its ``_next0`` and ``_next1``:
-    a new tuple per read. A non-data descriptor, so a node given a tuple of its own
-    (``node._next_nodes = ...``: any other number of edges, ``select_edges``,
-    ``next_functions = ...``) reads that instead."""
+_ONE_EDGE = object()  # _next1 of a node with one edge (see _EdgeNodes)
+
+
+class _EdgeNodes:
+    """``node._next_nodes`` of a node whose one or two edges are its ``_next0`` and
+    ``_next1`` (``_ONE_EDGE`` there: one edge): a new tuple per read. A non-data
+    descriptor, so a node given a tuple of its own (``node._next_nodes = ...``: any other
+    number of edges, ``select_edges``, ``next_functions = ...``) reads that instead."""
 
     __slots__ = ()
 
@@ -595,9 +598,10 @@ class _PairEdges:
         if node is None:
             return ()  # (the class attribute: no edges)
         try:
-            return (node._next0, node._next1)
+            first, second = node._next0, node._next1
         except AttributeError:  # a node never wired (a Function called under no_grad)
             return ()
+        return (first,) if second is _ONE_EDGE else (first, second)
 
 
 _NOT_SAVED = object()  # _saved0 of a node whose op has saved nothing (yet)
@@ -647,13 +651,13 @@ class Node:
     # The edges, flat: the node each leads to (None where no gradient flows) and its
     # input_nr, as two parallel tuples (``next_functions`` builds PyTorch's pairs from them
     # when asked). The numbers are interned. The node tuple is an instance attribute,
-    # except on a two-input op wired by ``_connect_pair`` (most recorded ops): that node
-    # keeps its two nodes as ``_next0`` and ``_next1`` and ``_PairEdges`` makes the tuple
-    # when it is read. Every object a node keeps is one more for the cyclic garbage
-    # collector to walk at each full collection, and those walks are what grows with a
-    # deep graph (bench/bench_engine.py (b), (c)): the tuple was one of the three objects
-    # per op of the elementwise chain.
-    _next_nodes = _PairEdges()  # (a node that sets _next_nodes reads its own)
+    # except on an op with one or two edges wired by ``_connect_pair``/``_connect_one``
+    # (most recorded ops): that node keeps its nodes as ``_next0`` and ``_next1`` and
+    # ``_EdgeNodes`` makes the tuple when it is read. Every object a node keeps is one
+    # more for the cyclic garbage collector to walk at each full collection, and those
+    # walks are what grows with a deep graph (bench/bench_engine.py (b), (c)): the tuple
+    # was one of the three objects per op of the elementwise chain.
+    _next_nodes = _EdgeNodes()  # (a node that sets _next_nodes reads its own)
     _next_nrs: tuple = ()
     _saved: tuple = ()  # (a SavedPair on the classes of ops that save two values)
     _saved0 = _saved1 = _NOT_SAVED
@@ -670,7 +674,7 @@ class Node:
 
     def __init__(self) -> None:
         self._seq = next(_sequence)
-        self._next_nodes = ()  # (the class's _PairEdges reads _next0 and _next1)
+        self._next_nodes = ()  # (the class's _EdgeNodes reads _next0 and _next1)
 
     @property
     def metadata(self) -> dict:
