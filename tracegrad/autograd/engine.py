@@ -48,6 +48,7 @@ from .node import (
     running,
     snapshot_saved_tensors_hooks,
 )
+from .node import _NOT_SAVED, _ONE_EDGE, _TUPLE_EDGES
 from .node import SavedTensor as _SavedTensor
 
 _pass_counter = itertools.count()
@@ -426,7 +427,14 @@ def _count_all_dependencies(root_nodes: list) -> dict:
             stack.append(node)
     while stack:
         node = stack.pop()
-        for next_node in node._next_nodes:
+        second = node._next1  # (node._next_nodes, without its descriptor's call)
+        if second is _ONE_EDGE:
+            next_nodes = (node._next0,)
+        elif second is _TUPLE_EDGES:
+            next_nodes = node._next_nodes
+        else:
+            next_nodes = (node._next0, second)
+        for next_node in next_nodes:
             if next_node is not None:
                 count = dependencies.get(next_node)
                 if count is None:
@@ -495,8 +503,14 @@ def _execute(roots, dependencies, needed, captures, inputs, retain_graph, pass_i
             break
         grads = buffers_pop(node, None)
         metas = _UNFITTED
-        # Read once: most nodes make this tuple per read (node._EdgeNodes).
-        next_nodes = node._next_nodes
+        # node._next_nodes, read once, without its descriptor's call (node._EdgeNodes).
+        second = node._next1
+        if second is _ONE_EDGE:
+            next_nodes = (node._next0,)
+        elif second is _TUPLE_EDGES:
+            next_nodes = node._next_nodes
+        else:
+            next_nodes = (node._next0, second)
         if needed is not None:
             if grads is None:
                 grads = [None] * max(1, len(node._output_meta))
@@ -549,7 +563,8 @@ def _execute(roots, dependencies, needed, captures, inputs, retain_graph, pass_i
                 raise
         grads = None
         if not retain_graph:
-            saved_values = node._saved
+            first = node._saved0  # (node._saved without SavedPair's call: see there)
+            saved_values = node._saved if first is _NOT_SAVED else (first, node._saved1)
             if saved_values:  # freed (SavedTensor.release, inline: once per node)
                 for saved in saved_values:
                     if saved.__class__ is _SavedTensor:

@@ -27,7 +27,7 @@ from . import events, views
 from . import node as _node_module
 from .grad_mode import anomaly_flags, state
 from .module_scope import current_scope  # (_note_site: every op while a tracer listens)
-from .node import _ONE_EDGE
+from .node import _NOT_SAVED, _ONE_EDGE
 from .node import ZERO_NRS as _ZERO_NRS
 from .node import Node, SavedPair, SavedTensor, _sequence
 from .node import edge_numbers as _edge_numbers
@@ -276,7 +276,8 @@ class OpNode(BackwardCFunction):
             # (SavedTensor.unpack's common case, inline: anything unusual -- freed, hooked,
             # changed in place, detached in place -- goes through unpack and its errors.)
             arrays = []
-            for saved in self._saved:
+            first = self._saved0  # (self._saved without SavedPair's call: see there)
+            for saved in self._saved if first is _NOT_SAVED else (first, self._saved1):
                 if saved.__class__ is SavedTensor:
                     array = saved._array
                     if array is None or saved.counter.value != saved.version or (

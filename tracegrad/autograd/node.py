@@ -584,24 +584,28 @@ def _slot_getter(slot: int, name: str, raw: bool):
 
 
 _ONE_EDGE = object()  # _next1 of a node with one edge (see _EdgeNodes)
+_TUPLE_EDGES = object()  # _next1 of a node whose _next_nodes is a tuple of its own
 
 
 class _EdgeNodes:
     """``node._next_nodes`` of a node whose one or two edges are its ``_next0`` and
     ``_next1`` (``_ONE_EDGE`` there: one edge): a new tuple per read. A non-data
-    descriptor, so a node given a tuple of its own (``node._next_nodes = ...``: any other
-    number of edges, ``select_edges``, ``next_functions = ...``) reads that instead."""
+    descriptor, so a node given a tuple of its own (``node._next_nodes = ...``, with
+    ``_next1`` set back to ``_TUPLE_EDGES``: any other number of edges, ``select_edges``,
+    ``next_functions = ...``) reads that instead. (The engine's loops make the same read
+    inline, without the call.)"""
 
     __slots__ = ()
 
     def __get__(self, node, owner=None):
         if node is None:
             return ()  # (the class attribute: no edges)
-        try:
-            first, second = node._next0, node._next1
-        except AttributeError:  # a node never wired (a Function called under no_grad)
+        second = node._next1
+        if second is _ONE_EDGE:
+            return (node._next0,)
+        if second is _TUPLE_EDGES:  # never wired (a Function called under no_grad)
             return ()
-        return (first,) if second is _ONE_EDGE else (first, second)
+        return (node._next0, second)
 
 
 _NOT_SAVED = object()  # _saved0 of a node whose op has saved nothing (yet)
@@ -612,7 +616,10 @@ class SavedPair:
     other), kept as ``_saved0`` and ``_saved1``: a new tuple per read. Set on such classes
     by ``Op.__init_subclass__`` (function.py). A non-data descriptor, so a node given a
     tuple of its own (``node._saved = ...``: any other number of values, in-place ops,
-    cleared tensors) reads that instead.
+    cleared tensors) reads that instead. Only ``_finish`` stores ``_saved0``, and nothing
+    sets a ``_saved`` tuple on such a node after it: so the engine and
+    ``OpNode.saved_tensors`` read ``_saved0`` directly (``_NOT_SAVED``: read ``_saved``),
+    without this call, once per node of a backward pass.
 
     Why: the tuple was one of the objects per op the cyclic collector walks at each full
     collection of a deep graph (bench/bench_engine.py (b), (c)); see ``Node._next_nodes``.
@@ -658,6 +665,8 @@ class Node:
     # walks are what grows with a deep graph (bench/bench_engine.py (b), (c)): the tuple
     # was one of the three objects per op of the elementwise chain.
     _next_nodes = _EdgeNodes()  # (a node that sets _next_nodes reads its own)
+    _next0 = None
+    _next1 = _TUPLE_EDGES
     _next_nrs: tuple = ()
     _saved: tuple = ()  # (a SavedPair on the classes of ops that save two values)
     _saved0 = _saved1 = _NOT_SAVED
@@ -703,6 +712,7 @@ class Node:
     @next_functions.setter
     def next_functions(self, edges) -> None:
         self._next_nodes = tuple(node for node, _ in edges)
+        self._next1 = _TUPLE_EDGES  # (the tuple, not _next0/_next1: see _EdgeNodes)
         self._next_nrs = edge_numbers(tuple(input_nr for _, input_nr in edges))
 
     def register_hook(self, fn: Callable) -> RemovableHandle:

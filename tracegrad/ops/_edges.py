@@ -16,7 +16,7 @@ results (one per argument) stay as they are, and the engine maps results to edge
 
 from __future__ import annotations
 
-from ..autograd.node import ZERO_NRS, edge_numbers
+from ..autograd.node import _TUPLE_EDGES, ZERO_NRS, edge_numbers
 
 _NUMBER_META = ((), None)  # (shape, dtype) of an edge that never receives a gradient
 
@@ -77,5 +77,6 @@ def select_edges(ctx, positions: tuple) -> None:
             kept_nrs.append(0)
             kept_metas.append(_NUMBER_META)
     ctx._next_nodes, ctx._next_nrs = tuple(kept_nodes), edge_numbers(tuple(kept_nrs))
+    ctx._next1 = _TUPLE_EDGES  # (the tuple, no longer _next0/_next1: see Node._next_nodes)
     ctx._input_meta = tuple(kept_metas)
     ctx._arg_slots, ctx._num_args = tuple(positions), len(ctx.needs_input_grad)
