@@ -41,6 +41,9 @@ from .function import OpNode, _fit_array
 from .grad_mode import state
 from .graph import GradientEdge
 from .node import (
+    _NOT_SAVED,
+    _ONE_EDGE,
+    _TUPLE_EDGES,
     AccumulateGrad,
     Node,
     _hook_name,
@@ -48,7 +51,6 @@ from .node import (
     running,
     snapshot_saved_tensors_hooks,
 )
-from .node import _NOT_SAVED, _ONE_EDGE, _TUPLE_EDGES
 from .node import SavedTensor as _SavedTensor
 
 _pass_counter = itertools.count()

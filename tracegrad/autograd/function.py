@@ -27,9 +27,8 @@ from . import events, views
 from . import node as _node_module
 from .grad_mode import anomaly_flags, state
 from .module_scope import current_scope  # (_note_site: every op while a tracer listens)
-from .node import _NOT_SAVED, _ONE_EDGE
+from .node import _NOT_SAVED, _ONE_EDGE, Node, SavedPair, SavedTensor, _sequence
 from .node import ZERO_NRS as _ZERO_NRS
-from .node import Node, SavedPair, SavedTensor, _sequence
 from .node import edge_numbers as _edge_numbers
 from .node import saved_input as _saved_input
 from .node import saved_inputs as _saved_inputs
