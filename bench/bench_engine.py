@@ -9,8 +9,10 @@
 (b) a 100,000-op chain: forward and backward seconds, peak memory; target <= 1.2x PyTorch
     forward, <= 1.0x backward;
 (c) the per-op forward cost of a 1,000,000-op chain over that of a 10,000-op one; target
-    <= 1.1x (flat, as PyTorch's); with the garbage collector's work per 10,000 ops (the
-    objects it tracks per op are what its scans of a growing graph cost).
+    <= 1.1x (flat, as PyTorch's); with the garbage collector's work: collections per
+    10,000 ops and their CPU time per op, by generation (generation 2, the full collections,
+    walk every tracked object of the growing graph: the objects each op leaves are what
+    they cost).
 
 How: CPU time (``process_time``), one BLAS thread, medians. In (a) the libraries share one
 process and run round by round; (b) and (c) run each chain in a fresh process (peak memory
@@ -166,14 +168,27 @@ def child_scale(length: int, repeats: int) -> dict:
     forward, _ = _tracegrad_chain(length)
     gc.collect()
     tracked_before = len(gc.get_objects())
-    collections_before = [generation["collections"] for generation in gc.get_stats()]
-    result = forward()
-    collections = [generation["collections"] - before for generation, before
-                   in zip(gc.get_stats(), collections_before)]
+    collections = [0, 0, 0]
+    seconds = [0.0, 0.0, 0.0]
+    started = [0.0]
+
+    def timed(phase: str, info: dict) -> None:  # (gc.callbacks: each collection's CPU time)
+        if phase == "start":
+            started[0] = time.process_time()
+        else:
+            collections[info["generation"]] += 1
+            seconds[info["generation"]] += time.process_time() - started[0]
+
+    gc.callbacks.append(timed)
+    try:
+        result = forward()
+    finally:
+        gc.callbacks.remove(timed)
     tracked = (len(gc.get_objects()) - tracked_before) / length
     del result
     return {"forward_us": statistics.median(per_op), "tracked_per_op": tracked,
-            "collections_per_10k": [count * 10_000 / length for count in collections]}
+            "collections_per_10k": [count * 10_000 / length for count in collections],
+            "gc_us_per_op": [spent / length * 1e6 for spent in seconds]}
 
 
 def _run_child(*arguments: str) -> dict | None:
@@ -241,8 +256,10 @@ def report_scale(runs: int) -> None:
           f"{large_us:.2f} µs (fresh processes, median of {runs})")
     for length, run in ((small, small_runs[-1]), (large, large_runs[-1])):
         per_generation = ", ".join(f"{count:.1f}" for count in run["collections_per_10k"])
+        cost = ", ".join(f"{spent:.2f}" for spent in run["gc_us_per_op"])
         print(f"    gc at {length:,} ops: {run['tracked_per_op']:.2f} tracked objects left "
-              f"per op; collections per 10,000 ops by generation: {per_generation}")
+              f"per op; collections per 10,000 ops by generation: {per_generation}; "
+              f"their CPU µs per op: {cost}")
     print(versus(f"per-op forward, {large:,} ops vs {small:,}", large_us / small_us,
                  TARGETS["scale"]))
 

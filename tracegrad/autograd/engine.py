@@ -41,6 +41,9 @@ from .function import OpNode, _fit_array
 from .grad_mode import state
 from .graph import GradientEdge
 from .node import (
+    _NOT_SAVED,
+    _ONE_EDGE,
+    _TUPLE_EDGES,
     AccumulateGrad,
     Node,
     _hook_name,
@@ -426,7 +429,14 @@ def _count_all_dependencies(root_nodes: list) -> dict:
             stack.append(node)
     while stack:
         node = stack.pop()
-        for next_node in node._next_nodes:
+        second = node._next1  # (node._next_nodes, without its descriptor's call)
+        if second is _ONE_EDGE:
+            next_nodes = (node._next0,)
+        elif second is _TUPLE_EDGES:
+            next_nodes = node._next_nodes
+        else:
+            next_nodes = (node._next0, second)
+        for next_node in next_nodes:
             if next_node is not None:
                 count = dependencies.get(next_node)
                 if count is None:
@@ -495,6 +505,14 @@ def _execute(roots, dependencies, needed, captures, inputs, retain_graph, pass_i
             break
         grads = buffers_pop(node, None)
         metas = _UNFITTED
+        # node._next_nodes, read once, without its descriptor's call (node._EdgeNodes).
+        second = node._next1
+        if second is _ONE_EDGE:
+            next_nodes = (node._next0,)
+        elif second is _TUPLE_EDGES:
+            next_nodes = node._next_nodes
+        else:
+            next_nodes = (node._next0, second)
         if needed is not None:
             if grads is None:
                 grads = [None] * max(1, len(node._output_meta))
@@ -533,7 +551,7 @@ def _execute(roots, dependencies, needed, captures, inputs, retain_graph, pass_i
                         if next_grads.__class__ is not tuple:
                             next_grads = (next_grads,)
                         if node._arg_slots is not None or \
-                                len(next_grads) != len(node._next_nodes):
+                                len(next_grads) != len(next_nodes):
                             next_grads = node._edge_results(next_grads)
                     else:
                         next_grads = node._edge_arrays(grads)
@@ -547,14 +565,15 @@ def _execute(roots, dependencies, needed, captures, inputs, retain_graph, pass_i
                 raise
         grads = None
         if not retain_graph:
-            saved_values = node._saved
+            first = node._saved0  # (node._saved without SavedPair's call: see there)
+            saved_values = node._saved if first is _NOT_SAVED else (first, node._saved1)
             if saved_values:  # freed (SavedTensor.release, inline: once per node)
                 for saved in saved_values:
                     if saved.__class__ is _SavedTensor:
                         saved._array = saved.tensor = saved.packed = None
                 node._freed_by = pass_index
         if next_grads is None:
-            for next_node in node._next_nodes:
+            for next_node in next_nodes:
                 remaining = dependencies.get(next_node)
                 if remaining is not None:
                     dependencies[next_node] = remaining - 1
@@ -567,7 +586,7 @@ def _execute(roots, dependencies, needed, captures, inputs, retain_graph, pass_i
                             pending = None
                         heappush(ready, (_priority(next_node), next_node))
             continue
-        for next_node, input_nr, grad_value, meta in zip(node._next_nodes, node._next_nrs,
+        for next_node, input_nr, grad_value, meta in zip(next_nodes, node._next_nrs,
                                                          next_grads, metas):
             remaining = dependencies.get(next_node)  # None: no node, or one not taking part
             if remaining is not None:

@@ -28,8 +28,8 @@ from . import node as _node_module
 from .grad_mode import anomaly_flags, inference_flags, state
 from .inference import INFERENCE_COUNTER
 from .module_scope import current_scope  # (_note_site: every op while a tracer listens)
+from .node import _NOT_SAVED, _ONE_EDGE, Node, SavedPair, SavedTensor, _sequence
 from .node import ZERO_NRS as _ZERO_NRS
-from .node import Node, SavedTensor, _sequence
 from .node import edge_numbers as _edge_numbers
 from .node import saved_input as _saved_input
 from .node import saved_inputs as _saved_inputs
@@ -276,7 +276,8 @@ class OpNode(BackwardCFunction):
             # (SavedTensor.unpack's common case, inline: anything unusual -- freed, hooked,
             # changed in place, detached in place -- goes through unpack and its errors.)
             arrays = []
-            for saved in self._saved:
+            first = self._saved0  # (self._saved without SavedPair's call: see there)
+            for saved in self._saved if first is _NOT_SAVED else (first, self._saved1):
                 if saved.__class__ is SavedTensor:
                     array = saved._array
                     if array is None or saved.counter.value != saved.version or (
@@ -825,6 +826,7 @@ class Op(Function):
     saves_output = False
     is_view = False
     array_backward = False
+    _saves_pair = False  # (set per op class: see __init_subclass__)
 
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
@@ -833,6 +835,12 @@ class Op(Function):
         # again whether that one runs on arrays.
         owner = next(klass for klass in cls.__mro__ if "backward" in klass.__dict__)
         cls._node_class._takes_arrays = bool(owner.__dict__.get("array_backward", False))
+        # An op that saves two values (Mul, Div, ...) keeps them in two attributes of its
+        # node, not a tuple (see node.SavedPair); _finish stores them so.
+        slots = [name for name in getattr(cls, "saved_names", ()) if "=" not in name]
+        cls._saves_pair = len(slots) == 2 and not cls.saves_output
+        if cls._saves_pair:
+            cls._node_class._saved = SavedPair()
 
     @classmethod
     def apply(cls, *args, **attrs):
@@ -898,8 +906,6 @@ def connect(node: Node, args: tuple) -> bool:
 
 
 _FIRST_SLOT = (0,)
-_NO_NODE = (None,)
-_NO_NODES = (None, None)
 _NEITHER, _FIRST_ONLY, _SECOND_ONLY, _BOTH = _NEEDS_PAIR = (
     (False, False), (True, False), (False, True), (True, True))
 
@@ -936,12 +942,12 @@ def _connect_pair(node: Node, first, second) -> bool:
                 second_nr = 0
             else:
                 second_nr = second._output_nr
-            node._next_nodes = (first_node, second_node)
+            node._next0, node._next1 = first_node, second_node  # (see Node._next_nodes)
             node._next_nrs = (first_nr, second_nr) if first_nr or second_nr else \
                 _ZERO_NRS[2]
             node.needs_input_grad = _BOTH
             return True
-        node._next_nodes = (first_node, None)
+        node._next0, node._next1 = first_node, None
         node._next_nrs = (first_nr, 0) if first_nr else _ZERO_NRS[2]
         node.needs_input_grad = _FIRST_ONLY
         return True
@@ -952,11 +958,11 @@ def _connect_pair(node: Node, first, second) -> bool:
             second_nr = 0
         else:
             second_nr = second._output_nr
-        node._next_nodes = (None, second_node)
+        node._next0, node._next1 = None, second_node
         node._next_nrs = (0, second_nr) if second_nr else _ZERO_NRS[2]
         node.needs_input_grad = _SECOND_ONLY
         return True
-    node._next_nodes = _NO_NODES
+    node._next0 = node._next1 = None
     node._next_nrs = _ZERO_NRS[2]
     node.needs_input_grad = _NEITHER
     return False
@@ -971,16 +977,17 @@ def _connect_one(node: Node, tensor, needs: tuple) -> bool:
     node._input_meta = meta if meta is not None else _input_meta(key)
     if tensor._requires_grad:
         grad_fn = tensor.grad_fn
+        node._next1 = _ONE_EDGE  # (one edge, as a node's attributes: see Node._next_nodes)
         if grad_fn is None:
-            node._next_nodes = (_edge_node(tensor),)
+            node._next0 = _edge_node(tensor)
             node._next_nrs = _ZERO_NRS[1]
         else:
-            node._next_nodes = (grad_fn,)
+            node._next0 = grad_fn
             output_nr = tensor._output_nr
             node._next_nrs = (output_nr,) if output_nr else _ZERO_NRS[1]
         node.needs_input_grad = needs[1]
         return True
-    node._next_nodes = _NO_NODE
+    node._next0, node._next1 = None, _ONE_EDGE
     node._next_nrs = _ZERO_NRS[1]
     node.needs_input_grad = needs[0]
     return False
@@ -1016,7 +1023,12 @@ def _connect_any(node: Node, args: tuple) -> bool:
         elif slots is None:
             slots = list(range(position))
         position += 1
-    node._next_nodes = tuple(next_nodes)
+    if len(next_nodes) == 2:  # one or two edges: as attributes (see Node._next_nodes)
+        node._next0, node._next1 = next_nodes
+    elif len(next_nodes) == 1:
+        node._next0, node._next1 = next_nodes[0], _ONE_EDGE
+    else:
+        node._next_nodes = tuple(next_nodes)
     node._next_nrs = _edge_numbers(tuple(next_nrs))
     node._input_meta = _input_meta(tuple(shapes_and_dtypes))
     node.needs_input_grad = _needs(position, mask)
@@ -1183,7 +1195,10 @@ def _finish(cls, node, args: tuple, data, attrs):
     to_save = node._to_save
     if to_save:
         node._to_save = ()  # (the inputs are let go with it)
-        node._saved = _saved_inputs(to_save)
+        if cls._saves_pair and len(to_save) == 2:  # (see node.SavedPair)
+            node._saved0, node._saved1 = _saved_inputs(to_save)
+        else:
+            node._saved = _saved_inputs(to_save)
     if cls.saves_output:
         node._saved += _saved_outputs(node, cls.saves_output, (result,))
     if anomaly_flags.enabled or events.listener is not None:  # not a thread-local read

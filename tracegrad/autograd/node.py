@@ -596,6 +596,59 @@ def _slot_getter(slot: int, name: str, raw: bool):
     return get
 
 
+_ONE_EDGE = object()  # _next1 of a node with one edge (see _EdgeNodes)
+_TUPLE_EDGES = object()  # _next1 of a node whose _next_nodes is a tuple of its own
+
+
+class _EdgeNodes:
+    """``node._next_nodes`` of a node whose one or two edges are its ``_next0`` and
+    ``_next1`` (``_ONE_EDGE`` there: one edge): a new tuple per read. A non-data
+    descriptor, so a node given a tuple of its own (``node._next_nodes = ...``, with
+    ``_next1`` set back to ``_TUPLE_EDGES``: any other number of edges, ``select_edges``,
+    ``next_functions = ...``) reads that instead. (The engine's loops make the same read
+    inline, without the call.)"""
+
+    __slots__ = ()
+
+    def __get__(self, node, owner=None):
+        if node is None:
+            return ()  # (the class attribute: no edges)
+        second = node._next1
+        if second is _ONE_EDGE:
+            return (node._next0,)
+        if second is _TUPLE_EDGES:  # never wired (a Function called under no_grad)
+            return ()
+        return (node._next0, second)
+
+
+_NOT_SAVED = object()  # _saved0 of a node whose op has saved nothing (yet)
+
+
+class SavedPair:
+    """``node._saved`` of a node class whose op saves two values (``Mul``: self and
+    other), kept as ``_saved0`` and ``_saved1``: a new tuple per read. Set on such classes
+    by ``Op.__init_subclass__`` (function.py). A non-data descriptor, so a node given a
+    tuple of its own (``node._saved = ...``: any other number of values, in-place ops,
+    cleared tensors) reads that instead. Only ``_finish`` stores ``_saved0``, and nothing
+    sets a ``_saved`` tuple on such a node after it: so the engine and
+    ``OpNode.saved_tensors`` read ``_saved0`` directly (``_NOT_SAVED``: read ``_saved``),
+    without this call, once per node of a backward pass.
+
+    Why: the tuple was one of the objects per op the cyclic collector walks at each full
+    collection of a deep graph (bench/bench_engine.py (b), (c)); see ``Node._next_nodes``.
+    """
+
+    __slots__ = ()
+
+    def __get__(self, node, owner=None):
+        if node is None:
+            return ()  # (the class attribute: nothing saved)
+        first = node._saved0
+        if first is _NOT_SAVED:
+            return ()
+        return (first, node._saved1)
+
+
 class Node:
     """A function of the backward graph; ``tensor.grad_fn`` is one of these.
 
@@ -616,14 +669,20 @@ class Node:
     # Defaults live on the class so that making a node per op sets one attribute; an
     # instance attribute replaces a default only when it differs (they are never mutated).
     # The edges, flat: the node each leads to (None where no gradient flows) and its
-    # input_nr, as two parallel tuples. The node list is the one object per node the
-    # garbage collector tracks for them (the numbers are interned), where PyTorch's layout
-    # -- a pair per edge -- made one more per edge, and the collector's scans of a deep
-    # graph are most of its forward's growth (bench/bench_engine.py (b), (c)).
-    # ``next_functions`` builds PyTorch's pairs from them when asked.
-    _next_nodes: tuple = ()
+    # input_nr, as two parallel tuples (``next_functions`` builds PyTorch's pairs from them
+    # when asked). The numbers are interned. The node tuple is an instance attribute,
+    # except on an op with one or two edges wired by ``_connect_pair``/``_connect_one``
+    # (most recorded ops): that node keeps its nodes as ``_next0`` and ``_next1`` and
+    # ``_EdgeNodes`` makes the tuple when it is read. Every object a node keeps is one
+    # more for the cyclic garbage collector to walk at each full collection, and those
+    # walks are what grows with a deep graph (bench/bench_engine.py (b), (c)): the tuple
+    # was one of the three objects per op of the elementwise chain.
+    _next_nodes = _EdgeNodes()  # (a node that sets _next_nodes reads its own)
+    _next0 = None
+    _next1 = _TUPLE_EDGES
     _next_nrs: tuple = ()
-    _saved: tuple = ()
+    _saved: tuple = ()  # (a SavedPair on the classes of ops that save two values)
+    _saved0 = _saved1 = _NOT_SAVED
     _site = None
     _module = None
     _pre_hooks: HookDict | None = None  # fn(grad_outputs) -> new grad_outputs | None
@@ -637,6 +696,7 @@ class Node:
 
     def __init__(self) -> None:
         self._seq = next(_sequence)
+        self._next_nodes = ()  # (the class's _EdgeNodes reads _next0 and _next1)
 
     @property
     def metadata(self) -> dict:
@@ -665,6 +725,7 @@ class Node:
     @next_functions.setter
     def next_functions(self, edges) -> None:
         self._next_nodes = tuple(node for node, _ in edges)
+        self._next1 = _TUPLE_EDGES  # (the tuple, not _next0/_next1: see _EdgeNodes)
         self._next_nrs = edge_numbers(tuple(input_nr for _, input_nr in edges))
 
     def register_hook(self, fn: Callable) -> RemovableHandle:

@@ -16,7 +16,7 @@ results (one per argument) stay as they are, and the engine maps results to edge
 
 from __future__ import annotations
 
-from ..autograd.node import ZERO_NRS, edge_numbers
+from ..autograd.node import _TUPLE_EDGES, ZERO_NRS, edge_numbers
 
 _NUMBER_META = ((), None)  # (shape, dtype) of an edge that never receives a gradient
 
@@ -32,15 +32,17 @@ def number_edge(ctx, position: int) -> None:
     """
     if not ctx.needs_input_grad:
         return
-    # Two arguments, one of them a tensor: the tensor's edge is the only one so far. (The
-    # node's flat edge fields, written directly: this runs for every recorded x * 2.)
-    tensor_node, tensor_nr = ctx._next_nodes[0], ctx._next_nrs[0]
+    # Two arguments, one of them a tensor: the tensor's edge is the only one so far, in
+    # the node's _next0 (connect's one-tensor case). (The node's flat edge fields, written
+    # directly -- two edges as two attributes, see Node._next_nodes: this runs for every
+    # recorded x * 2.)
+    tensor_node, tensor_nr = ctx._next0, ctx._next_nrs[0]
     if position:
-        ctx._next_nodes = (tensor_node, None)
+        ctx._next1 = None
         ctx._next_nrs = (tensor_nr, 0) if tensor_nr else ZERO_NRS[2]
         ctx._input_meta = (ctx._input_meta[0], _NUMBER_META)
     else:
-        ctx._next_nodes = (None, tensor_node)
+        ctx._next0, ctx._next1 = None, tensor_node
         ctx._next_nrs = (0, tensor_nr) if tensor_nr else ZERO_NRS[2]
         ctx._input_meta = (_NUMBER_META, ctx._input_meta[0])
     ctx._arg_slots, ctx._num_args = (0, 1), 2
@@ -75,5 +77,6 @@ def select_edges(ctx, positions: tuple) -> None:
             kept_nrs.append(0)
             kept_metas.append(_NUMBER_META)
     ctx._next_nodes, ctx._next_nrs = tuple(kept_nodes), edge_numbers(tuple(kept_nrs))
+    ctx._next1 = _TUPLE_EDGES  # (the tuple, no longer _next0/_next1: see Node._next_nodes)
     ctx._input_meta = tuple(kept_metas)
     ctx._arg_slots, ctx._num_args = tuple(positions), len(ctx.needs_input_grad)
