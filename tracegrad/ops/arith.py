@@ -11,6 +11,7 @@ import operator
 import numpy as np
 
 from ..autograd.function import Op
+from ..autograd.node import _ONE_EDGE, _TUPLE_EDGES  # (one edge: a number operand)
 from ..autograd.quiet import FLOAT_ERRORS, restore, retry, silence, silenced
 from ..errors import DTypeError
 from ..tensor import Tensor
@@ -55,7 +56,9 @@ class Add(Op):
             x, y = a._array, b._array  # operands' answer for two alike tensors, inline
         else:
             x, y = operands(a, b)
-        if len(ctx._next_nodes) == 1:  # a recorded tensor + number: torch's 2nd edge
+        # a recorded tensor + number: torch's 2nd edge (one edge)
+        if ctx._next1 is _ONE_EDGE or (
+                ctx._next1 is _TUPLE_EDGES and len(ctx._next_nodes) == 1):
             number_edge(ctx, 1 if isinstance(a, Tensor) else 0)
         if alpha != 1:
             ctx.alpha = alpha
@@ -84,7 +87,9 @@ class Sub(Op):
 
     @staticmethod
     def forward(ctx, a, b, alpha=1):
-        if len(ctx._next_nodes) == 1:  # a recorded tensor - number: torch's 2nd edge
+        # a recorded tensor - number: torch's 2nd edge (one edge)
+        if ctx._next1 is _ONE_EDGE or (
+                ctx._next1 is _TUPLE_EDGES and len(ctx._next_nodes) == 1):
             number_edge(ctx, 1 if isinstance(a, Tensor) else 0)
         if alpha != 1:
             ctx.alpha = alpha
@@ -151,7 +156,9 @@ class Mul(Op):
         needs = ctx.needs_input_grad
         if needs:
             ctx._to_save = (a if needs[1] else None, b if needs[0] else None)
-            if len(ctx._next_nodes) == 1:  # tensor * number: torch's 2nd edge
+            # tensor * number: torch's 2nd edge (one edge)
+            if ctx._next1 is _ONE_EDGE or (
+                    ctx._next1 is _TUPLE_EDGES and len(ctx._next_nodes) == 1):
                 number_edge(ctx, 1 if isinstance(a, Tensor) else 0)
         try:
             return x * y
@@ -185,7 +192,9 @@ class Div(Op):
         needs = ctx.needs_input_grad
         if needs:
             ctx._to_save = (a if needs[-1] else None, b)  # (save_for_backward, inline)
-            if len(ctx._next_nodes) == 1:  # tensor / number: torch's 2nd edge
+            # tensor / number: torch's 2nd edge (one edge)
+            if ctx._next1 is _ONE_EDGE or (
+                    ctx._next1 is _TUPLE_EDGES and len(ctx._next_nodes) == 1):
                 number_edge(ctx, 1 if isinstance(a, Tensor) else 0)
         token = silence()  # x / 0 is inf (0 / 0 nan) in torch, with no warning
         try:

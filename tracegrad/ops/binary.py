@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from .. import _dtype
 from ..autograd.function import Op
+from ..autograd.node import _ONE_EDGE, _TUPLE_EDGES  # (one edge: a number operand)
 from ..autograd.quiet import silenced
 from ..errors import (
     ArgumentTypeError,
@@ -253,7 +254,9 @@ class DivRounding(Op):
     @staticmethod
     def forward(ctx, a, b, rounding_mode):
         x, y = _pair("div", a, b)
-        if len(ctx._next_nodes) == 1:  # tensor / number: torch's 2nd edge
+        # tensor / number: torch's 2nd edge (one edge)
+        if ctx._next1 is _ONE_EDGE or (
+                ctx._next1 is _TUPLE_EDGES and len(ctx._next_nodes) == 1):
             number_edge(ctx, 1 if isinstance(a, Tensor) else 0)
         tensor = a if isinstance(a, Tensor) else b
         _check_integer_divisor("div", y, tensor)
