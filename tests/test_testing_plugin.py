@@ -400,3 +400,34 @@ def test_a_finding_names_the_tensor_as_tracegrad_check_does(project):
         ("*'h' float32 [[]8, 16[]] was modified in place by 'add_' after ReluBackward0 and "
          "MmBackward0 saved it for backward*")])
     result.stdout.no_fnmatch_line("*t[0-9] float32*")
+
+
+OVERFLOWING_TEST = '''
+    import tracegrad as torch
+
+    def test_overflow_and_division_by_zero_are_silent_as_in_torch():
+        x = torch.tensor([1e30, 0.0], requires_grad=True)
+        (x * x * x).sum().backward()
+        torch.tensor([1.0]) / torch.tensor([0.0])
+'''
+
+
+def test_numpy_float_warnings_from_tracegrad_stay_out_of_the_summary(project):
+    """torch computes inf and nan without a warning; tracegrad's own NumPy calls must not
+    fill a user's warnings summary either (pytest resets the filter tracegrad installs when
+    imported, so the plugin keeps it as an ini filter for the session)."""
+    # Fresh processes: this one has tracegrad's own filter in force since conftest imported it.
+    project.makepyfile(test_overflow=OVERFLOWING_TEST)
+    result = project.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    assert "RuntimeWarning" not in result.stdout.str()
+    without = project.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:tracegrad")
+    assert "RuntimeWarning: overflow encountered in multiply" in without.stdout.str()
+
+
+def test_the_plugin_filters_the_messages_tracegrad_filters():
+    from tracegrad.autograd import quiet
+
+    action, message, category, module = plugin.FLOAT_WARNINGS_FILTER.split(":")
+    assert (action, category, module) == ("ignore", "RuntimeWarning", r"tracegrad\.")
+    assert message == quiet.FLOAT_WARNINGS

@@ -15,6 +15,8 @@ What it adds:
   is installed, else DOT text) and the path is added to the failure report.
 * Markers ``tracegrad_gpu`` and ``tracegrad_graphviz``: the test is skipped, with the reason,
   when CuPy and a CUDA device, or the ``dot`` binary, are missing.
+* NumPy's floating-point RuntimeWarnings from tracegrad's own modules stay out of the
+  warnings summary (torch computes the same inf and nan silently): see FLOAT_WARNINGS_FILTER.
 * Assertion rewriting for ``tracegrad.testing.assertions``; ``-p no:tracegrad`` turns all of
   it off.
 
@@ -65,7 +67,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
              f"{DEFAULT_ARTIFACTS}, relative to the rootdir)")
 
 
+# NumPy's floating-point RuntimeWarnings raised inside tracegrad's own modules: torch computes
+# the same inf or nan without a word, and tracegrad/autograd/quiet.py filters them when
+# tracegrad is imported. pytest restores the warning filters around collection (where a test
+# module's `import tracegrad` runs) and around each test, which drops that filter; as an ini
+# filter it holds for the whole session. Only warnings NumPy attributes to a tracegrad module;
+# a test's own NumPy code, `-W` options and the test's own filters still come first. (The
+# message pattern is quiet.FLOAT_WARNINGS: tests/test_testing_plugin_warnings.py keeps the two
+# alike; it is written out here because this module must not import tracegrad.)
+FLOAT_WARNINGS_FILTER = (r"ignore:(overflow|invalid value|divide by zero|underflow) "
+                         r"encountered in :RuntimeWarning:tracegrad\.")
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("filterwarnings", FLOAT_WARNINGS_FILTER)
     config.addinivalue_line(
         "markers", "tracegrad_gpu: needs CuPy and a CUDA device (skipped without them)")
     config.addinivalue_line(
