@@ -227,7 +227,8 @@ def test_the_filter_is_narrow():
 
     from tracegrad.autograd import quiet
 
-    with warnings.catch_warnings():  # (pytest's own block around collection dropped it)
+    with warnings.catch_warnings():  # (pytest's own block around collection dropped it;
+        warnings.resetwarnings()      # the plugin's session filter is the same rule)
         quiet.install_filter()
         installed = [entry for entry in warnings.filters
                      if entry[0] == "ignore" and entry[2] is RuntimeWarning
