@@ -289,17 +289,31 @@ class _Planner:
             for attr_name, value in node.attrs.items():
                 lines.append(f"{attr_name} = {value}")
         if step is not None:
-            detail = self._detail
+            detail, details = self._detail, self._value_details
             lines.append(f"backward pass {self.backward.index}, step {step.index}")
-            for prefixes, direction, grads in ((_GRAD_IN, "in", step.grads_in),
-                                               (_GRAD_OUT, "out", step.grads_out)):
-                for number, grad in enumerate(grads[:TOOLTIP_ITEMS]
-                                              if len(grads) > TOOLTIP_ITEMS else grads):
+            grads_in, grads_out = step.grads_in, step.grads_out
+            if len(grads_in) <= TOOLTIP_ITEMS and len(grads_out) <= TOOLTIP_ITEMS:
+                number = 0  # the usual node: a few gradients, each line looked up once
+                for grad in grads_in:
                     if grad is not None:
-                        lines.append(prefixes[number] + detail(grad))
-                if len(grads) > TOOLTIP_ITEMS:
-                    lines.append(f"... and {len(grads) - TOOLTIP_ITEMS:,} more gradients "
-                                 f"{direction}")
+                        lines.append(_GRAD_IN[number]
+                                     + (details.get(id(grad)) or detail(grad)))
+                    number += 1
+                number = 0
+                for grad in grads_out:
+                    if grad is not None:
+                        lines.append(_GRAD_OUT[number]
+                                     + (details.get(id(grad)) or detail(grad)))
+                    number += 1
+            else:
+                for prefixes, direction, grads in ((_GRAD_IN, "in", grads_in),
+                                                   (_GRAD_OUT, "out", grads_out)):
+                    for number, grad in enumerate(grads[:TOOLTIP_ITEMS]):
+                        if grad is not None:
+                            lines.append(prefixes[number] + detail(grad))
+                    if len(grads) > TOOLTIP_ITEMS:
+                        lines.append(f"... and {len(grads) - TOOLTIP_ITEMS:,} more "
+                                     f"gradients {direction}")
             for hook in step.hooks:
                 changed = " (replaced the gradient)" if hook.changed else ""
                 lines.append(f"{hook.kind} hook {hook.name}{changed}")
@@ -542,7 +556,15 @@ class _Planner:
             self.arrows.append(Arrow(self.key_of_node(tensor.grad_fn), box.key))
 
     def _add_view_bases(self) -> None:
-        pending = [int(key[1:]) for key in self.boxes if key.startswith("t")]
+        # Only the drawn tensors that are views can add anything: the others are left out
+        # of ``pending`` at once (their order among the rest is kept, so are the arrows').
+        tensors = self.trace.tensors
+        pending = []
+        for key in self.boxes:
+            if key[0] == "t":
+                tensor = tensors.get(int(key[1:]))
+                if tensor is not None and tensor.base is not None:
+                    pending.append(int(key[1:]))
         done: set[int] = set()
         while pending:
             tensor_id = pending.pop()
