@@ -241,8 +241,11 @@ class _Planner:
         if options.show_attrs:
             for attr_name, value in node.attrs.items():
                 label.append(clip(f"{attr_name}: {value}", options.max_attr_chars))
-        box = Box(f"n{node_id}", label, self._node_tooltip(node, step), NODE_FILL,
-                  module=node.module)
+        key = f"n{node_id}"
+        # key_of_node's answer for a node drawn as its own box (not in a collapsed module,
+        # not a leaf's AccumulateGrad): its arrows ask for it next, made once here.
+        self._node_keys[node_id] = key
+        box = Box(key, label, self._node_tooltip(node, step), NODE_FILL, module=node.module)
         if node.kind in _FOLDED_KINDS:  # many nodes drawn as one (fold.py)
             box.fill = LEAF_FILL if node.kind == FOLDED_LEAVES else MODULE_FILL
             box.attrs["shape"] = "box3d"
@@ -259,7 +262,7 @@ class _Planner:
         self.boxes[box.key] = box
 
     def _node_tooltip(self, node: NodeRecord, step: Step | None) -> list[str]:
-        brief = self._tensor_brief
+        briefs, brief = self._briefs, self._tensor_brief  # briefs.get: brief's cache, inline
         kind = node.kind
         lines = [f"{node.name} (node {node.id}, "
                  f"{'built-in op' if kind == 'op' else _NODE_KINDS.get(kind, 'built-in op')})",
@@ -268,12 +271,12 @@ class _Planner:
             lines.append(f"module: {node.module}")
         inputs, outputs = node.inputs, node.outputs
         if len(inputs) == 1:
-            lines.append("inputs: " + brief(inputs[0]))
+            lines.append("inputs: " + (briefs.get(inputs[0]) or brief(inputs[0])))
         else:
             lines.append("inputs: " + (_capped(list(map(brief, inputs[:TOOLTIP_ITEMS + 1])),
                                                len(inputs)) or "none"))
         if len(outputs) == 1:
-            lines.append("outputs: " + brief(outputs[0]))
+            lines.append("outputs: " + (briefs.get(outputs[0]) or brief(outputs[0])))
         else:
             lines.append("outputs: " + (_capped(list(map(brief, outputs[:TOOLTIP_ITEMS + 1])),
                                                 len(outputs)) or "none"))
