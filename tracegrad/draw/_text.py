@@ -31,9 +31,12 @@ def value_summary(value: Value) -> str:
     >>> value_summary(Value((2, 3), "float32", Stats(norm=1.5)))
     '(2, 3) ‖1.5‖'
     """
-    text = f"{size_text(value.shape)} ‖{number_text(value.stats.norm)}‖"
-    bad = nonfinite_text(value.stats)
-    return f"{text} {bad}" if bad else text
+    stats = value.stats
+    norm = stats.norm
+    text = f"{size_text(value.shape)} ‖{'?' if norm is None else format(norm, '.4g')}‖"
+    if stats.nan_count or stats.inf_count:  # nonfinite_text's test, without the call
+        return f"{text} {nonfinite_text(stats)}"
+    return text
 
 
 def value_detail(value: Value) -> str:
@@ -46,10 +49,9 @@ def value_detail(value: Value) -> str:
                 f"norm={number_text(stats.norm)}")
     else:  # number_text's format, one %-format for all four: a third of the time
         text = f"{value.dtype} {size_text(value.shape)} " + _ALL_STATS % numbers
-    bad = nonfinite_text(stats)
-    if bad:
-        text += " " + bad
-    if value.summarized:
+    if stats.nan_count or stats.inf_count:  # nonfinite_text's test, without the call
+        text += " " + nonfinite_text(stats)
+    if value.array is None:  # value.summarized, without the property call
         text += " (summary only)"
     return text
 

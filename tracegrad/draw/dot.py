@@ -94,26 +94,53 @@ def plan_to_digraph(plan: Plan, rankdir: str = "TB") -> graphviz.Digraph:
     # already, written bare without asking quote().
     for box in plan.boxes:
         target = clusters[box.module].body if box.module is not None else body
-        label = quote(_text(box.label))
+        label = _quoted_text(box.label)
         if box.attrs:
             attributes = {"fillcolor": box.fill, "tooltip": _text(box.tooltip), **box.attrs}
             target.append(f"\t{box.key} [label={label} {_attribute_list(attributes)}]\n")
         else:  # "fillcolor" < "tooltip": the order graphviz sorts them in
             target.append(f"\t{box.key} [label={label} fillcolor={_quoted_word(box.fill)} "
-                          f"tooltip={quote(_text(box.tooltip))}]\n")
+                          f"tooltip={_quoted_text(box.tooltip)}]\n")
     _attach_clusters(graph, clusters)
     append = body.append
     for arrow in plan.arrows:
-        if arrow.attrs or arrow.tooltip or arrow.label:
-            attributes = dict(arrow.attrs)
-            if arrow.tooltip:
-                attributes["tooltip"] = _text(arrow.tooltip)
-            if arrow.label:
-                attributes["label"] = _text([arrow.label])
-            append(f"\t{arrow.tail} -> {arrow.head} [{_attribute_list(attributes)}]\n")
-        else:
+        attrs, tooltip, label = arrow.attrs, arrow.tooltip, arrow.label
+        if not (attrs or tooltip or label):
             append(f"\t{arrow.tail} -> {arrow.head}\n")
+            continue
+        # An arrow's own attributes (dir, color, fontcolor) sort before "label" and
+        # "tooltip": written once per combination, then the two texts appended in order.
+        head = _ARROW_ATTRS.get(tuple(attrs.items())) if attrs else ""
+        if head is None:
+            head = _arrow_attributes(attrs)
+        if head is False:  # an attribute that sorts after "label": the general way
+            attributes = dict(attrs)
+            if tooltip:
+                attributes["tooltip"] = _text(tooltip)
+            if label:
+                attributes["label"] = _text([label])
+            append(f"\t{arrow.tail} -> {arrow.head} [{_attribute_list(attributes)}]\n")
+            continue
+        if label:
+            label_text = f"label={_quoted_text([label])}"
+            head = f"{head} {label_text}" if head else label_text
+        if tooltip:
+            tooltip_text = f"tooltip={_quoted_text(tooltip)}"
+            head = f"{head} {tooltip_text}" if head else tooltip_text
+        append(f"\t{arrow.tail} -> {arrow.head} [{head}]\n")
     return graph
+
+
+_ARROW_ATTRS: dict[tuple, str | bool] = {}
+
+
+def _arrow_attributes(attrs: dict[str, str]) -> str | bool:
+    """``_attribute_list(attrs)`` when every key sorts before "label" (so "label" and
+    "tooltip" follow in graphviz's order), else False; remembered per combination."""
+    text = _attribute_list(attrs) if all(key < "label" for key in attrs) else False
+    if len(_ARROW_ATTRS) < 256 and all(len(value) <= 32 for value in attrs.values()):
+        _ARROW_ATTRS[tuple(attrs.items())] = text
+    return text
 
 
 # graphviz.quoting's rule for ids that need no quotes
@@ -166,6 +193,17 @@ def _text(lines: list[str]) -> str:
     if text.count("\\") == len(lines) - 1:  # no backslash but the separators': done, in C
         return text
     return "\\n".join(line.replace("\\", "\\\\") for line in lines)
+
+
+def _quoted_text(lines: list[str]) -> str:
+    """``quote(_text(lines))`` in one call: text of several lines or with a space (every
+    tooltip, most labels) is never a bare DOT id, so it is quoted without asking."""
+    text = "\\n".join(lines)
+    if text.count("\\") != len(lines) - 1:
+        text = "\\n".join([line.replace("\\", "\\\\") for line in lines])
+    elif len(lines) == 1 and " " not in text:
+        return quote(text)
+    return '"' + text.replace('"', '\\"') + '"'
 
 
 def _make_clusters(graphviz, boxes: list[Box], labels: dict[str, str]

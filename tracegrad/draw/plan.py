@@ -152,6 +152,7 @@ class _Planner:
         self._value_details: dict[int, str] = {}
         self._site_lines: dict[int, str] = {}
         self._node_keys: dict[int, str] = {}
+        self._bytes_texts: dict[int, str] = {}
 
     # -- top level -------------------------------------------------------------------
     def build(self) -> Plan:
@@ -225,28 +226,35 @@ class _Planner:
 
     # -- boxes -----------------------------------------------------------------------
     def _node_box(self, node: NodeRecord) -> None:
-        label = [node.name]
-        step = self.steps.get(node.id)
-        if step is not None:
-            label.append(f"step {step.index}")
+        # Run once per node of a 100,000-node graph: lookups hoisted, the common shapes
+        # (one input, one output, no saved tensors, no hooks) taken without slicing or
+        # joining lists (bench/bench_dot.py).
+        node_id = node.id
+        step = self.steps.get(node_id) if self.steps else None
+        label = [node.name] if step is None else [node.name, f"step {step.index}"]
+        tensors = self.trace.tensors
         for output_id in node.outputs:
-            tensor = self.trace.tensors.get(output_id)
+            tensor = tensors.get(output_id)
             if tensor is not None and tensor.name:
                 label.append(f"→ {tensor.name} {size_text(tensor.shape)}")
-        if self.options.show_attrs:
+        options = self.options
+        if options.show_attrs:
             for attr_name, value in node.attrs.items():
-                label.append(clip(f"{attr_name}: {value}", self.options.max_attr_chars))
-        box = Box(f"n{node.id}", label, self._node_tooltip(node, step), NODE_FILL,
-                  module=node.module)
-        if node.kind in (FOLDED, FOLDED_LEAVES):  # many nodes drawn as one (fold.py)
+                label.append(clip(f"{attr_name}: {value}", options.max_attr_chars))
+        key = f"n{node_id}"
+        # key_of_node's answer for a node drawn as its own box (not in a collapsed module,
+        # not a leaf's AccumulateGrad): its arrows ask for it next, made once here.
+        self._node_keys[node_id] = key
+        box = Box(key, label, self._node_tooltip(node, step), NODE_FILL, module=node.module)
+        if node.kind in _FOLDED_KINDS:  # many nodes drawn as one (fold.py)
             box.fill = LEAF_FILL if node.kind == FOLDED_LEAVES else MODULE_FILL
             box.attrs["shape"] = "box3d"
             box.label.extend(f"{key}: {value}" for key, value in node.attrs.items()
-                             if key != "folded" and not self.options.show_attrs)
+                             if key != "folded" and not options.show_attrs)
         if step is not None:
             self._mark_step(box, step)
         if self.node_violations:
-            self._mark_violations(box, self.node_violations.get(node.id, ()))
+            self._mark_violations(box, self.node_violations.get(node_id, ()))
         if step is not None and step.error:
             box.attrs["color"] = VIOLATION_COLOR
             box.attrs["penwidth"] = "2"
@@ -254,40 +262,69 @@ class _Planner:
         self.boxes[box.key] = box
 
     def _node_tooltip(self, node: NodeRecord, step: Step | None) -> list[str]:
-        brief = self._tensor_brief
-        lines = [f"{node.name} (node {node.id}, {_NODE_KINDS.get(node.kind, 'built-in op')})",
+        briefs, brief = self._briefs, self._tensor_brief  # briefs.get: brief's cache, inline
+        kind = node.kind
+        lines = [f"{node.name} (node {node.id}, "
+                 f"{'built-in op' if kind == 'op' else _NODE_KINDS.get(kind, 'built-in op')})",
                  self._created_at(node.site)]
         if node.module:
             lines.append(f"module: {node.module}")
         inputs, outputs = node.inputs, node.outputs
-        lines.append("inputs: " + (_capped(list(map(brief, inputs[:TOOLTIP_ITEMS + 1])),
-                                           len(inputs)) or "none"))
-        lines.append("outputs: " + (_capped(list(map(brief, outputs[:TOOLTIP_ITEMS + 1])),
-                                            len(outputs)) or "none"))
-        for saved in node.saved[:TOOLTIP_ITEMS]:
-            lines.append(f"saved {saved.slot or '?'}: {brief(saved.tensor)} "
-                         f"version {saved.version}, {bytes_text(saved.nbytes)}"
-                         + (" (its own output)" if saved.is_output else ""))
-        if len(node.saved) > TOOLTIP_ITEMS:
-            lines.append(f"... and {len(node.saved) - TOOLTIP_ITEMS:,} more saved tensors")
-        for attr_name, value in node.attrs.items():
-            lines.append(f"{attr_name} = {value}")
+        if len(inputs) == 1:
+            lines.append("inputs: " + (briefs.get(inputs[0]) or brief(inputs[0])))
+        else:
+            lines.append("inputs: " + (_capped(list(map(brief, inputs[:TOOLTIP_ITEMS + 1])),
+                                               len(inputs)) or "none"))
+        if len(outputs) == 1:
+            lines.append("outputs: " + (briefs.get(outputs[0]) or brief(outputs[0])))
+        else:
+            lines.append("outputs: " + (_capped(list(map(brief, outputs[:TOOLTIP_ITEMS + 1])),
+                                                len(outputs)) or "none"))
+        saved_list = node.saved
+        if saved_list:
+            for saved in saved_list[:TOOLTIP_ITEMS]:
+                lines.append(f"saved {saved.slot or '?'}: {brief(saved.tensor)} "
+                             f"version {saved.version}, {self._bytes(saved.nbytes)}"
+                             + (" (its own output)" if saved.is_output else ""))
+            if len(saved_list) > TOOLTIP_ITEMS:
+                lines.append(f"... and {len(saved_list) - TOOLTIP_ITEMS:,} more saved tensors")
+        if node.attrs:
+            for attr_name, value in node.attrs.items():
+                lines.append(f"{attr_name} = {value}")
         if step is not None:
+            detail, details = self._detail, self._value_details
             lines.append(f"backward pass {self.backward.index}, step {step.index}")
-            for direction, grads in (("in", step.grads_in), ("out", step.grads_out)):
-                for number, grad in enumerate(grads[:TOOLTIP_ITEMS]):
+            grads_in, grads_out = step.grads_in, step.grads_out
+            if len(grads_in) <= TOOLTIP_ITEMS and len(grads_out) <= TOOLTIP_ITEMS:
+                number = 0  # the usual node: a few gradients, each line looked up once
+                for grad in grads_in:
                     if grad is not None:
-                        lines.append(f"grad {direction} {number}: {self._detail(grad)}")
-                if len(grads) > TOOLTIP_ITEMS:
-                    lines.append(f"... and {len(grads) - TOOLTIP_ITEMS:,} more gradients "
-                                 f"{direction}")
+                        lines.append(_GRAD_IN[number]
+                                     + (details.get(id(grad)) or detail(grad)))
+                    number += 1
+                number = 0
+                for grad in grads_out:
+                    if grad is not None:
+                        lines.append(_GRAD_OUT[number]
+                                     + (details.get(id(grad)) or detail(grad)))
+                    number += 1
+            else:
+                for prefixes, direction, grads in ((_GRAD_IN, "in", grads_in),
+                                                   (_GRAD_OUT, "out", grads_out)):
+                    for number, grad in enumerate(grads[:TOOLTIP_ITEMS]):
+                        if grad is not None:
+                            lines.append(prefixes[number] + detail(grad))
+                    if len(grads) > TOOLTIP_ITEMS:
+                        lines.append(f"... and {len(grads) - TOOLTIP_ITEMS:,} more "
+                                     f"gradients {direction}")
             for hook in step.hooks:
                 changed = " (replaced the gradient)" if hook.changed else ""
                 lines.append(f"{hook.kind} hook {hook.name}{changed}")
             if step.error:
                 lines.append(f"error: {step.error}")
-        for violation in self.node_violations.get(node.id, ()):
-            lines.extend(violation_lines(self.trace, violation))
+        if self.node_violations:
+            for violation in self.node_violations.get(node.id, ()):
+                lines.extend(violation_lines(self.trace, violation))
         return lines
 
     def _tensor_brief(self, tensor_id: int | None) -> str:
@@ -307,6 +344,13 @@ class _Planner:
         if detail is None:
             detail = self._value_details[id(value)] = value_detail(value)
         return detail
+
+    def _bytes(self, count: int) -> str:
+        """``bytes_text(count)``, made once per count (a chain saves one size 50,000 times)."""
+        text = self._bytes_texts.get(count)
+        if text is None:
+            text = self._bytes_texts[count] = bytes_text(count)
+        return text
 
     def _created_at(self, site) -> str:
         """``created at file:line in function: code``, made once per Site."""
@@ -362,26 +406,36 @@ class _Planner:
     def _tensor_tooltip(self, tensor_id: int, tensor: TensorRecord | None) -> list[str]:
         if tensor is None:
             return [f"tensor t{tensor_id} (not recorded)"]
-        kind = "leaf" if tensor.is_leaf else "non-leaf"
+        # One f-string for the first line, the rare parts tested before any call: run once
+        # per drawn tensor (a chain saves 50,000 of them; bench/bench_dot.py).
         lines = [f"{tensor.label} (tensor {tensor.id}): {tensor.dtype} "
-                 f"{size_text(tensor.shape)} on {tensor.device}, {kind}"
-                 + (", requires grad" if tensor.requires_grad else "")
-                 + (", parameter" if tensor.is_parameter else "")]
+                 f"{size_text(tensor.shape)} on {tensor.device}, "
+                 f"{'leaf' if tensor.is_leaf else 'non-leaf'}"
+                 f"{', requires grad' if tensor.requires_grad else ''}"
+                 f"{', parameter' if tensor.is_parameter else ''}"]
         if tensor.site is not None:
             lines.append(self._created_at(tensor.site))
-        if tensor.grad_fn is not None and tensor.grad_fn in self.trace.nodes:
-            lines.append(f"made by {self.trace.nodes[tensor.grad_fn].name} "
-                         f"(output {tensor.output_nr})")
+        grad_fn = tensor.grad_fn
+        if grad_fn is not None:
+            made_by = self.trace.nodes.get(grad_fn)
+            if made_by is not None:
+                lines.append(f"made by {made_by.name} (output {tensor.output_nr})")
         if tensor.base is not None:
             lines.append(f"view of {self._tensor_brief(tensor.base)}")
-        lines.append(f"version {tensor.version}")
-        for change in tensor.versions:
-            lines.append(f"  v{change.version}: {change.op} at {site_full(change.site)}")
+        versions = tensor.versions
+        if versions:
+            lines.append(f"version {tensor.version}")
+            for change in versions:
+                lines.append(f"  v{change.version}: {change.op} at {site_full(change.site)}")
+        else:
+            lines.append("version 0")  # tensor.version with no change recorded
         if tensor.value is not None:
             lines.append(f"value: {self._detail(tensor.value)}")
-        lines.extend(self._grad_lines(tensor))
-        for violation in self.tensor_violations.get(tensor_id, ()):
-            lines.extend(violation_lines(self.trace, violation))
+        if self.backward is not None or tensor.grad is not None:
+            lines.extend(self._grad_lines(tensor))
+        if self.tensor_violations:
+            for violation in self.tensor_violations.get(tensor_id, ()):
+                lines.extend(violation_lines(self.trace, violation))
         return lines
 
     def _grad_lines(self, tensor: TensorRecord) -> list[str]:
@@ -439,25 +493,30 @@ class _Planner:
 
     # -- arrows ----------------------------------------------------------------------
     def _add_next_arrows(self, node: NodeRecord) -> None:
-        head = self.key_of_node(node.id)
-        step = self.steps.get(node.id)
-        for number, (next_id, _input_nr) in enumerate(node.next):
+        edges = node.next
+        if not edges:
+            return
+        head = self._node_keys.get(node.id) or self.key_of_node(node.id)
+        step = self.steps.get(node.id) if self.steps else None
+        grads = step.grads_out if step is not None else ()
+        keys = self._node_keys
+        arrows = self.arrows
+        for number, (next_id, _input_nr) in enumerate(edges):
             if next_id is None:
                 continue
-            tail = self.key_of_node(next_id)
+            tail = keys.get(next_id) or self.key_of_node(next_id)
             if tail == head:
                 continue  # inside one collapsed module
             arrow = Arrow(tail, head)
-            grad = None
-            if step is not None and number < len(step.grads_out):
-                grad = step.grads_out[number]
+            grad = grads[number] if number < len(grads) else None
             if grad is not None:
                 arrow.label = value_summary(grad)
                 arrow.tooltip = [(f"gradient to {self._node_name(next_id)}: "
                                  f"{self._detail(grad)}")]
-                if grad.stats.nan_count or grad.stats.inf_count:  # nonfinite_text's test
+                stats = grad.stats
+                if stats.nan_count or stats.inf_count:  # nonfinite_text's test
                     arrow.attrs.update(color=VIOLATION_COLOR, fontcolor=VIOLATION_COLOR)
-            self.arrows.append(arrow)
+            arrows.append(arrow)
 
     def _node_name(self, node_id: int) -> str:
         node = self.trace.nodes.get(node_id)
@@ -469,25 +528,30 @@ class _Planner:
         return node.name
 
     def _add_saved(self, node: NodeRecord) -> None:
+        if not node.saved:
+            return
+        tensors = self.trace.tensors
+        shown = self.saved_detail_shown
+        head = f"n{node.id}"
+        saver = f"saved by {node.name} (node {node.id}) as "
         for saved in node.saved:
             box = self._tensor_box(saved.tensor, role="saved")
-            tensor = self.trace.tensors.get(saved.tensor)
-            size = bytes_text(saved.nbytes)
+            tensor = tensors.get(saved.tensor)
+            size = self._bytes(saved.nbytes)
             slot = saved.slot or "?"
-            if box.key not in self.saved_detail_shown:  # the first saver's version, bytes
-                self.saved_detail_shown.add(box.key)
-                box.label.append(f"v{saved.version} · {size}")
-            box.tooltip.append(f"saved by {node.name} (node {node.id}) as "
-                               f"{slot} at version {saved.version}, {size}")
-            arrow = Arrow(box.key, f"n{node.id}", label=saved.slot,
-                          tooltip=[(f"{node.name} saved this as {slot} "
-                                   f"(version {saved.version})")],
-                          attrs={"dir": "none", "color": SAVED_FILL})
+            version = saved.version
+            if box.key not in shown:  # the first saver's version, bytes
+                shown.add(box.key)
+                box.label.append(f"v{version} · {size}")
+            box.tooltip.append(f"{saver}{slot} at version {version}, {size}")
+            arrow = Arrow(box.key, head, saved.slot,
+                          [f"{node.name} saved this as {slot} (version {version})"],
+                          {"dir": "none", "color": SAVED_FILL})
             if self.node_violations and self._saved_was_broken(node.id, saved.tensor):
                 arrow.attrs["color"] = VIOLATION_COLOR
                 current = tensor.version if tensor is not None else "?"
-                arrow.label = f"{saved.slot} v{saved.version}≠v{current}".strip()
-            elif tensor is not None and tensor.version != saved.version:
+                arrow.label = f"{saved.slot} v{version}≠v{current}".strip()
+            elif tensor is not None and tensor.version != version:
                 # changed later (e.g. an optimizer step after backward): not an error
                 arrow.tooltip.append(f"the tensor is now at version {tensor.version}")
             self.arrows.append(arrow)
@@ -505,7 +569,15 @@ class _Planner:
             self.arrows.append(Arrow(self.key_of_node(tensor.grad_fn), box.key))
 
     def _add_view_bases(self) -> None:
-        pending = [int(key[1:]) for key in self.boxes if key.startswith("t")]
+        # Only the drawn tensors that are views can add anything: the others are left out
+        # of ``pending`` at once (their order among the rest is kept, so are the arrows').
+        tensors = self.trace.tensors
+        pending = []
+        for key in self.boxes:
+            if key[0] == "t":
+                tensor = tensors.get(int(key[1:]))
+                if tensor is not None and tensor.base is not None:
+                    pending.append(int(key[1:]))
         done: set[int] = set()
         while pending:
             tensor_id = pending.pop()
@@ -565,6 +637,10 @@ class _Planner:
 
 
 _NODE_KINDS = {"function": "user autograd.Function", "accumulate": "AccumulateGrad"}
+_FOLDED_KINDS = frozenset((FOLDED, FOLDED_LEAVES))
+# "grad in 0: ", ...: the tooltip's gradient line prefixes, made once
+_GRAD_IN = [f"grad in {number}: " for number in range(TOOLTIP_ITEMS)]
+_GRAD_OUT = [f"grad out {number}: " for number in range(TOOLTIP_ITEMS)]
 
 
 def _capped(items: list[str], total: int) -> str:
