@@ -40,3 +40,11 @@ def as_torch_ints(values) -> tuple[int, ...] | None:
 def show_saved(op, name: str, read: Callable) -> None:
     """Give ``op``'s nodes a ``_saved_<name>`` property that returns ``read(node)``."""
     setattr(op._node_class, f"_saved_{name}", property(read))
+
+
+def show_dim_and_sizes(*ops) -> None:
+    """``_saved_dim`` (as given) and ``_saved_self_sym_sizes`` (the input's shape) for ops
+    along one dim that keep them as torch's nodes do (sort, topk, median, mode, ...)."""
+    for op in ops:
+        show_saved(op, "dim", lambda node: as_torch_int(node.given))
+        show_saved(op, "self_sym_sizes", lambda node: tuple(node._input_meta[0][0]))

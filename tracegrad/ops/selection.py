@@ -18,7 +18,7 @@ from . import _math
 from ._checks import wrap_dim
 from ._edges import select_edges
 from ._math import sum_to
-from ._saved import as_torch_int, show_saved
+from ._saved import show_dim_and_sizes
 
 
 def _wrap(array) -> Tensor:
@@ -82,8 +82,7 @@ class IndexSelect(Op):
         return (_index_added(grad, shape, ctx.axis, ctx.positions), None, None)
 
 
-show_saved(IndexSelect, "dim", lambda node: as_torch_int(node.given))
-show_saved(IndexSelect, "self_sym_sizes", lambda node: tuple(node._input_meta[0][0]))
+show_dim_and_sizes(IndexSelect)
 
 
 def _index_added(grad, shape, axis: int, positions):

@@ -23,7 +23,7 @@ from ..autograd.function import Op
 from ..errors import InvalidValueError
 from ..tensor import Tensor
 from ._checks import wrap_dim
-from ._saved import as_torch_int, show_saved
+from ._saved import show_dim_and_sizes
 from .indexing import scatter_into
 
 
@@ -281,15 +281,6 @@ def bucketize(input, boundaries, *, out_int32=False, right=False):
     return searchsorted(boundaries, input, out_int32=out_int32, right=right)
 
 
-show_saved(Sort, "dim", lambda node: as_torch_int(node.given))
-show_saved(Sort, "self_sym_sizes", lambda node: tuple(node._input_meta[0][0]))
-show_saved(SortStable, "dim", lambda node: as_torch_int(node.given))
-show_saved(SortStable, "self_sym_sizes", lambda node: tuple(node._input_meta[0][0]))
+show_dim_and_sizes(Sort, SortStable, Topk, Kthvalue)
 
 
-show_saved(Topk, "dim", lambda node: as_torch_int(node.given))
-show_saved(Topk, "self_sym_sizes", lambda node: tuple(node._input_meta[0][0]))
-
-
-show_saved(Kthvalue, "dim", lambda node: as_torch_int(node.given))
-show_saved(Kthvalue, "self_sym_sizes", lambda node: tuple(node._input_meta[0][0]))

@@ -22,7 +22,7 @@ from ..errors import ArgumentTypeError, DTypeError, ShapeError
 from ..tensor import Tensor
 from . import _math
 from ._checks import wrap_dim
-from ._saved import as_torch_int, as_torch_ints, show_saved
+from ._saved import as_torch_ints, show_dim_and_sizes, show_saved
 from .indexing import scatter_into
 from .reduce import _product, normalize_dims
 from .shape import Reshape
@@ -449,11 +449,6 @@ show_saved(Logsumexp, "dim", lambda node: as_torch_ints(node.given))
 show_saved(VarMean, "dim", lambda node: as_torch_ints(node._dim))
 
 
-show_saved(MedianDim, "dim", lambda node: as_torch_int(node.given))
-show_saved(MedianDim, "self_sym_sizes", lambda node: tuple(node._input_meta[0][0]))
-show_saved(NanmedianDim, "dim", lambda node: as_torch_int(node.given))
-show_saved(NanmedianDim, "self_sym_sizes", lambda node: tuple(node._input_meta[0][0]))
+show_dim_and_sizes(MedianDim, NanmedianDim, Mode)
 
 
-show_saved(Mode, "dim", lambda node: as_torch_int(node.given))
-show_saved(Mode, "self_sym_sizes", lambda node: tuple(node._input_meta[0][0]))
