@@ -33,7 +33,7 @@ from .node import ZERO_NRS as _ZERO_NRS
 from .node import edge_numbers as _edge_numbers
 from .node import saved_input as _saved_input
 from .node import saved_inputs as _saved_inputs
-from .node import _saved_value
+from .node import saved_pair_value as _saved_pair_value
 from .site import user_site
 
 # tracegrad.tensor.Tensor. tensor.py imports this module before it defines Tensor, so it
@@ -278,7 +278,8 @@ class OpNode(BackwardCFunction):
             # changed in place, detached in place -- goes through unpack and its errors.)
             arrays = []
             first = self._saved0  # (self._saved without SavedPair's call: see there)
-            for saved in self._saved if first is _NOT_SAVED else (first, self._saved1):
+            for index, saved in enumerate(
+                    self._saved if first is _NOT_SAVED else (first, self._saved1)):
                 if saved.__class__ is SavedTensor:
                     array = saved._array
                     if array is None or saved.counter.value != saved.version or (
@@ -286,6 +287,11 @@ class OpNode(BackwardCFunction):
                             and saved.tensor.grad_fn is None):
                         array = saved.unpack(self)._array
                     arrays.append(array)
+                elif saved.__class__ is Tensor:  # an input kept as itself, at version 0
+                    counter = saved._counter
+                    if counter is not None and counter.value:  # changed: SavedTensor's error
+                        saved = self._saved[index].unpack(self)
+                    arrays.append(saved._array)
                 else:
                     arrays.append(saved)
             return tuple(arrays)
@@ -1243,10 +1249,10 @@ def _finish(cls, node, args: tuple, data, attrs, alike=None):
         if cls._saves_pair and len(to_save) == 2:  # (see node.SavedPair)
             if _node_module.hooks_in_use:
                 node._saved0, node._saved1 = _saved_inputs(to_save)
-            else:  # saved_inputs' two values, inline: a call and a tuple less per product
+            else:  # (saved_inputs' two values, written out: a call and a tuple less)
                 first, second = to_save
-                node._saved0 = first if first is None else _saved_value(first)
-                node._saved1 = second if second is None else _saved_value(second)
+                node._saved0 = first if first is None else _saved_pair_value(first)
+                node._saved1 = second if second is None else _saved_pair_value(second)
         else:
             node._saved = _saved_inputs(to_save)
     if not plain and cls.saves_output:
