@@ -112,11 +112,12 @@ def test_a_constant_kept_as_itself_keeps_its_save_time_state():
     node = (x * w).grad_fn
     w.requires_grad_()  # after the save: the saved value was saved without grad
     assert node._raw_saved_other.requires_grad is False
-    v = torch.full((2,), 2.0)
-    product = x * v
-    v.add_(1)  # an in-place change after the save: backward refuses, as with a SavedTensor
-    with pytest.raises(RuntimeError, match="is at version 1; expected version 0 instead"):
-        product.sum().backward()
+    for order in (lambda v: x * v, lambda v: v * x):  # v kept in slot 1, then slot 0
+        v = torch.full((2,), 2.0)
+        product = order(v)
+        v.add_(1)  # changed in place after the save: backward refuses, as with a SavedTensor
+        with pytest.raises(RuntimeError, match="is at version 1; expected version 0 instead"):
+            product.sum().backward()
 
 
 def test_a_constant_kept_as_itself_is_let_go_by_backward():

@@ -278,8 +278,7 @@ class OpNode(BackwardCFunction):
             # changed in place, detached in place -- goes through unpack and its errors.)
             arrays = []
             first = self._saved0  # (self._saved without SavedPair's call: see there)
-            for index, saved in enumerate(
-                    self._saved if first is _NOT_SAVED else (first, self._saved1)):
+            for saved in self._saved if first is _NOT_SAVED else (first, self._saved1):
                 if saved.__class__ is SavedTensor:
                     array = saved._array
                     if array is None or saved.counter.value != saved.version or (
@@ -290,7 +289,8 @@ class OpNode(BackwardCFunction):
                 elif saved.__class__ is Tensor:  # an input kept as itself, at version 0
                     counter = saved._counter
                     if counter is not None and counter.value:  # changed: SavedTensor's error
-                        saved = self._saved[index].unpack(self)
+                        slot = 0 if self._saved0 is saved else 1  # (before _saved makes it)
+                        saved = self._saved[slot].unpack(self)
                     arrays.append(saved._array)
                 else:
                     arrays.append(saved)
