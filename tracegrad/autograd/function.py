@@ -815,6 +815,9 @@ class InplaceFunction(Function):
         self.inplace = inplace
 
 
+_FINISH_VIEW_OR_SAVED_OUTPUT, _FINISH_ELEMENTWISE, _FINISH_SAVES_PAIR = 1, 2, 4  # (Op)
+
+
 class Op(Function):
     """Base of the built-in ops: forward gets tensors (and plain values), returns arrays.
 
@@ -838,9 +841,11 @@ class Op(Function):
     array_backward = False
     elementwise = False
     _saves_pair = False  # (set per op class: see __init_subclass__)
-    # Neither a view nor saving its output (set per op class): what _finish reads once
-    # instead of is_view and saves_output (each a class-attribute look-up per op).
-    _plain_output = True
+    # is_view or saves_output, elementwise and _saves_pair as bits (_FINISH_*), set per op
+    # class: _finish reads this one attribute instead of three or four -- each read of a
+    # class attribute costs Python 3.11 ~200 instructions, a tenth of a tiny op's forward
+    # (bench/bench_engine.py (a), callgrind).
+    _finish_flags = 0
 
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
@@ -853,7 +858,9 @@ class Op(Function):
         # node, not a tuple (see node.SavedPair); _finish stores them so.
         slots = [name for name in getattr(cls, "saved_names", ()) if "=" not in name]
         cls._saves_pair = len(slots) == 2 and not cls.saves_output
-        cls._plain_output = not cls.is_view and not cls.saves_output
+        cls._finish_flags = ((_FINISH_VIEW_OR_SAVED_OUTPUT if cls.is_view or cls.saves_output
+                              else 0) | (_FINISH_ELEMENTWISE if cls.elementwise else 0)
+                             | (_FINISH_SAVES_PAIR if cls._saves_pair else 0))
         if cls._saves_pair:
             cls._node_class._saved = SavedPair()
 
@@ -1221,8 +1228,9 @@ def _finish(cls, node, args: tuple, data, attrs, alike=None):
 
     Every recorded op ends here: bench/bench_engine.py (a), (c) keep it honest.
     """
+    flags = cls._finish_flags
     if data.__class__ is _ndarray:
-        if alike is not None and data.dtype is alike[0][0][1] and cls.elementwise:
+        if alike is not None and data.dtype is alike[0][0][1] and flags & _FINISH_ELEMENTWISE:
             entry = alike  # the inputs' shape (elementwise), and their dtype
         else:
             entry = _output_meta_cache.get((data.shape, data.dtype))
@@ -1236,17 +1244,21 @@ def _finish(cls, node, args: tuple, data, attrs, alike=None):
         entry = _output_entry(data)
     result = _new_object(Tensor)  # Tensor._wrap, inline
     result._array = data
+    # The class defaults, written: the next op reads them (apply_binary, _connect_pair),
+    # and Python 3.11 specializes a read of an instance's own attribute, never a class
+    # default's (-200 instructions per op of bench/bench_engine.py (a), callgrind).
+    result._counter = None
+    result._output_nr = 0
     node._output_meta, differentiable = entry
     if differentiable:
         result._requires_grad = True
         result.grad_fn = node
-    plain = cls._plain_output
-    if not plain and cls.is_view:
+    if flags & _FINISH_VIEW_OR_SAVED_OUTPUT and cls.is_view:
         _share_storage(args[0], result)
     to_save = node._to_save
     if to_save:
         node._to_save = ()  # (the inputs are let go with it)
-        if cls._saves_pair and len(to_save) == 2:  # (see node.SavedPair)
+        if flags & _FINISH_SAVES_PAIR and len(to_save) == 2:  # (see node.SavedPair)
             if _node_module.hooks_in_use:
                 node._saved0, node._saved1 = _saved_inputs(to_save)
             else:  # (saved_inputs' two values, written out: a call and a tuple less)
@@ -1255,7 +1267,7 @@ def _finish(cls, node, args: tuple, data, attrs, alike=None):
                 node._saved1 = second if second is None else _saved_pair_value(second)
         else:
             node._saved = _saved_inputs(to_save)
-    if not plain and cls.saves_output:
+    if flags & _FINISH_VIEW_OR_SAVED_OUTPUT and cls.saves_output:
         node._saved += _saved_outputs(node, cls.saves_output, (result,))
     if anomaly_flags.enabled or events.listener is not None:  # not a thread-local read
         _announce(node, args, (result,), attrs)
