@@ -37,7 +37,7 @@ from ..errors import AutogradError, ShapeError
 from . import anomaly, events, quiet
 from . import node as _node_module
 from . import views as _views
-from .function import OpNode, _fit_array
+from .function import BackwardCFunction, OpNode, _fit_array
 from .grad_mode import state
 from .graph import GradientEdge
 from .node import (
@@ -54,6 +54,8 @@ from .node import (
 from .node import SavedTensor as _SavedTensor
 
 _pass_counter = itertools.count()
+_CPU = backends.CPU
+_np_empty = np.empty
 _create_graph_warned = False  # PyTorch gives the create_graph warning once per process
 
 
@@ -106,7 +108,10 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
         grad_tensors = _legacy_grad_variables(grad_tensors, grad_variables)
     input_tuple = _inputs_tuple(inputs, "backward") if inputs is not None else None
     tensors = _as_tuple(tensors)
-    grad_tensors = _make_grads(tensors, _grads_tuple(grad_tensors, len(tensors)))
+    if grad_tensors is None and len(tensors) == 1:  # loss.backward(): no tuple to check
+        grad_tensors = _make_grads(tensors, _NO_GRAD)
+    else:
+        grad_tensors = _make_grads(tensors, _grads_tuple(grad_tensors, len(tensors)))
     if retain_graph is None:
         retain_graph = create_graph
     if input_tuple is not None:
@@ -226,6 +231,9 @@ def _inputs_tuple(inputs, caller: str) -> tuple:
     return result
 
 
+_NO_GRAD = (None,)  # backward()'s one missing gradient of one output
+
+
 def _grads_tuple(grads, count: int) -> tuple:
     if grads is None:
         return (None,) * count
@@ -244,7 +252,8 @@ def _output_meta(output) -> tuple:
     if isinstance(output, GradientEdge):
         shape, numpy_dtype, device = output.node._output_meta[output.output_nr]
         return tuple(shape), numpy_dtype, device, True
-    return tuple(output.shape), output._array.dtype, output.device, output.requires_grad
+    array = output._array
+    return array.shape, array.dtype, backends.device_of(array), output.requires_grad
 
 
 def _make_grads(outputs: tuple, grads: tuple) -> tuple:
@@ -276,9 +285,14 @@ def _make_grads(outputs: tuple, grads: tuple) -> tuple:
                     "y.backward(gradient=torch.ones_like(y)), or reduce it first with "
                     ".sum() or .mean().")
             # The root gradient: a ones array of the output's shape and dtype, made
-            # directly (not through ones_like's op and checks).
-            xp = backends.module_for(device)
-            made.append(_node_module.Tensor._wrap(xp.ones(shape, dtype=numpy_dtype), False))
+            # directly (not through ones_like's op and checks; on the CPU not through
+            # np.ones either, a Python function twice the cost of its two steps).
+            if device is _CPU:
+                ones = _np_empty(shape, numpy_dtype)
+                ones.fill(1)
+            else:
+                ones = backends.module_for(device).ones(shape, dtype=numpy_dtype)
+            made.append(_node_module.Tensor._wrap(ones, False))
         else:
             raise TypeError(f"gradients can be either Tensors or None, but got "
                             f"{type(grad_value).__name__}")
@@ -486,7 +500,16 @@ def _execute(roots, dependencies, needed, captures, inputs, retain_graph, pass_i
             if raw:
                 grad_value = grad_value._array
             _add_to_buffer(buffers, node, output_nr, grad_value)
-    ready = [(_priority(node), node) for node in dependencies if dependencies[node] == 0]
+    if needed is None:
+        # Every node was reached from a root through an edge, which it counts: only a root
+        # can have none, so the ready nodes are found among the roots, not by a walk over
+        # the whole graph. (The heap orders them: keys are unique.)
+        ready = []
+        for node, _, _ in roots:
+            if dependencies.get(node) == 0 and all(other is not node for _, other in ready):
+                ready.append((_priority(node), node))
+    else:
+        ready = [(_priority(node), node) for node in dependencies if dependencies[node] == 0]
     heapq.heapify(ready)
     heappop, heappush = heapq.heappop, heapq.heappush
     buffers_pop, buffers_get = buffers.pop, buffers.get
@@ -556,6 +579,17 @@ def _execute(roots, dependencies, needed, captures, inputs, retain_graph, pass_i
                     else:
                         next_grads = node._edge_arrays(grads)
                     metas = node._input_meta
+                elif raw and node._is_accumulate and \
+                        not node.variable._post_accumulate_grad_hooks:
+                    next_grads = node._backward_arrays(grads)  # (_run_backward's case, inline)
+                elif raw and isinstance(node, BackwardCFunction) and \
+                        not isinstance(node, OpNode):
+                    # A custom Function: user code, under the caller's NumPy error state.
+                    token = quiet.as_user(running.task.user_errors)
+                    try:
+                        next_grads = node._backward_raw(grads)
+                    finally:
+                        quiet.restore(token)
                 else:
                     next_grads = _run_backward(node, grads, raw)
             except Exception as error:

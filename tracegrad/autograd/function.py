@@ -169,6 +169,33 @@ class BackwardCFunction(Node, FunctionCtx):
             results = (results,)
         return self._check_results(results)
 
+    def _backward_raw(self, grads: list) -> list:
+        """``_backward`` in a pass that moves backend arrays (no create_graph): the
+        gradients wrapped as Tensors for the Function's backward, its results checked as
+        ``_check_results`` does and handed back as arrays -- one frame for what the engine
+        did in four (a custom Function's node in every step of bench/bench_two_layer.py)."""
+        wrap = Tensor._wrap
+        tensors = [None if grad is None else wrap(grad, False) for grad in grads]
+        if self._materialize_grads and len(tensors) > 1:
+            metas = self._output_meta
+            for index, grad in enumerate(tensors):
+                if grad is None and metas[index] is not None:  # None stays for non-tensors
+                    tensors[index] = _zeros_for(metas[index])
+        results = self._function._backward_impl(self, *tensors)
+        tensors = None  # (the gradients are the Function's to keep or let go)
+        if results.__class__ is not tuple:
+            results = (results,)
+        results = self._edge_results(results)
+        arrays = []
+        for edge_index, (grad, meta) in enumerate(zip(results, self._input_meta)):
+            if grad is not None:
+                array = grad._array if grad.__class__ is Tensor else None
+                if array is None or array.shape != meta[0] or array.dtype is not meta[1]:
+                    array = self._check_grad(grad, edge_index)._array
+                grad = array
+            arrays.append(grad)
+        return arrays
+
     def _edge_results(self, results: tuple) -> tuple:
         """backward's per-argument results as one per next_functions edge."""
         slots = self._arg_slots
