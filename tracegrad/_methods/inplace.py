@@ -153,7 +153,11 @@ class InplaceMethods:
 
 
 _ndarray = np.ndarray
-_may_share_memory = np.may_share_memory
+try:  # the C function np.may_share_memory dispatches to (__array_function__ is for
+    # array-likes; both operands here are ndarrays): half its cost per optimizer update
+    from numpy._core._multiarray_umath import may_share_memory as _may_share_memory
+except ImportError:  # pragma: no cover - NumPy 1.x
+    _may_share_memory = np.may_share_memory
 _SLOW = object()  # _plain_operand's "take the op's path"
 _PLAIN_NUMBERS = (int, float)
 

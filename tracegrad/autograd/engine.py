@@ -49,6 +49,7 @@ from .node import (
     _hook_name,
     restore_saved_tensors_hooks,
     running,
+    saved_hooks,
     snapshot_saved_tensors_hooks,
 )
 from .node import SavedTensor as _SavedTensor
@@ -378,7 +379,9 @@ def run(outputs: Sequence, grad_outputs: Sequence, retain_graph: bool, create_gr
             gc.enable()
         state.grad_enabled = previous_mode
         running.task, running.node = previous_task, previous_node
-        restore_saved_tensors_hooks(hooks_before)
+        if hooks_before[0] or saved_hooks.stack or \
+                saved_hooks.disabled_message is not hooks_before[1]:  # (else nothing to undo)
+            restore_saved_tensors_hooks(hooks_before)
         if listener is not None:
             listener.on_backward_end(info, error)
         # The error's traceback holds this frame: drop the frame's reference back to it, so
