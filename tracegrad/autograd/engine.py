@@ -444,8 +444,9 @@ def _count_all_dependencies(root_nodes: list) -> dict:
         if node is not None and node not in dependencies:
             dependencies[node] = 0
             stack.append(node)
+    pop, push, get = stack.pop, stack.append, dependencies.get  # (once per node or edge)
     while stack:
-        node = stack.pop()
+        node = pop()
         second = node._next1  # (node._next_nodes, without its descriptor's call)
         if second is _ONE_EDGE:
             next_nodes = (node._next0,)
@@ -455,10 +456,10 @@ def _count_all_dependencies(root_nodes: list) -> dict:
             next_nodes = (node._next0, second)
         for next_node in next_nodes:
             if next_node is not None:
-                count = dependencies.get(next_node)
+                count = get(next_node)
                 if count is None:
                     dependencies[next_node] = 1
-                    stack.append(next_node)
+                    push(next_node)
                 else:
                     dependencies[next_node] = count + 1
     return dependencies
@@ -628,9 +629,10 @@ def _execute(roots, dependencies, needed, captures, inputs, retain_graph, pass_i
             remaining = dependencies.get(next_node)  # None: no node, or one not taking part
             if remaining is not None:
                 if grad_value is not None:
-                    if meta is not None and (
-                            grad_value.__class__ is not _ndarray or
-                            grad_value.shape != meta[0] or grad_value.dtype is not meta[1]):
+                    # (meta is (shape, dtype): one tuple comparison, whose dtype part is an
+                    # identity check when the dtypes are the same object)
+                    if meta is not None and (grad_value.__class__ is not _ndarray or
+                                             (grad_value.shape, grad_value.dtype) != meta):
                         grad_value = _fit_array(grad_value, meta)
                     grads_in = buffers_get(next_node)
                     if grads_in is None:
