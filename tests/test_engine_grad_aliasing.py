@@ -148,3 +148,23 @@ def test_post_accumulate_hook_sees_grad_and_its_change_stays(lib):
     w.register_post_accumulate_grad_hook(hook)
     (w * 3).sum().backward()
     assert seen[0] is w.grad and _values(w.grad) == [6.0, 6.0, 6.0]
+
+
+def test_zero_of_a_large_grad_zeroes_it_in_place(lib):
+    # (large enough for tracegrad's memset path: _methods/inplace.py _MEMSET_BYTES)
+    w = lib.ones(1000, 100, requires_grad=True)
+    (w * 3).sum().backward()
+    grad = w.grad
+    version = grad._version
+    with lib.no_grad():
+        w.grad.zero_()
+    assert w.grad is grad and grad._version == version + 1
+    assert not bool(grad.any())
+
+
+def test_zero_of_a_large_view_touches_only_the_view(lib):
+    base = lib.ones(400, 300, dtype=lib.float64)
+    base[:200].zero_()  # contiguous
+    base[200:, ::2].zero_()  # strided
+    assert not bool(base[:200].any())
+    assert not bool(base[200:, ::2].any()) and bool(base[200:, 1::2].all())
