@@ -132,7 +132,19 @@ class BackwardCFunction(Node, FunctionCtx):
     def saved_tensors(self) -> tuple:
         unpacked = []
         for saved in self._saved:
-            unpacked.append(saved.unpack(self) if type(saved) is SavedTensor else saved)
+            if saved.__class__ is SavedTensor:
+                # SavedTensor.unpack's common case inline -- the saved tensor itself, held
+                # (an input), unchanged since and not detached in place; anything else
+                # (freed, hooked, changed in place, an output held weakly) goes through
+                # unpack and its errors.
+                tensor = saved.tensor
+                if tensor is None or saved._array is None or \
+                        saved.counter.value != saved.version or (
+                            saved.producer is not None and tensor.grad_fn is None):
+                    tensor = saved.unpack(self)
+                unpacked.append(tensor)
+            else:
+                unpacked.append(saved)
         if self._function.clear_saved_tensors_on_access:
             self._clear_saved()
         return tuple(unpacked)
@@ -185,7 +197,9 @@ class BackwardCFunction(Node, FunctionCtx):
         tensors = None  # (the gradients are the Function's to keep or let go)
         if results.__class__ is not tuple:
             results = (results,)
-        results = self._edge_results(results)
+        # (_input_meta has one entry per edge: _edge_results has nothing to do otherwise)
+        if self._arg_slots is not None or len(results) != len(self._input_meta):
+            results = self._edge_results(results)
         arrays = []
         for edge_index, (grad, meta) in enumerate(zip(results, self._input_meta)):
             if grad is not None:
