@@ -132,7 +132,19 @@ class BackwardCFunction(Node, FunctionCtx):
     def saved_tensors(self) -> tuple:
         unpacked = []
         for saved in self._saved:
-            unpacked.append(saved.unpack(self) if type(saved) is SavedTensor else saved)
+            if saved.__class__ is SavedTensor:
+                # SavedTensor.unpack's common case inline -- the saved tensor itself, held
+                # (an input), unchanged since and not detached in place; anything else
+                # (freed, hooked, changed in place, an output held weakly) goes through
+                # unpack and its errors.
+                tensor = saved.tensor
+                if tensor is None or saved._array is None or \
+                        saved.counter.value != saved.version or (
+                            saved.producer is not None and tensor.grad_fn is None):
+                    tensor = saved.unpack(self)
+                unpacked.append(tensor)
+            else:
+                unpacked.append(saved)
         if self._function.clear_saved_tensors_on_access:
             self._clear_saved()
         return tuple(unpacked)
@@ -168,6 +180,35 @@ class BackwardCFunction(Node, FunctionCtx):
         if results.__class__ is not tuple:
             results = (results,)
         return self._check_results(results)
+
+    def _backward_raw(self, grads: list) -> list:
+        """``_backward`` in a pass that moves backend arrays (no create_graph): the
+        gradients wrapped as Tensors for the Function's backward, its results checked as
+        ``_check_results`` does and handed back as arrays -- one frame for what the engine
+        did in four (a custom Function's node in every step of bench/bench_two_layer.py)."""
+        wrap = Tensor._wrap
+        tensors = [None if grad is None else wrap(grad, False) for grad in grads]
+        if self._materialize_grads and len(tensors) > 1:
+            metas = self._output_meta
+            for index, grad in enumerate(tensors):
+                if grad is None and metas[index] is not None:  # None stays for non-tensors
+                    tensors[index] = _zeros_for(metas[index])
+        results = self._function._backward_impl(self, *tensors)
+        tensors = None  # (the gradients are the Function's to keep or let go)
+        if results.__class__ is not tuple:
+            results = (results,)
+        # (_input_meta has one entry per edge: _edge_results has nothing to do otherwise)
+        if self._arg_slots is not None or len(results) != len(self._input_meta):
+            results = self._edge_results(results)
+        arrays = []
+        for edge_index, (grad, meta) in enumerate(zip(results, self._input_meta)):
+            if grad is not None:
+                array = grad._array if grad.__class__ is Tensor else None
+                if array is None or array.shape != meta[0] or array.dtype is not meta[1]:
+                    array = self._check_grad(grad, edge_index)._array
+                grad = array
+            arrays.append(grad)
+        return arrays
 
     def _edge_results(self, results: tuple) -> tuple:
         """backward's per-argument results as one per next_functions edge."""
@@ -486,6 +527,18 @@ class Function:
             state.grad_enabled = grad_enabled
         if kwargs and events.listener is not None:
             ctx._call_kwargs = kwargs  # (see events.Listener.on_op)
+        if outputs.__class__ is Tensor and executable and outputs._base is None and \
+                outputs._array.__class__ is _ndarray and not ctx._dirty and \
+                not ctx._non_differentiable and not _is_among(outputs, args):
+            # What most Functions return: one new CPU tensor. _wrap_outputs' first case,
+            # without its tuples (the tutorial's MyReLU, bench/bench_two_layer.py).
+            array = outputs._array
+            entry = _output_meta_cache.get((array.shape, array.dtype))
+            if entry is None:
+                entry = _output_entry(array)
+            if entry[1]:  # floating point
+                _wire_one_output(ctx, args, outputs, entry[0])
+                return outputs
         is_tuple = isinstance(outputs, tuple)
         output_tuple = outputs if is_tuple else (outputs,)
         output_tuple = _wrap_outputs(ctx, args, output_tuple, executable)

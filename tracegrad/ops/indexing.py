@@ -371,6 +371,9 @@ def setitem(tensor, index, value) -> None:
     """``tensor[index] = value``, as PyTorch does it: the basic parts make a view, then
     ``copy_`` writes into it (CopySlices on the tensor), or ``index_put_`` does when the
     index holds tensors; without anything to record, the write goes straight to storage."""
+    if index.__class__ is Tensor and value.__class__ in _MASK_FILL_VALUES and not (
+            state.grad_enabled and tensor._requires_grad) and _fill_mask(tensor, index, value):
+        return  # x[mask] = number, nothing recorded (only a bool mask: see _fill_mask)
     if not isinstance(value, Tensor) or value._array.ndim == 0:
         _refuse_byte_mask_fill(tensor, index)
     recording = state.grad_enabled and (tensor._requires_grad or (
@@ -454,19 +457,27 @@ def _assign_basic(tensor, index, value) -> bool:
     return True
 
 
+_MASK_FILL_VALUES = (int, float, bool)
+
+
 def _fill_mask(tensor, index, value) -> bool:
     """``x[mask] = number`` with nothing to record (a hand-written ReLU backward's
     ``grad[input < 0] = 0``, bench/bench_two_layer.py): a bool mask of x's own shape,
     written straight into the storage, with the full path's conversion of the number and
     its checks in its order. Returns False to leave anything else to the full path."""
-    if index.__class__ is not Tensor or type(value) not in (int, float, bool):
+    if index.__class__ is not Tensor or type(value) not in _MASK_FILL_VALUES:
         return False
     array, mask = tensor._array, index._array
     if mask.dtype.kind != "b" or mask.shape != array.shape or not array.ndim or \
             mask.__class__ is not array.__class__:
         return False
-    source = _value_tensor(value, tensor)._array
-    views.check_no_overlap(tensor)
+    try:  # (_value_tensor's conversion, without the tensor it wraps it in)
+        source = (np if array.__class__ is np.ndarray else tensor._xp).asarray(
+            value, dtype=array.dtype)
+    except (TypeError, ValueError):
+        source = _value_tensor(value, tensor)  # raises its message
+    if 0 in array.strides:  # (check_no_overlap's only case: an expanded dimension)
+        views.check_no_overlap(tensor)
     array[mask] = source
     views.after_inplace(tensor, "__setitem__")
     return True
