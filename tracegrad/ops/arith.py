@@ -321,6 +321,7 @@ class Fill(Op):
 
     node_name = "FillBackward2"
     array_backward = True
+    writes_one_value = True  # may write into an expanded view (autograd/views.check_result)
 
     @staticmethod
     def forward(ctx, a, value):
