@@ -281,6 +281,12 @@ class _DroppingRef(weakref.ref):
         super().__init__(tensor, callback)
         self.key = id(tensor)
 
+    def __copy__(self):
+        return self  # as copy treats a plain weak reference: atomic
+
+    def __deepcopy__(self, memo):
+        return self
+
 
 def _adapter_fields(tensor, registry: Registry) -> dict:
     # (Registry.tensor makes the same dict inline: keep the two alike.)
