@@ -18,7 +18,9 @@ recording's cost is the recorder's).
 
 ``--explain`` then says where a recording's time goes, per configuration: the shares by
 subtraction (torch's dispatch to any mode, the bridge, the recorder), the garbage
-collector's time during the recording, and per listener event its count and the recorder's
+collector's time during the recording (young and full collections apart: a full one scans
+the program's whole heap, torch's ~290,000 objects included, and the trace's growth is what
+triggers them), and per listener event its count and the recorder's
 time in it (perf_counter around each call, one run; the bridge's share divided by the
 events it sent is its cost per event).
 """
@@ -103,9 +105,9 @@ _EVENTS = ("on_op", "on_tensor", "on_detach", "on_untracked_op", "on_value_out",
            "on_error")
 
 
-def _explained(function, **options) -> tuple[float, float, dict]:
-    """One recording of ``function``: (CPU seconds, seconds in the garbage collector,
-    {event: [count, seconds in the recorder]})."""
+def _explained(function, **options) -> tuple[float, dict, dict]:
+    """One recording of ``function``: (CPU seconds, {generation: [collections, seconds]} of
+    the garbage collector, {event: [count, seconds in the recorder]})."""
     from time import perf_counter
 
     counts: dict = {}
@@ -122,13 +124,16 @@ def _explained(function, **options) -> tuple[float, float, dict]:
                 _entry[0] += 1
                 _entry[1] += perf_counter() - started
         setattr(recorder, event, timed)
-    collecting = [0.0, 0.0]
+    collecting = {generation: [0, 0.0] for generation in range(3)}
+    started_at = [0.0]
 
     def collector(phase, info) -> None:
         if phase == "start":
-            collecting[1] = perf_counter()
+            started_at[0] = perf_counter()
         else:
-            collecting[0] += perf_counter() - collecting[1]
+            entry = collecting[info["generation"]]
+            entry[0] += 1
+            entry[1] += perf_counter() - started_at[0]
     gc.collect()
     gc.callbacks.append(collector)
     try:
@@ -138,8 +143,17 @@ def _explained(function, **options) -> tuple[float, float, dict]:
         seconds = time.process_time() - started
     finally:
         gc.callbacks.remove(collector)
-    return seconds, collecting[0], {event: entry for event, entry in counts.items()
-                                    if entry[0]}
+    return seconds, collecting, {event: entry for event, entry in counts.items()
+                                 if entry[0]}
+
+
+def _full_collection_seconds() -> tuple[int, float]:
+    """(objects the collector tracks, seconds of one full collection) of this process as
+    it is: what every full collection during a recording scans besides the trace."""
+    gc.collect()
+    started = time.perf_counter()
+    gc.collect()
+    return len(gc.get_objects()), time.perf_counter() - started
 
 
 def _explain(title: str, best: dict, function, configurations: dict) -> None:
@@ -152,11 +166,18 @@ def _explain(title: str, best: dict, function, configurations: dict) -> None:
     print(f"    the bridge (no-op listener)           {100 * (bridge - mode) / off:6.0f}%")
     for label in configurations:
         print(f"    the recorder, {label:<24} {100 * (best[label] - bridge) / off:6.0f}%")
+    heap, full = _full_collection_seconds()
+    print(f"  the program's heap: {heap} objects the garbage collector tracks (torch's "
+          f"modules, mostly); one full collection of it alone {1e3 * full:.0f} ms")
     for label, options in configurations.items():
         seconds, collecting, events_seen = _explained(function, **options)
         sent = sum(count for count, _ in events_seen.values())
+        spent = sum(entry[1] for entry in collecting.values())
+        young = collecting[0][0] + collecting[1][0]
         print(f"  {label}, one instrumented run: {seconds:.3f} s, of which the garbage "
-              f"collector {collecting:.3f} s; {sent} events, the bridge's share "
+              f"collector {spent:.3f} s ({young} young collections "
+              f"{collecting[0][1] + collecting[1][1]:.3f} s, {collecting[2][0]} full ones "
+              f"{collecting[2][1]:.3f} s); {sent} events, the bridge's share "
               f"{1e6 * (bridge - mode) / max(sent, 1):.1f} us per event")
         print(f"    {'event':<22} {'count':>8} {'recorder us/event':>18} {'recorder s':>11}")
         for event, (count, spent) in sorted(events_seen.items(), key=lambda item: -item[1][1]):
