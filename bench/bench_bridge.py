@@ -11,9 +11,10 @@ load of a shared machine drifts over every configuration alike).
                                            [--explain]
 
 torch runs on one thread (the machine is shared; the tracer's cost is per op, not per FLOP);
-times are this process's CPU time. Two rows in parentheses say where the time goes: a
-TorchFunctionMode that only passes calls on (the floor for any observer of torch calls), and
-the bridge reporting to a listener that does nothing (the bridge's share; the rest of a
+times are this process's CPU time. Three rows in parentheses say where the time goes: a
+TorchFunctionMode that only passes calls on (the floor for any observer of torch calls), the
+same mode hooking each new node with a no-op pre-hook and post-hook (the floor for any
+observer of backward steps through torch's node hooks), and the bridge reporting to a listener that does nothing (the bridge's share; the rest of a
 recording's cost is the recorder's).
 
 ``--explain`` then says where a recording's time goes, per configuration: the shares by
@@ -79,6 +80,37 @@ def _mode_only(function):
 
     def run() -> None:
         with PassOn():
+            function()
+    return run
+
+
+def _hooks_only(function):
+    """A floor of this design: the no-op mode, plus what any observer of backward steps
+    through node hooks pays -- a no-op pre-hook and post-hook on the node each call made
+    (its output's grad_fn only: fewer nodes than the bridge hooks, so a lower bound),
+    registered through torch's public API and run by every backward."""
+    import torch
+    from torch.overrides import TorchFunctionMode
+
+    next_sequence_nr = torch._C._autograd._get_sequence_nr
+    tensor_type = torch.Tensor
+
+    def hook(*args) -> None:
+        return None
+
+    class HookEachNode(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            first = next_sequence_nr()
+            result = func(*args, **(kwargs or {}))
+            if next_sequence_nr() != first and isinstance(result, tensor_type):
+                node = result.grad_fn
+                if node is not None:
+                    node.register_prehook(hook)
+                    node.register_hook(hook)
+            return result
+
+    def run() -> None:
+        with HookEachNode():
             function()
     return run
 
@@ -162,7 +194,9 @@ def _explain(title: str, best: dict, function, configurations: dict) -> None:
                          best["(bridge, no-op listener)"])
     print(f"  where the time goes ({title}; shares of the untraced time, best of the runs "
           "above):")
+    hooks = best["(no-op mode + no-op node hooks)"]
     print(f"    torch's dispatch to a mode (the floor) {100 * (mode - off) / off:6.0f}%")
+    print(f"    no-op node hooks, registered and run  {100 * (hooks - mode) / off:6.0f}%")
     print(f"    the bridge (no-op listener)           {100 * (bridge - mode) / off:6.0f}%")
     for label in configurations:
         print(f"    the recorder, {label:<24} {100 * (best[label] - bridge) / off:6.0f}%")
@@ -210,6 +244,7 @@ def bench_two_layer(torch, steps: int, repeat: int, explain: bool = False) -> bo
     _traced(lambda: module.train(steps=2))()
     best = _round_robin({"untraced": train,
                          "(no-op TorchFunctionMode)": _mode_only(train),
+                         "(no-op mode + no-op node hooks)": _hooks_only(train),
                          "(bridge, no-op listener)": _bridge_only(train),
                          "structure only": _traced(train, values=False),
                          "values": _traced(train)}, repeat)
@@ -230,6 +265,7 @@ def bench_mlp(torch, steps: int, repeat: int, explain: bool = False) -> bool:
     module.train(steps=10)
     best = _round_robin({"untraced": train,
                          "(no-op TorchFunctionMode)": _mode_only(train),
+                         "(no-op mode + no-op node hooks)": _hooks_only(train),
                          "(bridge, no-op listener)": _bridge_only(train),
                          "values (first and last 2 passes)": _traced(train)}, repeat)
     met = _report(f"nn.Sequential MLP (2 -> 32 -> 32 -> 3, Adam), {steps} steps, best of "
