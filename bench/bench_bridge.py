@@ -14,8 +14,9 @@ torch runs on one thread (the machine is shared; the tracer's cost is per op, no
 times are this process's CPU time. Three rows in parentheses say where the time goes: a
 TorchFunctionMode that only passes calls on (the floor for any observer of torch calls), the
 same mode hooking each new node with a no-op pre-hook and post-hook (the floor for any
-observer of backward steps through torch's node hooks), and the bridge reporting to a listener that does nothing (the bridge's share; the rest of a
-recording's cost is the recorder's).
+observer of backward steps through torch's node hooks), and the bridge reporting to a
+listener that does nothing (the bridge's share; the rest of a recording's cost is the
+recorder's).
 
 ``--explain`` then says where a recording's time goes, per configuration: the shares by
 subtraction (torch's dispatch to any mode, the bridge, the recorder), the garbage
