@@ -566,7 +566,8 @@ class Registry:
         if adapter is not None and adapter._ref() is tensor:
             return adapter
         # A plain weak reference (a callback per tensor costs more than it saves): entries
-        # of tensors gone are dropped in sweeps, and a lookup checks the reference. The
+        # of tensors gone are dropped in sweeps, and a lookup checks the reference (a
+        # tensor whose values were read gets a callback then: see TorchTensor._array). The
         # adapter is made inline (TorchTensor.made, _adapter_fields): one per tensor the
         # program makes, every gradient included.
         dtype = tensor.dtype
@@ -586,8 +587,10 @@ class Registry:
             "_on_cpu": on_cpu, "_cached": None, "_held": None, "_ref": weakref.ref(tensor)}
         tensors[key] = adapter
         if len(tensors) > self._sweep_at:
-            for stale in [key for key, known in tensors.items() if known._ref() is None]:
-                del tensors[stale]
+            # A copy of the items: a dropping reference's callback (another thread's
+            # tensor dying) may remove an entry meanwhile.
+            for stale in [key for key, known in list(tensors.items()) if known._ref() is None]:
+                tensors.pop(stale, None)
             self._sweep_at = max(4096, 2 * len(tensors))
         return adapter
 
@@ -600,7 +603,7 @@ class Registry:
             state = adapter.__dict__
             if state["_ref"] is reference:
                 state["_cached"] = None
-                del tensors[reference.key]
+                tensors.pop(reference.key, None)
 
     def known_tensor(self, tensor) -> TorchTensor | None:
         adapter = self._tensors.get(id(tensor))
