@@ -696,18 +696,33 @@ def _run_node(node: Node, grads: list, listener, anomaly_on: bool, raw: bool):
     if anomaly_on:
         previous_node, running.node = running.node, node  # its nodes' "parent_"
     try:
+        # In a raw pass the arrays go on to the formula as they came, unless a hook replaced
+        # the gradients, and its results go back as they were made, unless a post hook
+        # replaced them: no unwrapping of what was just wrapped (bench_trace.py (b)).
+        arrays = grads if raw else None
         if raw:
             grads = _wrapped(grads)
         if node._tensor_hooks or node._retained:
             grads = _call_tensor_pre_hooks(node, grads, listener)
+            arrays = None
         if node._pre_hooks:
             grads = _call_pre_hooks(node, grads, listener)
+            arrays = None
         if listener is not None:
             listener.on_node_start(node, tuple(grads))
             started = time.perf_counter_ns()
-        if any(grad_value is not None for grad_value in grads):
+        next_arrays = None
+        reached = False  # (a flag, not the gradient: AccumulateGrad counts its references)
+        for grad_value in grads:
+            if grad_value is not None:
+                reached = True
+                break
+        grad_value = None
+        if reached:  # some gradient reached the node: it runs
             if raw and node._takes_arrays and not node._is_accumulate:
-                next_grads = _wrapped(node._backward_arrays(_unwrapped(grads)))
+                next_arrays = node._backward_arrays(arrays if arrays is not None
+                                                    else _unwrapped(grads))
+                next_grads = _wrapped(next_arrays)
             elif _runs_user_code(node):
                 next_grads = _as_user(node._backward, grads)
             else:
@@ -718,6 +733,7 @@ def _run_node(node: Node, grads: list, listener, anomaly_on: bool, raw: bool):
             next_grads = () if node._is_accumulate else (None,) * len(node._next_nodes)
         if node._post_hooks:
             next_grads = _call_post_hooks(node, next_grads, grads, listener)
+            next_arrays = None
         if listener is not None:
             listener.on_node_end(node, tuple(next_grads), time.perf_counter_ns() - started)
             if node._is_accumulate and grads[0] is not None:
@@ -734,6 +750,8 @@ def _run_node(node: Node, grads: list, listener, anomaly_on: bool, raw: bool):
     finally:
         if anomaly_on:
             running.node = previous_node
+    if next_arrays is not None:
+        return next_arrays
     return _unwrapped(next_grads) if raw else next_grads
 
 

@@ -25,7 +25,7 @@ import traceback as traceback_module
 
 from .. import __version__, bridge
 from ..autograd import events, module_scope
-from ..autograd.site import _is_internal, user_site
+from ..autograd.site import _is_internal, event_frame, user_site, want_event_frames
 from ..tensor import Tensor
 from .flows import FlowEvents, remember_torch_tensors
 from .graph import GraphBuilder, name_unnamed, shown_name, variable_key
@@ -149,6 +149,7 @@ class Recorder(FlowEvents, events.Listener):
             self.builder.trace = self.trace  # (let go by stop: see _compact)
             self._thread = threading.get_ident()
             self._subscription = events.subscribe(self)
+            want_event_frames(True)
             # A program on real torch is observed too: now, or when it imports torch.
             self._torch = bridge.attach()
 
@@ -166,6 +167,7 @@ class Recorder(FlowEvents, events.Listener):
         if self._subscription is not None:
             self._subscription.remove()
             self._subscription = None
+            want_event_frames(False)
         if "engine" not in self.trace.metadata and (self.trace.nodes or self.trace.passes):
             self.trace.metadata["engine"] = "tracegrad"
         if exc is not None and self.trace.exception is None:
@@ -316,6 +318,11 @@ class Recorder(FlowEvents, events.Listener):
     def on_op(self, node, args, outputs) -> None:
         if _get_ident() != self._thread:
             return  # another thread's event: see the module docstring
+        # The user's frame the engine found for the op's site (site.event_site), taken
+        # first, whatever happens next: a later event must not find it.
+        frame = event_frame.frame
+        if frame is not None:
+            event_frame.frame = None
         builder = self.builder
         ledger = self.ledger
         # Checked before recording, so the previous op's in-place rewrite is complete; the
@@ -378,7 +385,7 @@ class Recorder(FlowEvents, events.Listener):
                 self._note_finding(len(self.trace.violations) != found)
         if node._saved:
             self.violations.watch_saved(node, record.id)
-        self._note_names(inputs, record.inputs)
+        self._note_names(inputs, record.inputs, frame)
 
     def _room_for_op(self, args) -> bool:
         """Whether this op is recorded: there is room in the structure budget, and (after
@@ -425,7 +432,7 @@ class Recorder(FlowEvents, events.Listener):
             pass_index=self._pass.index if self._pass is not None else None)) is not None
 
     # -- names -------------------------------------------------------------------------
-    def _note_names(self, tensors, tensor_ids) -> None:
+    def _note_names(self, tensors, tensor_ids, frame=None) -> None:
         """Queue unnamed tensors for a search of the user's variables.
 
         The search runs once per batch -- when backward starts, and at the end -- instead of
@@ -433,7 +440,8 @@ class Recorder(FlowEvents, events.Listener):
         backward starts, and scanning a frame costs more than recording an op. Tensors are
         queued per user frame (a custom Function's forward is a frame of its own, and ops
         alternate between it and the loop); at most _MAX_PENDING_FRAMES frames wait, so a
-        long forward-only program does not keep every finished frame alive.
+        long forward-only program does not keep every finished frame alive. ``frame``:
+        the user's frame when the caller knows it (the engine found it for the op's site).
         """
         looked_up = self._looked_up
         new = None
@@ -454,8 +462,9 @@ class Recorder(FlowEvents, events.Listener):
                 # the builder's entry: a weak reference that knows the record's id
                 new.append(self.builder._tensor_ids[id(tensor)])
         if new:
-            # From the caller's caller: this frame and the event's are tracegrad's own.
-            frame = user_frame(3)
+            if frame is None:
+                # From the caller's caller: this frame and the event's are tracegrad's own.
+                frame = user_frame(3)
             pending = self._unnamed.get(frame)
             if pending is None:
                 if len(self._unnamed) >= _MAX_PENDING_FRAMES:
@@ -507,6 +516,7 @@ class Recorder(FlowEvents, events.Listener):
         the version in the tensor's history (autograd.views.InplaceInfo has it all)."""
         if _get_ident() != self._thread:
             return  # another thread's event: see the module docstring
+        event_frame.frame = None  # (left by the site of the node, if any: see on_op)
         builder = self.builder
         tensor = info.tensor
         if self._pending:
