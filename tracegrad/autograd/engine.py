@@ -693,6 +693,9 @@ def _add_to_buffer(buffers: dict, node: Node, output_nr: int, grad_value) -> Non
 def _run_node(node: Node, grads: list, listener, anomaly_on: bool, raw: bool):
     """One node with everything around it: hooks, the listener, anomaly mode. Hooks and
     the listener see Tensors; in a raw pass the node itself still runs on arrays."""
+    if raw and not anomaly_on and not node._hooked and node._takes_arrays \
+            and not node._is_accumulate:
+        return _run_told(node, grads, listener)
     if anomaly_on:
         previous_node, running.node = running.node, node  # its nodes' "parent_"
     try:
@@ -753,6 +756,33 @@ def _run_node(node: Node, grads: list, listener, anomaly_on: bool, raw: bool):
     if next_arrays is not None:
         return next_arrays
     return _unwrapped(next_grads) if raw else next_grads
+
+
+def _run_told(node: Node, grads: list, listener):
+    """A built-in op's node in a raw pass with a listener and nothing else around it (no
+    hooks, no anomaly mode): the listener is told in arrays (``on_node_start_arrays``,
+    ``on_node_end_arrays``), so no Tensor is made for it per gradient, and the node's
+    results go on as they were made (bench/bench_trace.py (b))."""
+    try:
+        listener.on_node_start_arrays(node, tuple(grads))  # (a copy: the formula fills
+        started = time.perf_counter_ns()  # a multi-output node's missing gradients)
+        reached = False
+        for grad_value in grads:
+            if grad_value is not None:
+                reached = True
+                break
+        grad_value = None
+        next_grads = node._backward_arrays(grads) if reached else \
+            (None,) * len(node._next_nodes)
+        listener.on_node_end_arrays(node, tuple(next_grads),
+                                    time.perf_counter_ns() - started)
+    except Exception as error:
+        listener.on_error(error, node)
+        if state.anomaly:
+            anomaly.warn_forward_traceback(node)
+        _annotate(error, node)
+        raise
+    return next_grads
 
 
 def _annotate(error: Exception, node: Node) -> None:

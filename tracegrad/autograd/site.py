@@ -112,23 +112,22 @@ def _site_of(frame) -> Site:
 
 
 class _EventFrame(threading.local):
-    """The user's frame that the last ``event_site`` found in this thread, waiting for the
-    listener of the event (see ``event_site``)."""
+    """Per thread: the user's frame that the last ``event_site`` found, waiting for the
+    recorder told of the event (see ``event_site``), and how many recorders recording in
+    this thread want it (other threads keep no frame)."""
 
     frame = None
+    wanted = 0
 
 
 event_frame = _EventFrame()
-# How many recorders want the user's frame of each recorded op (Recorder.start/stop).
-_frame_wanted = 0
 
 
 def want_event_frames(wanted: bool) -> None:
-    """A recorder starts (True) or stops (False) taking the frames ``event_site`` finds."""
-    global _frame_wanted
-    _frame_wanted = max(0, _frame_wanted + (1 if wanted else -1))
-    if not wanted:
-        event_frame.frame = None
+    """A recorder starts (True) or stops (False) taking the frames ``event_site`` finds
+    in the calling thread (the one it records)."""
+    event_frame.wanted = max(0, event_frame.wanted + (1 if wanted else -1))
+    event_frame.frame = None
 
 
 def event_site(depth: int = 1):
@@ -138,8 +137,9 @@ def event_site(depth: int = 1):
     walk up the stack then serves both (each walk makes a frame object per frame it
     passes: bench/bench_trace.py (b))."""
     frame = first_user_frame(sys._getframe(depth))
-    if _frame_wanted:
-        event_frame.frame = frame
+    local = event_frame
+    if local.wanted:
+        local.frame = frame
     if frame is None:
         return None
     return _site_of(frame)

@@ -25,10 +25,11 @@ import traceback as traceback_module
 
 from .. import __version__, bridge
 from ..autograd import events, module_scope
+from ..autograd.events import _as_tensors
 from ..autograd.site import _is_internal, event_frame, user_site, want_event_frames
 from ..tensor import Tensor
 from .flows import FlowEvents, remember_torch_tensors
-from .graph import GraphBuilder, name_unnamed, shown_name, variable_key
+from .graph import GraphBuilder, name_unnamed, saved_values, shown_name, variable_key
 from .keep import (
     CHECK_EVERY,
     DEFAULT_STRUCTURE_BUDGET_BYTES,
@@ -125,6 +126,7 @@ class Recorder(FlowEvents, events.Listener):
         self._step: Step | None = None
         self._step_node = None
         self._step_grads_in: tuple = ()  # the live gradients of the running step
+        self._step_tensors = True  # whether they are Tensors (else arrays: see _start_step)
         self._pending_hooks: dict[int, list[HookRecord]] = {}
         self._pass_gradients: dict[int, tuple] = {}  # id(array) -> (array, Value), one pass
         self._looked_up: set[int] = set()  # tensor ids whose variable name was searched
@@ -188,7 +190,7 @@ class Recorder(FlowEvents, events.Listener):
         tensors whose names were searched): a finished trace keeps its records and little
         else (bench/bench_trace.py (c) measures it)."""
         self.builder.compact()
-        live = {tensor_id for tensor_id, _ in self.builder._tensor_ids.values()}
+        live = {entry.id for entry in self.builder._tensor_ids.values()}
         self._looked_up = {tensor_id for tensor_id in self._looked_up if tensor_id in live}
         # The trace keeps the builder (trace._builder: why_no_grad finds live tensors by
         # it); the builder letting go of the trace leaves no reference cycle, so a trace
@@ -383,7 +385,7 @@ class Recorder(FlowEvents, events.Listener):
                     self.violations.nonfinite_forward(record, tensor, tensor_record, inputs,
                                                       from_nonfinite=True)
                 self._note_finding(len(self.trace.violations) != found)
-        if node._saved:
+        if record.saved or saved_values(node):  # (the record's list: the usual answer)
             self.violations.watch_saved(node, record.id)
         self._note_names(inputs, record.inputs, frame)
 
@@ -645,6 +647,14 @@ class Recorder(FlowEvents, events.Listener):
         return labels[0] if len(labels) == 1 else "(" + ", ".join(labels) + ")"
 
     def on_node_start(self, node, grads_in) -> None:
+        self._start_step(node, grads_in, True)
+
+    def on_node_start_arrays(self, node, grads_in) -> None:
+        # (tracegrad's own passes on arrays: no Tensor per gradient, bench_trace.py (b))
+        self._start_step(node, grads_in, False)
+
+    def _start_step(self, node, grads_in, tensors: bool) -> None:
+        """A step starts: ``grads_in`` are Tensors (``tensors``) or arrays (or None)."""
         if _get_ident() != self._thread:
             return  # another thread's event: see the module docstring
         current = self._pass
@@ -661,6 +671,7 @@ class Recorder(FlowEvents, events.Listener):
                 self._summarize_running_pass()
         self._step_node = node
         self._step_grads_in = grads_in
+        self._step_tensors = tensors
         if current.summarized:
             counts = current.op_counts
             name = shown_name(node)
@@ -673,7 +684,11 @@ class Recorder(FlowEvents, events.Listener):
             else self.builder.node_id(node)
         if self.values:
             gradient = self._gradient
-            grads = [gradient(grad) if grad is not None else None for grad in grads_in]
+            if tensors:
+                grads = [gradient(grad._array) if grad is not None else None
+                         for grad in grads_in]
+            else:
+                grads = [gradient(grad) if grad is not None else None for grad in grads_in]
         else:
             grads = nones(len(grads_in))  # structure only: one shared list per length
         hooks = self._pending_hooks.pop(id(node), None) if self._pending_hooks else None
@@ -700,11 +715,10 @@ class Recorder(FlowEvents, events.Listener):
         summarize_pass(self.trace, current)
         self._pending_hooks.clear()
 
-    def _gradient(self, grad) -> Value | None:
-        """A gradient's Value (``grad`` is not None, values are captured); the same array
+    def _gradient(self, data) -> Value | None:
+        """A gradient's Value (``data``: its array; values are captured); the same array
         going out of one step and into the next is captured once (the pass holds the
         arrays, so their ids are not reused meanwhile)."""
-        data = grad._array
         seen = self._pass_gradients.get(id(data))
         if seen is not None and seen[0] is data:
             return seen[1]
@@ -727,20 +741,31 @@ class Recorder(FlowEvents, events.Listener):
             self._pending_hooks.setdefault(id(node), []).append(hook_record)
 
     def on_node_end(self, node, grads_out, duration_ns: int) -> None:
+        self._end_step(node, grads_out, duration_ns, True)
+
+    def on_node_end_arrays(self, node, grads_out, duration_ns: int) -> None:
+        self._end_step(node, grads_out, duration_ns, False)
+
+    def _end_step(self, node, grads_out, duration_ns: int, tensors: bool) -> None:
+        """A step ended: ``grads_out`` are Tensors (``tensors``) or arrays (or None)."""
         if _get_ident() != self._thread:
             return  # another thread's event: see the module docstring
         if self._step_node is not node:
             return
         step = self._step
         if step is None:  # a summarized pass: only look for where NaN/Inf appear
-            self._check_counted_step(node, grads_out)
+            self._check_counted_step(node, grads_out if tensors else _as_tensors(grads_out))
             self._step_node, self._step_grads_in = None, ()
             return
         values = self.values
         if values:
             gradient = self._gradient
-            captured = step.grads_out = [gradient(grad) if grad is not None else None
-                                         for grad in grads_out]
+            if tensors:
+                captured = [gradient(grad._array) if grad is not None else None
+                            for grad in grads_out]
+            else:
+                captured = [gradient(grad) if grad is not None else None for grad in grads_out]
+            step.grads_out = captured
         else:
             step.grads_out = nones(len(grads_out))
         step.duration_ns = int(duration_ns)
@@ -748,7 +773,7 @@ class Recorder(FlowEvents, events.Listener):
         for edge_index, grad in enumerate(grads_out):
             if grad is None:
                 continue
-            data = grad._array
+            data = grad._array if tensors else grad
             if data is checked:
                 continue  # the same array on two edges (AddBackward0): checked once
             checked = data
@@ -757,6 +782,10 @@ class Recorder(FlowEvents, events.Listener):
             if not finite:
                 found = len(self.trace.violations)
                 grads_in = self._step_grads_in
+                if not self._step_tensors:  # (the rare path reads Tensors: wrapped now)
+                    grads_in = _as_tensors(grads_in)
+                if not tensors:
+                    grad = _as_tensors((grad,))[0]
                 if all(grad_in is None or is_finite(grad_in._array) for grad_in in grads_in):
                     self.violations.nonfinite_backward(self._pass, step, node, edge_index,
                                                        grad, grads_in)
@@ -770,8 +799,10 @@ class Recorder(FlowEvents, events.Listener):
     def _check_counted_step(self, node, grads_out) -> None:
         for grad in grads_out:
             if grad is not None and not is_finite(grad._array):
+                grads_in = self._step_grads_in if self._step_tensors \
+                    else _as_tensors(self._step_grads_in)
                 new = all(grad_in is None or is_finite(grad_in._array)
-                          for grad_in in self._step_grads_in) and \
+                          for grad_in in grads_in) and \
                     self._unrecorded_nonfinite(shown_name(node), node._site, grad._array,
                                                "backward")
                 self._note_finding(bool(new))
