@@ -732,21 +732,39 @@ def _add_to_buffer(buffers: dict, node: Node, output_nr: int, grad_value) -> Non
 def _run_node(node: Node, grads: list, listener, anomaly_on: bool, raw: bool):
     """One node with everything around it: hooks, the listener, anomaly mode. Hooks and
     the listener see Tensors; in a raw pass the node itself still runs on arrays."""
+    if raw and not anomaly_on and not node._hooked and node._takes_arrays \
+            and not node._is_accumulate:
+        return _run_told(node, grads, listener)
     if anomaly_on:
         previous_node, running.node = running.node, node  # its nodes' "parent_"
     try:
+        # In a raw pass the arrays go on to the formula as they came, unless a hook replaced
+        # the gradients, and its results go back as they were made, unless a post hook
+        # replaced them: no unwrapping of what was just wrapped (bench_trace.py (b)).
+        arrays = grads if raw else None
         if raw:
             grads = _wrapped(grads)
         if node._tensor_hooks or node._retained:
             grads = _call_tensor_pre_hooks(node, grads, listener)
+            arrays = None
         if node._pre_hooks:
             grads = _call_pre_hooks(node, grads, listener)
+            arrays = None
         if listener is not None:
             listener.on_node_start(node, tuple(grads))
             started = time.perf_counter_ns()
-        if any(grad_value is not None for grad_value in grads):
+        next_arrays = None
+        reached = False  # (a flag, not the gradient: AccumulateGrad counts its references)
+        for grad_value in grads:
+            if grad_value is not None:
+                reached = True
+                break
+        grad_value = None
+        if reached:  # some gradient reached the node: it runs
             if raw and node._takes_arrays and not node._is_accumulate:
-                next_grads = _wrapped(node._backward_arrays(_unwrapped(grads)))
+                next_arrays = node._backward_arrays(arrays if arrays is not None
+                                                    else _unwrapped(grads))
+                next_grads = _wrapped(next_arrays)
             elif _runs_user_code(node):
                 next_grads = _as_user(node._backward, grads)
             else:
@@ -757,6 +775,7 @@ def _run_node(node: Node, grads: list, listener, anomaly_on: bool, raw: bool):
             next_grads = () if node._is_accumulate else (None,) * len(node._next_nodes)
         if node._post_hooks:
             next_grads = _call_post_hooks(node, next_grads, grads, listener)
+            next_arrays = None
         if listener is not None:
             listener.on_node_end(node, tuple(next_grads), time.perf_counter_ns() - started)
             if node._is_accumulate and grads[0] is not None:
@@ -773,7 +792,36 @@ def _run_node(node: Node, grads: list, listener, anomaly_on: bool, raw: bool):
     finally:
         if anomaly_on:
             running.node = previous_node
+    if next_arrays is not None:
+        return next_arrays
     return _unwrapped(next_grads) if raw else next_grads
+
+
+def _run_told(node: Node, grads: list, listener):
+    """A built-in op's node in a raw pass with a listener and nothing else around it (no
+    hooks, no anomaly mode): the listener is told in arrays (``on_node_start_arrays``,
+    ``on_node_end_arrays``), so no Tensor is made for it per gradient, and the node's
+    results go on as they were made (bench/bench_trace.py (b))."""
+    try:
+        listener.on_node_start_arrays(node, tuple(grads))  # (a copy: the formula fills
+        started = time.perf_counter_ns()  # a multi-output node's missing gradients)
+        reached = False
+        for grad_value in grads:
+            if grad_value is not None:
+                reached = True
+                break
+        grad_value = None
+        next_grads = node._backward_arrays(grads) if reached else \
+            (None,) * len(node._next_nodes)
+        listener.on_node_end_arrays(node, tuple(next_grads),
+                                    time.perf_counter_ns() - started)
+    except Exception as error:
+        listener.on_error(error, node)
+        if state.anomaly:
+            anomaly.warn_forward_traceback(node)
+        _annotate(error, node)
+        raise
+    return next_grads
 
 
 def _annotate(error: Exception, node: Node) -> None:

@@ -27,13 +27,13 @@ from . import events, views
 from . import node as _node_module
 from .grad_mode import anomaly_flags, inference_flags, state
 from .inference import INFERENCE_COUNTER
-from .module_scope import current_scope  # (_note_site: every op while a tracer listens)
+from .module_scope import _scopes  # (_note_site: every op while a tracer listens)
 from .node import _NOT_SAVED, _ONE_EDGE, Node, SavedPair, SavedTensor, _sequence
 from .node import ZERO_NRS as _ZERO_NRS
 from .node import edge_numbers as _edge_numbers
 from .node import saved_input as _saved_input
 from .node import saved_inputs as _saved_inputs
-from .site import user_site
+from .site import event_site
 
 # tracegrad.tensor.Tensor. tensor.py imports this module before it defines Tensor, so it
 # binds the class here once it exists (bind_tensor_class); a function-level import instead
@@ -779,9 +779,12 @@ def _save(node: Node, to_save: tuple, outputs) -> tuple:
 
 
 def _note_site(node: Node, depth: int = 3) -> None:
-    node._site = user_site(depth)
-    node._module = current_scope()
-    if state.anomaly:  # the forward traceback PyTorch's anomaly mode shows (graph-api)
+    # (event_site: the recorder takes the frame it found, to name tensors; the scope stack
+    # and anomaly_flags read inline: every op while a tracer listens, bench_trace.py (b))
+    node._site = event_site(depth)
+    stack = _scopes.stack
+    node._module = stack[-1] if stack else None
+    if anomaly_flags.enabled:  # the forward traceback PyTorch's anomaly mode shows
         from .anomaly import note_forward
 
         note_forward(node)
