@@ -26,6 +26,7 @@ from ..errors import AutogradError
 from . import events, views
 from . import node as _node_module
 from .grad_mode import anomaly_flags, inference_flags, state
+from . import inference
 from .inference import INFERENCE_COUNTER
 from .module_scope import current_scope  # (_note_site: every op while a tracer listens)
 from .node import _NOT_SAVED, _ONE_EDGE, Node, SavedPair, SavedTensor, _sequence
@@ -819,6 +820,9 @@ class Op(Function):
         array_backward backward is written against ``tracegrad.ops._math`` (see
                        ``tracegrad/ops/__init__.py``): it runs on backend arrays when no
                        graph is built of the backward pass, on Tensors when one is
+        inference_overload  what torch records instead when every tensor argument is an
+                       inference tensor: the op it calls with the number wrapped (or the
+                       name of the out= op that refuses): autograd/inference.py
     """
 
     _node_kind = "op"
@@ -826,6 +830,7 @@ class Op(Function):
     saves_output = False
     is_view = False
     array_backward = False
+    inference_overload = None
     _saves_pair = False  # (set per op class: see __init_subclass__)
 
     def __init_subclass__(cls, **kwargs) -> None:
@@ -848,22 +853,36 @@ class Op(Function):
             for arg in args:
                 if isinstance(arg, Tensor) and arg._requires_grad:
                     if arg._counter is INFERENCE_COUNTER and _only_inference(cls, args):
+                        if cls.inference_overload is not None:  # (inference.py)
+                            return _record_overload(cls, args, attrs)
                         break  # (PyTorch: no autograd kernel for inference tensors alone)
                     return _record(cls, args, attrs)
         return _untracked(cls, args, attrs)
+
+
+def _record_overload(cls, args: tuple, attrs):
+    """A Scalar overload that torch computes by wrapping its number in a (normal) tensor
+    and calling another op, whose autograd kernel then runs even though every tensor
+    argument is an inference tensor: record that op, or raise what torch raises
+    (``cls.inference_overload``; autograd/inference.py says which and why)."""
+    overload = cls.inference_overload
+    if overload.__class__ is str:  # the op fills a normal tensor through out=: refused
+        raise AutogradError(inference.out_message(overload))
+    return _record(overload, args, attrs)
 
 
 def _only_inference(cls, args: tuple) -> bool:
     """Whether every tensor among ``args`` is an inference tensor: PyTorch then records no
     graph even if one requires grad (inference tensors have no autograd dispatch key, so
     only an op with a normal tensor among its inputs reaches autograd's kernel). A Python
-    number given to add/sub/mul/div counts as a normal tensor: torch wraps it in one (their
-    ``.Tensor`` overloads), so ``c.div(2)`` is recorded where ``c.pow(2)`` is not."""
+    number given to add/sub/mul/div/floor_divide counts as a normal tensor: torch wraps it
+    in one (their ``.Tensor`` overloads), so ``c.div(2)`` is recorded where ``c.pow(2)`` is
+    not (nor ``2 - c``: rsub has a Scalar overload, see ``inference_overload``)."""
     for arg in args:
         if isinstance(arg, Tensor):
             if arg._counter is not INFERENCE_COUNTER:
                 return False
-        elif isinstance(arg, (int, float)) and issubclass(cls, _wrapped_number_ops()):
+        elif isinstance(arg, (int, float)) and cls in _wrapped_number_ops():
             return False
     return True
 
@@ -871,7 +890,9 @@ def _only_inference(cls, args: tuple) -> bool:
 def _wrapped_number_ops() -> tuple:
     from ..ops import arith  # (the ops import this module)
 
-    return arith.Add, arith.Sub, arith.Mul, arith.Div
+    from ..ops import binary
+
+    return arith.Add, arith.Sub, arith.Mul, arith.Div, binary.FloorDivide, binary.DivRounding
 
 
 def connect(node: Node, args: tuple) -> bool:

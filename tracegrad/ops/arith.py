@@ -105,13 +105,41 @@ class Sub(Op):
 
 
 class RSub(Sub):
-    """``scalar - tensor``: one edge, the tensor's (rsub.Scalar in torch)."""
+    """``number - alpha * tensor``: one edge, the tensor's (rsub.Scalar in torch; alpha is
+    part of the node). Of an inference tensor alone, torch computes it as
+    ``sub(wrapped number, tensor, alpha)``: SubBackward0 (autograd/inference.py)."""
 
     node_name = "RsubBackward1"
+    inference_overload = Sub
 
     @staticmethod
-    def forward(ctx, a, b):
-        return _subtract(ctx, a, b)
+    def forward(ctx, a, b, alpha=1):
+        if alpha != 1:
+            ctx.alpha = alpha
+        return _subtract(ctx, a, b, alpha)
+
+
+class RSubTensor(Op):
+    """``rsub(input, other, alpha)`` of two tensors: ``other - alpha * input``, the edges in
+    argument order, input's first (rsub.Tensor in torch; ``t - x`` is ``t.sub(x)``)."""
+
+    node_name = "RsubBackward0"
+    array_backward = True
+    saved_names = ("alpha=alpha",)  # grad_fn._saved_alpha, as PyTorch names it
+
+    @staticmethod
+    def forward(ctx, a, b, alpha=1):
+        if alpha != 1:
+            ctx.alpha = alpha
+        return _subtract(ctx, b, a, alpha)
+
+    @staticmethod
+    def backward(ctx, grad):
+        # Each gradient as broadcast: the engine sums it to its input's shape.
+        needs = ctx.needs_input_grad
+        alpha = ctx.alpha
+        return ((-grad if alpha == 1 else grad * -alpha) if needs[0] else None,
+                grad if needs[1] else None)
 
 
 def _subtract(ctx, a, b, alpha=1):
@@ -136,6 +164,7 @@ def _subtract(ctx, a, b, alpha=1):
 
 # alpha is 1 on every node that was not given one: a class default, not a per-call write
 Add._node_class.alpha = Sub._node_class.alpha = RSub._node_class.alpha = 1
+RSubTensor._node_class.alpha = 1
 
 
 class Mul(Op):
@@ -303,9 +332,11 @@ class Pow(Op):
 
 
 class RPow(Pow):
-    """``number ** tensor`` (PowBackward2 in torch)."""
+    """``number ** tensor`` (PowBackward2 in torch). Of an inference tensor alone, torch
+    computes it through ``pow(..., out=)`` and refuses (autograd/inference.py)."""
 
     node_name = "PowBackward2"
+    inference_overload = "pow"
     saved_names = ("self#", "exponent", "result")  # self: torch's saved Scalar (the base)
 
 

@@ -102,7 +102,8 @@ class Atan2(Op):
 
 
 class FmodScalar(Op):
-    """``fmod(tensor, number)``: the remainder with the dividend's sign (C's fmod)."""
+    """``fmod(tensor, number)``: the remainder with the dividend's sign (C's fmod). Of an
+    inference tensor, torch wraps the number: FmodBackward1 (autograd/inference.py)."""
 
     node_name = "FmodBackward0"
     array_backward = True
@@ -128,22 +129,39 @@ class Fmod(Op):
     def forward(ctx, a, b):
         x, y = _pair("fmod", a, b)
         _check_integer_divisor("fmod", y, a)
-        ctx.save_for_backward(a, b)
+        _save_for_divisor_grad(ctx, a, b)
         with _quiet(a._xp):
             return a._xp.fmod(x, y)
 
     @staticmethod
     def backward(ctx, grad):
-        a, b = ctx.saved_tensors
+        # Each gradient as broadcast: the engine sums it to its input's shape.
         needs = ctx.needs_input_grad
         grad_b = None
         if needs[1]:
-            grad_b = sum_to(-grad * _math.trunc(a / b), b.shape)
-        return (sum_to(grad, a.shape) if needs[0] else None), grad_b
+            a, b = ctx.saved_tensors
+            grad_b = -grad * _math.trunc(a / b)
+        return (grad if needs[0] else None), grad_b
+
+
+def _save_for_divisor_grad(ctx, a, b) -> None:
+    """fmod's and remainder's saving, as torch's: both operands, only when the divisor's
+    gradient (the only one that reads them) is needed. A number operand (torch's wrapped
+    number, when it records these for an inference tensor: autograd/inference.py) gets
+    its ``(None, 0)`` edge."""
+    needs = ctx.needs_input_grad
+    if not needs:
+        return
+    if ctx._next1 is _ONE_EDGE or (ctx._next1 is _TUPLE_EDGES and len(ctx._next_nodes) == 1):
+        number_edge(ctx, 1 if isinstance(a, Tensor) else 0)
+        needs = ctx.needs_input_grad
+    if needs[1]:
+        ctx.save_for_backward(a, b)
 
 
 class RemainderScalar(Op):
-    """``remainder(tensor, number)``: Python's ``%`` (the divisor's sign)."""
+    """``remainder(tensor, number)``: Python's ``%`` (the divisor's sign). Of an inference
+    tensor, torch wraps the number: RemainderBackward1 (autograd/inference.py)."""
 
     node_name = "RemainderBackward0"
     array_backward = True
@@ -169,18 +187,19 @@ class Remainder(Op):
     def forward(ctx, a, b):
         x, y = _pair("remainder", a, b)
         _check_integer_divisor("remainder", y, b if isinstance(b, Tensor) else a)
-        ctx.save_for_backward(a, b)
+        _save_for_divisor_grad(ctx, a, b)
         with _quiet(a._xp if isinstance(a, Tensor) else b._xp):
             return (a if isinstance(a, Tensor) else b)._xp.remainder(x, y)
 
     @staticmethod
     def backward(ctx, grad):
-        a, b = ctx.saved_tensors
+        # Each gradient as broadcast: the engine sums it to its input's shape.
         needs = ctx.needs_input_grad
         grad_b = None
         if needs[1]:
-            grad_b = sum_to(-grad * _math.floor(a / b), b.shape)
-        return (sum_to(grad, _shape(a)) if needs[0] else None), grad_b
+            a, b = ctx.saved_tensors
+            grad_b = -grad * _math.floor(a / b)
+        return (grad if needs[0] else None), grad_b
 
 
 class _NotDifferentiable(Op):
@@ -232,7 +251,9 @@ class Heaviside(_NotDifferentiable):
 
 
 class RemainderScalarSelf(_NotDifferentiable):
-    """``number % tensor``: torch defines no derivative for a number as dividend."""
+    """``number % tensor``: torch defines no derivative for a number as dividend. Of an
+    inference tensor, torch wraps the number: RemainderBackward1, which refuses to save it
+    (autograd/inference.py)."""
 
     node_name = "torch::autograd::NotImplemented"
     _aten_name = "remainder"
@@ -481,11 +502,13 @@ class Xlogy(Op):
 
 class XlogyScalarSelf(Xlogy):
     node_name = "XlogyBackward1"
+    inference_overload = Xlogy  # (torch wraps the number: autograd/inference.py)
     saved_names = ("self#", "other")  # self: torch's saved Scalar
 
 
 class XlogyScalarOther(Xlogy):
     node_name = "XlogyBackward2"
+    inference_overload = Xlogy  # (torch wraps the number: autograd/inference.py)
     saved_names = ("self", "other#")  # other: torch's saved Scalar
 
 
@@ -634,3 +657,9 @@ def check_tensor_argument(op_name: str, name: str, position: int, value, tensor=
             f"{op_name}(): argument '{name}' (position {position}) must be Tensor, not "
             f"{type(value).__name__}{beside}. Hint: wrap it with tracegrad.tensor(...).")
 
+
+
+# torch computes these Scalar overloads by wrapping the number and calling the Tensor
+# overload: of an inference tensor alone, that one records (autograd/inference.py).
+FmodScalar.inference_overload = Fmod
+RemainderScalar.inference_overload = RemainderScalarSelf.inference_overload = Remainder
