@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from op_case import Case
 
-from tracegrad.ops import activation, recurrent, resample, unary
+from tracegrad.ops import activation, loss, recurrent, resample, unary
 
 
 def _F(lib):
@@ -72,6 +72,24 @@ NN_CASES: dict[str, list] = {
         g, x, 0.7, 1.2, 0.9), in_torch=False)],
     "SoftplusBackward": [Case(((3, 4), (3, 4)), lambda L, g, x: activation.SoftplusBackward
                               .apply(g, x * 3, 2.0, 4.0), in_torch=False)],
+    "HardswishBackward": [Case(((3, 4), (3, 4)), lambda L, g, x: activation.HardswishBackward
+                               .apply(g, x * 2), in_torch=False)],
+    "LogSigmoidBackward": [Case(((3, 4), (3, 4)), lambda L, g, x: activation
+                                .LogSigmoidBackward.apply(g, x * 2), in_torch=False)],
+    "GluBackward": [Case(((3, 2), (3, 4)), lambda L, g, x: activation.GluBackward.apply(
+        g, x, 1), in_torch=False),
+        Case(((2, 3), (4, 3)), lambda L, g, x: activation.GluBackward.apply(g, x, -2),
+             in_torch=False)],
+    "SmoothL1LossBackward": [Case(((), (3, 4), (3, 4)), lambda L, g, x, t: loss
+                                  .SmoothL1LossBackward.apply(g, x, t, "mean", 0.7),
+                                  in_torch=False),
+                             Case(((3, 4), (3, 4), (3, 4)), lambda L, g, x, t: loss
+                                  .SmoothL1LossBackward.apply(g, x, t, "none", 1.5),
+                                  in_torch=False)],
+    "HuberLossBackward": [Case(((), (3, 4), (3, 4)), lambda L, g, x, t: loss
+                               .HuberLossBackward.apply(g, x, t, "sum", 0.8), in_torch=False),
+                          Case(((3, 4), (3, 4), (3, 4)), lambda L, g, x, t: loss
+                               .HuberLossBackward.apply(g, x, t, "none", 1.2), in_torch=False)],
     "HardsigmoidBackward": [Case(((3, 4), (3, 4)), lambda L, g, x: activation
                                  .HardsigmoidBackward.apply(g, x * 4), in_torch=False,
                                  no_derivative=True)],

@@ -79,8 +79,6 @@ PROGRAMS = {
 KNOWN_NAME_DIFFERENT = {
  "layer_norm_plain": "torch: NativeLayerNormBackwardBackward0 (the formula's ops here)",
  "batch_norm": "torch: NativeBatchNormBackwardBackward0 (the formula's ops here)",
- "prod": "torch ends prod's formula with a mul, tracegrad with a div",
- "norm": "torch ends the norm's formula with a mul, tracegrad with a where",
 }
 
 
