@@ -354,6 +354,7 @@ class Lerp(Op):
 
     node_name = "LerpBackward0"
     array_backward = True
+    saved_names = ("weight=weight",)  # as PyTorch names it
 
     @staticmethod
     @silenced

@@ -138,6 +138,9 @@ class MeanAll(Mean):
     saved_names = ("self_sym_sizes=input_shape",)  # grad_fn._saved_<name>, as PyTorch names them
 
 
+show_saved(MeanAll, "self_sym_numel", lambda node: _product(node.input_shape))
+
+
 def _torch_name(tensor) -> str:
     return {"int64": "Long", "int32": "Int", "uint8": "Byte", "bool": "Bool"}.get(
         tensor.dtype.name, tensor.dtype.name)
