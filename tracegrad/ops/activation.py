@@ -262,6 +262,7 @@ class GeluBackward(Op):
 
     node_name = "GeluBackwardBackward0"
     array_backward = True
+    saved_names = ("grad_output", "self", "approximate=approximate")  # as PyTorch's
 
     @staticmethod
     def forward(ctx, grad, a, approximate="none"):

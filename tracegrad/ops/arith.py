@@ -290,8 +290,9 @@ class PowScalar(Op):
         exponent = ctx.exponent
         if exponent == 0:
             return (grad * 0, None)
-        with _quiet(_math.xp(grad)):
-            return (grad * exponent * a ** (exponent - 1), None)
+        exponent = float(exponent)  # torch's pow_backward: the exponent as a double, and
+        with _quiet(_math.xp(grad)):  # grad times the rest last (the node create_graph shows)
+            return (grad * (exponent * a ** (exponent - 1)), None)
 
 
 class Pow(Op):

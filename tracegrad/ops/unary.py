@@ -133,7 +133,7 @@ class Cos(Op):
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
-        return (-grad * _math.sin(a),)
+        return (grad * -_math.sin(a),)  # (torch's order: a recorded graph ends in a mul)
 
 
 class Tanh(Op):
