@@ -42,7 +42,6 @@ KNOWN_SAVED_DIFFERENT: dict[str, str] = {
  "CummaxBackward0": "not shown: dim, indices (tensor), self (tensor)",
  "CumminBackward0": "not shown: dim, indices (tensor), self (tensor)",
  "DivBackward2": "not shown: other (tensor), rounding_mode, self (tensor)",
- "ErfinvBackward0": "not shown: self (tensor)",
  "FmaxBackward0": "not shown: other (tensor), self (tensor)",
  "FminBackward0": "not shown: other (tensor), self (tensor)",
  "IndexAddBackward0": "not shown: alpha, dim, index (tensor), source (tensor), source_dim",
@@ -64,12 +63,8 @@ KNOWN_SAVED_DIFFERENT: dict[str, str] = {
      "not shown: S (tensor), S_sym_argsize_minus_1, U (tensor), Vh (tensor), full_matrices",
  "LogSigmoidBackward0": "not shown: _raw_saved_buffer (the buffer is made when read)",
  "LogSigmoidBackwardBackward0": "not shown: _raw_saved_buffer (the buffer is made when read)",
- "Logaddexp2Backward0": "not shown: other (tensor), self (tensor)",
- "LogaddexpBackward0": "not shown: other (tensor), self (tensor)",
- "LogitBackward0": "not shown: eps, self (tensor)",
  "MaskedScatterBackward0": "not shown: mask (tensor), source_sym_sizes",
  "MaskedSelectBackward0": "not shown: mask (tensor), self (tensor)",
- "MedianBackward0": "not shown: result (tensor), self (tensor)",
  "NativeGroupNormBackward0":
      "not shown: C, HxW, N, eps, group, input (tensor), result1 (tensor), result2 (tensor), "
      "weight (tensor)",
@@ -86,7 +81,6 @@ KNOWN_SAVED_DIFFERENT: dict[str, str] = {
  "ScatterReduceBackward0":
      "not shown: dim, include_self, index (tensor), reduce, result (tensor), self (tensor), src "
      "(tensor)",
- "SgnBackward0": "not shown: result (tensor), self (tensor)",
  "StdMeanBackward0": "not shown: dim, result0 (tensor)",
  "TakeBackward0": "not shown: index (tensor), self (tensor)",
  "UpsampleBilinear2DBackward0":

@@ -516,6 +516,7 @@ class XlogyScalarOther(Xlogy):
 class Logaddexp(Op):
     node_name = "LogaddexpBackward0"
     array_backward = True
+    saved_names = ("self", "other")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     @silenced
@@ -536,6 +537,7 @@ class Logaddexp(Op):
 class Logaddexp2(Op):
     node_name = "Logaddexp2Backward0"
     array_backward = True
+    saved_names = ("self", "other")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     @silenced

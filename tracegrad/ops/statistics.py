@@ -333,17 +333,18 @@ class MedianAll(Op):
     node_name = "MedianBackward0"
     array_backward = True
     saves_output = True
+    saved_names = ("self", "result")  # grad_fn._saved_<name>, as PyTorch names them
     _ignore_nan = False
 
     @staticmethod
     def forward(ctx, a):
         x = a._array
+        ctx.save_for_backward(a)
         if x.size == 0:
             return a._xp.asarray(np.nan, dtype=x.dtype) if x.dtype.kind == "f" else \
                 a._xp.zeros((), x.dtype)
         flat = x.reshape(-1)
         index = _lower_median_index(a._xp, flat, 0, ctx._function._ignore_nan)
-        ctx.save_for_backward(a)
         return flat[index.reshape(())].copy()
 
     @staticmethod
