@@ -11,11 +11,21 @@ from __future__ import annotations
 import numpy as np
 from op_case import Case
 
-from tracegrad.ops import activation, loss, recurrent, resample, unary
+from tracegrad.ops import activation, loss, normalization, recurrent, resample, unary
 
 
 def _F(lib):
     return lib.nn.functional
+
+
+def _statistics(x, eps=1e-5):
+    """The mean and inverse std of x's rows, as layer_norm's forward keeps them. (Made from
+    x with graph: the node's gradient for x already includes their dependence on x -- its
+    edges for them get none -- and the node's own backward, differentiated again, reads
+    them as the functions of x they are.)"""
+    mean = x.mean(-1, keepdim=True)
+    variance = ((x - mean) ** 2).mean(-1, keepdim=True)
+    return mean, (variance + eps) ** -0.5
 
 
 def _batch_norm_train(L, x, w, b):
@@ -90,6 +100,14 @@ NN_CASES: dict[str, list] = {
                                .HuberLossBackward.apply(g, x, t, "sum", 0.8), in_torch=False),
                           Case(((3, 4), (3, 4), (3, 4)), lambda L, g, x, t: loss
                                .HuberLossBackward.apply(g, x, t, "none", 1.2), in_torch=False)],
+    "NativeLayerNormBackward": [Case(((3, 4), (3, 4), (4,)), lambda L, g, x, w: normalization
+                                     .NativeLayerNormBackward.apply(g, x, *_statistics(x), w,
+                                                                    w * 0, (4,)),
+                                     in_torch=False),
+                                Case(((3, 4), (3, 4)), lambda L, g, x: normalization
+                                     .NativeLayerNormBackward.apply(g, x, *_statistics(x),
+                                                                    None, None, (4,)),
+                                     in_torch=False)],
     "HardsigmoidBackward": [Case(((3, 4), (3, 4)), lambda L, g, x: activation
                                  .HardsigmoidBackward.apply(g, x * 4), in_torch=False,
                                  no_derivative=True)],

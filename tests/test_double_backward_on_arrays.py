@@ -11,7 +11,7 @@ import pytest
 
 import tracegrad as tg
 from tracegrad.nn import _ops as nn_ops
-from tracegrad.ops import activation, loss, unary
+from tracegrad.ops import activation, loss, normalization, unary
 
 pytestmark = pytest.mark.torch
 torch = pytest.importorskip("torch")
@@ -55,6 +55,13 @@ PROGRAMS = {
         "huber": lambda L, x: _F(L).huber_loss(x, L.tensor(W), delta=0.8),
         "huber_sum": lambda L, x: _F(L).huber_loss(x.sin() * 3, x.cos(), reduction="sum"),
         "huber_none": lambda L, x: _F(L).huber_loss(x, L.tensor(W) * 2, reduction="none")},
+    normalization.NativeLayerNormBackward: {
+        "layer_norm": lambda L, x: _F(L).layer_norm(x, (4,)),
+        "layer_norm_affine": lambda L, x: _F(L).layer_norm(
+            x, (4,), L.tensor(W[0]), L.tensor(W[1])) * L.tensor(W),
+        "layer_norm_x_weight": lambda L, x: _F(L).layer_norm(x, (4,), x[0] * 1, x[1] * 1),
+        "layer_norm_2d": lambda L, x: _F(L).layer_norm(x.reshape(1, 3, 4), (3, 4),
+                                                       x * 2 + 1, eps=0.1).sin()},
     nn_ops.MseLossBackward: {
         "mse": lambda L, x: _F(L).mse_loss(x, (x * 2).sin()),
         "mse_sum": lambda L, x: _F(L).mse_loss(x.sin(), x.cos(), reduction="sum"),
@@ -153,6 +160,6 @@ def test_every_double_backward_node_is_covered():
                      "ThresholdBackward", "HardtanhBackward", "LeakyReluBackward",
                      "MseLossBackward", "NllLossBackward", "NllLoss2DBackward",
                      "HardswishBackward", "LogSigmoidBackward", "GluBackward",
-                     "SmoothL1LossBackward", "HuberLossBackward"}
+                     "SmoothL1LossBackward", "HuberLossBackward", "NativeLayerNormBackward"}
     for op in PROGRAMS:
         assert op._node_class._takes_arrays, op.__name__

@@ -169,6 +169,8 @@ class NativeLayerNorm(Op):
     def backward(ctx, grad):
         input, weight = ctx.saved_tensors[:2]
         needs = ctx.needs_input_grad
+        if grad.__class__ is Tensor:  # torch's NativeLayerNormBackwardBackward0
+            return _layer_norm_backward_node(ctx, grad)
         g = grad if weight is None else grad * weight
         grad_input, x_hat = _input_grad(input, g, ctx.axes, ctx.mean, ctx.rstd, ctx.eps, True)
         leading = tuple(range(input.ndim - len(ctx.axes)))
@@ -178,6 +180,150 @@ class NativeLayerNorm(Op):
         if ctx.has_bias and needs[3]:
             grad_bias = _math.sum_dims(grad, leading) if leading else grad
         return grad_input if needs[0] else None, None, grad_weight, grad_bias, None
+
+
+def _layer_norm_backward_node(ctx, grad) -> tuple:
+    """layer_norm's gradients under create_graph: one NativeLayerNormBackwardBackward0 node
+    (torch's), whose outputs are the input's, the weight's and the bias's gradients."""
+    input, weight, bias, mean, rstd = ctx.saved_tensors
+    needs = ctx.needs_input_grad
+    outputs = NativeLayerNormBackward.apply(grad, input, mean, rstd, weight,
+                                            bias if ctx.has_bias else None,
+                                            ctx._normalized_shape)
+    grad_weight = outputs[1] if weight is not None and needs[2] else None
+    grad_bias = outputs[2] if ctx.has_bias and needs[3] else None
+    return outputs[0] if needs[0] else None, None, grad_weight, grad_bias, None
+
+
+class NativeLayerNormBackward(Op):
+    """layer_norm's backward as a node (create_graph), as torch records it: the input's
+    gradient, and with a weight the weight's and the bias's, from one node whose edges are
+    torch's (grad_out, input, mean, rstd, weight, bias). Its own backward is the derivative
+    of those three formulas (``_RowNorm``), the statistics' dependence on the input
+    included, as torch's ``layer_norm_double_backward``."""
+
+    node_name = "NativeLayerNormBackwardBackward0"
+    array_backward = True
+    saved_names = ("grad_out", "input", "mean", "rstd", "weight",
+                   "normalized_shape=normalized_shape")  # as PyTorch names them
+
+    @staticmethod
+    def forward(ctx, grad, input, mean, rstd, weight, bias, normalized_shape):
+        select_edges(ctx, (0, 1, 2, 3, 4, 5))
+        ctx.save_for_backward(grad, input, mean, rstd, weight)
+        ctx.normalized_shape = tuple(normalized_shape)
+        rows = _RowNorm.of_layer_norm(grad._array, input._array, mean._array, rstd._array,
+                                      None if weight is None else weight._array,
+                                      ctx.normalized_shape)
+        grad_input = rows.project(rows.g).reshape(input._array.shape)
+        if weight is None:
+            return (grad_input,)
+        shape = weight._array.shape
+        return (grad_input, rows.parameter_sum(rows.grad * rows.x_hat).reshape(shape),
+                rows.parameter_sum(rows.grad).reshape(shape))
+
+    @staticmethod
+    def backward(ctx, *grads):
+        grad, input, mean, rstd, weight = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        rows = _RowNorm.of_layer_norm(grad, input, mean, rstd, weight, ctx.normalized_shape)
+        upstream = [rows.rows(item) if index == 0 else
+                    (None if item is None else item.reshape((1, rows.count)))
+                    for index, item in enumerate(grads)]
+        grad_of_grad, grad_of_input, grad_of_weight = rows.double_backward(
+            *upstream, *(None,) * (3 - len(upstream)), needs=(needs[0], needs[1], needs[4]))
+        if grad_of_grad is not None:
+            grad_of_grad = grad_of_grad.reshape(tuple(input.shape))
+        if grad_of_input is not None:
+            grad_of_input = grad_of_input.reshape(tuple(input.shape))
+        if grad_of_weight is not None:
+            grad_of_weight = grad_of_weight.reshape(tuple(weight.shape))
+        return grad_of_grad, grad_of_input, None, None, grad_of_weight, None, None
+
+
+class _RowNorm:
+    """A normalization seen as rows normalized on their own (layer_norm's rows: every
+    leading index; batch_norm's: every channel), for its backward and double backward on
+    arrays or Tensors alike. With ``x_hat = (x - mean) * rstd`` per row and ``g = grad *
+    weight``, the input's gradient is ``project(g)``,
+
+        project(v) = rstd * (v - mean(v) - x_hat * mean(v * x_hat))
+
+    (rstd fixed when the statistics are, eval-mode batch_norm: ``rstd * v``), the weight's
+    ``sum(grad * x_hat)`` and the bias's ``sum(grad)`` over what a parameter is shared by.
+    ``double_backward`` differentiates the three, x's statistics included."""
+
+    def __init__(self, grad, x, mean, rstd, weight, parameter_axis: int, fixed: bool):
+        self.grad, self.x, self.rstd = grad, x, rstd
+        self.count = x.shape[1]  # N: the elements of a row
+        self.centered = x - mean
+        self.x_hat = self.centered * rstd
+        self.weight = weight
+        self.g = grad if weight is None else grad * weight
+        self.parameter_axis, self.fixed = parameter_axis, fixed
+
+    @classmethod
+    def of_layer_norm(cls, grad, x, mean, rstd, weight, normalized_shape):
+        count = 1
+        for size in normalized_shape:
+            count *= size
+        shape = (-1, count)
+        return cls(grad.reshape(shape), x.reshape(shape), mean.reshape((-1, 1)),
+                   rstd.reshape((-1, 1)), None if weight is None else weight.reshape((1, count)),
+                   0, False)
+
+    def rows(self, value):
+        return value.reshape((-1, self.count))
+
+    def row_mean(self, value):
+        return _math.sum_keepdim(value, 1) / self.count
+
+    def parameter_sum(self, value):
+        return _math.sum_dims(value, (self.parameter_axis,))
+
+    def project(self, v):
+        if self.fixed:
+            return self.rstd * v
+        return self.rstd * (v - self.row_mean(v) - self.x_hat * self.row_mean(v * self.x_hat))
+
+    def double_backward(self, grad_grad_input, grad_grad_weight, grad_grad_bias, needs):
+        """The gradients of ``<gg_input, project(g)> + <gg_weight, sum(grad * x_hat)> +
+        <gg_bias, sum(grad)>`` for grad, x and weight (None where not needed)."""
+        a, affine = grad_grad_input, self.weight is not None
+        c, rstd, count = self.centered, self.rstd, self.count
+        projected = self.project(a)
+        grad_of_grad = grad_of_input = grad_of_weight = None
+        if needs[0]:
+            grad_of_grad = projected * self.weight if affine else projected
+            if affine and grad_grad_weight is not None:
+                grad_of_grad = grad_of_grad + grad_grad_weight * self.x_hat
+            if affine and grad_grad_bias is not None:
+                grad_of_grad = grad_of_grad + grad_grad_bias
+        if affine and needs[2]:
+            grad_of_weight = self.parameter_sum(self.grad * projected)
+        if needs[1]:
+            rstd3 = rstd * rstd * rstd
+            terms = []
+            if not self.fixed:  # d/dx <a, project(g)>, through c and rstd
+                g = self.g
+                k = _math.sum_keepdim(a * g, 1) - _math.sum_keepdim(a, 1) * self.row_mean(g)
+                a_c, g_c = _math.sum_keepdim(a * c, 1), _math.sum_keepdim(g * c, 1)
+                terms.append(c * (rstd3 * rstd * rstd * a_c * g_c * (3 / count ** 2) -
+                                  rstd3 * k / count) -
+                             rstd3 / count * ((a - self.row_mean(a)) * g_c +
+                                              a_c * (g - self.row_mean(g))))
+            if affine and grad_grad_weight is not None:  # d/dx <gg_w, sum(grad * x_hat)>
+                h = grad_grad_weight * self.grad
+                if self.fixed:
+                    terms.append(h * rstd)
+                else:
+                    h_c = _math.sum_keepdim(h * c, 1)
+                    terms.append(rstd * (h - self.row_mean(h)) - c * (rstd3 * h_c / count))
+            grad_of_input = terms[0] if terms else _math.constant(
+                a, _math.xp(a).zeros_like(_math.array_of(a)))
+            for term in terms[1:]:
+                grad_of_input = grad_of_input + term
+        return grad_of_grad, grad_of_input, grad_of_weight
 
 
 class NativeGroupNorm(Op):
