@@ -18,13 +18,15 @@ def _F(lib):
     return lib.nn.functional
 
 
-def _statistics(x, eps=1e-5):
+def _statistics(x, eps=1e-5, dim=-1):
     """The mean and inverse std of x's rows, as layer_norm's forward keeps them. (Made from
     x with graph: the node's gradient for x already includes their dependence on x -- its
     edges for them get none -- and the node's own backward, differentiated again, reads
     them as the functions of x they are.)"""
-    mean = x.mean(-1, keepdim=True)
-    variance = ((x - mean) ** 2).mean(-1, keepdim=True)
+    mean = x.mean(dim, keepdim=True)
+    variance = ((x - mean) ** 2).mean(dim, keepdim=True)
+    if dim == 0:  # batch_norm's, one per channel
+        return mean.reshape(-1), ((variance + eps) ** -0.5).reshape(-1)
     return mean, (variance + eps) ** -0.5
 
 
@@ -108,6 +110,15 @@ NN_CASES: dict[str, list] = {
                                      .NativeLayerNormBackward.apply(g, x, *_statistics(x),
                                                                     None, None, (4,)),
                                      in_torch=False)],
+    "NativeBatchNormBackward": [Case(((3, 4), (3, 4), (4,)), lambda L, g, x, w: normalization
+                                     .NativeBatchNormBackward.apply(
+                                         g, x, w, None, None, *_statistics(x, dim=0), True,
+                                         1e-5), in_torch=False),
+                                Case(((3, 4), (3, 4), (4,)), lambda L, g, x, w: normalization
+                                     .NativeBatchNormBackward.apply(
+                                         g, x, w, L.full((4,), 0.5, dtype=L.float64),
+                                         L.full((4,), 2.0, dtype=L.float64), L.zeros(0),
+                                         L.zeros(0), False, 1e-5), in_torch=False)],
     "HardsigmoidBackward": [Case(((3, 4), (3, 4)), lambda L, g, x: activation
                                  .HardsigmoidBackward.apply(g, x * 4), in_torch=False,
                                  no_derivative=True)],

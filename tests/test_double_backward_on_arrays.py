@@ -62,6 +62,18 @@ PROGRAMS = {
         "layer_norm_x_weight": lambda L, x: _F(L).layer_norm(x, (4,), x[0] * 1, x[1] * 1),
         "layer_norm_2d": lambda L, x: _F(L).layer_norm(x.reshape(1, 3, 4), (3, 4),
                                                        x * 2 + 1, eps=0.1).sin()},
+    normalization.NativeBatchNormBackward: {
+        "batch_norm": lambda L, x: _F(L).batch_norm(x, None, None, training=True),
+        "batch_norm_affine": lambda L, x: _F(L).batch_norm(
+            x.reshape(3, 2, 2), None, None, L.tensor([1.5, -0.5], dtype=L.float64),
+            L.tensor([0.1, 0.2], dtype=L.float64),
+            training=True) * L.tensor(W).reshape(3, 2, 2),
+        "batch_norm_x_weight": lambda L, x: _F(L).batch_norm(
+            x, None, None, x[0] * 1, x[1] * 1, training=True, eps=0.1),
+        "batch_norm_eval": lambda L, x: _F(L).batch_norm(
+            x, L.tensor([0.1, -0.2, 0.3, 0.0], dtype=L.float64),
+            L.tensor([1.5, 0.5, 2.0, 1.0], dtype=L.float64), x[2] * 2,
+            None, training=False).sin()},
     nn_ops.MseLossBackward: {
         "mse": lambda L, x: _F(L).mse_loss(x, (x * 2).sin()),
         "mse_sum": lambda L, x: _F(L).mse_loss(x.sin(), x.cos(), reduction="sum"),
@@ -160,6 +172,7 @@ def test_every_double_backward_node_is_covered():
                      "ThresholdBackward", "HardtanhBackward", "LeakyReluBackward",
                      "MseLossBackward", "NllLossBackward", "NllLoss2DBackward",
                      "HardswishBackward", "LogSigmoidBackward", "GluBackward",
-                     "SmoothL1LossBackward", "HuberLossBackward", "NativeLayerNormBackward"}
+                     "SmoothL1LossBackward", "HuberLossBackward", "NativeLayerNormBackward",
+                     "NativeBatchNormBackward"}
     for op in PROGRAMS:
         assert op._node_class._takes_arrays, op.__name__

@@ -77,7 +77,6 @@ PROGRAMS = {
 # grad_fn names of the create_graph gradient that still differ from torch's (values and
 # requires_grad match): torch records one fused backward node, tracegrad the formula's ops.
 KNOWN_NAME_DIFFERENT = {
- "batch_norm": "torch: NativeBatchNormBackwardBackward0 (the formula's ops here)",
 }
 
 
@@ -146,6 +145,9 @@ def test_hardsigmoid_second_derivative_fails_as_in_torch():
     ("MseLossBackwardBackward0", lambda L, x: _F(L).mse_loss(x, L.ones(3, 4, dtype=L.float64))),
     ("LogSoftmaxBackwardDataBackward0", lambda L, x: L.log_softmax(x, 0)),
     ("HardswishBackwardBackward0", lambda L, x: _F(L).hardswish(x)),
+    ("NativeBatchNormBackwardBackward0", lambda L, x: _F(L).batch_norm(
+        x, L.zeros(4, dtype=L.float64), L.ones(4, dtype=L.float64),
+        L.ones(4, dtype=L.float64) * 2, training=True)),
     ("NativeLayerNormBackwardBackward0", lambda L, x: _F(L).layer_norm(
         x, (4,), L.ones(4, dtype=L.float64) * 2)),
     ("LogSigmoidBackwardBackward0", lambda L, x: _F(L).logsigmoid(x)),

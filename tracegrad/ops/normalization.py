@@ -112,6 +112,8 @@ class NativeBatchNorm(Op):
     def backward(ctx, grad):
         input, weight = ctx.saved_tensors[:2]
         needs = ctx.needs_input_grad
+        if grad.__class__ is Tensor:  # torch's NativeBatchNormBackwardBackward0
+            return _batch_norm_backward_node(ctx, grad)
         shape = _channel_shape(input.ndim)
         g = grad if weight is None else grad * weight.reshape(shape)
         grad_input, x_hat = _input_grad(input, g, ctx.axes, ctx.mean, ctx.rstd, ctx.eps,
@@ -191,8 +193,73 @@ def _layer_norm_backward_node(ctx, grad) -> tuple:
                                             bias if ctx.has_bias else None,
                                             ctx._normalized_shape)
     grad_weight = outputs[1] if weight is not None and needs[2] else None
-    grad_bias = outputs[2] if ctx.has_bias and needs[3] else None
+    grad_bias = None
+    if ctx.has_bias and needs[3]:  # (a bias without a weight: its sum, recorded apart)
+        leading = tuple(range(input.ndim - len(ctx.axes)))
+        grad_bias = outputs[2] if weight is not None else \
+            (_math.sum_dims(grad, leading) if leading else grad)
     return outputs[0] if needs[0] else None, None, grad_weight, grad_bias, None
+
+
+def _batch_norm_backward_node(ctx, grad) -> tuple:
+    """batch_norm's gradients under create_graph: one NativeBatchNormBackwardBackward0 node
+    (torch's), whose outputs are the input's, the weight's and the bias's gradients."""
+    input, weight, running_mean, running_var, save_mean, save_invstd = ctx.saved_tensors
+    needs = ctx.needs_input_grad
+    outputs = NativeBatchNormBackward.apply(grad, input, weight, running_mean, running_var,
+                                            save_mean, save_invstd, ctx.batch_statistics,
+                                            ctx.eps)
+    grad_weight = outputs[1] if weight is not None and needs[1] else None
+    grad_bias = None
+    if ctx.has_bias and needs[2]:  # (a bias without a weight: its sum, recorded apart)
+        grad_bias = outputs[2] if weight is not None else _math.sum_dims(grad, ctx.axes)
+    return outputs[0] if needs[0] else None, grad_weight, grad_bias, None, None, None
+
+
+class NativeBatchNormBackward(Op):
+    """batch_norm's backward as a node (create_graph), as torch records it: one node for
+    the input's, the weight's and the bias's gradients, with torch's edges (grad_out,
+    input, weight, save_mean, save_invstd) and saved values. Each channel is a row of
+    ``_RowNorm``; with running statistics (eval mode) they are constants."""
+
+    node_name = "NativeBatchNormBackwardBackward0"
+    array_backward = True
+    saved_names = ("grad_out", "input", "weight", "running_mean", "running_var", "save_mean",
+                   "save_invstd", "train=train", "eps=eps")  # as PyTorch names them
+
+    @staticmethod
+    def forward(ctx, grad, input, weight, running_mean, running_var, save_mean, save_invstd,
+                train, eps):
+        select_edges(ctx, (0, 1, 2, 5, 6))
+        ctx.save_for_backward(grad, input, weight, running_mean, running_var, save_mean,
+                              save_invstd)
+        ctx.train, ctx.eps = train, eps
+        rows = _RowNorm.of_batch_norm(*(None if item is None else item._array for item in (
+            grad, input, weight, running_mean, running_var, save_mean, save_invstd)),
+            train, eps)
+        grad_input = rows.unrows(rows.project(rows.g), input._array.shape)
+        if weight is None:
+            return (grad_input,)
+        return (grad_input, rows.parameter_sum(rows.grad * rows.x_hat),
+                rows.parameter_sum(rows.grad))
+
+    @staticmethod
+    def backward(ctx, *grads):
+        saved = ctx.saved_tensors
+        grad, input, weight = saved[:3]
+        needs = ctx.needs_input_grad
+        rows = _RowNorm.of_batch_norm(*saved, ctx.train, ctx.eps)
+        upstream = [rows.rows(item) if index == 0 else
+                    (None if item is None else item.reshape((-1, 1)))
+                    for index, item in enumerate(grads)]
+        grad_of_grad, grad_of_input, grad_of_weight = rows.double_backward(
+            *upstream, *(None,) * (3 - len(upstream)), needs=(needs[0], needs[1], needs[2]))
+        shape = tuple(input.shape)
+        if grad_of_grad is not None:
+            grad_of_grad = rows.unrows(grad_of_grad, shape)
+        if grad_of_input is not None:
+            grad_of_input = rows.unrows(grad_of_input, shape)
+        return (grad_of_grad, grad_of_input, grad_of_weight) + (None,) * 6
 
 
 class NativeLayerNormBackward(Op):
@@ -272,8 +339,32 @@ class _RowNorm:
                    rstd.reshape((-1, 1)), None if weight is None else weight.reshape((1, count)),
                    0, False)
 
+    @classmethod
+    def of_batch_norm(cls, grad, x, weight, running_mean, running_var, save_mean, save_invstd,
+                      train: bool, eps: float):
+        """Each channel a row: (N, C, *spatial) seen as (C, N * spatial)."""
+        if train:
+            mean, rstd = save_mean, save_invstd
+        else:
+            mean, rstd = running_mean, (running_var + eps) ** -0.5
+        channels = x.shape[1]
+        rows = cls.__new__(cls)  # (rows() of grad and x needs only these two)
+        rows.parameter_axis, rows.count = 1, 1
+        for size in x.shape:
+            rows.count *= size
+        rows.count //= channels
+        return cls(rows.rows(grad), rows.rows(x), mean.reshape((-1, 1)), rstd.reshape((-1, 1)),
+                   None if weight is None else weight.reshape((-1, 1)), 1, not train)
+
     def rows(self, value):
+        if self.parameter_axis:  # batch_norm: the channel dim (1) first, then flattened
+            return _math.transpose(value, 0, 1).reshape((-1, self.count))
         return value.reshape((-1, self.count))
+
+    def unrows(self, value, shape: tuple):
+        """``rows``' inverse: the input's own shape."""
+        moved = (shape[1], shape[0]) + tuple(shape[2:])
+        return _math.transpose(value.reshape(moved), 0, 1)
 
     def row_mean(self, value):
         return _math.sum_keepdim(value, 1) / self.count
