@@ -76,8 +76,7 @@ PROGRAMS = {
 
 # grad_fn names of the create_graph gradient that still differ from torch's (values and
 # requires_grad match): torch records one fused backward node, tracegrad the formula's ops.
-KNOWN_NAME_DIFFERENT = {
-}
+KNOWN_NAME_DIFFERENT: dict[str, str] = {}
 
 
 def _first_and_second(lib, program):

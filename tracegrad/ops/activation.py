@@ -467,6 +467,7 @@ class HardswishBackward(Op):
     array_backward = True
 
     @staticmethod
+    @silenced
     def forward(ctx, grad, a):
         ctx.save_for_backward(grad, a)
         return _hardswish_grad(a._xp, grad._array, a._array)
@@ -536,6 +537,7 @@ class LogSigmoidBackward(Op):
     array_backward = True
 
     @staticmethod
+    @silenced
     def forward(ctx, grad, a):
         ctx.save_for_backward(grad, a)
         xp = a._xp
@@ -612,6 +614,7 @@ class GluBackward(Op):
     array_backward = True
 
     @staticmethod
+    @silenced
     def forward(ctx, grad, a, dim):
         ctx.save_for_backward(grad, a)
         ctx.given = dim

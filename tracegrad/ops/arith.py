@@ -152,14 +152,16 @@ def _subtract(ctx, a, b, alpha=1):
     if getattr(x, "dtype", None) is _BOOL or getattr(y, "dtype", None) is _BOOL or \
             x.__class__ is bool or y.__class__ is bool:
         raise _bool_subtraction_error(a, b)
-    if alpha != 1:
-        y = y * alpha
     try:
-        return x - y
+        return x - y if alpha == 1 else x - y * alpha
     except ValueError:
         raise broadcast_error("sub", a, b) from None
     except FLOAT_ERRORS:  # overflow, with warnings as errors: torch is silent
-        return retry(operator.sub, x, y)
+        return retry(_subtract_scaled, x, y, alpha)
+
+
+def _subtract_scaled(x, y, alpha):
+    return x - y if alpha == 1 else x - y * alpha
 
 
 # alpha is 1 on every node that was not given one: a class default, not a per-call write

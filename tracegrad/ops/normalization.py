@@ -228,6 +228,7 @@ class NativeBatchNormBackward(Op):
                    "save_invstd", "train=train", "eps=eps")  # as PyTorch names them
 
     @staticmethod
+    @silenced
     def forward(ctx, grad, input, weight, running_mean, running_var, save_mean, save_invstd,
                 train, eps):
         select_edges(ctx, (0, 1, 2, 5, 6))
@@ -275,6 +276,7 @@ class NativeLayerNormBackward(Op):
                    "normalized_shape=normalized_shape")  # as PyTorch names them
 
     @staticmethod
+    @silenced
     def forward(ctx, grad, input, mean, rstd, weight, bias, normalized_shape):
         select_edges(ctx, (0, 1, 2, 3, 4, 5))
         ctx.save_for_backward(grad, input, mean, rstd, weight)

@@ -437,6 +437,7 @@ class Sgn(Sign):
     tensors), so an in-place change of either is refused in backward, as there."""
 
     node_name = "SgnBackward0"
+    array_backward = True
     saves_output = True
     saved_names = ("self", "result")  # grad_fn._saved_<name>, as PyTorch names them
 
