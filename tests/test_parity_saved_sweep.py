@@ -37,13 +37,9 @@ KNOWN_SAVED_DIFFERENT: dict[str, str] = {
      "not shown: pos_weight (tensor), reduction, self (tensor), target (tensor), weight "
      "(tensor)",
  "ClampBackward0": "not shown: max (tensor), min (tensor), self (tensor)",
- "CopysignBackward0": "not shown: result (tensor), self (tensor)",
- "CopysignBackward1": "not shown: result (tensor), self (tensor)",
  "CummaxBackward0": "not shown: dim, indices (tensor), self (tensor)",
  "CumminBackward0": "not shown: dim, indices (tensor), self (tensor)",
  "DivBackward2": "not shown: other (tensor), rounding_mode, self (tensor)",
- "FmaxBackward0": "not shown: other (tensor), self (tensor)",
- "FminBackward0": "not shown: other (tensor), self (tensor)",
  "IndexAddBackward0": "not shown: alpha, dim, index (tensor), source (tensor), source_dim",
  "IndexCopyBackward0": "not shown: dim, index (tensor), source (tensor), source_dim",
  "IndexFillBackward0": "not shown: dim, index (tensor)",

@@ -566,25 +566,30 @@ def _check_float(op_name: str, array, tensor) -> None:
 
 
 class Copysign(Op):
-    """``|a|`` with the sign of ``b``; the gradient flows to ``a`` only."""
+    """``|a|`` with the sign of ``b``; the gradient flows to ``a`` only. The node keeps
+    the input and the result, as torch's (its formula: ``grad * result / self``, 0 where
+    self is 0)."""
 
     node_name = "CopysignBackward0"
     array_backward = True
+    saves_output = True
+    saved_names = ("self", "result")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a, b):
         x, y = _float_pair("copysign", a, b)
         ctx.save_for_backward(a)
         ctx.shape_b = _shape(b)
-        result = a._xp.copysign(x, y)
-        ctx.ratio_sign = a._xp.sign(result) * a._xp.sign(x)  # +1 kept, -1 flipped, 0 at 0
-        return result
+        return a._xp.copysign(x, y)
 
     @staticmethod
     def backward(ctx, grad):
         needs = ctx.needs_input_grad
-        (a,) = ctx.saved_tensors
-        flip = _math.constant(grad, ctx.ratio_sign.astype(_math.numpy_dtype(grad), copy=False))
+        a, result = ctx.saved_tensors
+        xp = _math.xp(grad)
+        # result / self: +1 kept, -1 flipped, 0 at 0 (read off the signs: no 0/0)
+        ratio = xp.sign(_math.array_of(result)) * xp.sign(_math.array_of(a))
+        flip = _math.constant(grad, ratio.astype(_math.numpy_dtype(grad), copy=False))
         grad_a = sum_to(grad * flip, a.shape) if needs[0] else None
         grad_b = None
         if len(needs) > 1 and needs[1]:
@@ -597,27 +602,29 @@ class CopysignScalar(Copysign):
 
 
 class Fmax(Op):
-    """Elementwise max that ignores NaN (NaN only where both are NaN)."""
+    """Elementwise max that ignores NaN (NaN only where both are NaN). The node keeps both
+    inputs, as torch's, whose formula sends the gradient to self where ``self >= other``
+    (``<=`` for fmin) or other is NaN, to other elsewhere."""
 
     node_name = "FmaxBackward0"
     array_backward = True
+    saved_names = ("self", "other")  # grad_fn._saved_<name>, as PyTorch names them
     _pick = "fmax"
 
     @staticmethod
     def forward(ctx, a, b):
         x, y = _pair(ctx._function._pick, a, b)
-        xp = a._xp
-        result = getattr(xp, ctx._function._pick)(x, y)
-        # the gradient goes to a where a was picked (ties: a), as torch does
-        ctx.from_a = (result == x) | (xp.isnan(y) & ~xp.isnan(x)) if hasattr(x, "shape") \
-            else None
+        ctx.save_for_backward(a, b)
         ctx.shapes = (_shape(a), _shape(b))
-        return result
+        return getattr(a._xp, ctx._function._pick)(x, y)
 
     @staticmethod
     def backward(ctx, grad):
         needs = ctx.needs_input_grad
-        from_a = _math.constant(grad, ctx.from_a)
+        a, b = ctx.saved_tensors
+        x, y = _math.array_of(a), _math.array_of(b)
+        picked = (x >= y) if ctx._function._pick == "fmax" else (x <= y)
+        from_a = _math.constant(grad, picked | _math.xp(grad).isnan(y))
         return (sum_to(_math.where(from_a, grad, 0.0), ctx.shapes[0]) if needs[0] else None,
                 sum_to(_math.where(from_a, 0.0, grad), ctx.shapes[1]) if needs[1] else None)
 
