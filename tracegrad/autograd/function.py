@@ -821,8 +821,9 @@ class Op(Function):
                        ``tracegrad/ops/__init__.py``): it runs on backend arrays when no
                        graph is built of the backward pass, on Tensors when one is
         inference_overload  what torch records instead when every tensor argument is an
-                       inference tensor: the op it calls with the number wrapped (or the
-                       name of the out= op that refuses): autograd/inference.py
+                       inference tensor: the op it calls with the number wrapped, a
+                       function doing what torch's composite kernel does, or the name of
+                       the out= op that refuses: autograd/inference.py
     """
 
     _node_kind = "op"
@@ -868,7 +869,9 @@ def _record_overload(cls, args: tuple, attrs):
     overload = cls.inference_overload
     if overload.__class__ is str:  # the op fills a normal tensor through out=: refused
         raise AutogradError(inference.out_message(overload))
-    return _record(overload, args, attrs)
+    if isinstance(overload, type):
+        return _record(overload, args, attrs)
+    return overload(*args, **attrs)  # torch's composite kernel, step by step
 
 
 def _only_inference(cls, args: tuple) -> bool:

@@ -30,8 +30,11 @@ consequences follow torch's own implementation (function.py):
   ``c % 2`` is ``RemainderBackward1``, ``torch.fmod(c, 2)`` is ``FmodBackward1``; when that
   op saves the inference tensor, the save is refused (``2 % c``, ``torch.xlogy(c, 2)``).
   ``2 ** c`` (pow.Scalar) fills a normal tensor through ``pow(..., out=)`` and is refused
-  with torch's out= message. Other reflected operators take no such turn: ``2 + c`` and
-  ``2 * c`` are ``c.add(2)`` and ``c.mul(2)``; ``2 / c`` is ``reciprocal(c) * 2``.
+  with torch's out= message, as are ``c.abs()``, ``c.mean()`` (through ``sum``) and
+  ``c.logsumexp(dim)``. ``c.clone()`` and ``c.to(dtype)`` (``double()``, ``type()``, ...)
+  ``copy_`` into a new normal tensor: ``CopyBackwards``, whose edges are (None, c). Other
+  reflected operators take no such turn: ``2 + c`` and ``2 * c`` are ``c.add(2)`` and
+  ``c.mul(2)``; ``2 / c`` is ``reciprocal(c) * 2``.
 
 A gradient accumulated by backward inside inference mode (into a leaf without ``.grad``) is
 an inference tensor, as in torch; a later backward outside adds into it in place and then
@@ -41,12 +44,8 @@ create_graph (which adds out of place). A ``.grad`` that is a normal tensor stay
 Not as in torch (not implemented):
 - torch reads a version from ``c[0]`` of an inference tensor ``c`` that requires grad
   (indexing from Python); tracegrad raises as for any view of it;
-- ops that torch implements outside inference mode by filling a new normal tensor, with
-  only inference tensors among their inputs, one of which requires grad: torch records
-  ``CopyBackwards`` for ``c.clone()``, ``c.to(dtype)``/``c.double()``/``c.half()``/
-  ``c.type(dtype)`` and ``torch.float_power(c, 2)``, and refuses ``c.abs()``,
-  ``c.mean()``, ``c.var()``, ``c.std()`` and ``c.logsumexp(0)`` with its out= message;
-  tracegrad records nothing for these (tests/test_parity_inference.py lists them).
+- ``c.var()`` and ``c.std()`` of every element: torch sums through out= and refuses
+  (``var(dim)`` does not); tracegrad records nothing (tests/test_parity_inference.py).
 """
 
 from __future__ import annotations

@@ -408,3 +408,13 @@ class Copy(Op):
         # and casts it to src's dtype.
         needs = ctx.needs_input_grad
         return (grad * 0 if needs[0] else None), (grad if needs[1] else None)
+
+
+def copy_into_new(a, dtype=None, *_):
+    """What torch's clone and ``to(dtype)`` do for an inference tensor alone (outside
+    inference mode): a new normal tensor (of ``dtype``), ``copy_``'d from it, which records
+    ``CopyBackwards`` (autograd/inference.py)."""
+    array = a._array
+    new = Tensor._wrap(a._xp.empty(array.shape, dtype=array.dtype if dtype is None else dtype),
+                       False)
+    return Copy.apply(new, a)

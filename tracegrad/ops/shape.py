@@ -298,6 +298,12 @@ class Clone(Op):
     array_backward = True
 
     @staticmethod
+    def inference_overload(a, *rest):  # (autograd/inference.py)
+        from .arith import copy_into_new
+
+        return copy_into_new(a)
+
+    @staticmethod
     def forward(ctx, a):
         return a._array.copy()
 

@@ -219,6 +219,7 @@ def variance_arguments(dim, unbiased, correction):
 class Logsumexp(Op):
     node_name = "LogsumexpBackward0"
     array_backward = True
+    inference_overload = "logsumexp"  # (torch's fills through out=: inference.py)
     saves_output = True
     saved_names = ("self", "result", "keepdim=keepdim")  # as PyTorch names them; dim below
 
