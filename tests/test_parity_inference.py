@@ -259,9 +259,9 @@ INTO_NEW = {
     "c.logsumexp(0)": (lambda L, c: c.logsumexp(0), ("raises", out_refused("logsumexp"))),
     "c.to(float32)": (lambda L, c: c.to(L.float32), None),  # (the tensor itself)
     "c.var(0)": (lambda L, c: c.var(0), None),
-}
-NOT_YET = {
+    "c.std(1)": (lambda L, c: c.std(1), None),
     "c.var()": (lambda L, c: c.var(), ("raises", out_refused("sum"))),
+    "c.var((0, 1))": (lambda L, c: c.var((0, 1)), ("raises", out_refused("sum"))),
     "c.std()": (lambda L, c: c.std(), ("raises", out_refused("sum"))),
 }
 
@@ -287,14 +287,3 @@ def test_the_copy_torch_records_for_an_inference_tensor_gives_its_gradient(lib):
     assert [node is None for node, _ in out.grad_fn.next_functions] == [True, False]
     (out * out).sum().backward()
     assert c.grad.tolist() == [2.0, 4.0] and c.grad.dtype == lib.float32
-
-
-@pytest.mark.parametrize("expression", list(NOT_YET))
-def test_full_var_and_std_of_an_inference_tensor(lib, request, expression):
-    make, expected = NOT_YET[expression]
-    if lib.__name__ == "tracegrad":
-        request.applymarker(pytest.mark.xfail(
-            strict=True, reason="not implemented: torch's var() and std() of every element "
-                                "sum through out= (var(dim) does not); tracegrad records "
-                                "nothing (autograd/inference.py)"))
-    assert _node_or_error(lib, make) == expected

@@ -822,8 +822,9 @@ class Op(Function):
                        graph is built of the backward pass, on Tensors when one is
         inference_overload  what torch records instead when every tensor argument is an
                        inference tensor: the op it calls with the number wrapped, a
-                       function doing what torch's composite kernel does, or the name of
-                       the out= op that refuses: autograd/inference.py
+                       function doing what torch's composite kernel does (NotImplemented:
+                       nothing recorded after all), or the name of the out= op that
+                       refuses: autograd/inference.py
     """
 
     _node_kind = "op"
@@ -871,7 +872,8 @@ def _record_overload(cls, args: tuple, attrs):
         raise AutogradError(inference.out_message(overload))
     if isinstance(overload, type):
         return _record(overload, args, attrs)
-    return overload(*args, **attrs)  # torch's composite kernel, step by step
+    result = overload(*args, **attrs)  # torch's composite kernel, step by step
+    return _untracked(cls, args, attrs) if result is NotImplemented else result
 
 
 def _only_inference(cls, args: tuple) -> bool:

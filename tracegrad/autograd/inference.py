@@ -30,7 +30,8 @@ consequences follow torch's own implementation (function.py):
   ``c % 2`` is ``RemainderBackward1``, ``torch.fmod(c, 2)`` is ``FmodBackward1``; when that
   op saves the inference tensor, the save is refused (``2 % c``, ``torch.xlogy(c, 2)``).
   ``2 ** c`` (pow.Scalar) fills a normal tensor through ``pow(..., out=)`` and is refused
-  with torch's out= message, as are ``c.abs()``, ``c.mean()`` (through ``sum``) and
+  with torch's out= message, as are ``c.abs()``, ``c.mean()``, ``c.var()`` and ``c.std()``
+  over every element (through ``sum``; ``var(dim)`` records nothing) and
   ``c.logsumexp(dim)``. ``c.clone()`` and ``c.to(dtype)`` (``double()``, ``type()``, ...)
   ``copy_`` into a new normal tensor: ``CopyBackwards``, whose edges are (None, c). Other
   reflected operators take no such turn: ``2 + c`` and ``2 * c`` are ``c.add(2)`` and
@@ -43,9 +44,7 @@ create_graph (which adds out of place). A ``.grad`` that is a normal tensor stay
 
 Not as in torch (not implemented):
 - torch reads a version from ``c[0]`` of an inference tensor ``c`` that requires grad
-  (indexing from Python); tracegrad raises as for any view of it;
-- ``c.var()`` and ``c.std()`` of every element: torch sums through out= and refuses
-  (``var(dim)`` does not); tracegrad records nothing (tests/test_parity_inference.py).
+  (indexing from Python); tracegrad raises as for any view of it.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from ..autograd.anomaly import _user_stacklevel
 from ..autograd.function import Op
 from ..autograd.grad_mode import state
 from ..autograd.quiet import silenced
-from ..errors import ArgumentTypeError, DTypeError, ShapeError
+from ..errors import ArgumentTypeError, AutogradError, DTypeError, ShapeError
 from ..tensor import Tensor
 from . import _math
 from ._checks import wrap_dim
@@ -88,6 +88,17 @@ class Var(Op):
     saved_names = ("self", "keepdim=keepdim", "correction=_correction")
 
     @staticmethod
+    def inference_overload(a, dim=None, *rest, **attrs):
+        """Of an inference tensor alone, torch's var over every element sums through out=
+        and refuses; over some dims it records nothing (autograd/inference.py)."""
+        dims = normalize_dims(dim, a._array.ndim)
+        if dims is None or len(dims) == a._array.ndim:
+            from ..autograd.inference import out_message
+
+            raise AutogradError(out_message("sum"))
+        return NotImplemented
+
+    @staticmethod
     def forward(ctx, a, dim=None, correction=1, keepdim=False):
         _require_float("std and var", a)
         x = a._array
@@ -119,6 +130,7 @@ class Std(Op):
     array_backward = True
     saved_names = ("self", "result", "keepdim=keepdim", "correction=_correction")  # as Var's
     saves_output = True
+    inference_overload = Var.inference_overload  # (the same sum through out=)
 
     @staticmethod
     def forward(ctx, a, dim=None, correction=1, keepdim=False):
