@@ -287,3 +287,25 @@ def test_the_copy_torch_records_for_an_inference_tensor_gives_its_gradient(lib):
     assert [node is None for node, _ in out.grad_fn.next_functions] == [True, False]
     (out * out).sum().backward()
     assert c.grad.tolist() == [2.0, 4.0] and c.grad.dtype == lib.float32
+
+
+ADVANCED_INDEXING = {
+    "c[[0]]": (lambda L, c: c[[0]], "IndexBackward0"),
+    "c[c > 0]": (lambda L, c: c[c > 0], "IndexBackward0"),
+    "c[:, [1]]": (lambda L, c: c[:, [1]], "IndexBackward0"),
+}
+
+
+@pytest.mark.parametrize("expression", list(ADVANCED_INDEXING))
+def test_advanced_indexing_of_an_inference_tensor(lib, request, expression):
+    make, expected = ADVANCED_INDEXING[expression]
+    if lib.__name__ == "tracegrad":
+        request.applymarker(pytest.mark.xfail(
+            strict=True, reason="not implemented: torch's Python indexing makes the index a "
+                                "normal tensor, whose autograd key records the index op "
+                                "(autograd/inference.py)"))
+    assert _node_or_error(lib, make) == expected
+
+
+def test_indexing_an_inference_tensor_with_an_int_and_a_list_records_nothing(lib):
+    assert _node_or_error(lib, lambda L, c: c[0, [1, 2]]) is None

@@ -43,8 +43,10 @@ refuses, as torch's version bump does (the sum is already written), unless it ru
 create_graph (which adds out of place). A ``.grad`` that is a normal tensor stays one.
 
 Not as in torch (not implemented):
-- torch reads a version from ``c[0]`` of an inference tensor ``c`` that requires grad
-  (indexing from Python); tracegrad raises as for any view of it.
+- advanced indexing of an inference tensor ``c`` that requires grad, with an index that
+  Python indexing makes into a normal tensor: torch records IndexBackward0 for ``c[[0]]``,
+  ``c[c > 0]`` and ``c[:, [1]]`` (yet not for ``c[0, [1, 2]]``); tracegrad records nothing,
+  its index op getting arrays (tests/test_parity_inference.py).
 """
 
 from __future__ import annotations
