@@ -47,3 +47,18 @@ def test_erfinv_keeps_its_input_not_its_output(lib):
     expected = [math.sqrt(math.pi) / 2 * math.exp(v ** 2) for v in (0.2253120550121781,
                                                                      -0.4769362762044699)]
     assert x.grad.tolist() == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("op", ["scatter", "scatter_value", "scatter_add", "gather"])
+def test_an_in_place_change_of_a_saved_index_is_refused(lib, op):
+    x = lib.ones(3, 4, requires_grad=True)
+    index = lib.tensor([[0, 1], [2, 3]])
+    calls = {"scatter": lambda: x.scatter(1, index, x[:2, :2] * 2),
+             "scatter_value": lambda: x.scatter(-1, index, 2.0),
+             "scatter_add": lambda: x.scatter_add(-1, index, x[:2, :2] * 2),
+             "gather": lambda: x.gather(1, index)}
+    out = calls[op]()
+    assert out.grad_fn._saved_index.tolist() == [[0, 1], [2, 3]]
+    index.add_(0)
+    with pytest.raises(RuntimeError, match=MODIFIED):
+        out.sum().backward()

@@ -71,9 +71,9 @@ KNOWN_SAVED_DIFFERENT: dict[str, str] = {
  "ReplicationPad1DBackward0": "not shown: padding, self (tensor)",
  "ReplicationPad2DBackward0": "not shown: padding, self (tensor)",
  "ReplicationPad3DBackward0": "not shown: padding, self (tensor)",
- "ScatterAddBackward0": "not shown: dim, index (tensor)",
- "ScatterBackward0": "not shown: dim, index (tensor)",
- "ScatterBackward1": "not shown: dim, index (tensor)",
+ "ScatterBackward0":
+     "not shown: dim, index (tensor) of the value-selecting backward under create_graph "
+     "(max, sort, median: ScatterPlaced, given an index array and a wrapped dim)",
  "ScatterReduceBackward0":
      "not shown: dim, include_self, index (tensor), reduce, result (tensor), self (tensor), src "
      "(tensor)",
