@@ -37,8 +37,6 @@ KNOWN_SAVED_DIFFERENT: dict[str, str] = {
      "not shown: pos_weight (tensor), reduction, self (tensor), target (tensor), weight "
      "(tensor)",
  "ClampBackward0": "not shown: max (tensor), min (tensor), self (tensor)",
- "CummaxBackward0": "not shown: dim, indices (tensor), self (tensor)",
- "CumminBackward0": "not shown: dim, indices (tensor), self (tensor)",
  "DivBackward2": "not shown: other (tensor), rounding_mode, self (tensor)",
  "IndexPutBackward0": "not shown: accumulate, indices (tensor)",
  "LdexpBackward0": "not shown: other (tensor), result (tensor)",
