@@ -23,10 +23,9 @@ import numpy as np
 
 from .. import backends
 from ..errors import AutogradError
-from . import events, views
+from . import events, inference, views
 from . import node as _node_module
 from .grad_mode import anomaly_flags, inference_flags, state
-from . import inference
 from .inference import INFERENCE_COUNTER
 from .module_scope import current_scope  # (_note_site: every op while a tracer listens)
 from .node import _NOT_SAVED, _ONE_EDGE, Node, SavedPair, SavedTensor, _sequence
@@ -893,9 +892,7 @@ def _only_inference(cls, args: tuple) -> bool:
 
 
 def _wrapped_number_ops() -> tuple:
-    from ..ops import arith  # (the ops import this module)
-
-    from ..ops import binary
+    from ..ops import arith, binary  # (the ops import this module)
 
     return arith.Add, arith.Sub, arith.Mul, arith.Div, binary.FloorDivide, binary.DivRounding
 

@@ -14,7 +14,6 @@ from ..tensor import Tensor
 from . import _math
 from ._saved import as_torch_ints, show_saved
 from .reduce import normalize_dims
-from .statistics import as_kept
 from .unary import _quiet
 
 
