@@ -23,7 +23,7 @@ import numpy as np
 
 from .. import backends
 from ..errors import AutogradError
-from . import events, views
+from . import events, inference, views
 from . import node as _node_module
 from .grad_mode import anomaly_flags, inference_flags, state
 from .inference import INFERENCE_COUNTER
@@ -875,6 +875,11 @@ class Op(Function):
         array_backward backward is written against ``tracegrad.ops._math`` (see
                        ``tracegrad/ops/__init__.py``): it runs on backend arrays when no
                        graph is built of the backward pass, on Tensors when one is
+        inference_overload  what torch records instead when every tensor argument is an
+                       inference tensor: the op it calls with the number wrapped, a
+                       function doing what torch's composite kernel does (NotImplemented:
+                       nothing recorded after all), or the name of the out= op that
+                       refuses: autograd/inference.py
     """
 
     _node_kind = "op"
@@ -882,6 +887,7 @@ class Op(Function):
     saves_output = False
     is_view = False
     array_backward = False
+    inference_overload = None
     _saves_pair = False  # (set per op class: see __init_subclass__)
 
     def __init_subclass__(cls, **kwargs) -> None:
@@ -904,30 +910,47 @@ class Op(Function):
             for arg in args:
                 if isinstance(arg, Tensor) and arg._requires_grad:
                     if arg._counter is INFERENCE_COUNTER and _only_inference(cls, args):
+                        if cls.inference_overload is not None:  # (inference.py)
+                            return _record_overload(cls, args, attrs)
                         break  # (PyTorch: no autograd kernel for inference tensors alone)
                     return _record(cls, args, attrs)
         return _untracked(cls, args, attrs)
+
+
+def _record_overload(cls, args: tuple, attrs):
+    """A Scalar overload that torch computes by wrapping its number in a (normal) tensor
+    and calling another op, whose autograd kernel then runs even though every tensor
+    argument is an inference tensor: record that op, or raise what torch raises
+    (``cls.inference_overload``; autograd/inference.py says which and why)."""
+    overload = cls.inference_overload
+    if overload.__class__ is str:  # the op fills a normal tensor through out=: refused
+        raise AutogradError(inference.out_message(overload))
+    if isinstance(overload, type):
+        return _record(overload, args, attrs)
+    result = overload(*args, **attrs)  # torch's composite kernel, step by step
+    return _untracked(cls, args, attrs) if result is NotImplemented else result
 
 
 def _only_inference(cls, args: tuple) -> bool:
     """Whether every tensor among ``args`` is an inference tensor: PyTorch then records no
     graph even if one requires grad (inference tensors have no autograd dispatch key, so
     only an op with a normal tensor among its inputs reaches autograd's kernel). A Python
-    number given to add/sub/mul/div counts as a normal tensor: torch wraps it in one (their
-    ``.Tensor`` overloads), so ``c.div(2)`` is recorded where ``c.pow(2)`` is not."""
+    number given to add/sub/mul/div/floor_divide counts as a normal tensor: torch wraps it
+    in one (their ``.Tensor`` overloads), so ``c.div(2)`` is recorded where ``c.pow(2)`` is
+    not (nor ``2 - c``: rsub has a Scalar overload, see ``inference_overload``)."""
     for arg in args:
         if isinstance(arg, Tensor):
             if arg._counter is not INFERENCE_COUNTER:
                 return False
-        elif isinstance(arg, (int, float)) and issubclass(cls, _wrapped_number_ops()):
+        elif isinstance(arg, (int, float)) and cls in _wrapped_number_ops():
             return False
     return True
 
 
 def _wrapped_number_ops() -> tuple:
-    from ..ops import arith  # (the ops import this module)
+    from ..ops import arith, binary  # (the ops import this module)
 
-    return arith.Add, arith.Sub, arith.Mul, arith.Div
+    return arith.Add, arith.Sub, arith.Mul, arith.Div, binary.FloorDivide, binary.DivRounding
 
 
 def connect(node: Node, args: tuple) -> bool:

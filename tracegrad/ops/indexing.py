@@ -735,6 +735,7 @@ class Scatter(Op):
 
     node_name = "ScatterBackward0"
     array_backward = True
+    saved_names = ("index",)  # as PyTorch names it (a saved tensor, version-checked); dim below
 
     @staticmethod
     def forward(ctx, a, dim, index, src, reduce=None):
@@ -751,6 +752,7 @@ class ScatterValue(Op):
 
     node_name = "ScatterBackward1"
     array_backward = True
+    saved_names = ("index",)  # as PyTorch names it (a saved tensor, version-checked); dim below
 
     @staticmethod
     def forward(ctx, a, dim, index, value, reduce=None):
@@ -782,10 +784,13 @@ def _scatter(ctx, a, dim, index, src, reduce):
         raise ValueError(f"scatter(): reduce must be 'add' or 'multiply', got {reduce!r}")
     ctx.axis, ctx.index = axis, index._array
     ctx.src_shape = src._array.shape if isinstance(src, Tensor) else None
+    ctx.save_for_backward(index)  # (torch's node keeps it: an in-place change is refused)
+    ctx.given = dim  # as written: grad_fn._saved_dim shows it
     return out
 
 
 def _scatter_backward(ctx, grad):
+    ctx.saved_tensors  # noqa: B018 - the index's version check (ctx.index: its array)
     needs = ctx.needs_input_grad
     where = _grid_index(_math.xp(grad), ctx.index, ctx.axis)
     grad_input = grad_src = None
@@ -798,6 +803,10 @@ def _scatter_backward(ctx, grad):
     return grad_input, None, None, grad_src
 
 
+for _op in (Scatter, ScatterValue):
+    show_saved(_op, "dim", lambda node: as_torch_int(node.given))
+
+
 def _pad(tensor, shape):
     return _math.apply(IndexAccumulate, tensor, shape=shape,
                        index=tuple(slice(size) for size in tensor.shape))
@@ -806,6 +815,7 @@ def _pad(tensor, shape):
 class ScatterAdd(Op):
     node_name = "ScatterAddBackward0"
     array_backward = True
+    saved_names = ("index",)  # as PyTorch names it (a saved tensor, version-checked); dim below
 
     @staticmethod
     @silenced
@@ -818,10 +828,13 @@ class ScatterAdd(Op):
         out = a._array.copy()
         xp.add.at(out, where, src._array[tuple(slice(size) for size in index._array.shape)])
         ctx.where, ctx.src_shape = where, src._array.shape
+        ctx.save_for_backward(index)  # (torch's node keeps it: an in-place change is refused)
+        ctx.given = dim  # as written: grad_fn._saved_dim shows it
         return out
 
     @staticmethod
     def backward(ctx, grad):
+        ctx.saved_tensors  # noqa: B018 - the index's version check (ctx.where: its array)
         needs = ctx.needs_input_grad
         grad_src = None
         if needs[3]:
@@ -832,6 +845,9 @@ class ScatterAdd(Op):
 
 
 # -- masks ------------------------------------------------------------------------------
+show_saved(ScatterAdd, "dim", lambda node: as_torch_int(node.given))
+
+
 class MaskedFill(Op):
     node_name = "MaskedFillBackward0"
     array_backward = True
