@@ -170,8 +170,8 @@ def test_wrong_types_missing_arrays_and_pickles_are_rejected(tmp_path):
     def object_dtype(document, _):
         document["arrays"][0][0] = "|O"
 
-    def outside_blob(document, _):
-        document["arrays"][-1][2] = document["array_bytes"]
+    def outside_blob(document, _):  # the last array runs past the end of arrays.bin
+        document["arrays"][-1][1] = [document["array_bytes"]]
 
     def bad_value_reference(document, _):
         document["trace"]["passes"][0]["steps"][0]["grads_in"] = [len(document["values"])]
@@ -224,7 +224,8 @@ def test_schema_1_files_still_load(tmp_path):
 
 
 def test_schema_3_files_still_load_and_can_still_be_written(tmp_path):
-    """Schema 3 had one JSON object per record; schema 4 writes columns, a third the size."""
+    """Schema 3 had one JSON object per record; schema 4 writes columns, a third the size;
+    schema 5 leaves the statistics of stored arrays to the arrays."""
     trace = _program_trace()
     old, new = tmp_path / "old.tgtrace", tmp_path / "new.tgtrace"
     save_trace(trace, old, schema_version=3)
@@ -235,10 +236,41 @@ def test_schema_3_files_still_load_and_can_still_be_written(tmp_path):
     assert tg.load_trace(old) == trace == tg.load_trace(new)
     with zipfile.ZipFile(new) as archive:
         document = json.loads(archive.read("trace.json"))
-    assert document["schema_version"] == SCHEMA_VERSION == 4
+    assert document["schema_version"] == SCHEMA_VERSION == 5
     assert set(document["trace"]) == {"count", "columns"}
-    with pytest.raises(ValueError, match="schema_version must be one of 3, 4, got 5"):
-        save_trace(trace, tmp_path / "x.tgtrace", schema_version=5)
+    with pytest.raises(ValueError, match="schema_version must be one of 3, 4, 5, got 6"):
+        save_trace(trace, tmp_path / "x.tgtrace", schema_version=6)
+
+
+def test_schema_4_files_still_load_and_can_still_be_written(tmp_path):
+    """Schema 4 stores every value's statistics and lists each array's offset; schema 5
+    stores those of values without an array (or whose array does not give them) and
+    leaves the offsets implied. Both load to the same trace, statistics included."""
+    trace = _program_trace()
+    old, new = tmp_path / "old.tgtrace", tmp_path / "new.tgtrace"
+    save_trace(trace, new)  # first: writing schema 4 computes every value's statistics
+    save_trace(trace, old, schema_version=4)
+    with zipfile.ZipFile(old) as archive:
+        document = json.loads(archive.read("trace.json"))
+    assert document["schema_version"] == 4 and isinstance(document["arrays"], list)
+    stats = document["values"]["columns"]["stats"]
+    assert stats["count"] == document["values"]["count"]
+    with zipfile.ZipFile(new) as archive:
+        document = json.loads(archive.read("trace.json"))
+    stats = document["values"]["columns"]["stats"]
+    assert 0 < len(stats["rows"]) < document["values"]["count"]
+    assert isinstance(document["arrays"], dict)
+    from_old, from_new = tg.load_trace(old), tg.load_trace(new)
+    assert from_old == trace == from_new
+    pairs = [(a.value, b.value) for a, b in zip(from_old.tensors.values(),
+                                                from_new.tensors.values()) if a.value]
+    assert pairs and all(_same_stats(a.stats, b.stats) for a, b in pairs)
+
+
+def _same_stats(first, second) -> bool:
+    """Equal to the bit (-0.0 is not 0.0)."""
+    return all(np.array(getattr(first, name)).tobytes() == np.array(getattr(second, name))
+               .tobytes() for name in ("min", "max", "mean", "norm", "nan_count", "inf_count"))
 
 
 def _columns_of(document, *path):
@@ -267,8 +299,20 @@ COLUMN_DAMAGE = {  # (edit of the columns, words the error must hold)
         lambda doc: doc["values"].__setitem__("columns", []),
         "values.columns: expected an object of columns, got a list"),
     "a billion statistics asked for by a count alone": (
-        lambda doc: doc["values"]["columns"]["stats"].__setitem__("count", 10 ** 9),
-        "values.stats: expected 13 records, got 1000000000"),
+        lambda doc: doc["values"]["columns"]["stats"]["records"].__setitem__("count", 10 ** 9),
+        "values.stats.records: expected 2 records, got 1000000000"),
+    "statistics rows that do not rise": (
+        lambda doc: doc["values"]["columns"]["stats"]["rows"].reverse(),
+        "values.stats.rows: rows must rise from 0 to at most 12"),
+    "statistics rows past the table": (
+        lambda doc: doc["values"]["columns"]["stats"]["rows"].__setitem__(-1, 13),
+        "values.stats.rows: rows must rise from 0 to at most 12"),
+    "statistics of the wrong type": (
+        lambda doc: doc["values"]["columns"]["stats"]["records"]["columns"]["min"]
+        .__setitem__(1, "low"), "values[9].stats.min: expected a number, got a string"),
+    "a value with neither statistics nor an array": (
+        lambda doc: doc["values"]["columns"]["array"].__setitem__(0, None),
+        "values[0].stats: the value has neither statistics nor an array"),
     "two traces": (
         lambda doc: doc["trace"].__setitem__("count", 2), "trace: expected 1 records, got 2"),
     "a required column missing": (
@@ -548,12 +592,21 @@ def _damaged_members(members: dict, paths: list[tuple], rng: random.Random) -> l
         _mutate_document(document, paths, rng)
     elif choice < 0.75:
         document = edit_rows(document, lambda rows: _edge_or_base(rows, rng))
-    elif choice < 0.85:  # offsets, sizes and dtypes of the arrays table
-        entry = rng.choice(document["arrays"])
+    elif choice < 0.85 and isinstance(document["arrays"], list):  # schemas 2 to 4
+        entry = rng.choice(document["arrays"])  # offsets, sizes and dtypes
         position = rng.randrange(3)
         entry[position] = {0: lambda: rng.choice(["<f8", "|b1", "<U3", "zz"]),
                            1: lambda: [rng.randint(-1, 9)],
                            2: lambda: entry[2] + rng.choice((-16, -1, 1, 8, 16))}[position]()
+    elif choice < 0.85:  # schema 5's arrays in columns: dtypes, shapes and codes
+        table = document["arrays"]
+        name = rng.choice(["dtypes", "shapes", "dtype", "shape"])
+        position = rng.randrange(len(table[name]))
+        table[name][position] = {
+            "dtypes": lambda: rng.choice(["<f8", "|b1", "<U3", "zz", "<f2"]),
+            "shapes": lambda: rng.choice([[rng.randint(-1, 9)], [], [2, 0], [1 << 40]]),
+            "dtype": lambda: rng.randint(-1, len(table["dtypes"])),
+            "shape": lambda: rng.randint(-1, len(table["shapes"]))}[name]()
     elif choice < 0.95:  # a member twice, the second different
         twin = json.loads(json.dumps(document))
         _mutate_document(twin, paths, rng)

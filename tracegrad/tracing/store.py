@@ -36,6 +36,8 @@ import struct
 import tempfile
 import zipfile
 import zlib
+from functools import partial
+from operator import attrgetter
 
 import numpy as np
 import orjson
@@ -59,8 +61,9 @@ def save_trace(trace: Trace, path: str | os.PathLike, timings: bool = True, *,
 
     ``timings=False`` stores every step's duration as 0, so that running the same program
     twice gives byte-identical files (durations are the one thing that varies).
-    ``schema_version=3`` writes the older layout (one JSON object per record), which
-    tracegrad versions before schema 4 read; it is larger and slower to read and write.
+    ``schema_version=4`` writes the layout tracegrad read before schema 5 (the statistics
+    of every value stored, those of arrays stored whole too), ``schema_version=3`` the one
+    before columns (one JSON object per record); both are larger and slower.
     """
     if schema_version not in _ENCODERS:
         raise ValueError(f"save_trace: schema_version must be one of "
@@ -68,7 +71,8 @@ def save_trace(trace: Trace, path: str | os.PathLike, timings: bool = True, *,
     arrays: list[np.ndarray] = []
     with _gc_paused():
         body = _ENCODERS[schema_version](trace, arrays, timings=timings)
-        table, blob = _pack_arrays(arrays)
+        table, blob = _pack_array_columns(arrays) if schema_version >= 5 \
+            else _pack_arrays(arrays)
         document = {"format": FORMAT_NAME, "schema_version": schema_version,
                     "tracegrad": __version__, "timings": bool(timings),
                     "arrays": table, "array_bytes": len(blob), **body}
@@ -90,8 +94,12 @@ def _dumps(document: dict) -> bytes:
                           default=_json_scalar).encode("utf-8")
 
 
-# Schema 4 writes columns (columns.py); schema 3, one object per record (codec.py).
-_ENCODERS = {SCHEMA_VERSION: encode_columns, 3: encode_trace}
+# Schema 5 writes columns, leaving the statistics of stored arrays to the arrays; schema 4,
+# columns with every value's statistics (columns.py); schema 3, one object per record
+# (codec.py).
+_ENCODERS = {5: partial(encode_columns, stats_from_arrays=True), 4: encode_columns,
+             3: encode_trace}
+assert SCHEMA_VERSION in _ENCODERS
 
 
 def _write_atomically(path: str, text: bytes, blob: bytes) -> None:
@@ -142,6 +150,34 @@ def _pack_arrays(arrays: list[np.ndarray]) -> tuple[list, bytearray]:
             target = np.frombuffer(blob, array.dtype, array.size, start)
             target[...] = array.reshape(-1)
     return table, blob
+
+
+def _pack_array_columns(arrays: list[np.ndarray]) -> tuple[dict, bytes]:
+    """Schema 5's arrays table, in columns -- ``{"dtypes": [...], "shapes": [...], "dtype":
+    [codes], "shape": [codes]}``, offsets implied (reading.py, ``_ArrayColumns``) -- and the
+    arrays' bytes end to end, each aligned, joined in one copy (C order whatever the
+    array's layout, as tobytes() would give). A list per array and a copy per array
+    through NumPy were a fifth of a save with values (bench/bench_trace.py (d))."""
+    dtypes = list(map(attrgetter("dtype.str"), arrays))
+    shapes = list(map(attrgetter("shape"), arrays))
+    dtype_codes = {name: code for code, name in enumerate(dict.fromkeys(dtypes))}
+    shape_codes = {shape: code for code, shape in enumerate(dict.fromkeys(shapes))}
+    parts = []
+    for array in arrays:
+        if not array.flags.c_contiguous:
+            array = np.ascontiguousarray(array)
+        nbytes = array.nbytes
+        if nbytes:
+            parts.append(array)
+            if nbytes % ALIGN:
+                parts.append(_PADDING[-nbytes % ALIGN])
+    table = {"dtypes": list(dtype_codes), "shapes": list(map(list, shape_codes)),
+             "dtype": list(map(dtype_codes.__getitem__, dtypes)),
+             "shape": list(map(shape_codes.__getitem__, shapes))}
+    return table, b"".join(parts)
+
+
+_PADDING = [bytes(size) for size in range(ALIGN)]
 
 
 def _json_scalar(value):

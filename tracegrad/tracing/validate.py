@@ -37,6 +37,7 @@ import numpy as np
 
 from . import model
 from .limits import DEFAULT_LIMITS, OverLimit, TraceLimits
+from .values import PendingStats
 
 _INT64_MAX = (1 << 63) - 1  # every count must fit the int64 a consumer may put it in
 _not_none = partial(is_not, None)
@@ -481,7 +482,9 @@ def _violation_places(context: _Context) -> tuple[object, str, str] | None:
 
 
 def _value_counts(context: _Context, values: list) -> tuple[object, str, str] | None:
-    """A value has no more NaNs and Infs than elements."""
+    """A value has no more NaNs and Infs than elements (statistics still to be computed
+    from the value's array have as many as it has, by construction)."""
+    values = [value for value in values if type(value.stats) is not PendingStats]
     if not any(map(_nan_count, values)) and not any(map(_inf_count, values)):
         return None  # the common case, decided in C
     for value in values:
@@ -645,6 +648,10 @@ def _children(rule: Records, records: list, get: Callable, container: str) -> li
         children = list(filter(_not_none, map(get, records)))
     if rule.shared and len(children) > 1:  # each object once, in order of first sight
         children = list(dict(zip(map(id, children), children)).values())
+    if rule.cls is model.Stats:
+        # Statistics still to be computed from a value's array (a schema-5 file leaves them
+        # to it) are right by construction; reading them here would compute them all.
+        children = [stats for stats in children if type(stats) is not PendingStats]
     return children
 
 

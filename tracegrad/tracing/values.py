@@ -15,6 +15,8 @@ is given back (``ValueBudget.release``) get theirs computed then, from the same 
 from __future__ import annotations
 
 import math
+from itertools import compress, repeat
+from operator import and_, attrgetter, is_, is_not, not_
 
 import numpy as np
 
@@ -153,6 +155,39 @@ class PendingStats(Stats):
 _new_object = object.__new__
 _object_getattribute = object.__getattribute__
 _object_setattr = object.__setattr__
+
+
+def stats_from_arrays(values: list[Value]) -> list[bool]:
+    """``stats_from_array`` of each value, decided in C but for the flags of the arrays
+    whose pending statistics they are (a save of 100,000 values asks for all of them)."""
+    arrays = list(map(_get_array, values))
+    fields = map(_object_getattribute, map(_get_stats, values), repeat("__dict__"))
+    # A plain Stats has no "_source": None, which is a value's missing array too.
+    candidates = list(map(and_, map(is_, map(dict.get, fields, repeat("_source")), arrays),
+                          map(is_not, arrays, repeat(None))))
+    rows = list(compress(range(len(values)), candidates))
+    for row in compress(rows, map(not_, map(_c_ordered, map(arrays.__getitem__, rows)))):
+        candidates[row] = False  # an F-ordered copy
+    return candidates
+
+
+_get_array, _get_stats = attrgetter("array"), attrgetter("stats")
+_c_ordered = attrgetter("flags.c_contiguous")
+
+
+def stats_from_array(value: Value) -> bool:
+    """Whether ``value``'s statistics are still pending on its own C-ordered array: then
+    a trace file (schema 5) stores the array alone, and loading makes the same pending
+    statistics from the same bytes in the same layout, so the reductions give the same
+    numbers -- saving computes nothing (four passes a value, most of a save with values;
+    bench/bench_trace.py (d)). An F-ordered copy is stored in C order (its sums would
+    round differently), and settled statistics may have come from a strided view: both
+    are stored as numbers."""
+    stats = value.stats
+    if type(stats) is not PendingStats:  # type(): reading stats.__class__ computes them
+        return False
+    source = _object_getattribute(stats, "__dict__").get("_source")
+    return source is not None and source is value.array and source.flags.c_contiguous
 
 
 def settle_stats(value: Value | None) -> None:
