@@ -744,3 +744,99 @@ def test_commands_say_what_is_wrong_with_a_damaged_file(tmp_path):
         assert status in (1, 2) and not out
         assert "trace.passes[0].steps[1].node: 991 is not a node id" in errors
         assert "Traceback" not in errors and len(errors.strip().splitlines()) == 1
+
+
+def _captured_values() -> list:
+    """Values as the tracer captures them: arrays of many kinds, shapes and layouts, with
+    the edge cases of statistics (signed zeros, NaN, Inf, huge and tiny numbers)."""
+    from tracegrad.tracing.values import ValueBudget
+
+    rng = np.random.default_rng(7)
+    budget = ValueBudget()
+    arrays = [np.array([0.0, -0.0]), np.array([-0.0, 0.0], np.float32),
+              np.full((), 3.5, np.float32), np.array([np.nan, 1.0, -np.inf]),
+              np.array([1e308, 1e308]),
+              np.array([3e38, 3e38], np.float32), np.arange(7, dtype=np.int64),
+              np.array([True, False, True]), np.zeros((0, 2), np.float32)]
+    for dtype in (np.float32, np.float64):
+        for shape in ((1,), (4,), (3, 5), (17, 33), (2, 3, 4), (5000,), (64, 100)):
+            scale = 10.0 ** rng.integers(-30, 30)
+            arrays.append((rng.standard_normal(shape) * scale).astype(dtype))
+    arrays.append(np.asfortranarray(rng.standard_normal((6, 7))))  # stored as numbers
+    values = [budget.capture(array) for array in arrays]
+    values.append(budget.capture(rng.standard_normal((8, 8))[:, ::3]))  # a strided view
+    return values
+
+
+def test_statistics_left_to_arrays_are_the_same_to_the_bit(tmp_path):
+    """Schema 5 stores no statistics for a value whose array gives them; loaded, they are
+    computed from the loaded array, and must be the numbers the recording process gets
+    from its own copy, to the bit (same bytes, same C order: the same reductions)."""
+    from tracegrad.tracing.values import stats_from_arrays
+
+    values = _captured_values()
+    left = stats_from_arrays(values)
+    assert left.count(False) == 2 and not left[-1] and not left[-2]  # F order, strided
+    trace = Trace(tensors={
+        index: tg.tracing.model.TensorRecord(id=index, shape=value.shape, dtype=value.dtype,
+                                             value=value)
+        for index, value in enumerate(values)})
+    path = tmp_path / "values.tgtrace"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # computing statistics never warns
+        save_trace(trace, path)
+        loaded = tg.load_trace(path)
+        assert [type(record.value.stats).__name__ for record in loaded.tensors.values()] \
+            == ["PendingStats" if kept else "Stats" for kept in left]
+        for index, value in enumerate(values):
+            assert _same_stats(loaded.tensors[index].value.stats, value.stats), index
+    assert loaded == trace
+
+
+def test_statistics_are_left_to_the_array_only_when_it_gives_them():
+    """Pending statistics of the value's own C-ordered copy: left to the array. Computed
+    ones (read before saving, or made from a strided view), those of an F-ordered copy, of
+    an array given back, or of a value made by hand: stored."""
+    from tracegrad.tracing.model import Stats, Value
+    from tracegrad.tracing.values import (
+        ValueBudget,
+        settle_stats,
+        stats_from_array,
+        stats_from_arrays,
+    )
+
+    budget = ValueBudget()
+    released = budget.capture(np.ones(5))
+    budget.release(released)
+    moved = budget.capture(np.ones(5))
+    moved.array = None  # by hand, without release(): the statistics' array is gone
+    settled = budget.capture(np.ones(5))
+    settle_stats(settled)
+    values = [budget.capture(np.ones((3, 2))),
+              budget.capture(np.asfortranarray(np.ones((3, 2)))), budget.capture(np.ones((4, 4))[:, ::2]), budget.capture(np.ones(3), False),
+              Value((2,), "float64", Stats(), np.ones(2)), released, moved, settled]
+    assert stats_from_arrays(values) == [True] + [False] * 7
+    assert list(map(stats_from_array, values)) == [True] + [False] * 7
+    assert type(values[0].stats).__name__ == "PendingStats"  # deciding computed nothing
+
+
+def test_loaded_records_share_empty_lists_as_recorded_ones_do(tmp_path):
+    """Records with nothing in a list or dict field share the model's read-only empties on
+    loading, as the recorder's records do (and a change to one raises, naming what to do);
+    they compare equal to fresh ones."""
+    trace = _chain_trace()
+    path = tmp_path / "chain.tgtrace"
+    trace.save(path)
+    loaded = tg.load_trace(path)
+    assert loaded == trace
+    record = loaded.tensors[next(iter(loaded.tensors))]
+    assert record.versions is tg.tracing.model.NO_ITEMS and record.versions == []
+    node = next(node for node in loaded.nodes.values() if not node.saved)
+    with pytest.raises(TypeError, match="assign a list of the record's own"):
+        node.saved.append(1)
+    assert loaded.passes[0].steps[0].hooks is tg.tracing.model.NO_ITEMS
+    structure = tmp_path / "structure.tgtrace"
+    _program_trace(values=False).save(structure)
+    step = tg.load_trace(structure).passes[0].steps[0]
+    assert step.grads_in == [None] * len(step.grads_in)
+    assert step.grads_in is tg.tracing.model.nones(len(step.grads_in))

@@ -83,6 +83,10 @@ class _Column(typing.NamedTuple):
     container: str  # RECORDS: "list", "dict" or "optional"
     default: Any  # _REQUIRED, or the default value
     factory: Callable | None
+    # What records that have nothing here share on loading, as the recorder's do (model.
+    # NO_ITEMS, NO_ATTRS): a list or dict of their own was most of a load's objects, and
+    # of the collector's work after it. None: each its own (the Trace's, which are few).
+    empty: Any = None
 
 
 @functools.cache
@@ -91,8 +95,13 @@ def _columns(cls: type) -> tuple[_Column, ...]:
     for field in _fields(cls):
         inner, nullable = _split_optional(field.hint)
         kind, child, container = _kind_of(inner, nullable)
+        empty = None
+        if cls is not model.Trace and not nullable:
+            origin = typing.get_origin(inner)
+            empty = model.NO_ITEMS if origin is list else \
+                model.NO_ATTRS if origin is dict and field.factory is not None else None
         columns.append(_Column(field.name, kind, inner, nullable, child, container,
-                               field.default, field.factory))
+                               field.default, field.factory, empty))
     return tuple(columns)
 
 
@@ -243,6 +252,9 @@ class _ColumnEncoder:
             if not any(map(any, values)):  # structure only: [None] lists, JSON-able as is
                 return values
             rows = iter(self._value_rows_of(list(chain.from_iterable(values))))
+            lengths = set(map(len, values))
+            if len(lengths) == 1 and 0 < min(lengths) <= 4:  # a chain's: one list in C
+                return list(map(list, zip(*[rows] * min(lengths))))
             return [list(islice(rows, length)) for length in map(len, values)]
         if kind is ARRAY:
             return self._array_numbers(values)
@@ -414,7 +426,9 @@ class _ColumnDecoder:
         for column in _columns(cls):
             values = columns.get(column.name, _ABSENT)
             if values is _ABSENT:
-                if column.factory is not None:
+                if column.empty is not None:
+                    values = [column.empty] * count
+                elif column.factory is not None:
                     factory = column.factory
                     values = [factory() for _ in range(count)]
                 elif column.default is _REQUIRED:
@@ -474,7 +488,11 @@ class _ColumnDecoder:
             return self._nested(column, values, count)
         _expect_list(values, count)
         if kind is PLAIN:
-            return _plain_column(column.hint, column.nullable, values)
+            values = _plain_column(column.hint, column.nullable, values)
+            if column.empty is not None:
+                empty = column.empty
+                return [item if item else empty for item in values]
+            return values
         if kind is ANY:
             if typing.get_origin(column.hint) is dict:
                 _check_types(values, (dict,), "an object")
@@ -487,11 +505,15 @@ class _ColumnDecoder:
             _check_types(values, (list,), "a list")
             rows = self.rows[model.Value]
             flat = list(chain.from_iterable(values))
-            if set(map(type, flat)) <= {_NONE}:  # structure only: the lists are the column
-                return values
+            if set(map(type, flat)) <= {_NONE}:  # structure only: shared lists of Nones
+                return list(map(model.nones, map(len, values)))
             _references(rows, flat, "Value", True, lambda position: _inner(values, position))
             lookup = rows.__getitem__
-            return [list(map(lookup, items)) for items in values]
+            lengths = set(map(len, values))
+            if len(lengths) == 1 and 0 < min(lengths) <= 4:  # a chain's: one list in C
+                flat = iter(list(map(lookup, flat)))
+                return list(map(list, zip(*[flat] * min(lengths))))
+            return [list(map(lookup, items)) if items else model.NO_ITEMS for items in values]
         # ARRAY
         _check_types(values, (int, _NONE) if column.nullable else (int,), "an array number")
         load_arrays = getattr(self.load_array, "many", None)
@@ -516,7 +538,9 @@ class _ColumnDecoder:
             raise _RowProblem(rows[failure.row], failure.problem) from None
         except _Problem as problem:
             raise problem.at(".values") from None
-        if column.factory is not None:
+        if column.empty is not None:
+            dense = [column.empty] * count
+        elif column.factory is not None:
             factory = column.factory
             dense = [factory() for _ in range(count)]
         else:
@@ -563,6 +587,9 @@ class _ColumnDecoder:
         flat = iter(records)
         if column.container == "optional":
             return [next(flat) if length else None for length in lengths]
+        if column.container == "list" and column.empty is not None:
+            empty = column.empty
+            return [list(islice(flat, length)) if length else empty for length in lengths]
         groups = [list(islice(flat, length)) for length in lengths]
         if column.container == "list":
             return groups
@@ -570,6 +597,7 @@ class _ColumnDecoder:
 
 
 _ABSENT = object()
+_new_object, _object_setattr = object.__new__, object.__setattr__
 _get_array, _get_shape, _get_dtype = attrgetter("array"), attrgetter("shape"), attrgetter("dtype")
 
 
@@ -590,7 +618,13 @@ def _stats_from_arrays(stats: list, arrays: list) -> None:
         row = rows[next(position for position, array in enumerate(chosen) if array is None)]
         raise _RowProblem(row, _Problem("the value has neither statistics nor an array")
                           .at(".stats"))
-    for row, pending in zip(rows, map(PendingStats.of, chosen)):
+    # PendingStats.of for each, in C: a bare object, then its array (no __init__ to skip).
+    made = list(map(_new_object, repeat(PendingStats, len(chosen))))
+    any(map(_object_setattr, made, repeat("_source"), chosen))  # None each: runs them all
+    if len(made) == len(stats):
+        stats[:] = made
+        return
+    for row, pending in zip(rows, made):
         stats[row] = pending
 
 
@@ -753,9 +787,10 @@ def _check_arrays(values: list) -> None:
         return
     kept = list(map(arrays.__getitem__, rows))
     chosen = list(map(values.__getitem__, rows))
+    dtypes = list(map(_get_dtype, kept))
+    names = {dtype: model.array_dtype_name(dtype) for dtype in set(dtypes)}
     if list(map(_get_shape, kept)) == list(map(_get_shape, chosen)) and \
-            list(map(model.array_dtype_name, map(_get_dtype, kept))) == \
-            list(map(_get_dtype, chosen)):
+            list(map(names.__getitem__, dtypes)) == list(map(_get_dtype, chosen)):
         return
     for row, value in enumerate(values):
         array = value.array

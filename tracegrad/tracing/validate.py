@@ -30,8 +30,8 @@ import typing
 from collections import Counter
 from collections.abc import Callable, Iterable
 from functools import partial
-from itertools import chain
-from operator import attrgetter, is_not, itemgetter
+from itertools import chain, compress, repeat
+from operator import attrgetter, is_not, itemgetter, not_
 
 import numpy as np
 
@@ -73,6 +73,7 @@ class _Context:
         self.trace = trace
         self.limits = limits
         self.ids = {"node": trace.nodes.keys(), "tensor": trace.tensors.keys()}
+        self.seen: dict[type, set] = {}  # ids of shared records (Values, Sites) checked so far
 
 
 # A rule's check gets (records, getter, context) and returns None, or the first offending
@@ -484,7 +485,8 @@ def _violation_places(context: _Context) -> tuple[object, str, str] | None:
 def _value_counts(context: _Context, values: list) -> tuple[object, str, str] | None:
     """A value has no more NaNs and Infs than elements (statistics still to be computed
     from the value's array have as many as it has, by construction)."""
-    values = [value for value in values if type(value.stats) is not PendingStats]
+    values = list(compress(values, map(is_not, map(type, map(_get_stats, values)),
+                                       repeat(PendingStats))))
     if not any(map(_nan_count, values)) and not any(map(_inf_count, values)):
         return None  # the common case, decided in C
     for value in values:
@@ -498,6 +500,7 @@ def _value_counts(context: _Context, values: list) -> tuple[object, str, str] | 
 
 
 _nan_count, _inf_count = attrgetter("stats.nan_count"), attrgetter("stats.inf_count")
+_get_stats = attrgetter("stats")
 
 
 def _node_graph(context: _Context) -> tuple[object, str, str] | None:
@@ -625,7 +628,7 @@ def validate_trace(trace: model.Trace, limits: TraceLimits | None = None) -> Non
 def _check_class(cls: type, records: list, context: _Context) -> Failure | None:
     for name, rule, get in _plan(cls):
         if isinstance(rule, Records):
-            children = _children(rule, records, get, _shape_of_field(cls, name))
+            children = _children(rule, records, get, _shape_of_field(cls, name), context)
             if children:
                 failure = _check_class(rule.cls, children, context)
                 if failure is not None:
@@ -639,19 +642,29 @@ def _check_class(cls: type, records: list, context: _Context) -> Failure | None:
     return check(context, records) if check is not None else None
 
 
-def _children(rule: Records, records: list, get: Callable, container: str) -> list:
+def _children(rule: Records, records: list, get: Callable, container: str,
+              context: _Context) -> list:
     if container == "list":  # lists may hold None (no gradient on that edge)
         children = list(filter(_not_none, chain.from_iterable(map(get, records))))
     elif container == "dict":
         children = list(chain.from_iterable(map(dict.values, map(get, records))))
     else:
         children = list(filter(_not_none, map(get, records)))
-    if rule.shared and len(children) > 1:  # each object once, in order of first sight
-        children = list(dict(zip(map(id, children), children)).values())
+    if rule.shared and children:
+        # Each object once, in order of first sight, and once in the whole trace: a Value
+        # leaving one step enters the next, and is a tensor's too.
+        fresh = dict(zip(map(id, children), children))
+        seen = context.seen.setdefault(rule.cls, set())
+        if seen:
+            children = list(compress(fresh.values(), map(not_, map(seen.__contains__, fresh))))
+        else:
+            children = list(fresh.values())
+        seen.update(map(id, children))
     if rule.cls is model.Stats:
         # Statistics still to be computed from a value's array (a schema-5 file leaves them
         # to it) are right by construction; reading them here would compute them all.
-        children = [stats for stats in children if type(stats) is not PendingStats]
+        children = list(compress(children, map(is_not, map(type, children),
+                                               repeat(PendingStats))))
     return children
 
 

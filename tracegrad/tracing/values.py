@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from itertools import compress, repeat
-from operator import and_, attrgetter, is_, is_not, not_
+from operator import attrgetter, is_, is_not, not_
 
 import numpy as np
 
@@ -160,14 +160,19 @@ _object_setattr = object.__setattr__
 def stats_from_arrays(values: list[Value]) -> list[bool]:
     """``stats_from_array`` of each value, decided in C but for the flags of the arrays
     whose pending statistics they are (a save of 100,000 values asks for all of them)."""
-    arrays = list(map(_get_array, values))
-    fields = map(_object_getattribute, map(_get_stats, values), repeat("__dict__"))
-    # A plain Stats has no "_source": None, which is a value's missing array too.
-    candidates = list(map(and_, map(is_, map(dict.get, fields, repeat("_source")), arrays),
-                          map(is_not, arrays, repeat(None))))
+    stats = list(map(_get_stats, values))
+    candidates = list(map(is_, map(type, stats), repeat(PendingStats)))
     rows = list(compress(range(len(values)), candidates))
-    for row in compress(rows, map(not_, map(_c_ordered, map(arrays.__getitem__, rows)))):
-        candidates[row] = False  # an F-ordered copy
+    # The source of each pending one (object.__getattribute__: reading it does not compute
+    # them) is its value's array, C-ordered: else the numbers are stored.
+    sources = map(_object_getattribute, map(stats.__getitem__, rows), repeat("_source"))
+    arrays = list(map(_get_array, map(values.__getitem__, rows)))
+    for position in compress(range(len(rows)), map(is_not, sources, arrays)):
+        candidates[rows[position]] = False  # not its value's array (or no array left)
+    rows = list(compress(range(len(values)), candidates))
+    arrays = map(_get_array, map(values.__getitem__, rows))
+    for position in compress(range(len(rows)), map(not_, map(_c_ordered, arrays))):
+        candidates[rows[position]] = False  # an F-ordered copy
     return candidates
 
 
