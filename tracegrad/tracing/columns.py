@@ -1,4 +1,5 @@
-"""Trace <-> JSON-able data in columns (schema 4): one list per field, not one object per record.
+"""Trace <-> JSON-able data in columns (schemas 4 and 5): one list per field, not one object
+per record.
 
 A 50,000-node trace is 150,000 records (tensors, nodes, steps, saved tensors). Written one
 JSON object per record (schema 3) it was 300 bytes a node, and every record cost a dict
@@ -20,6 +21,17 @@ changes, and what it keeps:
 * Sites and Values are stored once each, in the ``sites`` and ``values`` tables, and
   referred to by row number; an array by its number in the file's arrays table;
 * the trace itself is a table of one record.
+
+Schema 5 changes one thing here: the statistics of a value whose array is stored and
+whose statistics are still pending on it (``values.stats_from_array``) are not stored --
+``Value.stats`` is ``{"rows": [...], "records": {table}}``, the statistics of the values at
+those rows, and every other value's are computed from its array when first read, as they
+would have been had the trace not been saved (same bytes, same C order: the same numbers,
+to the bit). Saving then computes no statistics (four passes over every value, most of a
+save with values), and loading makes a ``PendingStats`` instead of a ``Stats``. (store.py
+keeps the other schema-5 change: the arrays table in columns, offsets implied.) Loaded
+records with nothing in a list or dict field share the model's read-only empties
+(``NO_ITEMS``, ``NO_ATTRS``, ``nones``), as recorded ones do.
 
 A value of the wrong type is reported with the path of the record it belongs to, as a
 schema-3 file would name it (``trace.nodes[3].saved[0].version``): the logical place,

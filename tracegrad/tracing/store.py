@@ -1,10 +1,15 @@
 """The .tgtrace file: a zip of ``trace.json`` and ``arrays.bin``, loaded without pickle.
 
 ``trace.json`` holds ``{"format": "tracegrad-trace", "schema_version": N, "tracegrad": "0.1.0",
-"timings": true, "arrays": [[dtype, shape, offset], ...], "array_bytes": N, "sites": ...,
-"values": ..., "trace": ...}``; the last three are tables of records in columns (schema 4,
-see columns.py; schemas 1 to 3 wrote one object per record, see codec.py, and still load).
-Array number i is the raw bytes of ``arrays.bin`` at its offset (C order, 16-byte aligned).
+"timings": true, "arrays": {"dtypes": [...], "shapes": [...], "dtype": [codes], "shape":
+[codes]}, "array_bytes": N, "sites": ..., "values": ..., "trace": ...}``; the last three are
+tables of records in columns (schemas 4 and 5, see columns.py; schemas 1 to 3 wrote one
+object per record, see codec.py, and still load). Array number i has dtype
+``dtypes[dtype[i]]`` and shape ``shapes[shape[i]]``, and is the raw bytes of ``arrays.bin``
+right after array i - 1 (C order, each start 16-byte aligned). Schema 5 writes that table
+in columns and leaves the statistics of values stored whole to their arrays (columns.py);
+schemas 2 to 4 list ``[dtype, shape, offset]`` per array (``schema_version=4`` still writes
+them so), and every value's statistics.
 One member for all arrays instead of one ``.npy`` each: a 50,000-node trace holds 100,000
 arrays, and a zip member costs more than a small array. trace.json is deflated; arrays.bin
 only when that pays (see ``_worth_compressing``). Schema-1 files (``arrays/NNNNNN.npy``)
