@@ -163,6 +163,9 @@ CORRUPTIONS = {
     "metadata count negative": (
         _set("metadata", "summarized_values", -4), "trace.metadata.summarized_values",
         "-4 is not a count"),
+    "pass node marks not a list": (  # memory.py indexes it by pass (a long fuzz found it)
+        _set("metadata", "pass_node_marks", True), "trace.metadata.pass_node_marks",
+        "True is not a list of counts"),
 }
 
 

@@ -240,6 +240,12 @@ def _keep_passes_problem(value, context: _Context) -> str | None:
     return f"{value!r} is not null or two counts"
 
 
+def _count_list_problem(value, context: _Context) -> str | None:
+    if type(value) is list and all(map(_is_count, value)):
+        return None
+    return f"{value!r} is not a list of counts"
+
+
 def _count_map_problem(value, context: _Context) -> str | None:
     if type(value) is dict and all(map(_is_count, value.values())):
         return None
@@ -277,6 +283,7 @@ _METADATA_KEYS: dict[str, Callable] = {
     "unrecorded_ops": _count_map_problem,
     "structure_over_budget": _type_problem(bool),
     "keep_passes": _keep_passes_problem,
+    "pass_node_marks": _count_list_problem,  # memory.py indexes it by pass
     "values": _type_problem(bool),
     "timings": _type_problem(bool),
     "program": _type_problem(str),
