@@ -282,3 +282,20 @@ def test_bad_npy_headers_give_trace_file_error(tmp_path, case):
 def test_load_trace_checks_its_limits_argument(tmp_path):
     with pytest.raises(TypeError, match="limits must be a TraceLimits"):
         tg.load_trace(tmp_path / "x.tgtrace", limits={"max_json_bytes": 1})
+
+
+def test_schema_5_packs_the_same_bytes_as_schema_4():
+    """arrays.bin is the same bytes in both schemas, whatever the arrays' layout (C, F,
+    strided, empty, no dimensions): only the table describing it changed."""
+    from tracegrad.tracing.store import _pack_array_columns, _pack_arrays
+
+    rng = np.random.default_rng(0)
+    arrays = [rng.standard_normal((3, 5)), np.asfortranarray(rng.standard_normal((4, 3))),
+              np.zeros((0,)), np.ones(()), np.arange(7, dtype=np.int8),
+              np.asfortranarray(rng.standard_normal((2, 9)), dtype=np.float32),
+              rng.standard_normal((6, 6))[:, ::2], np.array([True])]
+    old_table, old_blob = _pack_arrays(arrays)
+    table, blob = _pack_array_columns(arrays)
+    assert bytes(blob) == bytes(old_blob)
+    assert [[table["dtypes"][d], table["shapes"][s]] for d, s in
+            zip(table["dtype"], table["shape"])] == [entry[:2] for entry in old_table]

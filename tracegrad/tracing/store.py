@@ -42,8 +42,8 @@ import tempfile
 import zipfile
 import zlib
 from functools import partial
-from itertools import chain, compress, repeat
-from operator import attrgetter, mod, neg, not_
+from itertools import accumulate, chain, compress, repeat
+from operator import add, attrgetter, mod, neg, not_
 
 import numpy as np
 import orjson
@@ -162,27 +162,39 @@ def _pack_arrays(arrays: list[np.ndarray]) -> tuple[list, bytearray]:
     return table, blob
 
 
-def _pack_array_columns(arrays: list[np.ndarray]) -> tuple[dict, bytes]:
+def _pack_array_columns(arrays: list[np.ndarray]) -> tuple[dict, bytearray]:
     """Schema 5's arrays table, in columns -- ``{"dtypes": [...], "shapes": [...], "dtype":
     [codes], "shape": [codes]}``, offsets implied (reading.py, ``_ArrayColumns``) -- and the
-    arrays' bytes end to end, each aligned, joined in one copy (C order whatever the
+    arrays' bytes end to end, each aligned, joined in one buffer (C order whatever the
     array's layout, as tobytes() would give). A list per array and a copy per array
     through NumPy were a fifth of a save with values (bench/bench_trace.py (d))."""
     dtypes = list(map(attrgetter("dtype.str"), arrays))
     shapes = list(map(attrgetter("shape"), arrays))
     dtype_codes = {name: code for code, name in enumerate(dict.fromkeys(dtypes))}
     shape_codes = {shape: code for code, shape in enumerate(dict.fromkeys(shapes))}
-    arrays = list(arrays)
-    for index in compress(range(len(arrays)), map(not_, map(_c_ordered, arrays))):
-        arrays[index] = np.ascontiguousarray(arrays[index])  # F-ordered, strided: rare
-    # Each array, then the zeros that pad it to ALIGN (b"" when none): in C.
-    padding = map(_PADDING.__getitem__, map(mod, map(neg, map(_nbytes, arrays)),
-                                            repeat(ALIGN)))
-    parts = list(chain.from_iterable(zip(arrays, padding)))
+    sizes = list(map(_nbytes, arrays))
+    paddings = list(map(mod, map(neg, sizes), repeat(ALIGN)))
+    # Each array, then the zeros that pad it to ALIGN (b"" when none), joined in C. An
+    # array not in C order (F-ordered, rare) holds zeros there until it is copied in
+    # below, one at a time: copies of them all would hold their bytes twice meanwhile.
+    parts = list(arrays)
+    others = list(compress(range(len(parts)), map(not_, map(_c_ordered, parts))))
+    if others:
+        zeros = memoryview(bytes(max(map(sizes.__getitem__, others))))
+        for index in others:
+            parts[index] = zeros[:sizes[index]]
+    blob = bytearray().join(chain.from_iterable(zip(parts, map(_PADDING.__getitem__,
+                                                               paddings))))
+    if others:
+        starts = [0, *accumulate(map(add, sizes, paddings))]
+        for index in others:
+            array = arrays[index]
+            np.frombuffer(blob, array.dtype, array.size, starts[index])[...] = \
+                array.reshape(-1)
     table = {"dtypes": list(dtype_codes), "shapes": list(map(list, shape_codes)),
              "dtype": list(map(dtype_codes.__getitem__, dtypes)),
              "shape": list(map(shape_codes.__getitem__, shapes))}
-    return table, b"".join(parts)
+    return table, blob
 
 
 _PADDING = [bytes(size) for size in range(ALIGN)]
