@@ -401,6 +401,18 @@ SHORT_FORM_DAMAGE = {
     "a sparse value of the wrong type": (
         lambda doc: _columns_of(doc, "tensors")["columns"]["name"]["values"].__setitem__(0, 7),
         "trace.tensors[0].name: expected a string, got an integer"),
+    "a code out of the shape table": (  # schema 5 tables shapes as it does strings
+        lambda doc: _columns_of(doc, "tensors")["columns"]["shape"]["codes"].__setitem__(3, 4),
+        "trace.tensors[3].shape: tuple number 4 is not in the table (2 rows)"),
+    "a shape table of strings": (
+        lambda doc: _columns_of(doc, "tensors")["columns"]["shape"]["tuples"].__setitem__(
+            0, "4"), "trace.tensors.records.shape.tuples[0]: expected a list, got a string"),
+    "a shape of text": (
+        lambda doc: doc["values"]["columns"]["shape"]["tuples"][0].__setitem__(0, "4"),
+        "values.shape.tuples[0][0]: expected an integer, got a string"),
+    "shape codes not a list": (
+        lambda doc: doc["values"]["columns"]["shape"].__setitem__("codes", 0),
+        "values.shape.codes: expected a column (a list), got an integer"),
 }
 
 

@@ -113,7 +113,8 @@ def _dense(column, values, count: int):
                                                       len(values["rows"]))):
             dense[row] = value
         return dense
-    return [values["strings"][code] for code in values["codes"]]
+    table = values["strings"] if "strings" in values else values["tuples"]  # schema 5: shapes
+    return [table[code] for code in values["codes"]]
 
 
 def _table(cls: type, records: list[dict]) -> dict:

@@ -99,6 +99,7 @@ class _Column(typing.NamedTuple):
     # NO_ITEMS, NO_ATTRS): a list or dict of their own was most of a load's objects, and
     # of the collector's work after it. None: each its own (the Trace's, which are few).
     empty: Any = None
+    is_tuple: bool = False  # a tuple of plain values (a shape): schema 5 may table them
 
 
 @functools.cache
@@ -113,7 +114,8 @@ def _columns(cls: type) -> tuple[_Column, ...]:
             empty = model.NO_ITEMS if origin is list else \
                 model.NO_ATTRS if origin is dict and field.factory is not None else None
         columns.append(_Column(field.name, kind, inner, nullable, child, container,
-                               field.default, field.factory, empty))
+                               field.default, field.factory, empty,
+                               typing.get_origin(inner) is tuple and not nullable))
     return tuple(columns)
 
 
@@ -246,6 +248,13 @@ class _ColumnEncoder:
             if len(strings) * 2 <= count:
                 codes = {text: code for code, text in enumerate(strings)}
                 return {"strings": list(strings), "codes": list(map(codes.__getitem__, values))}
+        elif column.kind is PLAIN and column.is_tuple and self.stats_from_arrays and count > 1:
+            # Schema 5: shapes repeat as strings do (a table of them, a code a record): a
+            # list less per record to write, parse and make a tuple of.
+            tuples = dict.fromkeys(values)
+            if len(tuples) * 2 <= count:
+                codes = {item: code for code, item in enumerate(tuples)}
+                return {"tuples": list(tuples), "codes": list(map(codes.__getitem__, values))}
         return self._encode(column, values)
 
     def _encode(self, column: _Column, values: list):
@@ -563,6 +572,16 @@ class _ColumnDecoder:
 
     def _dense(self, column: _Column, values, count: int) -> list:
         """A dense column: a list, or a string table (codes into ``strings``)."""
+        if type(values) is dict and "tuples" in values and column.is_tuple:
+            tuples, codes = values.get("tuples"), values.get("codes")
+            _expect_list(codes, count, ".codes")
+            if type(tuples) is not list:
+                raise _Problem(f"expected a list, got {_kind(tuples)}").at(".tuples")
+            try:
+                table = _plain_column(column.hint, False, tuples)
+            except _RowProblem as failure:  # a shape many records share: name the table's
+                raise failure.problem.at(f".tuples[{failure.row}]") from None
+            return _references(dict(enumerate(table)), codes, "tuple", False)
         if type(values) is dict:
             strings, codes = values.get("strings"), values.get("codes")
             if column.hint is not str or type(strings) is not list:
