@@ -31,7 +31,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from functools import partial
 from itertools import chain, compress, repeat
-from operator import attrgetter, is_not, itemgetter, not_
+from operator import attrgetter, is_not, itemgetter
 
 import numpy as np
 
@@ -73,7 +73,6 @@ class _Context:
         self.trace = trace
         self.limits = limits
         self.ids = {"node": trace.nodes.keys(), "tensor": trace.tensors.keys()}
-        self.seen: dict[type, set] = {}  # ids of shared records (Values, Sites) checked so far
 
 
 # A rule's check gets (records, getter, context) and returns None, or the first offending
@@ -635,7 +634,7 @@ def validate_trace(trace: model.Trace, limits: TraceLimits | None = None) -> Non
 def _check_class(cls: type, records: list, context: _Context) -> Failure | None:
     for name, rule, get in _plan(cls):
         if isinstance(rule, Records):
-            children = _children(rule, records, get, _shape_of_field(cls, name), context)
+            children = _children(rule, records, get, _shape_of_field(cls, name))
             if children:
                 failure = _check_class(rule.cls, children, context)
                 if failure is not None:
@@ -649,24 +648,15 @@ def _check_class(cls: type, records: list, context: _Context) -> Failure | None:
     return check(context, records) if check is not None else None
 
 
-def _children(rule: Records, records: list, get: Callable, container: str,
-              context: _Context) -> list:
+def _children(rule: Records, records: list, get: Callable, container: str) -> list:
     if container == "list":  # lists may hold None (no gradient on that edge)
         children = list(filter(_not_none, chain.from_iterable(map(get, records))))
     elif container == "dict":
         children = list(chain.from_iterable(map(dict.values, map(get, records))))
     else:
         children = list(filter(_not_none, map(get, records)))
-    if rule.shared and children:
-        # Each object once, in order of first sight, and once in the whole trace: a Value
-        # leaving one step enters the next, and is a tensor's too.
-        fresh = dict(zip(map(id, children), children))
-        seen = context.seen.setdefault(rule.cls, set())
-        if seen:
-            children = list(compress(fresh.values(), map(not_, map(seen.__contains__, fresh))))
-        else:
-            children = list(fresh.values())
-        seen.update(map(id, children))
+    if rule.shared and len(children) > 1:  # each object once, in order of first sight
+        children = list(dict(zip(map(id, children), children)).values())
     if rule.cls is model.Stats:
         # Statistics still to be computed from a value's array (a schema-5 file leaves them
         # to it) are right by construction; reading them here would compute them all.
