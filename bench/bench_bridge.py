@@ -11,14 +11,18 @@ load of a shared machine drifts over every configuration alike).
                                            [--explain]
 
 torch runs on one thread (the machine is shared; the tracer's cost is per op, not per FLOP);
-times are this process's CPU time. Two rows in parentheses say where the time goes: a
-TorchFunctionMode that only passes calls on (the floor for any observer of torch calls), and
-the bridge reporting to a listener that does nothing (the bridge's share; the rest of a
-recording's cost is the recorder's).
+times are this process's CPU time. Three rows in parentheses say where the time goes: a
+TorchFunctionMode that only passes calls on (the floor for any observer of torch calls), the
+same mode hooking each new node with a no-op pre-hook and post-hook (the floor for any
+observer of backward steps through torch's node hooks), and the bridge reporting to a
+listener that does nothing (the bridge's share; the rest of a recording's cost is the
+recorder's).
 
 ``--explain`` then says where a recording's time goes, per configuration: the shares by
 subtraction (torch's dispatch to any mode, the bridge, the recorder), the garbage
-collector's time during the recording, and per listener event its count and the recorder's
+collector's time during the recording (young and full collections apart: a full one scans
+the program's whole heap, torch's ~290,000 objects included, and the trace's growth is what
+triggers them), and per listener event its count and the recorder's
 time in it (perf_counter around each call, one run; the bridge's share divided by the
 events it sent is its cost per event).
 """
@@ -81,6 +85,37 @@ def _mode_only(function):
     return run
 
 
+def _hooks_only(function):
+    """A floor of this design: the no-op mode, plus what any observer of backward steps
+    through node hooks pays -- a no-op pre-hook and post-hook on the node each call made
+    (its output's grad_fn only: fewer nodes than the bridge hooks, so a lower bound),
+    registered through torch's public API and run by every backward."""
+    import torch
+    from torch.overrides import TorchFunctionMode
+
+    next_sequence_nr = torch._C._autograd._get_sequence_nr
+    tensor_type = torch.Tensor
+
+    def hook(*args) -> None:
+        return None
+
+    class HookEachNode(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            first = next_sequence_nr()
+            result = func(*args, **(kwargs or {}))
+            if next_sequence_nr() != first and isinstance(result, tensor_type):
+                node = result.grad_fn
+                if node is not None:
+                    node.register_prehook(hook)
+                    node.register_hook(hook)
+            return result
+
+    def run() -> None:
+        with HookEachNode():
+            function()
+    return run
+
+
 def _bridge_only(function):
     """The bridge's own share: armed, reporting to a listener that does nothing (no
     recorder), so the difference to a recording is the recorder's."""
@@ -103,9 +138,9 @@ _EVENTS = ("on_op", "on_tensor", "on_detach", "on_untracked_op", "on_value_out",
            "on_error")
 
 
-def _explained(function, **options) -> tuple[float, float, dict]:
-    """One recording of ``function``: (CPU seconds, seconds in the garbage collector,
-    {event: [count, seconds in the recorder]})."""
+def _explained(function, **options) -> tuple[float, dict, dict]:
+    """One recording of ``function``: (CPU seconds, {generation: [collections, seconds]} of
+    the garbage collector, {event: [count, seconds in the recorder]})."""
     from time import perf_counter
 
     counts: dict = {}
@@ -122,13 +157,16 @@ def _explained(function, **options) -> tuple[float, float, dict]:
                 _entry[0] += 1
                 _entry[1] += perf_counter() - started
         setattr(recorder, event, timed)
-    collecting = [0.0, 0.0]
+    collecting = {generation: [0, 0.0] for generation in range(3)}
+    started_at = [0.0]
 
     def collector(phase, info) -> None:
         if phase == "start":
-            collecting[1] = perf_counter()
+            started_at[0] = perf_counter()
         else:
-            collecting[0] += perf_counter() - collecting[1]
+            entry = collecting[info["generation"]]
+            entry[0] += 1
+            entry[1] += perf_counter() - started_at[0]
     gc.collect()
     gc.callbacks.append(collector)
     try:
@@ -138,8 +176,17 @@ def _explained(function, **options) -> tuple[float, float, dict]:
         seconds = time.process_time() - started
     finally:
         gc.callbacks.remove(collector)
-    return seconds, collecting[0], {event: entry for event, entry in counts.items()
-                                    if entry[0]}
+    return seconds, collecting, {event: entry for event, entry in counts.items()
+                                 if entry[0]}
+
+
+def _full_collection_seconds() -> tuple[int, float]:
+    """(objects the collector tracks, seconds of one full collection) of this process as
+    it is: what every full collection during a recording scans besides the trace."""
+    gc.collect()
+    started = time.perf_counter()
+    gc.collect()
+    return len(gc.get_objects()), time.perf_counter() - started
 
 
 def _explain(title: str, best: dict, function, configurations: dict) -> None:
@@ -148,15 +195,24 @@ def _explain(title: str, best: dict, function, configurations: dict) -> None:
                          best["(bridge, no-op listener)"])
     print(f"  where the time goes ({title}; shares of the untraced time, best of the runs "
           "above):")
+    hooks = best["(no-op mode + no-op node hooks)"]
     print(f"    torch's dispatch to a mode (the floor) {100 * (mode - off) / off:6.0f}%")
+    print(f"    no-op node hooks, registered and run  {100 * (hooks - mode) / off:6.0f}%")
     print(f"    the bridge (no-op listener)           {100 * (bridge - mode) / off:6.0f}%")
     for label in configurations:
         print(f"    the recorder, {label:<24} {100 * (best[label] - bridge) / off:6.0f}%")
+    heap, full = _full_collection_seconds()
+    print(f"  the program's heap: {heap} objects the garbage collector tracks (torch's "
+          f"modules, mostly); one full collection of it alone {1e3 * full:.0f} ms")
     for label, options in configurations.items():
         seconds, collecting, events_seen = _explained(function, **options)
         sent = sum(count for count, _ in events_seen.values())
+        spent = sum(entry[1] for entry in collecting.values())
+        young = collecting[0][0] + collecting[1][0]
         print(f"  {label}, one instrumented run: {seconds:.3f} s, of which the garbage "
-              f"collector {collecting:.3f} s; {sent} events, the bridge's share "
+              f"collector {spent:.3f} s ({young} young collections "
+              f"{collecting[0][1] + collecting[1][1]:.3f} s, {collecting[2][0]} full ones "
+              f"{collecting[2][1]:.3f} s); {sent} events, the bridge's share "
               f"{1e6 * (bridge - mode) / max(sent, 1):.1f} us per event")
         print(f"    {'event':<22} {'count':>8} {'recorder us/event':>18} {'recorder s':>11}")
         for event, (count, spent) in sorted(events_seen.items(), key=lambda item: -item[1][1]):
@@ -189,6 +245,7 @@ def bench_two_layer(torch, steps: int, repeat: int, explain: bool = False) -> bo
     _traced(lambda: module.train(steps=2))()
     best = _round_robin({"untraced": train,
                          "(no-op TorchFunctionMode)": _mode_only(train),
+                         "(no-op mode + no-op node hooks)": _hooks_only(train),
                          "(bridge, no-op listener)": _bridge_only(train),
                          "structure only": _traced(train, values=False),
                          "values": _traced(train)}, repeat)
@@ -209,6 +266,7 @@ def bench_mlp(torch, steps: int, repeat: int, explain: bool = False) -> bool:
     module.train(steps=10)
     best = _round_robin({"untraced": train,
                          "(no-op TorchFunctionMode)": _mode_only(train),
+                         "(no-op mode + no-op node hooks)": _hooks_only(train),
                          "(bridge, no-op listener)": _bridge_only(train),
                          "values (first and last 2 passes)": _traced(train)}, repeat)
     met = _report(f"nn.Sequential MLP (2 -> 32 -> 32 -> 3, Adam), {steps} steps, best of "

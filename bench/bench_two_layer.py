@@ -6,6 +6,7 @@ contenders interleaved round by round, medians (bench/_harness.py). Target (issu
 tracegrad / NumPy <= 1.15.
 
     .venv/bin/python bench/bench_two_layer.py [--repeats 5] [--steps 500] [--profile]
+    .venv/bin/python bench/bench_two_layer.py --phases  # where a size-1 step's time goes
     .venv/bin/python bench/bench_two_layer.py --all-threads   # then the default BLAS threads
 """
 
@@ -74,6 +75,70 @@ def overhead_per_step(steps: int, repeats: int) -> dict[str, float]:
     return {name: seconds / steps for name, seconds in times.items()}
 
 
+def phases_per_step(steps: int, repeats: int) -> dict[str, dict[str, float]]:
+    """Seconds per step of each phase with every size 1 -- forward (to ``loss.item()``),
+    backward, update (``w -= lr * w.grad`` and ``zero_``) -- for tracegrad and, for the
+    same phases written by hand, NumPy: where the per-step overhead lives. CPU time, the
+    median of ``repeats`` runs of ``steps`` steps each."""
+    import statistics
+    import time
+
+    import tracegrad as tg
+
+    ours = load_example("two_layer_net")
+    relu, rate = ours.MyReLU.apply, ours.learning_rate
+    arrays = [np.full((1, 1), value, np.float32) for value in (0.5, 0.25, 0.75, -0.5)]
+    x, y, w1, w2 = (tg.tensor(a, requires_grad=i >= 2) for i, a in enumerate(arrays))
+    nx, ny, nw1, nw2 = (a.copy() for a in arrays)
+    clock = time.process_time
+
+    def tracegrad_step(spent):
+        started = clock()
+        loss = (relu(x.mm(w1)).mm(w2) - y).pow(2).sum()
+        loss.item()
+        forward_done = clock()
+        loss.backward()
+        backward_done = clock()
+        with tg.no_grad():
+            w1.sub_(rate * w1.grad)  # (what the example's w1 -= ... runs)
+            w2.sub_(rate * w2.grad)
+            w1.grad.zero_()
+            w2.grad.zero_()
+        spent[0] += forward_done - started
+        spent[1] += backward_done - forward_done
+        spent[2] += clock() - backward_done
+
+    def numpy_step(spent):
+        started = clock()
+        h = nx.dot(nw1)
+        h_relu = np.maximum(h, 0)
+        y_pred = h_relu.dot(nw2)
+        np.square(y_pred - ny).sum().item()
+        forward_done = clock()
+        grad_y_pred = 2.0 * (y_pred - ny)
+        grad_w2 = h_relu.T.dot(grad_y_pred)
+        grad_h = grad_y_pred.dot(nw2.T).copy()  # (the example's grad_h_relu.copy())
+        grad_h[h < 0] = 0
+        grad_w1 = nx.T.dot(grad_h)
+        backward_done = clock()
+        np.subtract(nw1, rate * grad_w1, out=nw1)  # (the example's nw1 -= ...)
+        np.subtract(nw2, rate * grad_w2, out=nw2)
+        spent[0] += forward_done - started
+        spent[1] += backward_done - forward_done
+        spent[2] += clock() - backward_done
+
+    samples = {"numpy": [], "tracegrad": []}
+    for _ in range(repeats):
+        for name, step in (("numpy", numpy_step), ("tracegrad", tracegrad_step)):
+            spent = [0.0, 0.0, 0.0]
+            for _ in range(steps):
+                step(spent)
+            samples[name].append(spent)
+    return {name: {phase: statistics.median(run[index] for run in runs) / steps
+                   for index, phase in enumerate(("forward", "backward", "update"))}
+            for name, runs in samples.items()}
+
+
 def report(times: dict[str, float], steps: int) -> None:
     print(f"two-layer net, {steps} steps, CPU time, median of interleaved runs "
           f"(OMP_NUM_THREADS={describe_threads()})")
@@ -104,12 +169,21 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--steps", type=int, default=500)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--profile", action="store_true", help="cProfile tracegrad's loop")
+    parser.add_argument("--phases", action="store_true",
+                        help="only the per-step cost of forward, backward and update, sizes 1")
     parser.add_argument("--all-threads", action="store_true",
                         help="run once with one BLAS thread, then with the default")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.profile:
         profile(args.steps)
+        return 0
+    if args.phases:
+        phases = phases_per_step(args.steps, args.repeats)
+        print("per-step cost of each phase with all sizes 1 (CPU time, median of runs):")
+        for phase in ("forward", "backward", "update"):
+            print(f"  {phase:<9} numpy {phases['numpy'][phase] * 1e6:6.1f} us   tracegrad "
+                  f"{phases['tracegrad'][phase] * 1e6:6.1f} us")
         return 0
     if args.all_threads and not args.child:
         return run_each_thread_setting(__file__, [a for a in argv if a != "--all-threads"])

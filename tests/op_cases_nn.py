@@ -11,11 +11,23 @@ from __future__ import annotations
 import numpy as np
 from op_case import Case
 
-from tracegrad.ops import activation, recurrent, resample, unary
+from tracegrad.ops import activation, loss, normalization, recurrent, resample, unary
 
 
 def _F(lib):
     return lib.nn.functional
+
+
+def _statistics(x, eps=1e-5, dim=-1):
+    """The mean and inverse std of x's rows, as layer_norm's forward keeps them. (Made from
+    x with graph: the node's gradient for x already includes their dependence on x -- its
+    edges for them get none -- and the node's own backward, differentiated again, reads
+    them as the functions of x they are.)"""
+    mean = x.mean(dim, keepdim=True)
+    variance = ((x - mean) ** 2).mean(dim, keepdim=True)
+    if dim == 0:  # batch_norm's, one per channel
+        return mean.reshape(-1), ((variance + eps) ** -0.5).reshape(-1)
+    return mean, (variance + eps) ** -0.5
 
 
 def _batch_norm_train(L, x, w, b):
@@ -72,6 +84,41 @@ NN_CASES: dict[str, list] = {
         g, x, 0.7, 1.2, 0.9), in_torch=False)],
     "SoftplusBackward": [Case(((3, 4), (3, 4)), lambda L, g, x: activation.SoftplusBackward
                               .apply(g, x * 3, 2.0, 4.0), in_torch=False)],
+    "HardswishBackward": [Case(((3, 4), (3, 4)), lambda L, g, x: activation.HardswishBackward
+                               .apply(g, x * 2), in_torch=False)],
+    "LogSigmoidBackward": [Case(((3, 4), (3, 4)), lambda L, g, x: activation
+                                .LogSigmoidBackward.apply(g, x * 2), in_torch=False)],
+    "GluBackward": [Case(((3, 2), (3, 4)), lambda L, g, x: activation.GluBackward.apply(
+        g, x, 1), in_torch=False),
+        Case(((2, 3), (4, 3)), lambda L, g, x: activation.GluBackward.apply(g, x, -2),
+             in_torch=False)],
+    "SmoothL1LossBackward": [Case(((), (3, 4), (3, 4)), lambda L, g, x, t: loss
+                                  .SmoothL1LossBackward.apply(g, x, t, "mean", 0.7),
+                                  in_torch=False),
+                             Case(((3, 4), (3, 4), (3, 4)), lambda L, g, x, t: loss
+                                  .SmoothL1LossBackward.apply(g, x, t, "none", 1.5),
+                                  in_torch=False)],
+    "HuberLossBackward": [Case(((), (3, 4), (3, 4)), lambda L, g, x, t: loss
+                               .HuberLossBackward.apply(g, x, t, "sum", 0.8), in_torch=False),
+                          Case(((3, 4), (3, 4), (3, 4)), lambda L, g, x, t: loss
+                               .HuberLossBackward.apply(g, x, t, "none", 1.2), in_torch=False)],
+    "NativeLayerNormBackward": [Case(((3, 4), (3, 4), (4,)), lambda L, g, x, w: normalization
+                                     .NativeLayerNormBackward.apply(g, x, *_statistics(x), w,
+                                                                    w * 0, (4,)),
+                                     in_torch=False),
+                                Case(((3, 4), (3, 4)), lambda L, g, x: normalization
+                                     .NativeLayerNormBackward.apply(g, x, *_statistics(x),
+                                                                    None, None, (4,)),
+                                     in_torch=False)],
+    "NativeBatchNormBackward": [Case(((3, 4), (3, 4), (4,)), lambda L, g, x, w: normalization
+                                     .NativeBatchNormBackward.apply(
+                                         g, x, w, None, None, *_statistics(x, dim=0), True,
+                                         1e-5), in_torch=False),
+                                Case(((3, 4), (3, 4), (4,)), lambda L, g, x, w: normalization
+                                     .NativeBatchNormBackward.apply(
+                                         g, x, w, L.full((4,), 0.5, dtype=L.float64),
+                                         L.full((4,), 2.0, dtype=L.float64), L.zeros(0),
+                                         L.zeros(0), False, 1e-5), in_torch=False)],
     "HardsigmoidBackward": [Case(((3, 4), (3, 4)), lambda L, g, x: activation
                                  .HardsigmoidBackward.apply(g, x * 4), in_torch=False,
                                  no_derivative=True)],

@@ -251,6 +251,31 @@ def test_nothing_stays_installed_after_the_recording_even_on_error():
     assert counter.steps == 0 and x.grad is not None
 
 
+def _live_tensors_of_shape(shape: tuple) -> int:
+    import gc
+
+    return sum(1 for item in gc.get_objects()
+               if type(item) is torch.Tensor and tuple(item.shape) == shape)
+
+
+@pytest.mark.parametrize("values", [True, False])
+def test_a_tensor_the_program_drops_is_freed_then_not_when_the_recording_ends(values):
+    # The recorder reads every output's values (a NaN check even without values); the
+    # bridge's view of them must not keep the program's memory once the program let go
+    # (it did until the registry's next sweep: hundreds of MB over a training loop).
+    w, m = torch.ones(7, 13, requires_grad=True), torch.ones(13, 11)
+    with tg.record(values=values) as tr:
+        for _ in range(3):
+            loss = w.mm(m).exp().sum()  # the [7, 11] temporaries: gone after backward
+            loss.backward()
+            with torch.no_grad():
+                step = w.grad.mm(m) * 0.1  # an untracked op's output, read too
+                del step
+        del loss
+        assert _live_tensors_of_shape((7, 11)) == 0
+    assert _names(tr).count("ExpBackward0") == 3
+
+
 def test_armed_when_the_program_imports_torch_during_the_recording():
     program = textwrap.dedent("""
         import sys

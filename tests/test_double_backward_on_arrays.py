@@ -11,7 +11,7 @@ import pytest
 
 import tracegrad as tg
 from tracegrad.nn import _ops as nn_ops
-from tracegrad.ops import activation, unary
+from tracegrad.ops import activation, loss, normalization, unary
 
 pytestmark = pytest.mark.torch
 torch = pytest.importorskip("torch")
@@ -43,6 +43,37 @@ PROGRAMS = {
     activation.HardtanhBackward: {"hardtanh": lambda L, x: _F(L).hardtanh(x, -0.5, 0.5),
                                   "relu6": lambda L, x: _F(L).relu6(x * 4)},
     activation.LeakyReluBackward: {"leaky_relu": lambda L, x: _F(L).leaky_relu(x, 0.1)},
+    activation.HardswishBackward: {"hardswish": lambda L, x: _F(L).hardswish(x * 3)},
+    activation.LogSigmoidBackward: {"logsigmoid": lambda L, x: _F(L).logsigmoid(x * 2)},
+    activation.GluBackward: {"glu": lambda L, x: _F(L).glu(x, 1),
+                             "glu_dim0": lambda L, x: _F(L).glu(x[:2], -2)},
+    loss.SmoothL1LossBackward: {
+        "smooth_l1": lambda L, x: _F(L).smooth_l1_loss(x, L.tensor(W), beta=0.7),
+        "smooth_l1_none": lambda L, x: _F(L).smooth_l1_loss(x, x.flip(0) * 2,
+                                                             reduction="none")},
+    loss.HuberLossBackward: {
+        "huber": lambda L, x: _F(L).huber_loss(x, L.tensor(W), delta=0.8),
+        "huber_sum": lambda L, x: _F(L).huber_loss(x.sin() * 3, x.cos(), reduction="sum"),
+        "huber_none": lambda L, x: _F(L).huber_loss(x, L.tensor(W) * 2, reduction="none")},
+    normalization.NativeLayerNormBackward: {
+        "layer_norm": lambda L, x: _F(L).layer_norm(x, (4,)),
+        "layer_norm_affine": lambda L, x: _F(L).layer_norm(
+            x, (4,), L.tensor(W[0]), L.tensor(W[1])) * L.tensor(W),
+        "layer_norm_x_weight": lambda L, x: _F(L).layer_norm(x, (4,), x[0] * 1, x[1] * 1),
+        "layer_norm_2d": lambda L, x: _F(L).layer_norm(x.reshape(1, 3, 4), (3, 4),
+                                                       x * 2 + 1, eps=0.1).sin()},
+    normalization.NativeBatchNormBackward: {
+        "batch_norm": lambda L, x: _F(L).batch_norm(x, None, None, training=True),
+        "batch_norm_affine": lambda L, x: _F(L).batch_norm(
+            x.reshape(3, 2, 2), None, None, L.tensor([1.5, -0.5], dtype=L.float64),
+            L.tensor([0.1, 0.2], dtype=L.float64),
+            training=True) * L.tensor(W).reshape(3, 2, 2),
+        "batch_norm_x_weight": lambda L, x: _F(L).batch_norm(
+            x, None, None, x[0] * 1, x[1] * 1, training=True, eps=0.1),
+        "batch_norm_eval": lambda L, x: _F(L).batch_norm(
+            x, L.tensor([0.1, -0.2, 0.3, 0.0], dtype=L.float64),
+            L.tensor([1.5, 0.5, 2.0, 1.0], dtype=L.float64), x[2] * 2,
+            None, training=False).sin()},
     nn_ops.MseLossBackward: {
         "mse": lambda L, x: _F(L).mse_loss(x, (x * 2).sin()),
         "mse_sum": lambda L, x: _F(L).mse_loss(x.sin(), x.cos(), reduction="sum"),
@@ -139,6 +170,9 @@ def test_every_double_backward_node_is_covered():
     assert names == {"TanhBackward", "SigmoidBackward", "SoftmaxBackwardData",
                      "LogSoftmaxBackwardData", "EluBackward", "SoftplusBackward",
                      "ThresholdBackward", "HardtanhBackward", "LeakyReluBackward",
-                     "MseLossBackward", "NllLossBackward", "NllLoss2DBackward"}
+                     "MseLossBackward", "NllLossBackward", "NllLoss2DBackward",
+                     "HardswishBackward", "LogSigmoidBackward", "GluBackward",
+                     "SmoothL1LossBackward", "HuberLossBackward", "NativeLayerNormBackward",
+                     "NativeBatchNormBackward"}
     for op in PROGRAMS:
         assert op._node_class._takes_arrays, op.__name__

@@ -76,17 +76,7 @@ PROGRAMS = {
 
 # grad_fn names of the create_graph gradient that still differ from torch's (values and
 # requires_grad match): torch records one fused backward node, tracegrad the formula's ops.
-KNOWN_NAME_DIFFERENT = {
- "layer_norm_plain": "torch: NativeLayerNormBackwardBackward0 (the formula's ops here)",
- "hardswish": "torch: HardswishBackwardBackward0 (the formula's ops here)",
- "logsigmoid": "torch: LogSigmoidBackwardBackward0 (the formula's ops here)",
- "smooth_l1": "torch: SmoothL1LossBackwardBackward0 (the formula's ops here)",
- "huber": "torch: HuberLossBackwardBackward0 (the formula's ops here)",
- "batch_norm": "torch: NativeBatchNormBackwardBackward0 (the formula's ops here)",
- "glu": "torch: GluBackwardBackward0 (the formula's ops here)",
- "prod": "torch ends prod's formula with a mul, tracegrad with a div",
- "norm": "torch ends the norm's formula with a mul, tracegrad with a where",
-}
+KNOWN_NAME_DIFFERENT: dict[str, str] = {}
 
 
 def _first_and_second(lib, program):
@@ -153,6 +143,18 @@ def test_hardsigmoid_second_derivative_fails_as_in_torch():
     ("SoftplusBackwardBackward0", lambda L, x: _F(L).softplus(x, 2, 1)),
     ("MseLossBackwardBackward0", lambda L, x: _F(L).mse_loss(x, L.ones(3, 4, dtype=L.float64))),
     ("LogSoftmaxBackwardDataBackward0", lambda L, x: L.log_softmax(x, 0)),
+    ("HardswishBackwardBackward0", lambda L, x: _F(L).hardswish(x)),
+    ("NativeBatchNormBackwardBackward0", lambda L, x: _F(L).batch_norm(
+        x, L.zeros(4, dtype=L.float64), L.ones(4, dtype=L.float64),
+        L.ones(4, dtype=L.float64) * 2, training=True)),
+    ("NativeLayerNormBackwardBackward0", lambda L, x: _F(L).layer_norm(
+        x, (4,), L.ones(4, dtype=L.float64) * 2)),
+    ("LogSigmoidBackwardBackward0", lambda L, x: _F(L).logsigmoid(x)),
+    ("GluBackwardBackward0", lambda L, x: _F(L).glu(x, -1)),
+    ("SmoothL1LossBackwardBackward0", lambda L, x: _F(L).smooth_l1_loss(
+        x, L.ones(3, 4, dtype=L.float64), reduction="sum", beta=0.5)),
+    ("HuberLossBackwardBackward0", lambda L, x: _F(L).huber_loss(
+        x, L.ones(3, 4, dtype=L.float64), delta=0.5)),
 ])
 def test_backward_nodes_show_torch_saved_values(name, lib_op):
     shown = []

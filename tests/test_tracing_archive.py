@@ -1,5 +1,6 @@
 """The .tgtrace zip as hostile input: size limits checked before and while decompressing,
-duplicate members, array offsets exactly where the writer puts them, and schema-1 .npy
+duplicate members, array offsets exactly where the writer puts them (or, since schema 5,
+implied by an arrays table in columns), and schema-1 .npy
 headers parsed strictly -- every problem a TraceFileError, never a huge allocation or
 another exception."""
 
@@ -18,7 +19,9 @@ import pytest
 
 import tracegrad as tg
 from tracegrad.errors import TraceFileError
+from tracegrad.tracing import model
 from tracegrad.tracing.limits import TraceLimits
+from tracegrad.tracing.store import save_trace
 
 HEADER = {"format": "tracegrad-trace", "schema_version": 2, "tracegrad": "0.1.0"}
 
@@ -107,13 +110,16 @@ def test_the_arrays_table_is_checked_against_the_limit_before_reading(tmp_path):
         tg.load_trace(path, limits=TraceLimits(max_array_bytes=8))
 
 
-def _saved_program(tmp_path) -> str:
+def _saved_program(tmp_path, schema_version: int | None = None) -> str:
     tg.manual_seed(0)
     w = tg.randn(3, 2, requires_grad=True)
     with tg.record() as trace:
         (w * w).sum().backward()
     path = tmp_path / "run.tgtrace"
-    trace.save(path)
+    if schema_version is None:
+        trace.save(path)
+    else:
+        save_trace(trace, path, schema_version=schema_version)
     return str(path)
 
 
@@ -156,7 +162,8 @@ def test_duplicate_members_are_refused(tmp_path):
     (lambda table: table[0].__setitem__(1, [-1]), "negative"),
 ])
 def test_array_offsets_must_be_exactly_where_the_writer_puts_them(tmp_path, change, words):
-    members = _members(_saved_program(tmp_path))
+    """Schemas 2 to 4 list each array's offset (schema 5 leaves them implied)."""
+    members = _members(_saved_program(tmp_path, schema_version=4))
     document = json.loads(members["trace.json"])
     assert [entry[2] for entry in document["arrays"]][:2] == [0, 32]  # [3, 2] f4: 24 -> 32
     change(document["arrays"])
@@ -164,6 +171,58 @@ def test_array_offsets_must_be_exactly_where_the_writer_puts_them(tmp_path, chan
     path = _zip(tmp_path / "offsets.tgtrace", members)
     with pytest.raises(TraceFileError, match=words):
         tg.load_trace(path)
+
+
+@pytest.mark.parametrize("change, words", [
+    (lambda table: table["dtype"].pop(), "dtype codes and"),
+    (lambda table: table["shape"].__setitem__(0, 7), "shape codes that are not numbers"),
+    (lambda table: table["dtype"].__setitem__(0, -1), "dtype codes that are not numbers"),
+    (lambda table: table["dtype"].__setitem__(0, "0"), "dtype codes that are not numbers"),
+    (lambda table: table.__setitem__("shapes", [[3, "2"], []]), "no list of shapes"),
+    (lambda table: table.__setitem__("dtypes", "<f4"), "no list of dtypes"),
+    (lambda table: table["shapes"][0].append(2), "covers"),  # the arrays outgrow the bytes
+    (lambda table: table["shapes"].__setitem__(0, [-1]), "negative"),
+    (lambda table: table["shapes"].__setitem__(0, [1 << 40, 1 << 40]), "over the limit"),
+    (lambda table: table["dtypes"].__setitem__(0, "<U4"), "which a trace never stores"),
+    (lambda table: table["dtypes"].__setitem__(0, "float31"), "which is not a dtype"),
+    (lambda table: table["dtypes"].__setitem__(0, "<f8"), "covers"),
+    (lambda table: [table[name].pop() for name in ("dtype", "shape")], "covers"),
+])
+def test_array_columns_must_cover_the_arrays_exactly(tmp_path, change, words):
+    """Schema 5's arrays table in columns: codes into a list of dtypes and one of shapes,
+    each array right after the one before; anything else is refused, naming the problem."""
+    members = _members(_saved_program(tmp_path))
+    document = json.loads(members["trace.json"])
+    assert document["arrays"]["shapes"][:2] == [[3, 2], []]  # w and the loss
+    change(document["arrays"])
+    members["trace.json"] = json.dumps(document).encode()
+    path = _zip(tmp_path / "columns.tgtrace", members)
+    with pytest.raises(TraceFileError, match=words):
+        tg.load_trace(path)
+
+
+def test_arrays_of_every_kind_come_back_as_they_were(tmp_path):
+    """Arrays loaded as rows of one view per dtype and shape (schema 5) are the arrays
+    saved: values, shapes, dtypes, C order, writable, and independent of each other;
+    arrays with no dimensions or no elements too."""
+    arrays = [np.arange(6, dtype=np.float32).reshape(3, 2), np.float64(2.5) * np.ones(()),
+              np.zeros((0, 3), np.float32), np.arange(5, dtype=np.int64),
+              np.asfortranarray(np.arange(6.0).reshape(2, 3)), np.array([True, False]),
+              np.arange(6, dtype=np.float32).reshape(3, 2) + 1, np.ones(3, np.complex64)]
+    trace = model.Trace(tensors={
+        index: model.TensorRecord(id=index, shape=array.shape, dtype=array.dtype.name,
+                                  value=model.Value(array.shape, array.dtype.name,
+                                                    model.Stats(), array.copy()))
+        for index, array in enumerate(arrays)})
+    path = tmp_path / "kinds.tgtrace"
+    save_trace(trace, path)
+    loaded = tg.load_trace(path)
+    for index, array in enumerate(arrays):
+        got = loaded.tensors[index].value.array
+        assert got.dtype == array.dtype and got.shape == array.shape
+        assert np.array_equal(got, array) and got.flags.c_contiguous and got.flags.writeable
+    loaded.tensors[0].value.array[...] = -1  # a row of a shared view: only its own bytes
+    assert np.array_equal(loaded.tensors[6].value.array, arrays[6])
 
 
 def _npy(array: np.ndarray) -> bytes:
@@ -223,3 +282,20 @@ def test_bad_npy_headers_give_trace_file_error(tmp_path, case):
 def test_load_trace_checks_its_limits_argument(tmp_path):
     with pytest.raises(TypeError, match="limits must be a TraceLimits"):
         tg.load_trace(tmp_path / "x.tgtrace", limits={"max_json_bytes": 1})
+
+
+def test_schema_5_packs_the_same_bytes_as_schema_4():
+    """arrays.bin is the same bytes in both schemas, whatever the arrays' layout (C, F,
+    strided, empty, no dimensions): only the table describing it changed."""
+    from tracegrad.tracing.store import _pack_array_columns, _pack_arrays
+
+    rng = np.random.default_rng(0)
+    arrays = [rng.standard_normal((3, 5)), np.asfortranarray(rng.standard_normal((4, 3))),
+              np.zeros((0,)), np.ones(()), np.arange(7, dtype=np.int8),
+              np.asfortranarray(rng.standard_normal((2, 9)), dtype=np.float32),
+              rng.standard_normal((6, 6))[:, ::2], np.array([True])]
+    old_table, old_blob = _pack_arrays(arrays)
+    table, blob = _pack_array_columns(arrays)
+    assert bytes(blob) == bytes(old_blob)
+    assert [[table["dtypes"][d], table["shapes"][s]] for d, s in
+            zip(table["dtype"], table["shape"])] == [entry[:2] for entry in old_table]

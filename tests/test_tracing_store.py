@@ -170,8 +170,8 @@ def test_wrong_types_missing_arrays_and_pickles_are_rejected(tmp_path):
     def object_dtype(document, _):
         document["arrays"][0][0] = "|O"
 
-    def outside_blob(document, _):
-        document["arrays"][-1][2] = document["array_bytes"]
+    def outside_blob(document, _):  # the last array runs past the end of arrays.bin
+        document["arrays"][-1][1] = [document["array_bytes"]]
 
     def bad_value_reference(document, _):
         document["trace"]["passes"][0]["steps"][0]["grads_in"] = [len(document["values"])]
@@ -224,7 +224,8 @@ def test_schema_1_files_still_load(tmp_path):
 
 
 def test_schema_3_files_still_load_and_can_still_be_written(tmp_path):
-    """Schema 3 had one JSON object per record; schema 4 writes columns, a third the size."""
+    """Schema 3 had one JSON object per record; schema 4 writes columns, a third the size;
+    schema 5 leaves the statistics of stored arrays to the arrays."""
     trace = _program_trace()
     old, new = tmp_path / "old.tgtrace", tmp_path / "new.tgtrace"
     save_trace(trace, old, schema_version=3)
@@ -235,10 +236,41 @@ def test_schema_3_files_still_load_and_can_still_be_written(tmp_path):
     assert tg.load_trace(old) == trace == tg.load_trace(new)
     with zipfile.ZipFile(new) as archive:
         document = json.loads(archive.read("trace.json"))
-    assert document["schema_version"] == SCHEMA_VERSION == 4
+    assert document["schema_version"] == SCHEMA_VERSION == 5
     assert set(document["trace"]) == {"count", "columns"}
-    with pytest.raises(ValueError, match="schema_version must be one of 3, 4, got 5"):
-        save_trace(trace, tmp_path / "x.tgtrace", schema_version=5)
+    with pytest.raises(ValueError, match="schema_version must be one of 3, 4, 5, got 6"):
+        save_trace(trace, tmp_path / "x.tgtrace", schema_version=6)
+
+
+def test_schema_4_files_still_load_and_can_still_be_written(tmp_path):
+    """Schema 4 stores every value's statistics and lists each array's offset; schema 5
+    stores those of values without an array (or whose array does not give them) and
+    leaves the offsets implied. Both load to the same trace, statistics included."""
+    trace = _program_trace()
+    old, new = tmp_path / "old.tgtrace", tmp_path / "new.tgtrace"
+    save_trace(trace, new)  # first: writing schema 4 computes every value's statistics
+    save_trace(trace, old, schema_version=4)
+    with zipfile.ZipFile(old) as archive:
+        document = json.loads(archive.read("trace.json"))
+    assert document["schema_version"] == 4 and isinstance(document["arrays"], list)
+    stats = document["values"]["columns"]["stats"]
+    assert stats["count"] == document["values"]["count"]
+    with zipfile.ZipFile(new) as archive:
+        document = json.loads(archive.read("trace.json"))
+    stats = document["values"]["columns"]["stats"]
+    assert 0 < len(stats["rows"]) < document["values"]["count"]
+    assert isinstance(document["arrays"], dict)
+    from_old, from_new = tg.load_trace(old), tg.load_trace(new)
+    assert from_old == trace == from_new
+    pairs = [(a.value, b.value) for a, b in zip(from_old.tensors.values(),
+                                                from_new.tensors.values()) if a.value]
+    assert pairs and all(_same_stats(a.stats, b.stats) for a, b in pairs)
+
+
+def _same_stats(first, second) -> bool:
+    """Equal to the bit (-0.0 is not 0.0)."""
+    return all(np.array(getattr(first, name)).tobytes() == np.array(getattr(second, name))
+               .tobytes() for name in ("min", "max", "mean", "norm", "nan_count", "inf_count"))
 
 
 def _columns_of(document, *path):
@@ -267,8 +299,20 @@ COLUMN_DAMAGE = {  # (edit of the columns, words the error must hold)
         lambda doc: doc["values"].__setitem__("columns", []),
         "values.columns: expected an object of columns, got a list"),
     "a billion statistics asked for by a count alone": (
-        lambda doc: doc["values"]["columns"]["stats"].__setitem__("count", 10 ** 9),
-        "values.stats: expected 13 records, got 1000000000"),
+        lambda doc: doc["values"]["columns"]["stats"]["records"].__setitem__("count", 10 ** 9),
+        "values.stats.records: expected 2 records, got 1000000000"),
+    "statistics rows that do not rise": (
+        lambda doc: doc["values"]["columns"]["stats"]["rows"].reverse(),
+        "values.stats.rows: rows must rise from 0 to at most 12"),
+    "statistics rows past the table": (
+        lambda doc: doc["values"]["columns"]["stats"]["rows"].__setitem__(-1, 13),
+        "values.stats.rows: rows must rise from 0 to at most 12"),
+    "statistics of the wrong type": (
+        lambda doc: doc["values"]["columns"]["stats"]["records"]["columns"]["min"]
+        .__setitem__(1, "low"), "values[9].stats.min: expected a number, got a string"),
+    "a value with neither statistics nor an array": (
+        lambda doc: doc["values"]["columns"]["array"].__setitem__(0, None),
+        "values[0].stats: the value has neither statistics nor an array"),
     "two traces": (
         lambda doc: doc["trace"].__setitem__("count", 2), "trace: expected 1 records, got 2"),
     "a required column missing": (
@@ -357,6 +401,18 @@ SHORT_FORM_DAMAGE = {
     "a sparse value of the wrong type": (
         lambda doc: _columns_of(doc, "tensors")["columns"]["name"]["values"].__setitem__(0, 7),
         "trace.tensors[0].name: expected a string, got an integer"),
+    "a code out of the shape table": (  # schema 5 tables shapes as it does strings
+        lambda doc: _columns_of(doc, "tensors")["columns"]["shape"]["codes"].__setitem__(3, 4),
+        "trace.tensors[3].shape: tuple number 4 is not in the table (2 rows)"),
+    "a shape table of strings": (
+        lambda doc: _columns_of(doc, "tensors")["columns"]["shape"]["tuples"].__setitem__(
+            0, "4"), "trace.tensors.records.shape.tuples[0]: expected a list, got a string"),
+    "a shape of text": (
+        lambda doc: doc["values"]["columns"]["shape"]["tuples"][0].__setitem__(0, "4"),
+        "values.shape.tuples[0][0]: expected an integer, got a string"),
+    "shape codes not a list": (
+        lambda doc: doc["values"]["columns"]["shape"].__setitem__("codes", 0),
+        "values.shape.codes: expected a column (a list), got an integer"),
 }
 
 
@@ -548,12 +604,21 @@ def _damaged_members(members: dict, paths: list[tuple], rng: random.Random) -> l
         _mutate_document(document, paths, rng)
     elif choice < 0.75:
         document = edit_rows(document, lambda rows: _edge_or_base(rows, rng))
-    elif choice < 0.85:  # offsets, sizes and dtypes of the arrays table
-        entry = rng.choice(document["arrays"])
+    elif choice < 0.85 and isinstance(document["arrays"], list):  # schemas 2 to 4
+        entry = rng.choice(document["arrays"])  # offsets, sizes and dtypes
         position = rng.randrange(3)
         entry[position] = {0: lambda: rng.choice(["<f8", "|b1", "<U3", "zz"]),
                            1: lambda: [rng.randint(-1, 9)],
                            2: lambda: entry[2] + rng.choice((-16, -1, 1, 8, 16))}[position]()
+    elif choice < 0.85:  # schema 5's arrays in columns: dtypes, shapes and codes
+        table = document["arrays"]
+        name = rng.choice(["dtypes", "shapes", "dtype", "shape"])
+        position = rng.randrange(len(table[name]))
+        table[name][position] = {
+            "dtypes": lambda: rng.choice(["<f8", "|b1", "<U3", "zz", "<f2"]),
+            "shapes": lambda: rng.choice([[rng.randint(-1, 9)], [], [2, 0], [1 << 40]]),
+            "dtype": lambda: rng.randint(-1, len(table["dtypes"])),
+            "shape": lambda: rng.randint(-1, len(table["shapes"]))}[name]()
     elif choice < 0.95:  # a member twice, the second different
         twin = json.loads(json.dumps(document))
         _mutate_document(twin, paths, rng)
@@ -691,3 +756,99 @@ def test_commands_say_what_is_wrong_with_a_damaged_file(tmp_path):
         assert status in (1, 2) and not out
         assert "trace.passes[0].steps[1].node: 991 is not a node id" in errors
         assert "Traceback" not in errors and len(errors.strip().splitlines()) == 1
+
+
+def _captured_values() -> list:
+    """Values as the tracer captures them: arrays of many kinds, shapes and layouts, with
+    the edge cases of statistics (signed zeros, NaN, Inf, huge and tiny numbers)."""
+    from tracegrad.tracing.values import ValueBudget
+
+    rng = np.random.default_rng(7)
+    budget = ValueBudget()
+    arrays = [np.array([0.0, -0.0]), np.array([-0.0, 0.0], np.float32),
+              np.full((), 3.5, np.float32), np.array([np.nan, 1.0, -np.inf]),
+              np.array([1e308, 1e308]),
+              np.array([3e38, 3e38], np.float32), np.arange(7, dtype=np.int64),
+              np.array([True, False, True]), np.zeros((0, 2), np.float32)]
+    for dtype in (np.float32, np.float64):
+        for shape in ((1,), (4,), (3, 5), (17, 33), (2, 3, 4), (5000,), (64, 100)):
+            scale = 10.0 ** rng.integers(-30, 30)
+            arrays.append((rng.standard_normal(shape) * scale).astype(dtype))
+    arrays.append(np.asfortranarray(rng.standard_normal((6, 7))))  # stored as numbers
+    values = [budget.capture(array) for array in arrays]
+    values.append(budget.capture(rng.standard_normal((8, 8))[:, ::3]))  # a strided view
+    return values
+
+
+def test_statistics_left_to_arrays_are_the_same_to_the_bit(tmp_path):
+    """Schema 5 stores no statistics for a value whose array gives them; loaded, they are
+    computed from the loaded array, and must be the numbers the recording process gets
+    from its own copy, to the bit (same bytes, same C order: the same reductions)."""
+    from tracegrad.tracing.values import stats_from_arrays
+
+    values = _captured_values()
+    left = stats_from_arrays(values)
+    assert left.count(False) == 2 and not left[-1] and not left[-2]  # F order, strided
+    trace = Trace(tensors={
+        index: tg.tracing.model.TensorRecord(id=index, shape=value.shape, dtype=value.dtype,
+                                             value=value)
+        for index, value in enumerate(values)})
+    path = tmp_path / "values.tgtrace"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # computing statistics never warns
+        save_trace(trace, path)
+        loaded = tg.load_trace(path)
+        assert [type(record.value.stats).__name__ for record in loaded.tensors.values()] \
+            == ["PendingStats" if kept else "Stats" for kept in left]
+        for index, value in enumerate(values):
+            assert _same_stats(loaded.tensors[index].value.stats, value.stats), index
+    assert loaded == trace
+
+
+def test_statistics_are_left_to_the_array_only_when_it_gives_them():
+    """Pending statistics of the value's own C-ordered copy: left to the array. Computed
+    ones (read before saving, or made from a strided view), those of an F-ordered copy, of
+    an array given back, or of a value made by hand: stored."""
+    from tracegrad.tracing.model import Stats, Value
+    from tracegrad.tracing.values import (
+        ValueBudget,
+        settle_stats,
+        stats_from_array,
+        stats_from_arrays,
+    )
+
+    budget = ValueBudget()
+    released = budget.capture(np.ones(5))
+    budget.release(released)
+    moved = budget.capture(np.ones(5))
+    moved.array = None  # by hand, without release(): the statistics' array is gone
+    settled = budget.capture(np.ones(5))
+    settle_stats(settled)
+    values = [budget.capture(np.ones((3, 2))),
+              budget.capture(np.asfortranarray(np.ones((3, 2)))), budget.capture(np.ones((4, 4))[:, ::2]), budget.capture(np.ones(3), False),
+              Value((2,), "float64", Stats(), np.ones(2)), released, moved, settled]
+    assert stats_from_arrays(values) == [True] + [False] * 7
+    assert list(map(stats_from_array, values)) == [True] + [False] * 7
+    assert type(values[0].stats).__name__ == "PendingStats"  # deciding computed nothing
+
+
+def test_loaded_records_share_empty_lists_as_recorded_ones_do(tmp_path):
+    """Records with nothing in a list or dict field share the model's read-only empties on
+    loading, as the recorder's records do (and a change to one raises, naming what to do);
+    they compare equal to fresh ones."""
+    trace = _chain_trace()
+    path = tmp_path / "chain.tgtrace"
+    trace.save(path)
+    loaded = tg.load_trace(path)
+    assert loaded == trace
+    record = loaded.tensors[next(iter(loaded.tensors))]
+    assert record.versions is tg.tracing.model.NO_ITEMS and record.versions == []
+    node = next(node for node in loaded.nodes.values() if not node.saved)
+    with pytest.raises(TypeError, match="assign a list of the record's own"):
+        node.saved.append(1)
+    assert loaded.passes[0].steps[0].hooks is tg.tracing.model.NO_ITEMS
+    structure = tmp_path / "structure.tgtrace"
+    _program_trace(values=False).save(structure)
+    step = tg.load_trace(structure).passes[0].steps[0]
+    assert step.grads_in == [None] * len(step.grads_in)
+    assert step.grads_in is tg.tracing.model.nones(len(step.grads_in))

@@ -163,6 +163,9 @@ CORRUPTIONS = {
     "metadata count negative": (
         _set("metadata", "summarized_values", -4), "trace.metadata.summarized_values",
         "-4 is not a count"),
+    "pass node marks not a list": (  # memory.py indexes it by pass (a long fuzz found it)
+        _set("metadata", "pass_node_marks", True), "trace.metadata.pass_node_marks",
+        "True is not a list of counts"),
 }
 
 
@@ -186,7 +189,8 @@ def test_tables_are_checked_where_they_are_referred_to(saved, tmp_path):
         tg.load_trace(_edited(saved, tmp_path, negative_line))
 
     def too_many_nans(_, document):
-        document["values"][0]["stats"]["nan_count"] = 13  # x has 12 elements
+        # x has 12 elements (and its statistics, left to its array, are now stored)
+        document["values"][0]["stats"] = {"nan_count": 13}
 
     with pytest.raises(TraceFileError, match=r"trace\.tensors\[0\]\.value\.stats\.nan_count: "
                                              "13 NaN and 0 Inf in 12 elements"):
@@ -195,6 +199,7 @@ def test_tables_are_checked_where_they_are_referred_to(saved, tmp_path):
     def bad_value_dtype(_, document):
         document["values"][8]["dtype"] = "float99"
         del document["values"][8]["array"]  # statistics only: the codec has no array to check
+        document["values"][8].setdefault("stats", {})  # schema 5 left them to the array
 
     with pytest.raises(TraceFileError, match=r"steps\[0\]\.grads_in\[0\]\.dtype: 'float99'"):
         tg.load_trace(_edited(saved, tmp_path, bad_value_dtype))

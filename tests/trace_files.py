@@ -1,6 +1,8 @@
-"""Editing saved trace files in tests: a schema-4 document (columns) seen as one JSON object
-per record, so a test damages ``body["nodes"][2]["next"]`` as a reader would name it, and
-the edit is written back as columns.
+"""Editing saved trace files in tests: a schema-4 or -5 document (columns) seen as one JSON
+object per record, so a test damages ``body["nodes"][2]["next"]`` as a reader would name it,
+and the edit is written back as columns. Schema 5's arrays table (columns, offsets implied)
+is seen as schema 4's ``[dtype, shape, offset]`` entries (offsets are left out again when
+it is written back), and a value whose statistics its array gives has no "stats".
 
 >>> document = {"sites": {"count": 0, "columns": {}}, "values": {"count": 0, "columns": {}},
 ...             "trace": {"count": 1, "columns": {"roots": [[3]]}}}
@@ -13,7 +15,10 @@ the edit is written back as columns.
 from __future__ import annotations
 
 import json
+import math
 from itertools import islice
+
+import numpy as np
 
 from tracegrad.tracing import model
 from tracegrad.tracing.codec import _REQUIRED
@@ -29,13 +34,39 @@ def as_rows(document: dict) -> dict:
     for name, cls in _TABLES:
         rows[name] = _rows(cls, rows[name])
     rows["trace"] = _rows(model.Trace, rows["trace"])[0]
+    if isinstance(rows.get("arrays"), dict):
+        rows["arrays"] = _array_entries(rows["arrays"])
+        rows[_ARRAY_COLUMNS] = True
     return rows
+
+
+_ARRAY_COLUMNS = "(arrays in columns)"  # as_rows's mark: as_columns writes them back so
+
+
+def _array_entries(table: dict) -> list[list]:
+    entries, offset = [], 0
+    for dtype_code, shape_code in zip(table["dtype"], table["shape"]):
+        dtype, shape = table["dtypes"][dtype_code], table["shapes"][shape_code]
+        entries.append([dtype, shape, offset])
+        size = math.prod(shape) * np.dtype(dtype).itemsize
+        offset += size + (-size % 16)
+    return entries
+
+
+def _array_columns(entries: list[list]) -> dict:
+    dtypes = list(dict.fromkeys(entry[0] for entry in entries))
+    shapes = list(map(json.loads, dict.fromkeys(json.dumps(entry[1]) for entry in entries)))
+    return {"dtypes": dtypes, "shapes": shapes,
+            "dtype": [dtypes.index(entry[0]) for entry in entries],
+            "shape": [shapes.index(entry[1]) for entry in entries]}
 
 
 def as_columns(rows: dict) -> dict:
     """``as_rows``'s shape written back as columns (a value a test removed from one record
     is that field's default there; one removed that has none is null)."""
     document = dict(rows)
+    if document.pop(_ARRAY_COLUMNS, False):
+        document["arrays"] = _array_columns(document["arrays"])
     for name, cls in _TABLES:
         document[name] = _table(cls, rows[name])
     document["trace"] = _table(model.Trace, [rows["trace"]])
@@ -56,6 +87,10 @@ def _rows(cls: type, table: dict) -> list[dict]:
         if column.name not in columns:
             continue
         values = _dense(column, columns[column.name], count)
+        if column.kind is RECORD and "rows" in values:  # schema 5's statistics of values
+            for row, stats in zip(values["rows"], _rows(column.child, values["records"])):
+                records[row][column.name] = stats
+            continue
         if column.kind is RECORD:
             values = _rows(column.child, values)
         elif column.kind is RECORDS:
@@ -78,7 +113,8 @@ def _dense(column, values, count: int):
                                                       len(values["rows"]))):
             dense[row] = value
         return dense
-    return [values["strings"][code] for code in values["codes"]]
+    table = values["strings"] if "strings" in values else values["tuples"]  # schema 5: shapes
+    return [table[code] for code in values["codes"]]
 
 
 def _table(cls: type, records: list[dict]) -> dict:
@@ -87,6 +123,11 @@ def _table(cls: type, records: list[dict]) -> dict:
     extra = [name for record in records for name in record if name not in known]
     for column in _columns(cls):
         if not any(column.name in record for record in records):
+            continue
+        if column.kind is RECORD and not all(column.name in record for record in records):
+            rows = [row for row, record in enumerate(records) if column.name in record]
+            columns[column.name] = {"rows": rows, "records": _table(
+                column.child, [records[row][column.name] for row in rows])}
             continue
         values = [record.get(column.name, _default(column)) for record in records]
         if column.kind is RECORD:

@@ -617,6 +617,8 @@ def floor_divide(input, other):
     return _binary.FloorDivide.apply(input, other)
 
 def true_divide(dividend, divisor):
+    if not isinstance(dividend, Tensor):  # torch.true_divide(2, x): as torch.div(2, x)
+        return _arith.Div.apply(dividend, divisor)
     return dividend.true_divide(divisor)
 
 def divide(input, other, *, rounding_mode=None):
@@ -629,8 +631,11 @@ def subtract(input, other, *, alpha=1):
     return input.sub(other, alpha=alpha)
 
 def rsub(input, other, alpha=1):
-    """``other - alpha * input``."""
-    return _arith.RSub.apply(other, input if alpha == 1 else input * alpha)
+    """``other - alpha * input``: one node with alpha in it, as torch's (RsubBackward0 when
+    ``other`` is a tensor, RsubBackward1 when a number)."""
+    if isinstance(other, Tensor):
+        return _arith.RSubTensor.apply(input, other, alpha=alpha)
+    return _arith.RSub.apply(other, input, alpha=alpha)
 
 def float_power(input, exponent):
     if not isinstance(input, Tensor):

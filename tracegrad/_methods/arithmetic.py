@@ -30,6 +30,8 @@ class ArithmeticMethods:
         return apply_binary(arith.Sub, self, other)
 
     def __rsub__(self, other):
+        if isinstance(other, Tensor):  # (called by name: t - x is t.__sub__(x))
+            return arith.RSubTensor.apply(self, other)  # RsubBackward0, self's edge first
         return arith.RSub.apply(other, self)
 
     def __mul__(self, other):

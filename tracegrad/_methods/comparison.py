@@ -16,11 +16,20 @@ if TYPE_CHECKING:
     from ..tensor import Tensor  # noqa: TC004 - bound at runtime by _bind()
 
 
+_NUMBERS = (int, float)
+
+
 def _compare(self, other, compare):
-    if other is None:
+    x = self._array
+    if other.__class__ in _NUMBERS and x.dtype.kind == "f":
+        # A float tensor against a Python number (``input < 0`` in a ReLU's backward): what
+        # operands() gives back for it unchanged, without its calls.
+        result = Tensor._wrap(compare(x, other), False)
+    elif other is None:
         return False
-    x, y = _operands.operands(self, other)
-    result = Tensor._wrap(compare(x, y), False)
+    else:
+        x, y = _operands.operands(self, other)
+        result = Tensor._wrap(compare(x, y), False)
     listener = _events.listener  # one check when nobody listens
     if listener is not None:  # a bool mask: the gradient stops here (tracing/flows.py)
         listener.on_untracked_op(compare.__name__, (self, other), (result,), True)

@@ -37,7 +37,7 @@ from ..errors import AutogradError, ShapeError
 from . import anomaly, events, quiet
 from . import node as _node_module
 from . import views as _views
-from .function import OpNode, _fit_array
+from .function import BackwardCFunction, OpNode, _fit_array
 from .grad_mode import state
 from .graph import GradientEdge
 from .node import (
@@ -49,12 +49,15 @@ from .node import (
     _hook_name,
     restore_saved_tensors_hooks,
     running,
+    saved_hooks,
     snapshot_saved_tensors_hooks,
 )
 from .node import SavedTensor as _SavedTensor
 from .node import release_kept_inputs as _release_kept_inputs
 
 _pass_counter = itertools.count()
+_CPU = backends.CPU
+_np_empty = np.empty
 _create_graph_warned = False  # PyTorch gives the create_graph warning once per process
 
 
@@ -107,7 +110,10 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
         grad_tensors = _legacy_grad_variables(grad_tensors, grad_variables)
     input_tuple = _inputs_tuple(inputs, "backward") if inputs is not None else None
     tensors = _as_tuple(tensors)
-    grad_tensors = _make_grads(tensors, _grads_tuple(grad_tensors, len(tensors)))
+    if grad_tensors is None and len(tensors) == 1:  # loss.backward(): no tuple to check
+        grad_tensors = _make_grads(tensors, _NO_GRAD)
+    else:
+        grad_tensors = _make_grads(tensors, _grads_tuple(grad_tensors, len(tensors)))
     if retain_graph is None:
         retain_graph = create_graph
     if input_tuple is not None:
@@ -227,6 +233,9 @@ def _inputs_tuple(inputs, caller: str) -> tuple:
     return result
 
 
+_NO_GRAD = (None,)  # backward()'s one missing gradient of one output
+
+
 def _grads_tuple(grads, count: int) -> tuple:
     if grads is None:
         return (None,) * count
@@ -245,7 +254,8 @@ def _output_meta(output) -> tuple:
     if isinstance(output, GradientEdge):
         shape, numpy_dtype, device = output.node._output_meta[output.output_nr]
         return tuple(shape), numpy_dtype, device, True
-    return tuple(output.shape), output._array.dtype, output.device, output.requires_grad
+    array = output._array
+    return array.shape, array.dtype, backends.device_of(array), output.requires_grad
 
 
 def _make_grads(outputs: tuple, grads: tuple) -> tuple:
@@ -277,9 +287,14 @@ def _make_grads(outputs: tuple, grads: tuple) -> tuple:
                     "y.backward(gradient=torch.ones_like(y)), or reduce it first with "
                     ".sum() or .mean().")
             # The root gradient: a ones array of the output's shape and dtype, made
-            # directly (not through ones_like's op and checks).
-            xp = backends.module_for(device)
-            made.append(_node_module.Tensor._wrap(xp.ones(shape, dtype=numpy_dtype), False))
+            # directly (not through ones_like's op and checks; on the CPU not through
+            # np.ones either, a Python function twice the cost of its two steps).
+            if device is _CPU:
+                ones = _np_empty(shape, numpy_dtype)
+                ones.fill(1)
+            else:
+                ones = backends.module_for(device).ones(shape, dtype=numpy_dtype)
+            made.append(_node_module.Tensor._wrap(ones, False))
         else:
             raise TypeError(f"gradients can be either Tensors or None, but got "
                             f"{type(grad_value).__name__}")
@@ -365,7 +380,9 @@ def run(outputs: Sequence, grad_outputs: Sequence, retain_graph: bool, create_gr
             gc.enable()
         state.grad_enabled = previous_mode
         running.task, running.node = previous_task, previous_node
-        restore_saved_tensors_hooks(hooks_before)
+        if hooks_before[0] or saved_hooks.stack or \
+                saved_hooks.disabled_message is not hooks_before[1]:  # (else nothing to undo)
+            restore_saved_tensors_hooks(hooks_before)
         if listener is not None:
             listener.on_backward_end(info, error)
         # The error's traceback holds this frame: drop the frame's reference back to it, so
@@ -428,8 +445,9 @@ def _count_all_dependencies(root_nodes: list) -> dict:
         if node is not None and node not in dependencies:
             dependencies[node] = 0
             stack.append(node)
+    pop, push, get = stack.pop, stack.append, dependencies.get  # (once per node or edge)
     while stack:
-        node = stack.pop()
+        node = pop()
         second = node._next1  # (node._next_nodes, without its descriptor's call)
         if second is _ONE_EDGE:
             next_nodes = (node._next0,)
@@ -439,10 +457,10 @@ def _count_all_dependencies(root_nodes: list) -> dict:
             next_nodes = (node._next0, second)
         for next_node in next_nodes:
             if next_node is not None:
-                count = dependencies.get(next_node)
+                count = get(next_node)
                 if count is None:
                     dependencies[next_node] = 1
-                    stack.append(next_node)
+                    push(next_node)
                 else:
                     dependencies[next_node] = count + 1
     return dependencies
@@ -487,7 +505,16 @@ def _execute(roots, dependencies, needed, captures, inputs, retain_graph, pass_i
             if raw:
                 grad_value = grad_value._array
             _add_to_buffer(buffers, node, output_nr, grad_value)
-    ready = [(_priority(node), node) for node in dependencies if dependencies[node] == 0]
+    if needed is None:
+        # Every node was reached from a root through an edge, which it counts: only a root
+        # can have none, so the ready nodes are found among the roots, not by a walk over
+        # the whole graph. (The heap orders them: keys are unique.)
+        ready = []
+        for node, _, _ in roots:
+            if dependencies.get(node) == 0 and all(other is not node for _, other in ready):
+                ready.append((_priority(node), node))
+    else:
+        ready = [(_priority(node), node) for node in dependencies if dependencies[node] == 0]
     heapq.heapify(ready)
     heappop, heappush = heapq.heappop, heapq.heappush
     buffers_pop, buffers_get = buffers.pop, buffers.get
@@ -557,6 +584,17 @@ def _execute(roots, dependencies, needed, captures, inputs, retain_graph, pass_i
                     else:
                         next_grads = node._edge_arrays(grads)
                     metas = node._input_meta
+                elif raw and node._is_accumulate and \
+                        not node.variable._post_accumulate_grad_hooks:
+                    next_grads = node._backward_arrays(grads)  # (_run_backward's case, inline)
+                elif raw and isinstance(node, BackwardCFunction) and \
+                        not isinstance(node, OpNode):
+                    # A custom Function: user code, under the caller's NumPy error state.
+                    token = quiet.as_user(running.task.user_errors)
+                    try:
+                        next_grads = node._backward_raw(grads)
+                    finally:
+                        quiet.restore(token)
                 else:
                     next_grads = _run_backward(node, grads, raw)
             except Exception as error:
@@ -594,9 +632,10 @@ def _execute(roots, dependencies, needed, captures, inputs, retain_graph, pass_i
             remaining = dependencies.get(next_node)  # None: no node, or one not taking part
             if remaining is not None:
                 if grad_value is not None:
-                    if meta is not None and (
-                            grad_value.__class__ is not _ndarray or
-                            grad_value.shape != meta[0] or grad_value.dtype is not meta[1]):
+                    # (meta is (shape, dtype): one tuple comparison, whose dtype part is an
+                    # identity check when the dtypes are the same object)
+                    if meta is not None and (grad_value.__class__ is not _ndarray or
+                                             (grad_value.shape, grad_value.dtype) != meta):
                         grad_value = _fit_array(grad_value, meta)
                     grads_in = buffers_get(next_node)
                     if grads_in is None:
@@ -696,21 +735,39 @@ def _add_to_buffer(buffers: dict, node: Node, output_nr: int, grad_value) -> Non
 def _run_node(node: Node, grads: list, listener, anomaly_on: bool, raw: bool):
     """One node with everything around it: hooks, the listener, anomaly mode. Hooks and
     the listener see Tensors; in a raw pass the node itself still runs on arrays."""
+    if raw and not anomaly_on and not node._hooked and node._takes_arrays \
+            and not node._is_accumulate:
+        return _run_told(node, grads, listener)
     if anomaly_on:
         previous_node, running.node = running.node, node  # its nodes' "parent_"
     try:
+        # In a raw pass the arrays go on to the formula as they came, unless a hook replaced
+        # the gradients, and its results go back as they were made, unless a post hook
+        # replaced them: no unwrapping of what was just wrapped (bench_trace.py (b)).
+        arrays = grads if raw else None
         if raw:
             grads = _wrapped(grads)
         if node._tensor_hooks or node._retained:
             grads = _call_tensor_pre_hooks(node, grads, listener)
+            arrays = None
         if node._pre_hooks:
             grads = _call_pre_hooks(node, grads, listener)
+            arrays = None
         if listener is not None:
             listener.on_node_start(node, tuple(grads))
             started = time.perf_counter_ns()
-        if any(grad_value is not None for grad_value in grads):
+        next_arrays = None
+        reached = False  # (a flag, not the gradient: AccumulateGrad counts its references)
+        for grad_value in grads:
+            if grad_value is not None:
+                reached = True
+                break
+        grad_value = None
+        if reached:  # some gradient reached the node: it runs
             if raw and node._takes_arrays and not node._is_accumulate:
-                next_grads = _wrapped(node._backward_arrays(_unwrapped(grads)))
+                next_arrays = node._backward_arrays(arrays if arrays is not None
+                                                    else _unwrapped(grads))
+                next_grads = _wrapped(next_arrays)
             elif _runs_user_code(node):
                 next_grads = _as_user(node._backward, grads)
             else:
@@ -721,6 +778,7 @@ def _run_node(node: Node, grads: list, listener, anomaly_on: bool, raw: bool):
             next_grads = () if node._is_accumulate else (None,) * len(node._next_nodes)
         if node._post_hooks:
             next_grads = _call_post_hooks(node, next_grads, grads, listener)
+            next_arrays = None
         if listener is not None:
             listener.on_node_end(node, tuple(next_grads), time.perf_counter_ns() - started)
             if node._is_accumulate and grads[0] is not None:
@@ -737,7 +795,36 @@ def _run_node(node: Node, grads: list, listener, anomaly_on: bool, raw: bool):
     finally:
         if anomaly_on:
             running.node = previous_node
+    if next_arrays is not None:
+        return next_arrays
     return _unwrapped(next_grads) if raw else next_grads
+
+
+def _run_told(node: Node, grads: list, listener):
+    """A built-in op's node in a raw pass with a listener and nothing else around it (no
+    hooks, no anomaly mode): the listener is told in arrays (``on_node_start_arrays``,
+    ``on_node_end_arrays``), so no Tensor is made for it per gradient, and the node's
+    results go on as they were made (bench/bench_trace.py (b))."""
+    try:
+        listener.on_node_start_arrays(node, tuple(grads))  # (a copy: the formula fills
+        started = time.perf_counter_ns()  # a multi-output node's missing gradients)
+        reached = False
+        for grad_value in grads:
+            if grad_value is not None:
+                reached = True
+                break
+        grad_value = None
+        next_grads = node._backward_arrays(grads) if reached else \
+            (None,) * len(node._next_nodes)
+        listener.on_node_end_arrays(node, tuple(next_grads),
+                                    time.perf_counter_ns() - started)
+    except Exception as error:
+        listener.on_error(error, node)
+        if state.anomaly:
+            anomaly.warn_forward_traceback(node)
+        _annotate(error, node)
+        raise
+    return next_grads
 
 
 def _annotate(error: Exception, node: Node) -> None:

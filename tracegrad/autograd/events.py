@@ -74,6 +74,19 @@ class Listener:
     def on_node_end(self, node, grads_out: tuple, duration_ns: int) -> None:
         """``node``'s backward finished."""
 
+    def on_node_start_arrays(self, node, grads_in: tuple) -> None:
+        """``on_node_start`` with the gradients as the backend arrays (or None) they are:
+        what a pass without create_graph tells for a built-in op's node that has no hooks
+        (nothing wraps the arrays as Tensors unless a listener wants them). This default
+        tells ``on_node_start`` with them wrapped, when a subclass overrides it."""
+        if type(self).on_node_start is not Listener.on_node_start:
+            self.on_node_start(node, _as_tensors(grads_in))
+
+    def on_node_end_arrays(self, node, grads_out: tuple, duration_ns: int) -> None:
+        """``on_node_end`` with the gradients as arrays (see ``on_node_start_arrays``)."""
+        if type(self).on_node_end is not Listener.on_node_end:
+            self.on_node_end(node, _as_tensors(grads_out), duration_ns)
+
     def on_hook(self, node, kind: str, hook, changed: bool) -> None:
         """A hook fired (``kind``: "tensor", "pre", "post", "retain_grad", "post_accumulate")."""
 
@@ -85,6 +98,14 @@ class Listener:
 
     def on_error(self, error, node) -> None:
         """The engine raised while running ``node``."""
+
+
+def _as_tensors(arrays: tuple) -> tuple:
+    """Arrays (or None) as the Tensors the engine wraps gradients in for its listeners."""
+    from ..tensor import Tensor  # (at call time: the engine's modules import this one)
+
+    wrap = Tensor._wrap
+    return tuple(None if array is None else wrap(array, False) for array in arrays)
 
 
 _EVENT_NAMES = tuple(name for name in vars(Listener) if name.startswith("on_"))

@@ -23,18 +23,18 @@ import numpy as np
 
 from .. import backends
 from ..errors import AutogradError
-from . import events, views
+from . import events, inference, views
 from . import node as _node_module
 from .grad_mode import anomaly_flags, inference_flags, state
 from .inference import INFERENCE_COUNTER
-from .module_scope import current_scope  # (_note_site: every op while a tracer listens)
+from .module_scope import _scopes  # (_note_site: every op while a tracer listens)
 from .node import _NOT_SAVED, _ONE_EDGE, Node, SavedPair, SavedTensor, _sequence
 from .node import ZERO_NRS as _ZERO_NRS
 from .node import edge_numbers as _edge_numbers
 from .node import saved_input as _saved_input
 from .node import saved_inputs as _saved_inputs
 from .node import saved_pair_value as _saved_pair_value
-from .site import user_site
+from .site import event_site
 
 # tracegrad.tensor.Tensor. tensor.py imports this module before it defines Tensor, so it
 # binds the class here once it exists (bind_tensor_class); a function-level import instead
@@ -133,7 +133,19 @@ class BackwardCFunction(Node, FunctionCtx):
     def saved_tensors(self) -> tuple:
         unpacked = []
         for saved in self._saved:
-            unpacked.append(saved.unpack(self) if type(saved) is SavedTensor else saved)
+            if saved.__class__ is SavedTensor:
+                # SavedTensor.unpack's common case inline -- the saved tensor itself, held
+                # (an input), unchanged since and not detached in place; anything else
+                # (freed, hooked, changed in place, an output held weakly) goes through
+                # unpack and its errors.
+                tensor = saved.tensor
+                if tensor is None or saved._array is None or \
+                        saved.counter.value != saved.version or (
+                            saved.producer is not None and tensor.grad_fn is None):
+                    tensor = saved.unpack(self)
+                unpacked.append(tensor)
+            else:
+                unpacked.append(saved)
         if self._function.clear_saved_tensors_on_access:
             self._clear_saved()
         return tuple(unpacked)
@@ -169,6 +181,35 @@ class BackwardCFunction(Node, FunctionCtx):
         if results.__class__ is not tuple:
             results = (results,)
         return self._check_results(results)
+
+    def _backward_raw(self, grads: list) -> list:
+        """``_backward`` in a pass that moves backend arrays (no create_graph): the
+        gradients wrapped as Tensors for the Function's backward, its results checked as
+        ``_check_results`` does and handed back as arrays -- one frame for what the engine
+        did in four (a custom Function's node in every step of bench/bench_two_layer.py)."""
+        wrap = Tensor._wrap
+        tensors = [None if grad is None else wrap(grad, False) for grad in grads]
+        if self._materialize_grads and len(tensors) > 1:
+            metas = self._output_meta
+            for index, grad in enumerate(tensors):
+                if grad is None and metas[index] is not None:  # None stays for non-tensors
+                    tensors[index] = _zeros_for(metas[index])
+        results = self._function._backward_impl(self, *tensors)
+        tensors = None  # (the gradients are the Function's to keep or let go)
+        if results.__class__ is not tuple:
+            results = (results,)
+        # (_input_meta has one entry per edge: _edge_results has nothing to do otherwise)
+        if self._arg_slots is not None or len(results) != len(self._input_meta):
+            results = self._edge_results(results)
+        arrays = []
+        for edge_index, (grad, meta) in enumerate(zip(results, self._input_meta)):
+            if grad is not None:
+                array = grad._array if grad.__class__ is Tensor else None
+                if array is None or array.shape != meta[0] or array.dtype is not meta[1]:
+                    array = self._check_grad(grad, edge_index)._array
+                grad = array
+            arrays.append(grad)
+        return arrays
 
     def _edge_results(self, results: tuple) -> tuple:
         """backward's per-argument results as one per next_functions edge."""
@@ -493,6 +534,18 @@ class Function:
             state.grad_enabled = grad_enabled
         if kwargs and events.listener is not None:
             ctx._call_kwargs = kwargs  # (see events.Listener.on_op)
+        if outputs.__class__ is Tensor and executable and outputs._base is None and \
+                outputs._array.__class__ is _ndarray and not ctx._dirty and \
+                not ctx._non_differentiable and not _is_among(outputs, args):
+            # What most Functions return: one new CPU tensor. _wrap_outputs' first case,
+            # without its tuples (the tutorial's MyReLU, bench/bench_two_layer.py).
+            array = outputs._array
+            entry = _output_meta_cache.get((array.shape, array.dtype))
+            if entry is None:
+                entry = _output_entry(array)
+            if entry[1]:  # floating point
+                _wire_one_output(ctx, args, outputs, entry[0])
+                return outputs
         is_tuple = isinstance(outputs, tuple)
         output_tuple = outputs if is_tuple else (outputs,)
         output_tuple = _wrap_outputs(ctx, args, output_tuple, executable)
@@ -733,9 +786,12 @@ def _save(node: Node, to_save: tuple, outputs) -> tuple:
 
 
 def _note_site(node: Node, depth: int = 3) -> None:
-    node._site = user_site(depth)
-    node._module = current_scope()
-    if state.anomaly:  # the forward traceback PyTorch's anomaly mode shows (graph-api)
+    # (event_site: the recorder takes the frame it found, to name tensors; the scope stack
+    # and anomaly_flags read inline: every op while a tracer listens, bench_trace.py (b))
+    node._site = event_site(depth)
+    stack = _scopes.stack
+    node._module = stack[-1] if stack else None
+    if anomaly_flags.enabled:  # the forward traceback PyTorch's anomaly mode shows
         from .anomaly import note_forward
 
         note_forward(node)
@@ -832,6 +888,11 @@ class Op(Function):
         elementwise    a binary op whose output has its inputs' broadcast shape (add,
                        mul, ...): given two inputs of one shape, apply_binary knows the
                        output's shape without asking the array (see _connect_pair)
+        inference_overload  what torch records instead when every tensor argument is an
+                       inference tensor: the op it calls with the number wrapped, a
+                       function doing what torch's composite kernel does (NotImplemented:
+                       nothing recorded after all), or the name of the out= op that
+                       refuses: autograd/inference.py
     """
 
     _node_kind = "op"
@@ -840,6 +901,7 @@ class Op(Function):
     is_view = False
     array_backward = False
     elementwise = False
+    inference_overload = None
     _saves_pair = False  # (set per op class: see __init_subclass__)
     # is_view or saves_output, elementwise and _saves_pair as bits (_FINISH_*), set per op
     # class: _finish reads this one attribute instead of three or four -- each read of a
@@ -870,30 +932,47 @@ class Op(Function):
             for arg in args:
                 if isinstance(arg, Tensor) and arg._requires_grad:
                     if arg._counter is INFERENCE_COUNTER and _only_inference(cls, args):
+                        if cls.inference_overload is not None:  # (inference.py)
+                            return _record_overload(cls, args, attrs)
                         break  # (PyTorch: no autograd kernel for inference tensors alone)
                     return _record(cls, args, attrs)
         return _untracked(cls, args, attrs)
+
+
+def _record_overload(cls, args: tuple, attrs):
+    """A Scalar overload that torch computes by wrapping its number in a (normal) tensor
+    and calling another op, whose autograd kernel then runs even though every tensor
+    argument is an inference tensor: record that op, or raise what torch raises
+    (``cls.inference_overload``; autograd/inference.py says which and why)."""
+    overload = cls.inference_overload
+    if overload.__class__ is str:  # the op fills a normal tensor through out=: refused
+        raise AutogradError(inference.out_message(overload))
+    if isinstance(overload, type):
+        return _record(overload, args, attrs)
+    result = overload(*args, **attrs)  # torch's composite kernel, step by step
+    return _untracked(cls, args, attrs) if result is NotImplemented else result
 
 
 def _only_inference(cls, args: tuple) -> bool:
     """Whether every tensor among ``args`` is an inference tensor: PyTorch then records no
     graph even if one requires grad (inference tensors have no autograd dispatch key, so
     only an op with a normal tensor among its inputs reaches autograd's kernel). A Python
-    number given to add/sub/mul/div counts as a normal tensor: torch wraps it in one (their
-    ``.Tensor`` overloads), so ``c.div(2)`` is recorded where ``c.pow(2)`` is not."""
+    number given to add/sub/mul/div/floor_divide counts as a normal tensor: torch wraps it
+    in one (their ``.Tensor`` overloads), so ``c.div(2)`` is recorded where ``c.pow(2)`` is
+    not (nor ``2 - c``: rsub has a Scalar overload, see ``inference_overload``)."""
     for arg in args:
         if isinstance(arg, Tensor):
             if arg._counter is not INFERENCE_COUNTER:
                 return False
-        elif isinstance(arg, (int, float)) and issubclass(cls, _wrapped_number_ops()):
+        elif isinstance(arg, (int, float)) and cls in _wrapped_number_ops():
             return False
     return True
 
 
 def _wrapped_number_ops() -> tuple:
-    from ..ops import arith  # (the ops import this module)
+    from ..ops import arith, binary  # (the ops import this module)
 
-    return arith.Add, arith.Sub, arith.Mul, arith.Div
+    return arith.Add, arith.Sub, arith.Mul, arith.Div, binary.FloorDivide, binary.DivRounding
 
 
 def connect(node: Node, args: tuple) -> bool:

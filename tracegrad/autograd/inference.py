@@ -17,16 +17,36 @@ identity test where a counter is read anyway, and one plain attribute read
 (``inference_flags.entered``) where a new tensor is made without grad.
 
 As in torch, an op whose tensor inputs are all inference tensors records nothing even if
-one requires grad (set inside inference mode); a Python number given to add/sub/mul/div
-counts as a normal tensor (torch wraps it), so ``c * 2`` is recorded (function.py).
+one requires grad (set inside inference mode): inference tensors have no autograd dispatch
+key, so only an op with a normal tensor among its inputs reaches autograd's kernel. Two
+consequences follow torch's own implementation (function.py):
+
+- A Python number given to add/sub/mul/div/floor_divide (and ``div`` with a rounding mode)
+  counts as a normal tensor: torch's Python binding wraps it (their ``.Tensor``
+  overloads), so ``c * 2``, ``c // 2`` and ``2 // c`` are recorded.
+- An op with a Scalar overload that torch computes by wrapping the number and calling
+  another op (``Op.inference_overload``) records that other op, whose wrapped number is a
+  normal tensor: ``2 - c`` (rsub.Scalar) is ``SubBackward0`` with the number's edge first,
+  ``c % 2`` is ``RemainderBackward1``, ``torch.fmod(c, 2)`` is ``FmodBackward1``; when that
+  op saves the inference tensor, the save is refused (``2 % c``, ``torch.xlogy(c, 2)``).
+  ``2 ** c`` (pow.Scalar) fills a normal tensor through ``pow(..., out=)`` and is refused
+  with torch's out= message, as are ``c.abs()``, ``c.mean()``, ``c.var()`` and ``c.std()``
+  over every element (through ``sum``; ``var(dim)`` records nothing) and
+  ``c.logsumexp(dim)``. ``c.clone()`` and ``c.to(dtype)`` (``double()``, ``type()``, ...)
+  ``copy_`` into a new normal tensor: ``CopyBackwards``, whose edges are (None, c). Other
+  reflected operators take no such turn: ``2 + c`` and ``2 * c`` are ``c.add(2)`` and
+  ``c.mul(2)``; ``2 / c`` is ``reciprocal(c) * 2``.
+
+A gradient accumulated by backward inside inference mode (into a leaf without ``.grad``) is
+an inference tensor, as in torch; a later backward outside adds into it in place and then
+refuses, as torch's version bump does (the sum is already written), unless it runs with
+create_graph (which adds out of place). A ``.grad`` that is a normal tensor stays one.
 
 Not as in torch (not implemented):
-- a gradient accumulated by backward inside inference mode is an inference tensor, as in
-  torch, but a later backward outside adds into it without torch's in-place refusal;
-- torch reads a version from ``c[0]`` of an inference tensor ``c`` that requires grad
-  (indexing from Python); tracegrad raises as for any view of it;
-- ``2 - c`` of an inference tensor requiring grad is RsubBackward1 here, SubBackward0 in
-  torch (torch decomposes rsub there).
+- advanced indexing of an inference tensor ``c`` that requires grad, with an index that
+  Python indexing makes into a normal tensor: torch records IndexBackward0 for ``c[[0]]``,
+  ``c[c > 0]`` and ``c[:, [1]]`` (yet not for ``c[0, [1, 2]]``); tracegrad records nothing,
+  its index op getting arrays (tests/test_parity_inference.py).
 """
 
 from __future__ import annotations
@@ -45,6 +65,13 @@ SAVE_MESSAGE = (
     "clone to get a normal tensor and use it in autograd, or use `torch.no_grad()` instead "
     "of `torch.inference_mode()`.")
 VERSION_MESSAGE = "Inference tensors do not track version counter."
+def out_message(op_name: str) -> str:
+    """torch's refusal of an out= op whose input requires grad (an inference tensor's
+    Scalar overload that torch computes through out=: ``2 ** c`` is ``pow``)."""
+    return (f"{op_name}(): functions with out=... arguments don't support automatic "
+            "differentiation, but one of the arguments requires grad.")
+
+
 REQUIRES_GRAD_MESSAGE = (
     "Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.")
 

@@ -907,6 +907,7 @@ class AccumulateGrad(Node):
                 variable._grad = current + grad
             else:
                 current._array += grad._array
+                _bump_grad(current)
         hooks = variable._post_accumulate_grad_hooks
         if hooks:
             self._run_post_accumulate_hooks(variable, hooks)
@@ -930,6 +931,7 @@ class AccumulateGrad(Node):
                     variable._grad = Tensor._wrap(grad.copy(), False)
             else:
                 current._array += grad
+                _bump_grad(current)
         hooks = variable._post_accumulate_grad_hooks
         if hooks:
             self._run_post_accumulate_hooks(variable, hooks)
@@ -949,6 +951,16 @@ class AccumulateGrad(Node):
                         "Hint: update the tensor or its .grad in place instead.")
                 raise TypeError(f"expected Variable, but hook returned "
                                 f"'{type(result).__name__}'")
+
+
+def _bump_grad(grad) -> None:
+    """The version bump of PyTorch's in-place ``grad += new``: after the sum is written, so
+    a ``.grad`` made inside inference mode (an inference tensor) has it when a backward
+    outside then refuses to change it in place (autograd/inference.py)."""
+    counter = grad._counter
+    if counter is None:
+        counter = grad._counter = VersionCounter()
+    counter.bump("add_")
 
 
 def _owns_unshared_memory(array, references: int = 3) -> bool:

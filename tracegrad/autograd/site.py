@@ -5,6 +5,7 @@ from __future__ import annotations
 import linecache
 import os
 import sys
+import threading
 from dataclasses import dataclass
 
 import tracegrad
@@ -63,11 +64,17 @@ def user_site(depth: int = 1):
     The file is made relative to the working directory where possible, so traces and
     golden files do not depend on where the checkout lives.
 
-    Every op asks while a tracer listens (bench/bench_trace.py (b)): the walk reads the
-    file table inline, and the cache is keyed by the code object's identity (hashing a
-    code object hashes its constants, on every call).
+    Every op asks while a tracer listens (bench/bench_trace.py (b)): the cache is keyed by
+    the code object's identity (hashing a code object hashes its constants, on every call).
     """
-    frame = sys._getframe(depth)
+    frame = first_user_frame(sys._getframe(depth))
+    return None if frame is None else _site_of(frame)
+
+
+def first_user_frame(frame):
+    """``frame`` or the first frame above it outside tracegrad (None: there is none).
+
+    The walk reads the file table inline: it runs for every op while a tracer listens."""
     internal = _internal_files
     while frame is not None:
         filename = frame.f_code.co_filename
@@ -75,26 +82,71 @@ def user_site(depth: int = 1):
         if flag is None:
             flag = _is_internal(filename)
         if not flag:
-            break
+            return frame
         frame = frame.f_back
-    if frame is None:
-        return None
+    return None
+
+
+def _site_of(frame) -> Site:
     # A loop makes the same node on the same line every iteration: Sites are immutable, so
     # one per (code, line) is shared (relpath and linecache cost more than the op itself).
-    # Distinct code objects keep distinct Sites (two copies of one script compile to equal
-    # code objects, and each must keep its own file); the entry holds its code object, so
-    # the id in the key is never reused while the entry exists.
+    # The cache is keyed by the instruction (f_lasti): f_lineno decodes the code's line
+    # table from its start on every read, which costs more the longer the function (a
+    # script's module code). Distinct code objects keep distinct Sites (two copies of one
+    # script compile to equal code objects, and each must keep its own file); the entry
+    # holds its code object, so the id in the key is never reused while the entry exists.
     code = frame.f_code
-    key = (id(code), frame.f_lineno)
+    key = (id(code), frame.f_lasti)
     entry = _sites.get(key)
     if entry is not None and entry[0] is code:
         return entry[1]
-    site = _make_site(frame)
+    line_key = (id(code), frame.f_lineno)  # the instructions of one line share one Site
+    entry = _line_sites.get(line_key)
+    if entry is not None and entry[0] is code:
+        site = entry[1]
+    else:
+        site = _make_site(frame)
+        _line_sites[line_key] = (code, site)
     _sites[key] = (code, site)
     return site
 
 
-_sites: dict = {}  # (id(code), line) -> (code, Site)
+class _EventFrame(threading.local):
+    """Per thread: the user's frame that the last ``event_site`` found, waiting for the
+    recorder told of the event (see ``event_site``), and how many recorders recording in
+    this thread want it (other threads keep no frame)."""
+
+    frame = None
+    wanted = 0
+
+
+event_frame = _EventFrame()
+
+
+def want_event_frames(wanted: bool) -> None:
+    """A recorder starts (True) or stops (False) taking the frames ``event_site`` finds
+    in the calling thread (the one it records)."""
+    event_frame.wanted = max(0, event_frame.wanted + (1 if wanted else -1))
+    event_frame.frame = None
+
+
+def event_site(depth: int = 1):
+    """``user_site`` for an op being recorded: while a recorder wants it, the frame found
+    is also left in ``event_frame.frame`` for the recorder, which takes it (and clears it)
+    in the event that follows -- it names tensors after that frame's variables, and one
+    walk up the stack then serves both (each walk makes a frame object per frame it
+    passes: bench/bench_trace.py (b))."""
+    frame = first_user_frame(sys._getframe(depth))
+    local = event_frame
+    if local.wanted:
+        local.frame = frame
+    if frame is None:
+        return None
+    return _site_of(frame)
+
+
+_sites: dict = {}  # (id(code), f_lasti) -> (code, Site)
+_line_sites: dict = {}  # (id(code), line) -> (code, Site)
 
 
 def _make_site(frame) -> Site:

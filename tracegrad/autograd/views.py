@@ -279,9 +279,11 @@ def _refused(tensor, op_name: str) -> None:
         listener.on_inplace_refused(tensor, op_name)
 
 
-def check_result(tensor, array, op_name: str) -> None:
+def check_result(tensor, array, op_name: str, one_value: bool = False) -> None:
     """The op's result must fit the tensor it is written into: same shape (no broadcasting
-    to a bigger one), a dtype the tensor can hold, and storage written once per element."""
+    to a bigger one), a dtype the tensor can hold, and storage written once per element
+    (unless ``one_value``: an op writing one number everywhere, as ``fill_(2)`` and
+    ``zero_()``, may write into an expanded view, as PyTorch lets it)."""
     target = tensor._array
     if array.shape == target.shape and array.dtype is target.dtype and \
             0 not in target.strides:
@@ -298,7 +300,8 @@ def check_result(tensor, array, op_name: str) -> None:
             f"result type {_torch_type_name(from_numpy_dtype(array.dtype).name)} can't be cast "
             f"to the desired output type {_torch_type_name(tensor.dtype.name)} ({op_name} on "
             f"{describe_tensor(tensor)}). Hint: convert the tensor with .float() first.")
-    check_no_overlap(tensor)
+    if not one_value:
+        check_no_overlap(tensor)
 
 
 def check_no_overlap(tensor) -> None:
@@ -606,7 +609,7 @@ def apply_inplace(tensor, op_name: str, op, args: tuple, attrs: dict):
             _check_overlap(tensor, op_name, arg, attrs)
     if not _recording(tensor, args):
         result = op.apply(tensor, *args, **attrs)
-        check_result(tensor, result._array, op_name)
+        check_result(tensor, result._array, op_name, getattr(op, "writes_one_value", False))
         _write(tensor, result._array)
         after_inplace(tensor, op_name)
         return tensor
@@ -619,7 +622,7 @@ def apply_inplace(tensor, op_name: str, op, args: tuple, attrs: dict):
         array = array[0]
     elif array.__class__ is not _ndarray and isinstance(array, np.generic):
         array = np.asarray(array)
-    check_result(tensor, array, op_name)
+    check_result(tensor, array, op_name)  # recorded: torch refuses its backward, tracegrad the write
     saved = _save_inputs(node, tensor, op)
     previous = edge_of(tensor._base if tensor._base is not None else tensor)
     _write(tensor, array)
@@ -677,7 +680,32 @@ def _original_value(tensor):
 def _write(tensor, array) -> None:
     target = tensor._array
     if array is not target:
-        target[...] = array
+        try:
+            target[...] = array
+        except ValueError:  # read-only: an expanded view (only one-value writes get here)
+            if 0 not in target.strides:
+                raise
+            _write_expanded(tensor, array)
+
+
+def _write_expanded(tensor, array) -> None:
+    """Write ``array`` (one value everywhere: ``fill_``/``zero_``) into an expanded view,
+    whose NumPy array is read-only: through a writable alias of the storage it shares with
+    its base, one element per stride-0 dimension."""
+    target = tensor._array
+    collapse = tuple(slice(0, 1) if stride == 0 else slice(None) for stride in target.strides)
+    corner = target[collapse]
+    root = tensor._base._array if tensor._base is not None else None
+    if root is None or root.__class__ is not _ndarray or not root.flags.writeable or \
+            not root.flags.c_contiguous:
+        raise AutogradError(
+            f"fill_/zero_ into {describe_tensor(tensor)}, an expanded view whose storage "
+            "tracegrad cannot write through (not implemented). Hint: write into the tensor "
+            "that was expanded instead.")
+    offset = corner.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+    alias = _ndarray(corner.shape, corner.dtype, buffer=root, offset=offset,
+                     strides=corner.strides)
+    alias[...] = array[collapse]
 
 
 class InplaceInfo:

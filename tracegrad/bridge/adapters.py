@@ -172,7 +172,16 @@ class TorchTensor(Tensor):
             return np.zeros((0,), np.float32)  # gone: no values to show
         array = host_array(tensor)
         if self._on_cpu:  # a view of the tensor's memory stays current (not a GPU copy)
-            self.__dict__["_cached"] = array
+            state = self.__dict__
+            state["_cached"] = array
+            registry = self._registry
+            if registry.session is not None:
+                # The view holds the tensor's memory: without this, memory the program let
+                # go stayed taken until the registry's next sweep (thousands of tensors,
+                # every gradient and temporary: hundreds of MB, and each new allocation
+                # page-faulted fresh memory). The view goes with the tensor, as the memory
+                # does untraced. (A walk holds its tensors while it reads them anyway.)
+                state["_ref"] = _DroppingRef(tensor, registry._tensor_gone)
         return array
 
     def refresh(self) -> None:
@@ -259,6 +268,24 @@ class TorchTensor(Tensor):
 
 
 _new_object = object.__new__
+
+
+class _DroppingRef(weakref.ref):
+    """A weak reference to a tensor whose values an adapter caches (see TorchTensor._array):
+    its callback drops the cache, and the registry's entry, when the program drops the tensor.
+    It carries the entry's key: one object per cached tensor, no closure."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, tensor, callback) -> None:
+        super().__init__(tensor, callback)
+        self.key = id(tensor)
+
+    def __copy__(self):
+        return self  # as copy treats a plain weak reference: atomic
+
+    def __deepcopy__(self, memo):
+        return self
 
 
 def _adapter_fields(tensor, registry: Registry) -> dict:
@@ -539,7 +566,8 @@ class Registry:
         if adapter is not None and adapter._ref() is tensor:
             return adapter
         # A plain weak reference (a callback per tensor costs more than it saves): entries
-        # of tensors gone are dropped in sweeps, and a lookup checks the reference. The
+        # of tensors gone are dropped in sweeps, and a lookup checks the reference (a
+        # tensor whose values were read gets a callback then: see TorchTensor._array). The
         # adapter is made inline (TorchTensor.made, _adapter_fields): one per tensor the
         # program makes, every gradient included.
         dtype = tensor.dtype
@@ -559,10 +587,23 @@ class Registry:
             "_on_cpu": on_cpu, "_cached": None, "_held": None, "_ref": weakref.ref(tensor)}
         tensors[key] = adapter
         if len(tensors) > self._sweep_at:
-            for stale in [key for key, known in tensors.items() if known._ref() is None]:
-                del tensors[stale]
+            # A copy of the items: a dropping reference's callback (another thread's
+            # tensor dying) may remove an entry meanwhile.
+            for stale in [key for key, known in list(tensors.items()) if known._ref() is None]:
+                tensors.pop(stale, None)
             self._sweep_at = max(4096, 2 * len(tensors))
         return adapter
+
+    def _tensor_gone(self, reference: _DroppingRef) -> None:
+        # Per cached tensor that dies (every gradient and temporary of a step): the adapter
+        # stays valid for whoever holds it (it reads as a tensor gone); its view is dropped.
+        tensors = self._tensors
+        adapter = tensors.get(reference.key)
+        if adapter is not None:
+            state = adapter.__dict__
+            if state["_ref"] is reference:
+                state["_cached"] = None
+                tensors.pop(reference.key, None)
 
     def known_tensor(self, tensor) -> TorchTensor | None:
         adapter = self._tensors.get(id(tensor))

@@ -141,6 +141,7 @@ class _PassThrough:
     """What a mode left on torch's stack after its recording ended does: nothing."""
 
     _kinds: dict = {}
+    _steps: list = []
 
     @staticmethod
     def call(func, args: tuple, kwargs: dict):
@@ -157,14 +158,25 @@ class _Mode(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         # Calls that only read (``p.grad``, ``x.shape``, ``x.dim()``: half of an optimizer
-        # step's) go straight on, without the session's call; so does an out-of-place op
-        # without keyword arguments inside an optimizer's step (Adam's ``sqrt()``, ``/``,
-        # ``conj()``: most of the rest), which Session._in_step would pass on unreported.
+        # step's) go straight on, without the session's call. So do, inside an optimizer's
+        # step, the calls Session._in_step would pass on unreported: an out-of-place op
+        # without keyword arguments (Adam's ``sqrt()``, ``/``: most of the rest), an
+        # in-place one on a tensor that needs no grad and that the trace does not know (its
+        # moments and step counts: five of Adam's six in-place calls per parameter), and
+        # ``item()`` (its step count). bench/bench_bridge.py's MLP keeps this honest.
         session = self.session
         kind = session._kinds.get(func)
-        if kind == _PASS or kind == _OP and not kwargs and session._steps \
-                and not _grad_enabled():
+        if kind == _PASS:
             return func(*args, **kwargs) if kwargs else func(*args)
+        if session._steps and not _grad_enabled():
+            if kind == _OP and not kwargs or kind == _VALUE:
+                return func(*args, **kwargs) if kwargs else func(*args)
+            if kind == _INPLACE and args and not (kwargs and "out" in kwargs):
+                first = args[0]
+                if first.__class__ is torch.Tensor and not first.requires_grad:
+                    adapter = session.registry._tensors.get(id(first))
+                    if adapter is None or adapter._ref() is not first:
+                        return func(*args, **kwargs) if kwargs else func(*args)
         return session.call(func, args, kwargs or {})
 
 

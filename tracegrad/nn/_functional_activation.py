@@ -84,7 +84,8 @@ def selu_(input: Tensor) -> Tensor:
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     if alpha == 0:
         raise ZeroDivisionError("ZeroDivisionError: alpha cannot be 0 for CELU")
-    return _apply(input, inplace, "celu_", ops.Celu, alpha, 1.0, 1.0 / alpha)
+    # scale 1 (an int), as torch's celu passes it on to elu's backward
+    return _apply(input, inplace, "celu_", ops.Celu, alpha, 1, 1.0 / alpha)
 
 
 def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
@@ -99,7 +100,8 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     return ops.Gelu.apply(input, approximate)
 
 
-def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+def softplus(input: Tensor, beta: float = 1, threshold: float = 20) -> Tensor:
+    # (ints by default, as torch's signature: grad_fn._saved_beta shows 1)
     return ops.Softplus.apply(input, beta, threshold)
 
 

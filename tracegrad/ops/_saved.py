@@ -42,6 +42,21 @@ def show_saved(op, name: str, read: Callable) -> None:
     setattr(op._node_class, f"_saved_{name}", property(read))
 
 
+def show_given(op, names: tuple, attribute: str = "given") -> None:
+    """``_saved_<name>`` for each of ``names``: the int the op was given at that position of
+    the node's ``attribute`` tuple, as :func:`as_torch_int` shows it (diagonal's offset,
+    dim1, dim2)."""
+    for index, name in enumerate(names):
+        show_saved(op, name, lambda node, index=index: as_torch_int(
+            getattr(node, attribute)[index]))
+
+
+def show_input_sizes(op, name: str = "self_sym_sizes", edge: int = 0) -> None:
+    """``_saved_<name>``: the shape of the op's tensor input at ``edge`` (torch's saved
+    ``self.sym_sizes()``), read from the node's input metadata."""
+    show_saved(op, name, lambda node: tuple(node._input_meta[edge][0]))
+
+
 def show_dim_and_sizes(*ops) -> None:
     """``_saved_dim`` (as given) and ``_saved_self_sym_sizes`` (the input's shape) for ops
     along one dim that keep them as torch's nodes do (sort, topk, median, mode, ...)."""

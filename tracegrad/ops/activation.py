@@ -262,6 +262,7 @@ class GeluBackward(Op):
 
     node_name = "GeluBackwardBackward0"
     array_backward = True
+    saved_names = ("grad_output", "self", "approximate=approximate")  # as PyTorch's
 
     @staticmethod
     def forward(ctx, grad, a, approximate="none"):
@@ -445,8 +446,42 @@ class Hardswish(Op):
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
-        middle = grad * (a * (1 / 3) + 0.5)
-        return (_math.where(a < -3, 0.0, _math.where(a <= 3, middle, grad)),)
+        if grad.__class__ is Tensor:  # torch's HardswishBackwardBackward0
+            return (HardswishBackward.apply(grad, a),)
+        return (_hardswish_grad(_math.xp(a), grad, a),)
+
+
+def _hardswish_grad(xp, grad, x):
+    """hardswish's derivative times ``grad``, on arrays (torch's hardswish_backward)."""
+    middle = grad * (x * (1 / 3) + 0.5)
+    return xp.where(x < -3, 0.0, xp.where(x <= 3, middle, grad)).astype(grad.dtype, copy=False)
+
+
+class HardswishBackward(Op):
+    """hardswish's backward as a node (create_graph), as torch records it: its gradient
+    for the incoming gradient is the same map, for the input ``gg * grad / 3`` strictly
+    inside (-3, 3), zero elsewhere (torch's formula)."""
+
+    node_name = "HardswishBackwardBackward0"
+    saved_names = ("grad_output", "self")  # as PyTorch names them
+    array_backward = True
+
+    @staticmethod
+    @silenced
+    def forward(ctx, grad, a):
+        ctx.save_for_backward(grad, a)
+        return _hardswish_grad(a._xp, grad._array, a._array)
+
+    @staticmethod
+    def backward(ctx, grad_grad):
+        grad, a = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        grad_of_self = None
+        if needs[1]:
+            inside = _math.constant(grad_grad, (-3 < _math.array_of(a)) & (_math.array_of(a) < 3))
+            grad_of_self = _math.where(inside, grad_grad * grad / 3.0, 0.0)
+        return (_math.apply(HardswishBackward, grad_grad, a) if needs[0] else None,
+                grad_of_self)
 
 
 class Mish(Op):
@@ -474,6 +509,7 @@ class Mish(Op):
 class LogSigmoid(Op):
     node_name = "LogSigmoidBackward0"
     array_backward = True
+    saved_names = ("self",)  # as PyTorch names them; buffer below
 
     @staticmethod
     def forward(ctx, a):
@@ -485,7 +521,45 @@ class LogSigmoid(Op):
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
+        if grad.__class__ is Tensor:  # torch's LogSigmoidBackwardBackward0
+            return (LogSigmoidBackward.apply(grad, a),)
         return (grad * _math.sigmoid(-a),)
+
+
+class LogSigmoidBackward(Op):
+    """logsigmoid's backward ``grad * sigmoid(-x)`` as a node (create_graph), as torch
+    records it: the same map of the incoming gradient, and torch's
+    ``log_sigmoid_double_backward`` for the input, ``gg * grad * (z - 1) * z`` with
+    ``z = sigmoid(x)``."""
+
+    node_name = "LogSigmoidBackwardBackward0"
+    saved_names = ("grad_output", "self")  # as PyTorch names them; buffer below
+    array_backward = True
+
+    @staticmethod
+    @silenced
+    def forward(ctx, grad, a):
+        ctx.save_for_backward(grad, a)
+        xp = a._xp
+        return grad._array * unary._stable_sigmoid(xp, -a._array)
+
+    @staticmethod
+    def backward(ctx, grad_grad):
+        grad, a = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        grad_of_self = None
+        if needs[1]:
+            z = _math.sigmoid(a)
+            grad_of_self = grad_grad * grad * (z - 1) * z
+        return (_math.apply(LogSigmoidBackward, grad_grad, a) if needs[0] else None,
+                grad_of_self)
+
+
+def _log_sigmoid_buffer(node):
+    """torch's ``_saved_buffer`` of log_sigmoid (its CPU kernel keeps ``exp(-|x|)`` for the
+    backward): made from the saved input when read, so the forward saves nothing more."""
+    a = node._saved_self
+    return Tensor._wrap(a._xp.exp(-a._xp.abs(a._array)), False)
 
 
 class Glu(Op):
@@ -515,13 +589,65 @@ class Glu(Op):
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
+        if grad.__class__ is Tensor:  # torch's GluBackwardBackward0
+            return (GluBackward.apply(grad, a, ctx.given), None)
+        return (_glu_grad(a, grad, ctx.axis), None)
+
+
+def _glu_grad(a, grad, axis: int):
+    """glu's derivative applied to ``grad`` (torch's glu_backward): Tensors or arrays."""
+    half = a.shape[axis] // 2
+    first = _math.narrow(a, axis, 0, half)
+    gate = _math.sigmoid(_math.narrow(a, axis, half, 2 * half))
+    grad_first = grad * gate
+    grad_second = grad_first * first * (1 - gate)
+    return _math.cat((grad_first, grad_second), axis)
+
+
+class GluBackward(Op):
+    """glu's backward as a node (create_graph), as torch records it, with torch's
+    ``glu_double_backward_grad_output`` (the incoming gradient) and
+    ``glu_double_backward`` (the input) as its gradients."""
+
+    node_name = "GluBackwardBackward0"
+    saved_names = ("grad_output", "self")  # as PyTorch names them; dim below
+    array_backward = True
+
+    @staticmethod
+    @silenced
+    def forward(ctx, grad, a, dim):
+        ctx.save_for_backward(grad, a)
+        ctx.given = dim
+        ctx.axis = wrap_dim(dim, a._array.ndim)
+        return _glu_grad(a._array, grad._array, ctx.axis)
+
+    @staticmethod
+    def backward(ctx, grad_grad):
+        grad, a = ctx.saved_tensors
+        needs = ctx.needs_input_grad
         axis = ctx.axis
         half = a.shape[axis] // 2
-        first = _math.narrow(a, axis, 0, half)
-        gate = _math.sigmoid(_math.narrow(a, axis, half, 2 * half))
-        grad_first = grad * gate
-        grad_second = grad_first * first * (1 - gate)
-        return (_math.cat((grad_first, grad_second), axis), None)
+        grad_of_grad = grad_of_self = None
+        if needs[0]:
+            sizes = list(a.shape)
+            sizes[axis] = half
+            ones = _math.constant(grad_grad, _math.xp(a).ones(sizes, _math.numpy_dtype(a)))
+            spread = grad_grad * _math.apply(GluBackward, ones, a, ctx.given)
+            grad_of_grad = (_math.narrow(spread, axis, 0, half) +
+                            _math.narrow(spread, axis, half, 2 * half))
+        if needs[1]:
+            first = _math.narrow(a, axis, 0, half)
+            gate = _math.sigmoid(_math.narrow(a, axis, half, 2 * half))
+            one_minus_gate = 1 - gate
+            gate_slope = gate * one_minus_gate
+            gg_first = _math.narrow(grad_grad, axis, 0, half)
+            gg_second = _math.narrow(grad_grad, axis, half, 2 * half)
+            self_first = gg_second * grad * gate_slope
+            curvature = gate_slope * one_minus_gate - gate ** 2 * one_minus_gate
+            self_second = (gg_second * first * grad * curvature +
+                           gg_first * grad * gate_slope)
+            grad_of_self = _math.cat((self_first, self_second), axis)
+        return grad_of_grad, grad_of_self, None
 
 
 class PreluKernel(Op):
@@ -626,3 +752,6 @@ class Hardshrink(Softshrink):
 __all__ = ["SELU_ALPHA", "SELU_SCALE"]
 
 show_saved(Glu, "dim", lambda node: as_torch_int(node.given))
+show_saved(GluBackward, "dim", lambda node: as_torch_int(node.given))
+show_saved(LogSigmoid, "buffer", _log_sigmoid_buffer)
+show_saved(LogSigmoidBackward, "buffer", _log_sigmoid_buffer)

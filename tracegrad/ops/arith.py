@@ -109,13 +109,41 @@ class Sub(Op):
 
 
 class RSub(Sub):
-    """``scalar - tensor``: one edge, the tensor's (rsub.Scalar in torch)."""
+    """``number - alpha * tensor``: one edge, the tensor's (rsub.Scalar in torch; alpha is
+    part of the node). Of an inference tensor alone, torch computes it as
+    ``sub(wrapped number, tensor, alpha)``: SubBackward0 (autograd/inference.py)."""
 
     node_name = "RsubBackward1"
+    inference_overload = Sub
 
     @staticmethod
-    def forward(ctx, a, b):
-        return _subtract(ctx, a, b)
+    def forward(ctx, a, b, alpha=1):
+        if alpha != 1:
+            ctx.alpha = alpha
+        return _subtract(ctx, a, b, alpha)
+
+
+class RSubTensor(Op):
+    """``rsub(input, other, alpha)`` of two tensors: ``other - alpha * input``, the edges in
+    argument order, input's first (rsub.Tensor in torch; ``t - x`` is ``t.sub(x)``)."""
+
+    node_name = "RsubBackward0"
+    array_backward = True
+    saved_names = ("alpha=alpha",)  # grad_fn._saved_alpha, as PyTorch names it
+
+    @staticmethod
+    def forward(ctx, a, b, alpha=1):
+        if alpha != 1:
+            ctx.alpha = alpha
+        return _subtract(ctx, b, a, alpha)
+
+    @staticmethod
+    def backward(ctx, grad):
+        # Each gradient as broadcast: the engine sums it to its input's shape.
+        needs = ctx.needs_input_grad
+        alpha = ctx.alpha
+        return ((-grad if alpha == 1 else grad * -alpha) if needs[0] else None,
+                grad if needs[1] else None)
 
 
 def _subtract(ctx, a, b, alpha=1):
@@ -128,18 +156,21 @@ def _subtract(ctx, a, b, alpha=1):
     if getattr(x, "dtype", None) is _BOOL or getattr(y, "dtype", None) is _BOOL or \
             x.__class__ is bool or y.__class__ is bool:
         raise _bool_subtraction_error(a, b)
-    if alpha != 1:
-        y = y * alpha
     try:
-        return x - y
+        return x - y if alpha == 1 else x - y * alpha
     except ValueError:
         raise broadcast_error("sub", a, b) from None
     except FLOAT_ERRORS:  # overflow, with warnings as errors: torch is silent
-        return retry(operator.sub, x, y)
+        return retry(_subtract_scaled, x, y, alpha)
+
+
+def _subtract_scaled(x, y, alpha):
+    return x - y if alpha == 1 else x - y * alpha
 
 
 # alpha is 1 on every node that was not given one: a class default, not a per-call write
 Add._node_class.alpha = Sub._node_class.alpha = RSub._node_class.alpha = 1
+RSubTensor._node_class.alpha = 1
 
 
 class Mul(Op):
@@ -269,8 +300,9 @@ class PowScalar(Op):
         exponent = ctx.exponent
         if exponent == 0:
             return (grad * 0, None)
-        with _quiet(_math.xp(grad)):
-            return (grad * exponent * a ** (exponent - 1), None)
+        exponent = float(exponent)  # torch's pow_backward: the exponent as a double, and
+        with _quiet(_math.xp(grad)):  # grad times the rest last (the node create_graph shows)
+            return (grad * (exponent * a ** (exponent - 1)), None)
 
 
 class Pow(Op):
@@ -312,9 +344,11 @@ class Pow(Op):
 
 
 class RPow(Pow):
-    """``number ** tensor`` (PowBackward2 in torch)."""
+    """``number ** tensor`` (PowBackward2 in torch). Of an inference tensor alone, torch
+    computes it through ``pow(..., out=)`` and refuses (autograd/inference.py)."""
 
     node_name = "PowBackward2"
+    inference_overload = "pow"
     saved_names = ("self#", "exponent", "result")  # self: torch's saved Scalar (the base)
 
 
@@ -330,6 +364,7 @@ class Fill(Op):
 
     node_name = "FillBackward2"
     array_backward = True
+    writes_one_value = True  # may write into an expanded view (autograd/views.check_result)
 
     @staticmethod
     def forward(ctx, a, value):
@@ -383,3 +418,13 @@ class Copy(Op):
         # and casts it to src's dtype.
         needs = ctx.needs_input_grad
         return (grad * 0 if needs[0] else None), (grad if needs[1] else None)
+
+
+def copy_into_new(a, dtype=None, *_):
+    """What torch's clone and ``to(dtype)`` do for an inference tensor alone (outside
+    inference mode): a new normal tensor (of ``dtype``), ``copy_``'d from it, which records
+    ``CopyBackwards`` (autograd/inference.py)."""
+    array = a._array
+    new = Tensor._wrap(a._xp.empty(array.shape, dtype=array.dtype if dtype is None else dtype),
+                       False)
+    return Copy.apply(new, a)

@@ -102,7 +102,8 @@ class Atan2(Op):
 
 
 class FmodScalar(Op):
-    """``fmod(tensor, number)``: the remainder with the dividend's sign (C's fmod)."""
+    """``fmod(tensor, number)``: the remainder with the dividend's sign (C's fmod). Of an
+    inference tensor, torch wraps the number: FmodBackward1 (autograd/inference.py)."""
 
     node_name = "FmodBackward0"
     array_backward = True
@@ -128,22 +129,39 @@ class Fmod(Op):
     def forward(ctx, a, b):
         x, y = _pair("fmod", a, b)
         _check_integer_divisor("fmod", y, a)
-        ctx.save_for_backward(a, b)
+        _save_for_divisor_grad(ctx, a, b)
         with _quiet(a._xp):
             return a._xp.fmod(x, y)
 
     @staticmethod
     def backward(ctx, grad):
-        a, b = ctx.saved_tensors
+        # Each gradient as broadcast: the engine sums it to its input's shape.
         needs = ctx.needs_input_grad
         grad_b = None
         if needs[1]:
-            grad_b = sum_to(-grad * _math.trunc(a / b), b.shape)
-        return (sum_to(grad, a.shape) if needs[0] else None), grad_b
+            a, b = ctx.saved_tensors
+            grad_b = -grad * _math.trunc(a / b)
+        return (grad if needs[0] else None), grad_b
+
+
+def _save_for_divisor_grad(ctx, a, b) -> None:
+    """fmod's and remainder's saving, as torch's: both operands, only when the divisor's
+    gradient (the only one that reads them) is needed. A number operand (torch's wrapped
+    number, when it records these for an inference tensor: autograd/inference.py) gets
+    its ``(None, 0)`` edge."""
+    needs = ctx.needs_input_grad
+    if not needs:
+        return
+    if ctx._next1 is _ONE_EDGE or (ctx._next1 is _TUPLE_EDGES and len(ctx._next_nodes) == 1):
+        number_edge(ctx, 1 if isinstance(a, Tensor) else 0)
+        needs = ctx.needs_input_grad
+    if needs[1]:
+        ctx.save_for_backward(a, b)
 
 
 class RemainderScalar(Op):
-    """``remainder(tensor, number)``: Python's ``%`` (the divisor's sign)."""
+    """``remainder(tensor, number)``: Python's ``%`` (the divisor's sign). Of an inference
+    tensor, torch wraps the number: RemainderBackward1 (autograd/inference.py)."""
 
     node_name = "RemainderBackward0"
     array_backward = True
@@ -169,18 +187,19 @@ class Remainder(Op):
     def forward(ctx, a, b):
         x, y = _pair("remainder", a, b)
         _check_integer_divisor("remainder", y, b if isinstance(b, Tensor) else a)
-        ctx.save_for_backward(a, b)
+        _save_for_divisor_grad(ctx, a, b)
         with _quiet(a._xp if isinstance(a, Tensor) else b._xp):
             return (a if isinstance(a, Tensor) else b)._xp.remainder(x, y)
 
     @staticmethod
     def backward(ctx, grad):
-        a, b = ctx.saved_tensors
+        # Each gradient as broadcast: the engine sums it to its input's shape.
         needs = ctx.needs_input_grad
         grad_b = None
         if needs[1]:
-            grad_b = sum_to(-grad * _math.floor(a / b), b.shape)
-        return (sum_to(grad, _shape(a)) if needs[0] else None), grad_b
+            a, b = ctx.saved_tensors
+            grad_b = -grad * _math.floor(a / b)
+        return (grad if needs[0] else None), grad_b
 
 
 class _NotDifferentiable(Op):
@@ -232,7 +251,9 @@ class Heaviside(_NotDifferentiable):
 
 
 class RemainderScalarSelf(_NotDifferentiable):
-    """``number % tensor``: torch defines no derivative for a number as dividend."""
+    """``number % tensor``: torch defines no derivative for a number as dividend. Of an
+    inference tensor, torch wraps the number: RemainderBackward1, which refuses to save it
+    (autograd/inference.py)."""
 
     node_name = "torch::autograd::NotImplemented"
     _aten_name = "remainder"
@@ -334,6 +355,7 @@ class Lerp(Op):
 
     node_name = "LerpBackward0"
     array_backward = True
+    saved_names = ("weight=weight",)  # as PyTorch names it
 
     @staticmethod
     @silenced
@@ -482,17 +504,20 @@ class Xlogy(Op):
 
 class XlogyScalarSelf(Xlogy):
     node_name = "XlogyBackward1"
+    inference_overload = Xlogy  # (torch wraps the number: autograd/inference.py)
     saved_names = ("self#", "other")  # self: torch's saved Scalar
 
 
 class XlogyScalarOther(Xlogy):
     node_name = "XlogyBackward2"
+    inference_overload = Xlogy  # (torch wraps the number: autograd/inference.py)
     saved_names = ("self", "other#")  # other: torch's saved Scalar
 
 
 class Logaddexp(Op):
     node_name = "LogaddexpBackward0"
     array_backward = True
+    saved_names = ("self", "other")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     @silenced
@@ -513,6 +538,7 @@ class Logaddexp(Op):
 class Logaddexp2(Op):
     node_name = "Logaddexp2Backward0"
     array_backward = True
+    saved_names = ("self", "other")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     @silenced
@@ -541,25 +567,30 @@ def _check_float(op_name: str, array, tensor) -> None:
 
 
 class Copysign(Op):
-    """``|a|`` with the sign of ``b``; the gradient flows to ``a`` only."""
+    """``|a|`` with the sign of ``b``; the gradient flows to ``a`` only. The node keeps
+    the input and the result, as torch's (its formula: ``grad * result / self``, 0 where
+    self is 0)."""
 
     node_name = "CopysignBackward0"
     array_backward = True
+    saves_output = True
+    saved_names = ("self", "result")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a, b):
         x, y = _float_pair("copysign", a, b)
         ctx.save_for_backward(a)
         ctx.shape_b = _shape(b)
-        result = a._xp.copysign(x, y)
-        ctx.ratio_sign = a._xp.sign(result) * a._xp.sign(x)  # +1 kept, -1 flipped, 0 at 0
-        return result
+        return a._xp.copysign(x, y)
 
     @staticmethod
     def backward(ctx, grad):
         needs = ctx.needs_input_grad
-        (a,) = ctx.saved_tensors
-        flip = _math.constant(grad, ctx.ratio_sign.astype(_math.numpy_dtype(grad), copy=False))
+        a, result = ctx.saved_tensors
+        xp = _math.xp(grad)
+        # result / self: +1 kept, -1 flipped, 0 at 0 (read off the signs: no 0/0)
+        ratio = xp.sign(_math.array_of(result)) * xp.sign(_math.array_of(a))
+        flip = _math.constant(grad, ratio.astype(_math.numpy_dtype(grad), copy=False))
         grad_a = sum_to(grad * flip, a.shape) if needs[0] else None
         grad_b = None
         if len(needs) > 1 and needs[1]:
@@ -572,27 +603,29 @@ class CopysignScalar(Copysign):
 
 
 class Fmax(Op):
-    """Elementwise max that ignores NaN (NaN only where both are NaN)."""
+    """Elementwise max that ignores NaN (NaN only where both are NaN). The node keeps both
+    inputs, as torch's, whose formula sends the gradient to self where ``self >= other``
+    (``<=`` for fmin) or other is NaN, to other elsewhere."""
 
     node_name = "FmaxBackward0"
     array_backward = True
+    saved_names = ("self", "other")  # grad_fn._saved_<name>, as PyTorch names them
     _pick = "fmax"
 
     @staticmethod
     def forward(ctx, a, b):
         x, y = _pair(ctx._function._pick, a, b)
-        xp = a._xp
-        result = getattr(xp, ctx._function._pick)(x, y)
-        # the gradient goes to a where a was picked (ties: a), as torch does
-        ctx.from_a = (result == x) | (xp.isnan(y) & ~xp.isnan(x)) if hasattr(x, "shape") \
-            else None
+        ctx.save_for_backward(a, b)
         ctx.shapes = (_shape(a), _shape(b))
-        return result
+        return getattr(a._xp, ctx._function._pick)(x, y)
 
     @staticmethod
     def backward(ctx, grad):
         needs = ctx.needs_input_grad
-        from_a = _math.constant(grad, ctx.from_a)
+        a, b = ctx.saved_tensors
+        x, y = _math.array_of(a), _math.array_of(b)
+        picked = (x >= y) if ctx._function._pick == "fmax" else (x <= y)
+        from_a = _math.constant(grad, picked | _math.xp(grad).isnan(y))
         return (sum_to(_math.where(from_a, grad, 0.0), ctx.shapes[0]) if needs[0] else None,
                 sum_to(_math.where(from_a, 0.0, grad), ctx.shapes[1]) if needs[1] else None)
 
@@ -635,3 +668,9 @@ def check_tensor_argument(op_name: str, name: str, position: int, value, tensor=
             f"{op_name}(): argument '{name}' (position {position}) must be Tensor, not "
             f"{type(value).__name__}{beside}. Hint: wrap it with tracegrad.tensor(...).")
 
+
+
+# torch computes these Scalar overloads by wrapping the number and calling the Tensor
+# overload: of an inference tensor alone, that one records (autograd/inference.py).
+FmodScalar.inference_overload = Fmod
+RemainderScalar.inference_overload = RemainderScalarSelf.inference_overload = Remainder

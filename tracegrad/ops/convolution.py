@@ -413,3 +413,21 @@ class Col2Im(Op):
         kernel, dilation, pads, stride = ctx.params
         return (_math.apply(Im2Col, grad, kernel, dilation, pads, stride),
                 None, None, None, None, None)
+
+
+def _show_window_parameters(op) -> None:
+    """im2col's and col2im's ``kernel_size``, ``dilation``, ``padding``, ``stride`` as
+    torch's nodes keep them (padding one number per side pair)."""
+    for index, name in enumerate(("kernel_size", "dilation", "padding", "stride")):
+        show_saved(op, name, lambda node, index=index: _window_parameter(node, index))
+
+
+def _window_parameter(node, index: int) -> tuple:
+    value = node.params[index]
+    return tuple(pair[0] for pair in value) if index == 2 else tuple(value)
+
+
+_show_window_parameters(Im2Col)
+_show_window_parameters(Col2Im)
+show_saved(Im2Col, "self_sym_argsize_minus_1", lambda node: node.input_sizes[-1])
+show_saved(Im2Col, "self_sym_argsize_minus_2", lambda node: node.input_sizes[-2])

@@ -371,6 +371,9 @@ def setitem(tensor, index, value) -> None:
     """``tensor[index] = value``, as PyTorch does it: the basic parts make a view, then
     ``copy_`` writes into it (CopySlices on the tensor), or ``index_put_`` does when the
     index holds tensors; without anything to record, the write goes straight to storage."""
+    if index.__class__ is Tensor and value.__class__ in _MASK_FILL_VALUES and not (
+            state.grad_enabled and tensor._requires_grad) and _fill_mask(tensor, index, value):
+        return  # x[mask] = number, nothing recorded (only a bool mask: see _fill_mask)
     if not isinstance(value, Tensor) or value._array.ndim == 0:
         _refuse_byte_mask_fill(tensor, index)
     recording = state.grad_enabled and (tensor._requires_grad or (
@@ -454,19 +457,27 @@ def _assign_basic(tensor, index, value) -> bool:
     return True
 
 
+_MASK_FILL_VALUES = (int, float, bool)
+
+
 def _fill_mask(tensor, index, value) -> bool:
     """``x[mask] = number`` with nothing to record (a hand-written ReLU backward's
     ``grad[input < 0] = 0``, bench/bench_two_layer.py): a bool mask of x's own shape,
     written straight into the storage, with the full path's conversion of the number and
     its checks in its order. Returns False to leave anything else to the full path."""
-    if index.__class__ is not Tensor or type(value) not in (int, float, bool):
+    if index.__class__ is not Tensor or type(value) not in _MASK_FILL_VALUES:
         return False
     array, mask = tensor._array, index._array
     if mask.dtype.kind != "b" or mask.shape != array.shape or not array.ndim or \
             mask.__class__ is not array.__class__:
         return False
-    source = _value_tensor(value, tensor)._array
-    views.check_no_overlap(tensor)
+    try:  # (_value_tensor's conversion, without the tensor it wraps it in)
+        source = (np if array.__class__ is np.ndarray else tensor._xp).asarray(
+            value, dtype=array.dtype)
+    except (TypeError, ValueError):
+        source = _value_tensor(value, tensor)  # raises its message
+    if 0 in array.strides:  # (check_no_overlap's only case: an expanded dimension)
+        views.check_no_overlap(tensor)
     array[mask] = source
     views.after_inplace(tensor, "__setitem__")
     return True
@@ -724,6 +735,7 @@ class Scatter(Op):
 
     node_name = "ScatterBackward0"
     array_backward = True
+    saved_names = ("index",)  # as PyTorch names it (a saved tensor, version-checked); dim below
 
     @staticmethod
     def forward(ctx, a, dim, index, src, reduce=None):
@@ -740,6 +752,7 @@ class ScatterValue(Op):
 
     node_name = "ScatterBackward1"
     array_backward = True
+    saved_names = ("index",)  # as PyTorch names it (a saved tensor, version-checked); dim below
 
     @staticmethod
     def forward(ctx, a, dim, index, value, reduce=None):
@@ -771,10 +784,13 @@ def _scatter(ctx, a, dim, index, src, reduce):
         raise ValueError(f"scatter(): reduce must be 'add' or 'multiply', got {reduce!r}")
     ctx.axis, ctx.index = axis, index._array
     ctx.src_shape = src._array.shape if isinstance(src, Tensor) else None
+    ctx.save_for_backward(index)  # (torch's node keeps it: an in-place change is refused)
+    ctx.given = dim  # as written: grad_fn._saved_dim shows it
     return out
 
 
 def _scatter_backward(ctx, grad):
+    ctx.saved_tensors  # noqa: B018 - the index's version check (ctx.index: its array)
     needs = ctx.needs_input_grad
     where = _grid_index(_math.xp(grad), ctx.index, ctx.axis)
     grad_input = grad_src = None
@@ -787,6 +803,10 @@ def _scatter_backward(ctx, grad):
     return grad_input, None, None, grad_src
 
 
+for _op in (Scatter, ScatterValue):
+    show_saved(_op, "dim", lambda node: as_torch_int(node.given))
+
+
 def _pad(tensor, shape):
     return _math.apply(IndexAccumulate, tensor, shape=shape,
                        index=tuple(slice(size) for size in tensor.shape))
@@ -795,6 +815,7 @@ def _pad(tensor, shape):
 class ScatterAdd(Op):
     node_name = "ScatterAddBackward0"
     array_backward = True
+    saved_names = ("index",)  # as PyTorch names it (a saved tensor, version-checked); dim below
 
     @staticmethod
     @silenced
@@ -807,10 +828,13 @@ class ScatterAdd(Op):
         out = a._array.copy()
         xp.add.at(out, where, src._array[tuple(slice(size) for size in index._array.shape)])
         ctx.where, ctx.src_shape = where, src._array.shape
+        ctx.save_for_backward(index)  # (torch's node keeps it: an in-place change is refused)
+        ctx.given = dim  # as written: grad_fn._saved_dim shows it
         return out
 
     @staticmethod
     def backward(ctx, grad):
+        ctx.saved_tensors  # noqa: B018 - the index's version check (ctx.where: its array)
         needs = ctx.needs_input_grad
         grad_src = None
         if needs[3]:
@@ -821,6 +845,9 @@ class ScatterAdd(Op):
 
 
 # -- masks ------------------------------------------------------------------------------
+show_saved(ScatterAdd, "dim", lambda node: as_torch_int(node.given))
+
+
 class MaskedFill(Op):
     node_name = "MaskedFillBackward0"
     array_backward = True

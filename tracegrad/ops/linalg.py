@@ -13,7 +13,7 @@ from ..autograd.quiet import FLOAT_ERRORS, retry, silenced
 from ..errors import DTypeError, ShapeError
 from . import _math
 from ._operands import broadcast_error, check_same_device
-from ._saved import show_saved
+from ._saved import show_input_sizes, show_saved
 
 
 def _torch_dtype_name(tensor) -> str:
@@ -550,3 +550,11 @@ class Trace(Op):
     def backward(ctx, grad):
         (shape, numpy_dtype), = ctx._input_meta
         return (_math.constant(grad, _math.xp(grad).eye(*shape, dtype=numpy_dtype)) * grad,)
+
+
+show_saved(SqueezeRow, "dim", lambda node: 0)  # (torch's squeeze_(0))
+show_input_sizes(SqueezeRow)
+show_input_sizes(Trace)
+show_saved(Addbmm, "batch1_sym_argsize_0", lambda node: node._input_meta[1][0][0])
+show_saved(Addbmm, "batch1_sym_argsize_1", lambda node: node._input_meta[1][0][1])
+show_saved(Addbmm, "batch2_sym_argsize_2", lambda node: node._input_meta[2][0][2])

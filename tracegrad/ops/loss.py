@@ -162,6 +162,8 @@ class SmoothL1Loss(Op):
     @staticmethod
     def backward(ctx, grad):
         input, target = ctx.saved_tensors
+        if grad.__class__ is Tensor:  # torch's SmoothL1LossBackwardBackward0, one per operand
+            return _pair_nodes(SmoothL1LossBackward, ctx, grad, input, target, ctx.beta)
         slope = _math.clamp((input - target) * (1.0 / ctx.beta), -1.0, 1.0)
         return _pair_grads(ctx, grad, slope, input, target)
 
@@ -189,6 +191,8 @@ class HuberLoss(Op):
     @staticmethod
     def backward(ctx, grad):
         input, target = ctx.saved_tensors
+        if grad.__class__ is Tensor:  # torch's HuberLossBackwardBackward0, one per operand
+            return _pair_nodes(HuberLossBackward, ctx, grad, input, target, ctx.delta)
         slope = _math.clamp(input - target, -ctx.delta, ctx.delta)
         return _pair_grads(ctx, grad, slope, input, target)
 
@@ -229,5 +233,114 @@ def _pair_grads(ctx, grad, slope, input, target) -> tuple:
     return grad_input, grad_target, None, None
 
 
-for _op in (SmoothL1Loss, HuberLoss, SoftMarginLoss):
+def _pair_nodes(op, ctx, grad, input, target, parameter) -> tuple:
+    """The gradients of a two-operand loss beside Tensors (create_graph), as torch's
+    formulas make them: ``op`` (the loss's backward as a node) for the input, its negative
+    for the target."""
+    needs = ctx.needs_input_grad
+    grad_input = grad_target = None
+    if needs[0]:
+        grad_input = sum_to(op.apply(grad, input, target, ctx.reduction, parameter),
+                            input.shape)
+    if needs[1]:
+        grad_target = sum_to(-op.apply(grad, input, target, ctx.reduction, parameter),
+                             target.shape)
+    return grad_input, grad_target, None, None
+
+
+def _sum_to(value, shape):
+    """``sum_to``, as torch's ``.sum()`` (SumBackward0) for the 0-d grad_output of a
+    reduced loss."""
+    if value.__class__ is Tensor and not shape and value._array.ndim:
+        return value.sum()
+    return sum_to(value, shape)
+
+
+class _LossBackward(Op):
+    """A loss's backward ``grad * slope(self - target)`` as a node (create_graph), as torch
+    records smooth_l1's and huber's (``parameter``: beta, delta). The slope is piecewise
+    linear: the input's gradient is ``gg * grad`` times its derivative, a step (torch's
+    ``*_double_backward``), the target's the negative."""
+
+    array_backward = True
+
+    @staticmethod
+    @silenced
+    def forward(ctx, grad, input, target, reduction, parameter):
+        ctx.save_for_backward(grad, input, target)
+        ctx.reduction, ctx.parameter = reduction, parameter
+        slope = ctx._function.slope(input._array - target._array, parameter)
+        scale = grad._array * (1.0 / slope.size) if reduction == "mean" else grad._array
+        return (scale * slope).astype(slope.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, grad_grad):
+        grad, input, target = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        grad_of_grad = grad_of_input = grad_of_target = None
+        if needs[0]:
+            grad_of_grad = ctx._function.grad_of_grad(ctx, grad_grad, grad, input, target)
+        if needs[1] or needs[2]:
+            inside = _math.constant(grad_grad, ctx._function.step(
+                _math.array_of(input) - _math.array_of(target), ctx.parameter))
+            curvature = grad_grad * grad * inside
+            if ctx._function is SmoothL1LossBackward:
+                curvature = curvature / ctx.parameter
+            if ctx.reduction == "mean":
+                curvature = curvature / _math.numel(input)
+            grad_of_input = sum_to(curvature, input.shape) if needs[1] else None
+            grad_of_target = sum_to(-curvature, target.shape) if needs[2] else None
+        return grad_of_grad, grad_of_input, grad_of_target, None, None
+
+
+class SmoothL1LossBackward(_LossBackward):
+    """smooth_l1_loss's backward as a node: torch's SmoothL1LossBackwardBackward0."""
+
+    node_name = "SmoothL1LossBackwardBackward0"
+    saved_names = ("grad_output", "self", "target", "beta=parameter")  # as PyTorch's
+
+    @staticmethod
+    def slope(difference, beta):
+        return (difference * (1.0 / beta)).clip(-1.0, 1.0)  # (beta > 0: functional)
+
+    @staticmethod
+    def step(difference, beta):
+        return (abs(difference) < beta).astype(difference.dtype)
+
+    @staticmethod
+    def grad_of_grad(ctx, grad_grad, grad, input, target):
+        # the same map of the incoming gradient, summed to grad's shape (a 0-d one when
+        # reduced)
+        return _sum_to(_math.apply(SmoothL1LossBackward, grad_grad, input, target,
+                                   ctx.reduction, ctx.parameter), grad.shape)
+
+
+class HuberLossBackward(_LossBackward):
+    """huber_loss's backward as a node: torch's HuberLossBackwardBackward0."""
+
+    node_name = "HuberLossBackwardBackward0"
+    saved_names = ("grad_output", "self", "target", "delta=parameter")  # as PyTorch's
+
+    @staticmethod
+    def slope(difference, delta):
+        return difference.clip(-delta, delta)
+
+    @staticmethod
+    def step(difference, delta):
+        return (abs(difference) < delta).astype(difference.dtype)
+
+    @staticmethod
+    def grad_of_grad(ctx, grad_grad, grad, input, target):
+        # torch's huber_loss_double_backward_grad_output: the map of ones, times gg, summed
+        # (the map itself when unreduced)
+        if ctx.reduction == "none":
+            return _math.apply(HuberLossBackward, grad_grad, input, target, "none",
+                               ctx.parameter)
+        ones = _math.constant(grad_grad, _math.xp(grad).ones_like(_math.array_of(grad)))
+        spread = _math.apply(HuberLossBackward, ones, input, target, ctx.reduction,
+                             ctx.parameter)
+        return _sum_to(spread * grad_grad, grad.shape)
+
+
+for _op in (SmoothL1Loss, HuberLoss, SoftMarginLoss, SmoothL1LossBackward, HuberLossBackward):
     show_saved(_op, "reduction", lambda node: REDUCTION_ENUM[node.reduction])

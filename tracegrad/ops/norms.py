@@ -14,7 +14,6 @@ from ..tensor import Tensor
 from . import _math
 from ._saved import as_torch_ints, show_saved
 from .reduce import normalize_dims
-from .statistics import as_kept
 from .unary import _quiet
 
 
@@ -81,30 +80,43 @@ show_saved(VectorNorm, "dim", lambda node: as_torch_ints(node._given[1]))
 
 
 def norm_grad(grad, a, result, p: float, dims, keepdim: bool):
-    """The gradient of ``vector_norm(a, p, dims, keepdim) == result`` (None for p=0)."""
-    shape = tuple(a.shape)
+    """The gradient of ``vector_norm(a, p, dims, keepdim) == result`` (None for p=0), as
+    torch's ``norm_backward`` writes it, step for step, so that under create_graph the
+    recorded formula has torch's nodes (a zero norm's gradient masked to 0 last)."""
+    ndim = len(a.shape)
     if p == 0:
         return None
-    grad = as_kept(grad, shape, dims, keepdim)
-    norm = as_kept(result, shape, dims, keepdim)
+    norm = result
+    if not keepdim and ndim and dims is not None:
+        for axis in sorted(dims):
+            grad, norm = _math.unsqueeze(grad, axis), _math.unsqueeze(norm, axis)
     if _math.numpy_dtype(grad) != _math.numpy_dtype(a):
         grad = _math.like_dtype(grad, a)
-    if p == 1:
-        return grad * _math.sign(a)
-    if p in (math.inf, -math.inf):
-        ties = _math.like_dtype(abs(a) == norm, grad)
-        count = ties.sum() if dims is None else _math.sum_keepdims(ties, dims)
-        return grad * _math.sign(a) * ties / count
-    zero_norm = norm == 0
-    safe_norm = _math.where(zero_norm, 1.0, norm)
-    if p == 2:
-        scale = a / safe_norm
-    else:
+    with _quiet(_math.xp(a)):  # 0/0 and 0**-1 where a norm or an element is 0: masked
+        if p == 1:
+            return _math.sign(a) * grad
+        if p == 2:
+            return grad * _masked_zero(a / norm, norm == 0)
         magnitude = abs(a)
-        safe_magnitude = _math.where(magnitude == 0, 1.0, magnitude)
-        scale = a * safe_magnitude ** (p - 2) / safe_norm ** (p - 1)
-        scale = _math.where(magnitude == 0, 0.0, scale) if p < 2 else scale
-    return _math.where(zero_norm, 0.0, grad * scale)
+        if p in (math.inf, -math.inf):
+            ties = _math.like_dtype((magnitude == norm) | _math.isnan(magnitude), grad)
+            count = _math.sum_keepdims(ties, tuple(range(ndim)) if dims is None else dims)
+            return _math.sign(a) * ((grad / count) * ties)
+        if p < 1:
+            scaled = _math.sign(a) * _masked_zero(magnitude ** (p - 1), a == 0)
+            return scaled * grad * norm ** (1 - p)
+        scaled = _math.sign(a) * magnitude ** (p - 1) if p < 2 else a * magnitude ** (p - 2)
+        return scaled * _masked_zero(grad / norm ** (p - 1), norm == 0)
+
+
+def _masked_zero(value, mask):
+    """``value.masked_fill_(mask, 0)`` of torch's formulas: Tensors (recorded,
+    MaskedFillBackward0) or arrays."""
+    if value.__class__ is Tensor:
+        from .indexing import MaskedFill
+
+        return MaskedFill.apply(value, mask, 0)
+    return _math.xp(value).where(mask, 0, value).astype(value.dtype, copy=False)
 
 
 def _torch_type(numpy_dtype) -> str:

@@ -157,18 +157,24 @@ class Erfc(Op):
 
 
 class Erfinv(Op):
+    """The inverse error function. Its node keeps the input, as torch's (whose formula
+    computes erfinv again: ``sqrt(pi) / 2 * exp(erfinv(x) ** 2) * grad``), so an in-place
+    change of the input, not of the output, is what backward refuses."""
+
     node_name = "ErfinvBackward0"
     array_backward = True
-    saves_output = True
+    saved_names = ("self",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a):
+        ctx.save_for_backward(a)
         return _special.erfinv(a._xp, _float(a))
 
     @staticmethod
     def backward(ctx, grad):
-        (result,) = ctx.saved_tensors
-        return (grad * _SQRT_PI_OVER_2 * _math.exp(result * result),)
+        (a,) = ctx.saved_tensors
+        inverse = a.erfinv() if a.__class__ is Tensor else _special.erfinv(_math.xp(a), a)
+        return (_SQRT_PI_OVER_2 * _math.exp(inverse ** 2) * grad,)
 
 
 class Rsqrt(Op):
@@ -426,9 +432,24 @@ class Sign(Op):
 
 
 class Sgn(Sign):
-    """``sgn`` is ``sign`` for real tensors (they differ only on complex ones)."""
+    """``sgn`` is ``sign`` for real tensors (they differ only on complex ones). Its node
+    keeps the input and the output, as torch's (whose formula reads them for complex
+    tensors), so an in-place change of either is refused in backward, as there."""
 
     node_name = "SgnBackward0"
+    array_backward = True
+    saves_output = True
+    saved_names = ("self", "result")  # grad_fn._saved_<name>, as PyTorch names them
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        return Sign.forward(ctx, a)
+
+    @staticmethod
+    def backward(ctx, grad):
+        ctx.saved_tensors  # noqa: B018 - the version checks of torch's saved self and result
+        return (_zeros_like_grad(grad),)
 
 
 class Round(Op):
@@ -534,6 +555,7 @@ class Logit(Op):
 
     node_name = "LogitBackward0"
     array_backward = True
+    saved_names = ("self", "eps=eps")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a, eps=None):

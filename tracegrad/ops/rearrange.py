@@ -11,7 +11,7 @@ from ..autograd.function import Op
 from ..errors import ArgumentTypeError, InvalidValueError, ShapeError
 from . import _math
 from ._checks import wrap_dim
-from ._saved import as_torch_int, as_torch_ints, show_saved
+from ._saved import as_torch_int, as_torch_ints, show_given, show_input_sizes, show_saved
 
 
 def _dims(dims, tensor) -> tuple:
@@ -51,6 +51,7 @@ class Roll(Op):
     def forward(ctx, a, shifts, dims=None):
         x = a._array
         shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
+        ctx.given = dims  # as written: grad_fn._saved_dims shows it
         if dims is None:
             if len(shifts) != 1:
                 raise InvalidValueError(
@@ -191,6 +192,7 @@ class DiagonalCopy(Op):
                 f"{a._describe()}. Hint: diag() of a vector builds a matrix instead.")
         axis1, axis2 = _diagonal_axes(a, dim1, dim2)
         ctx.offset, ctx.axes, ctx.input_shape = offset, (axis1, axis2), a._array.shape
+        ctx.given = (offset, dim1, dim2)  # as written: grad_fn._saved_offset, _dim1, _dim2
         return diagonal_view(a._xp, a._array, offset, axis1, axis2).copy()
 
     @staticmethod
@@ -210,6 +212,7 @@ class DiagonalScatter(Op):
     @staticmethod
     def forward(ctx, a, src, offset=0, dim1=0, dim2=1):
         axis1, axis2 = _diagonal_axes(a, dim1, dim2)
+        ctx.given = (offset, dim1, dim2)  # as written: grad_fn._saved_offset, _dim1, _dim2
         out = a._array.copy()
         view = diagonal_view(a._xp, out, offset, axis1, axis2)
         if view.shape != src._array.shape:
@@ -243,6 +246,7 @@ class DiagEmbed(Op):
     def forward(ctx, a, offset=0, dim1=-2, dim2=-1):
         x = a._array
         ndim = x.ndim + 1
+        ctx.given = (offset, dim1, dim2)  # as written: grad_fn._saved_offset, _dim1, _dim2
         axis1, axis2 = wrap_dim(dim1, ndim, a), wrap_dim(dim2, ndim, a)
         if axis1 == axis2:
             raise InvalidValueError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
@@ -268,7 +272,7 @@ def diag(a, diagonal: int = 0):
     """``torch.diag``: a vector's diagonal matrix, or a matrix's diagonal."""
     ndim = a._array.ndim
     if ndim == 1:
-        return DiagEmbed.apply(a, diagonal, 0, 1)
+        return DiagEmbed.apply(a, diagonal, -2, -1)  # (torch's diag_embed defaults)
     if ndim == 2:
         return DiagonalCopy.apply(a, diagonal, 0, 1)
     raise InvalidValueError(f"diag(): Supports 1D or 2D tensors. Got {ndim}D "
@@ -292,3 +296,10 @@ show_saved(Rot90, "k", lambda node: as_torch_int(node.k))
 show_saved(Tril, "diagonal", lambda node: as_torch_int(node.diagonal))
 
 show_saved(Triu, "diagonal", lambda node: as_torch_int(node.diagonal))
+
+
+show_saved(Roll, "shifts", lambda node: as_torch_ints(node.shifts))
+show_saved(Roll, "dims", lambda node: as_torch_ints(node.given) or ())
+for _op in (DiagonalCopy, DiagonalScatter, DiagEmbed):
+    show_given(_op, ("offset", "dim1", "dim2"))
+show_input_sizes(DiagonalCopy)

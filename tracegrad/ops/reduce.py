@@ -101,6 +101,7 @@ class SumAll(Sum):
 class Mean(Op):
     node_name = "MeanBackward1"
     array_backward = True
+    inference_overload = "sum"  # (torch's composite mean sums through out=: inference.py)
     saved_names = ("keepdim=keepdim", "self_sym_sizes=input_shape")
 
     @staticmethod
@@ -136,6 +137,9 @@ show_saved(Mean, "self_sym_numel", lambda node: _product(node.input_shape))
 class MeanAll(Mean):
     node_name = "MeanBackward0"
     saved_names = ("self_sym_sizes=input_shape",)  # grad_fn._saved_<name>, as PyTorch names them
+
+
+show_saved(MeanAll, "self_sym_numel", lambda node: _product(node.input_shape))
 
 
 def _torch_name(tensor) -> str:
@@ -327,9 +331,12 @@ def _prod_grad(grad, a, result, dims, keepdim):
     from .statistics import as_kept
 
     shape = tuple(a.shape)
-    grad = as_kept(grad, shape, dims, keepdim)
     if not (_math.array_of(a) == 0).any():
-        return grad * as_kept(result, shape, dims, keepdim) / a
+        # torch's prod_backward: grad * (result / input), the dim unsqueezed back
+        if dims is not None and not keepdim and len(shape):
+            grad, result = _math.unsqueeze(grad, dims[0]), _math.unsqueeze(result, dims[0])
+        return grad * (result / a)
+    grad = as_kept(grad, shape, dims, keepdim)
     if dims is None:  # every element: products of the others along the flattened input
         flat = a.reshape(-1)
         return grad * _product_of_others(flat, 0).reshape(shape)

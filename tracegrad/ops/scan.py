@@ -122,12 +122,18 @@ class Cummax(Op):
 
     node_name = "CummaxBackward0"
     array_backward = True
+    # as PyTorch names them: the input and the indices output (kept, version-checked); dim
+    # as given, below
+    saved_names = ("self", "indices")
+    saves_output = (1,)
     _pick = "max"
 
     @staticmethod
     def forward(ctx, a, dim):
         x = a._array
         xp = a._xp
+        ctx.save_for_backward(a)
+        ctx.given = dim
         if x.ndim == 0:
             ctx.axis, ctx.index = 0, None
             return x.copy(), xp.zeros((), np.int64)
@@ -140,6 +146,7 @@ class Cummax(Op):
     def backward(ctx, grad, _indices_grad=None):
         from .indexing import ScatterInto
 
+        ctx.saved_tensors  # noqa: B018 - the version checks (ctx.index: the indices' array)
         if ctx.index is None:
             return (grad, None)
         shape = ctx._input_meta[0][0]
@@ -223,3 +230,7 @@ show_saved(Cumsum, "dim", lambda node: as_torch_int(node.given))
 show_saved(Cumprod, "dim", lambda node: as_torch_int(node.given))
 
 show_saved(Logcumsumexp, "dim", lambda node: as_torch_int(node.given))
+
+
+for _op in (Cummax, Cummin):
+    show_saved(_op, "dim", lambda node: as_torch_int(node.given))

@@ -18,7 +18,7 @@ from . import _math
 from ._checks import wrap_dim
 from ._edges import select_edges
 from ._math import sum_to
-from ._saved import show_dim_and_sizes
+from ._saved import as_torch_int, show_dim_and_sizes, show_saved
 
 
 def _wrap(array) -> Tensor:
@@ -118,6 +118,8 @@ class IndexAdd(Op):
 
     node_name = "IndexAddBackward0"
     array_backward = True
+    # as PyTorch names them: the index and source kept when source's gradient is needed
+    saved_names = ("index", "source", "alpha=alpha")
 
     @staticmethod
     @silenced
@@ -133,10 +135,13 @@ class IndexAdd(Op):
         else:
             a._xp.add.at(out, _along(axis, positions), values.astype(out.dtype, copy=False))
         ctx.axis, ctx.positions, ctx.alpha = axis, positions, alpha
+        needs = ctx.needs_input_grad
+        _save_index(ctx, dim, index, source, needs and needs[3], needs and needs[3])
         return out
 
     @staticmethod
     def backward(ctx, grad):
+        ctx.saved_tensors  # noqa: B018 - the version checks (ctx.positions: the index)
         needs = ctx.needs_input_grad
         grad_source = None
         if needs[3]:
@@ -151,6 +156,8 @@ class IndexCopy(Op):
 
     node_name = "IndexCopyBackward0"
     array_backward = True
+    # as PyTorch names them: the index always, source when its gradient is needed
+    saved_names = ("index", "source")
 
     @staticmethod
     def forward(ctx, a, dim, index, source):
@@ -168,10 +175,13 @@ class IndexCopy(Op):
         out = a._array.copy()
         out[_along(axis, positions)] = source._array
         ctx.axis, ctx.positions = axis, positions
+        needs = ctx.needs_input_grad
+        _save_index(ctx, dim, index, source, True, needs and needs[3])
         return out
 
     @staticmethod
     def backward(ctx, grad):
+        ctx.saved_tensors  # noqa: B018 - the version checks (ctx.positions: the index)
         needs = ctx.needs_input_grad
         positions = ctx.positions
         return ((_math.apply(IndexFill, grad, ctx.axis, positions, 0.0) if needs[0] else None),
@@ -185,6 +195,7 @@ class IndexFill(Op):
 
     node_name = "IndexFillBackward0"
     array_backward = True
+    saved_names = ("index",)  # as PyTorch names it (a saved tensor, version-checked)
 
     @staticmethod
     def forward(ctx, a, dim, index, value):
@@ -202,10 +213,13 @@ class IndexFill(Op):
         out = a._array.copy()
         out[_along(axis, positions)] = fill
         ctx.axis, ctx.positions = axis, positions
+        ctx.save_for_backward(index if isinstance(index, Tensor) else None)
+        ctx.given = dim  # as written: grad_fn._saved_dim shows it
         return out
 
     @staticmethod
     def backward(ctx, grad):
+        ctx.saved_tensors  # noqa: B018 - the index's version check (ctx.positions: its array)
         needs = ctx.needs_input_grad
         positions = ctx.positions
         grad_value = None
@@ -217,6 +231,21 @@ class IndexFill(Op):
 
 class IndexFillTensor(IndexFill):
     node_name = "IndexFillBackward1"
+
+
+def _save_index(ctx, dim, index, source, keep_index: bool, keep_source: bool) -> None:
+    """index_add's and index_copy's saving, as torch's nodes: the index and the source
+    tensors when their formulas need them (an index given as an array by a backward formula
+    is not kept), dim as given and source's dim count."""
+    ctx.save_for_backward(index if keep_index and isinstance(index, Tensor) else None,
+                          source if keep_source else None)
+    ctx.given, ctx.source_dim = dim, source._array.ndim
+
+
+for _op in (IndexAdd, IndexCopy, IndexFill, IndexFillTensor):
+    show_saved(_op, "dim", lambda node: as_torch_int(node.given))
+for _op in (IndexAdd, IndexCopy):
+    show_saved(_op, "source_dim", lambda node: node.source_dim)
 
 
 class IndexPutAccumulate(Op):

@@ -6,7 +6,7 @@ from ..autograd.function import Op
 from ..errors import ShapeError
 from . import _math
 from ._checks import expand_shape, narrow_start  # torch's input checks (issue 16)
-from ._saved import as_torch_int, as_torch_ints, show_saved
+from ._saved import as_torch_int, as_torch_ints, show_given, show_input_sizes, show_saved
 
 
 def wrap_dim(dim: int, ndim: int) -> int:
@@ -298,6 +298,12 @@ class Clone(Op):
     array_backward = True
 
     @staticmethod
+    def inference_overload(a, *rest):  # (autograd/inference.py)
+        from .arith import copy_into_new
+
+        return copy_into_new(a)
+
+    @staticmethod
     def forward(ctx, a):
         return a._array.copy()
 
@@ -419,9 +425,11 @@ class _Pieces:
     array_backward = True
 
     @staticmethod
-    def forward(ctx, a, sizes, dim):
+    def forward(ctx, a, sizes, dim, given=None, split_size=None):
         x = a._array
         ctx.axis, ctx.sizes = dim, tuple(sizes)
+        # as written: grad_fn._saved_dim and _saved_split_size show them
+        ctx.given, ctx.split_size = (dim if given is None else given), split_size
         pieces, start = [], 0
         lead = (slice(None),) * dim
         for size in sizes:
@@ -493,8 +501,9 @@ def split(tensor, split_size_or_sections, dim: int = 0, unsafe: bool = False) ->
                              if step < 0 else "split_size can only be 0 if dimension size is 0, "
                              f"but got dimension size of {length}")
         sizes = [min(step, length - start) for start in range(0, length, step)] if step else []
-        return (UnsafeSplit if unsafe else Split).apply(tensor, sizes or [0], axis)
-    return split_with_sizes(tensor, split_size_or_sections, axis, unsafe)
+        return (UnsafeSplit if unsafe else Split).apply(tensor, sizes or [0], axis, given=dim,
+                                                        split_size=step)
+    return split_with_sizes(tensor, split_size_or_sections, dim, unsafe)
 
 
 def split_with_sizes(tensor, split_sizes, dim: int = 0, unsafe: bool = False) -> tuple:
@@ -507,7 +516,8 @@ def split_with_sizes(tensor, split_sizes, dim: int = 0, unsafe: bool = False) ->
             f"split_with_sizes expects split_sizes to sum exactly to {length} (input "
             f"tensor's size at dimension {axis}), but got split_sizes={sizes} "
             f"({tensor._describe()}). Hint: tensor_split cuts at indices instead.")
-    return (UnsafeSplitWithSizes if unsafe else SplitWithSizes).apply(tensor, sizes, axis)
+    return (UnsafeSplitWithSizes if unsafe else SplitWithSizes).apply(tensor, sizes, axis,
+                                                                      given=dim)
 
 
 def chunk(tensor, chunks: int, dim: int = 0, unsafe: bool = False) -> tuple:
@@ -556,6 +566,7 @@ class Diagonal(Op):
         if d1 == d2:
             raise ShapeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
         ctx.input_shape, ctx.offset, ctx.dim1, ctx.dim2 = x.shape, offset, d1, d2
+        ctx.given = (offset, dim1, dim2)  # as written: grad_fn._saved_offset, _dim1, _dim2
         if offset >= 0:
             length = max(0, min(x.shape[d1], x.shape[d2] - offset))
             start = [0] * x.ndim
@@ -620,6 +631,7 @@ class AsStrided(Op):
         root = a._base if a._base is not None else a
         input_geometry = views.geometry(a, root)
         size, stride = tuple(int(n) for n in size), tuple(int(n) for n in stride)
+        ctx.given_offset = storage_offset  # as written (None when not given): torch's node
         if storage_offset is None:
             storage_offset = input_geometry[2]
         if len(size) != len(stride):
@@ -736,3 +748,26 @@ show_saved(Stack, "dim", lambda node: as_torch_int(node.given))
 show_saved(Unbind, "dim", lambda node: as_torch_int(node.given))
 show_saved(Squeeze, "dim", lambda node: as_torch_int(node.given))
 show_saved(SqueezeDims, "dim", lambda node: as_torch_ints(node.given))
+
+
+for _op in (Split, UnsafeSplit, SplitWithSizes, UnsafeSplitWithSizes):
+    show_saved(_op, "dim", lambda node: as_torch_int(node.given))
+    show_input_sizes(_op)
+for _op in (Split, UnsafeSplit):
+    show_saved(_op, "split_size", lambda node: node.split_size)
+for _op in (SplitWithSizes, UnsafeSplitWithSizes):
+    show_saved(_op, "split_sizes", lambda node: node.sizes)
+show_given(Diagonal, ("offset", "dim1", "dim2"))
+show_input_sizes(Diagonal)
+show_saved(AsStrided, "size", lambda node: node.size)
+show_saved(AsStrided, "stride", lambda node: node.stride)
+# (a view's grad_fn remade after an in-place change of its base, autograd/views.py, was
+# given none: torch's shows the view's offset)
+AsStrided._node_class.given_offset = _REMADE = object()
+show_saved(AsStrided, "storage_offset", lambda node: node.storage_offset
+           if node.given_offset is _REMADE else node.given_offset)
+# a view's grad_fn remade after an in-place change of its base: torch's as_strided with the
+# view's own geometry
+show_saved(StridedRead, "size", lambda node: node.geometry[0])
+show_saved(StridedRead, "stride", lambda node: node.geometry[1])
+show_saved(StridedRead, "storage_offset", lambda node: node.geometry[2])

@@ -18,7 +18,7 @@ from ..autograd.anomaly import _user_stacklevel
 from ..autograd.function import Op
 from ..autograd.grad_mode import state
 from ..autograd.quiet import silenced
-from ..errors import ArgumentTypeError, DTypeError, ShapeError
+from ..errors import ArgumentTypeError, AutogradError, DTypeError, ShapeError
 from ..tensor import Tensor
 from . import _math
 from ._checks import wrap_dim
@@ -88,6 +88,17 @@ class Var(Op):
     saved_names = ("self", "keepdim=keepdim", "correction=_correction")
 
     @staticmethod
+    def inference_overload(a, dim=None, *rest, **attrs):
+        """Of an inference tensor alone, torch's var over every element sums through out=
+        and refuses; over some dims it records nothing (autograd/inference.py)."""
+        dims = normalize_dims(dim, a._array.ndim)
+        if dims is None or len(dims) == a._array.ndim:
+            from ..autograd.inference import out_message
+
+            raise AutogradError(out_message("sum"))
+        return NotImplemented
+
+    @staticmethod
     def forward(ctx, a, dim=None, correction=1, keepdim=False):
         _require_float("std and var", a)
         x = a._array
@@ -119,6 +130,7 @@ class Std(Op):
     array_backward = True
     saved_names = ("self", "result", "keepdim=keepdim", "correction=_correction")  # as Var's
     saves_output = True
+    inference_overload = Var.inference_overload  # (the same sum through out=)
 
     @staticmethod
     def forward(ctx, a, dim=None, correction=1, keepdim=False):
@@ -219,6 +231,7 @@ def variance_arguments(dim, unbiased, correction):
 class Logsumexp(Op):
     node_name = "LogsumexpBackward0"
     array_backward = True
+    inference_overload = "logsumexp"  # (torch's fills through out=: inference.py)
     saves_output = True
     saved_names = ("self", "result", "keepdim=keepdim")  # as PyTorch names them; dim below
 
@@ -333,17 +346,18 @@ class MedianAll(Op):
     node_name = "MedianBackward0"
     array_backward = True
     saves_output = True
+    saved_names = ("self", "result")  # grad_fn._saved_<name>, as PyTorch names them
     _ignore_nan = False
 
     @staticmethod
     def forward(ctx, a):
         x = a._array
+        ctx.save_for_backward(a)
         if x.size == 0:
             return a._xp.asarray(np.nan, dtype=x.dtype) if x.dtype.kind == "f" else \
                 a._xp.zeros((), x.dtype)
         flat = x.reshape(-1)
         index = _lower_median_index(a._xp, flat, 0, ctx._function._ignore_nan)
-        ctx.save_for_backward(a)
         return flat[index.reshape(())].copy()
 
     @staticmethod

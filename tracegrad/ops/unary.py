@@ -81,6 +81,7 @@ class Sqrt(Op):
 class Abs(Op):
     node_name = "AbsBackward0"
     array_backward = True
+    inference_overload = "abs"  # (torch's composite abs fills through out=: inference.py)
     saved_names = ("self",)  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
@@ -133,7 +134,7 @@ class Cos(Op):
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
-        return (-grad * _math.sin(a),)
+        return (grad * -_math.sin(a),)  # (torch's order: a recorded graph ends in a mul)
 
 
 class Tanh(Op):

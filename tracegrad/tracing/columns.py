@@ -1,4 +1,5 @@
-"""Trace <-> JSON-able data in columns (schema 4): one list per field, not one object per record.
+"""Trace <-> JSON-able data in columns (schemas 4 and 5): one list per field, not one object
+per record.
 
 A 50,000-node trace is 150,000 records (tensors, nodes, steps, saved tensors). Written one
 JSON object per record (schema 3) it was 300 bytes a node, and every record cost a dict
@@ -20,6 +21,17 @@ changes, and what it keeps:
 * Sites and Values are stored once each, in the ``sites`` and ``values`` tables, and
   referred to by row number; an array by its number in the file's arrays table;
 * the trace itself is a table of one record.
+
+Schema 5 changes one thing here: the statistics of a value whose array is stored and
+whose statistics are still pending on it (``values.stats_from_array``) are not stored --
+``Value.stats`` is ``{"rows": [...], "records": {table}}``, the statistics of the values at
+those rows, and every other value's are computed from its array when first read, as they
+would have been had the trace not been saved (same bytes, same C order: the same numbers,
+to the bit). Saving then computes no statistics (four passes over every value, most of a
+save with values), and loading makes a ``PendingStats`` instead of a ``Stats``. (store.py
+keeps the other schema-5 change: the arrays table in columns, offsets implied.) Loaded
+records with nothing in a list or dict field share the model's read-only empties
+(``NO_ITEMS``, ``NO_ATTRS``, ``nones``), as recorded ones do.
 
 A value of the wrong type is reported with the path of the record it belongs to, as a
 schema-3 file would name it (``trace.nodes[3].saved[0].version``): the logical place,
@@ -44,18 +56,20 @@ import math
 import typing
 from collections.abc import Callable
 from functools import partial
-from itertools import accumulate, chain, compress, islice, repeat
-from operator import attrgetter, is_not, itemgetter, lt
+from itertools import accumulate, chain, compress, filterfalse, islice, repeat
+from operator import attrgetter, is_, is_not, itemgetter, lt
 from typing import Any
 
 import numpy as np
 
 from . import model
 from .codec import _REQUIRED, DecodeError, _fields, _kind, _Problem, _split_optional
+from .values import PendingStats, stats_from_arrays
 
 _PRIMITIVES = (int, float, bool, str)
 _NONE = type(None)
 _is_not_none = partial(is_not, None)
+_is_false = partial(is_, False)
 
 
 # -- what each field is -----------------------------------------------------------------
@@ -81,6 +95,11 @@ class _Column(typing.NamedTuple):
     container: str  # RECORDS: "list", "dict" or "optional"
     default: Any  # _REQUIRED, or the default value
     factory: Callable | None
+    # What records that have nothing here share on loading, as the recorder's do (model.
+    # NO_ITEMS, NO_ATTRS): a list or dict of their own was most of a load's objects, and
+    # of the collector's work after it. None: each its own (the Trace's, which are few).
+    empty: Any = None
+    is_tuple: bool = False  # a tuple of plain values (a shape): schema 5 may table them
 
 
 @functools.cache
@@ -89,8 +108,14 @@ def _columns(cls: type) -> tuple[_Column, ...]:
     for field in _fields(cls):
         inner, nullable = _split_optional(field.hint)
         kind, child, container = _kind_of(inner, nullable)
+        empty = None
+        if cls is not model.Trace and not nullable:
+            origin = typing.get_origin(inner)
+            empty = model.NO_ITEMS if origin is list else \
+                model.NO_ATTRS if origin is dict and field.factory is not None else None
         columns.append(_Column(field.name, kind, inner, nullable, child, container,
-                               field.default, field.factory))
+                               field.default, field.factory, empty,
+                               typing.get_origin(inner) is tuple and not nullable))
     return tuple(columns)
 
 
@@ -130,12 +155,15 @@ def _is_plain(hint) -> bool:
 
 
 # -- encoding ----------------------------------------------------------------------------
-def encode_columns(trace: model.Trace, arrays: list, timings: bool = True) -> dict:
+def encode_columns(trace: model.Trace, arrays: list, timings: bool = True,
+                   stats_from_arrays: bool = False) -> dict:
     """``trace`` as JSON-able columns: ``{"sites": table, "values": table, "trace": table}``.
 
     Whole arrays are appended to ``arrays`` and referred to by number. ``timings=False``
-    leaves out every step's duration (byte-identical files from identical programs)."""
-    encoder = _ColumnEncoder(arrays, timings)
+    leaves out every step's duration (byte-identical files from identical programs).
+    ``stats_from_arrays`` (schema 5): the statistics of a value whose array is stored and
+    whose statistics are still to be computed from it are left out (see ``_value_stats``)."""
+    encoder = _ColumnEncoder(arrays, timings, stats_from_arrays)
     body = encoder.table(model.Trace, [trace])
     # Values are encoded after everything that refers to them (their arrays are numbered
     # in that order), sites last (values have none, but keep one order for both).
@@ -145,14 +173,16 @@ def encode_columns(trace: model.Trace, arrays: list, timings: bool = True) -> di
 
 
 class _ColumnEncoder:
-    def __init__(self, arrays: list, timings: bool) -> None:
+    def __init__(self, arrays: list, timings: bool, stats_from_arrays: bool = False) -> None:
         self.arrays = arrays
         self.timings = timings
+        self.stats_from_arrays = stats_from_arrays
         self.sites: list[model.Site] = []
         self.values: list[model.Value] = []
         self._site_rows: dict[model.Site, int] = {}  # by value: equal sites share a row
-        self._value_rows: dict[int, int] = {}  # id(Value) -> row: the trace keeps them alive
-        self._site_ids: dict[int, int] = {}  # id(Site) -> row, likewise
+        # id(Value) -> row: the trace keeps them alive; None is no row.
+        self._value_rows: dict[int, int | None] = {id(None): None}
+        self._site_ids: dict[int, int | None] = {id(None): None}  # id(Site) -> row, likewise
 
     def table(self, cls: type, records: list) -> dict:
         columns = {}
@@ -163,11 +193,28 @@ class _ColumnEncoder:
             values = list(map(attrgetter(column.name), records))
             if _all_default(column, values, count):
                 continue
+            if cls is model.Value and column.name == "stats" and self.stats_from_arrays:
+                columns[column.name] = self._value_stats(records, values)
+                continue
             if column.kind in _FLAT_KINDS:
                 columns[column.name] = self._flat_column(column, values, count)
             else:
                 columns[column.name] = self._encode(column, values)
         return {"count": count, "columns": columns}
+
+    def _value_stats(self, records: list, stats: list) -> dict:
+        """Schema 5's statistics of values: ``{"rows": [...], "records": table}``, the rows
+        whose statistics are stored; every other value has its array stored, and its
+        statistics are computed from it when first read, after loading as before saving
+        (values.stats_from_array says when that gives the same numbers). Nothing is
+        computed here for those, and the file is smaller. When every row is stored, the
+        table alone (schema 4's form)."""
+        stored = list(compress(range(len(records)),
+                               map(_is_false, stats_from_arrays(records))))
+        if len(stored) == len(records):
+            return self.table(model.Stats, stats)
+        return {"rows": stored, "records": self.table(model.Stats,
+                                                      list(map(stats.__getitem__, stored)))}
 
     def _flat_column(self, column: _Column, values: list, count: int):
         """A column of values (not of records): dense, or one of two shorter forms that
@@ -201,6 +248,13 @@ class _ColumnEncoder:
             if len(strings) * 2 <= count:
                 codes = {text: code for code, text in enumerate(strings)}
                 return {"strings": list(strings), "codes": list(map(codes.__getitem__, values))}
+        elif column.kind is PLAIN and column.is_tuple and self.stats_from_arrays and count > 1:
+            # Schema 5: shapes repeat as strings do (a table of them, a code a record): a
+            # list less per record to write, parse and make a tuple of.
+            tuples = dict.fromkeys(values)
+            if len(tuples) * 2 <= count:
+                codes = {item: code for code, item in enumerate(tuples)}
+                return {"tuples": list(tuples), "codes": list(map(codes.__getitem__, values))}
         return self._encode(column, values)
 
     def _encode(self, column: _Column, values: list):
@@ -212,16 +266,19 @@ class _ColumnEncoder:
         if kind is ANY:
             return [_plain(item) if item else item for item in values]
         if kind is SITE:
-            return list(map(self._site_row, values))
+            return self._site_rows_of(values)
         if kind is VALUE:
-            return list(map(self._value_row, values))
+            return self._value_rows_of(values)
         if kind is VALUES:
             if not any(map(any, values)):  # structure only: [None] lists, JSON-able as is
                 return values
-            value_row = self._value_row
-            return [list(map(value_row, items)) for items in values]
+            rows = iter(self._value_rows_of(list(chain.from_iterable(values))))
+            lengths = set(map(len, values))
+            if len(lengths) == 1 and 0 < min(lengths) <= 4:  # a chain's: one list in C
+                return list(map(list, zip(*[rows] * min(lengths))))
+            return [list(islice(rows, length)) for length in map(len, values)]
         if kind is ARRAY:
-            return list(map(self._array_number, values))
+            return self._array_numbers(values)
         if kind is RECORD:
             return self.table(column.child, values)
         # RECORDS: one table for all, and how many each parent has.
@@ -231,6 +288,39 @@ class _ColumnEncoder:
             values = [[] if item is None else [item] for item in values]
         return {"lengths": list(map(len, values)),
                 "records": self.table(column.child, list(chain.from_iterable(values)))}
+
+    def _site_rows_of(self, sites: list) -> list:
+        """The row of each Site (None for None); new ones are added to the table."""
+        ids = list(map(id, sites))
+        known = self._site_ids
+        new = list(filterfalse(known.__contains__, dict.fromkeys(ids)))
+        if new:
+            objects = dict(zip(ids, sites))
+            for site_id in new:
+                self._site_row(objects[site_id])
+        return list(map(known.__getitem__, ids))
+
+    def _value_rows_of(self, values: list) -> list:
+        """The row of each Value (None for None), new ones added to the table in order of
+        first sight; in C but for the new ones (100,000 values a save: bench_trace (d))."""
+        ids = list(map(id, values))
+        known = self._value_rows
+        new = list(filterfalse(known.__contains__, dict.fromkeys(ids)))
+        if new:
+            objects = dict(zip(ids, values))
+            start = len(self.values)
+            known.update(zip(new, range(start, start + len(new))))
+            self.values.extend(map(objects.__getitem__, new))
+        return list(map(known.__getitem__, ids))
+
+    def _array_numbers(self, arrays: list) -> list:
+        """Each array's number in the file (None for None), in order."""
+        start = len(self.arrays)
+        self.arrays.extend(filter(_is_not_none, arrays))
+        if len(self.arrays) - start == len(arrays):
+            return list(range(start, len(self.arrays)))
+        numbers = iter(range(start, len(self.arrays)))
+        return [None if array is None else next(numbers) for array in arrays]
 
     def _site_row(self, site: model.Site | None) -> int | None:
         if site is None:
@@ -246,20 +336,6 @@ class _ColumnEncoder:
             self._site_ids[id(site)] = row
         return row
 
-    def _value_row(self, value: model.Value | None) -> int | None:
-        if value is None:
-            return None
-        row = self._value_rows.get(id(value))
-        if row is None:
-            row = self._value_rows[id(value)] = len(self.values)
-            self.values.append(value)
-        return row
-
-    def _array_number(self, array: np.ndarray | None) -> int | None:
-        if array is None:
-            return None
-        self.arrays.append(array)
-        return len(self.arrays) - 1
 
 
 def _all_default(column: _Column, values: list, count: int) -> bool:
@@ -269,8 +345,8 @@ def _all_default(column: _Column, values: list, count: int) -> bool:
     default = column.default
     if default is _REQUIRED or column.kind is ARRAY:
         return False
-    if default is None:
-        return values.count(None) == count
+    if default is None:  # not list.count: a Value's __eq__ is Python code
+        return not any(map(_is_not_none, values))
     # ``type(...) is`` as well as ==: 0 == False, but a bool column of zeros is not False's.
     return values.count(default) == count and set(map(type, values)) <= {type(default)}
 
@@ -367,10 +443,13 @@ class _ColumnDecoder:
             raise _Problem(f"expected an object of columns, got {_kind(columns)}").at(
                 ".columns")
         arguments = []
+        stats_at = None  # where the Value table's statistics are, when some are not stored
         for column in _columns(cls):
             values = columns.get(column.name, _ABSENT)
             if values is _ABSENT:
-                if column.factory is not None:
+                if column.empty is not None:
+                    values = [column.empty] * count
+                elif column.factory is not None:
                     factory = column.factory
                     values = [factory() for _ in range(count)]
                 elif column.default is _REQUIRED:
@@ -381,17 +460,42 @@ class _ColumnDecoder:
                     values = repeat(column.default, count)
             else:
                 try:
-                    values = self._column(column, values, count)
+                    if cls is model.Value and column.kind is RECORD and \
+                            type(values) is dict and "rows" in values:
+                        values = self._sparse_stats(values, count)
+                        stats_at = len(arguments)
+                    else:
+                        values = self._column(column, values, count)
                 except _RowProblem as failure:
                     failure.problem.at(f".{column.name}")
                     raise
                 except _Problem as problem:
                     raise problem.at(f".{column.name}") from None
             arguments.append(values)
+        if stats_at is not None:
+            at = next(at for at, column in enumerate(_columns(cls)) if column.name == "array")
+            arrays = arguments[at] = list(arguments[at])  # repeat(None) when left out
+            _stats_from_arrays(arguments[stats_at], arrays)
         records = list(map(cls, *arguments))  # the dataclass's own __init__: fastest here
         if cls is model.Value:
             _check_arrays(records)
         return records
+
+    def _sparse_stats(self, values: dict, count: int) -> list:
+        """Schema 5's statistics of values: the stored ones at their rows, None at the
+        others (their arrays give them: ``_stats_from_arrays``)."""
+        rows = values.get("rows")
+        _check_rows(rows, count)
+        try:
+            stored = self.table(model.Stats, values.get("records"), expected=len(rows))
+        except _RowProblem as failure:  # its number among the stored: the value's is its row
+            raise _RowProblem(rows[failure.row], failure.problem) from None
+        except _Problem as problem:
+            raise problem.at(".records") from None
+        dense = [None] * count
+        for row, stats in zip(rows, stored):
+            dense[row] = stats
+        return dense
 
     def _column(self, column: _Column, values, count: int):
         kind = column.kind
@@ -405,7 +509,11 @@ class _ColumnDecoder:
             return self._nested(column, values, count)
         _expect_list(values, count)
         if kind is PLAIN:
-            return _plain_column(column.hint, column.nullable, values)
+            values = _plain_column(column.hint, column.nullable, values)
+            if column.empty is not None:
+                empty = column.empty
+                return [item if item else empty for item in values]
+            return values
         if kind is ANY:
             if typing.get_origin(column.hint) is dict:
                 _check_types(values, (dict,), "an object")
@@ -418,30 +526,42 @@ class _ColumnDecoder:
             _check_types(values, (list,), "a list")
             rows = self.rows[model.Value]
             flat = list(chain.from_iterable(values))
-            if set(map(type, flat)) <= {_NONE}:  # structure only: the lists are the column
-                return values
+            if set(map(type, flat)) <= {_NONE}:  # structure only: shared lists of Nones
+                return list(map(model.nones, map(len, values)))
             _references(rows, flat, "Value", True, lambda position: _inner(values, position))
             lookup = rows.__getitem__
-            return [list(map(lookup, items)) for items in values]
+            lengths = set(map(len, values))
+            if len(lengths) == 1 and 0 < min(lengths) <= 4:  # a chain's: one list in C
+                flat = iter(list(map(lookup, flat)))
+                return list(map(list, zip(*[flat] * min(lengths))))
+            return [list(map(lookup, items)) if items else model.NO_ITEMS for items in values]
         # ARRAY
         _check_types(values, (int, _NONE) if column.nullable else (int,), "an array number")
+        load_arrays = getattr(self.load_array, "many", None)
+        if load_arrays is not None:  # schema 5: all at once
+            rows = list(compress(range(count), map(_is_not_none, values)))
+            if len(rows) == count:
+                return load_arrays(values)
+            arrays = [None] * count
+            for row, array in zip(rows, load_arrays(list(map(values.__getitem__, rows)))):
+                arrays[row] = array
+            return arrays
         load_array = self.load_array
         return [None if number is None else load_array(number) for number in values]
 
     def _sparse(self, column: _Column, values: dict, count: int) -> list:
         """A sparse column: the default everywhere but at ``rows``."""
         rows, kept = values.get("rows"), values.get("values")
-        if type(rows) is not list or not set(map(type, rows)) <= {int}:
-            raise _Problem("rows must be a list of integers").at(".rows")
-        if rows and not (0 <= rows[0] and rows[-1] < count and all(map(lt, rows, rows[1:]))):
-            raise _Problem(f"rows must rise from 0 to at most {count - 1}").at(".rows")
+        _check_rows(rows, count)
         try:
             kept = self._dense(column, kept, len(rows))
         except _RowProblem as failure:  # its number in ``values``: the record's is its row
             raise _RowProblem(rows[failure.row], failure.problem) from None
         except _Problem as problem:
             raise problem.at(".values") from None
-        if column.factory is not None:
+        if column.empty is not None:
+            dense = [column.empty] * count
+        elif column.factory is not None:
             factory = column.factory
             dense = [factory() for _ in range(count)]
         else:
@@ -452,6 +572,16 @@ class _ColumnDecoder:
 
     def _dense(self, column: _Column, values, count: int) -> list:
         """A dense column: a list, or a string table (codes into ``strings``)."""
+        if type(values) is dict and "tuples" in values and column.is_tuple:
+            tuples, codes = values.get("tuples"), values.get("codes")
+            _expect_list(codes, count, ".codes")
+            if type(tuples) is not list:
+                raise _Problem(f"expected a list, got {_kind(tuples)}").at(".tuples")
+            try:
+                table = _plain_column(column.hint, False, tuples)
+            except _RowProblem as failure:  # a shape many records share: name the table's
+                raise failure.problem.at(f".tuples[{failure.row}]") from None
+            return _references(dict(enumerate(table)), codes, "tuple", False)
         if type(values) is dict:
             strings, codes = values.get("strings"), values.get("codes")
             if column.hint is not str or type(strings) is not list:
@@ -488,6 +618,9 @@ class _ColumnDecoder:
         flat = iter(records)
         if column.container == "optional":
             return [next(flat) if length else None for length in lengths]
+        if column.container == "list" and column.empty is not None:
+            empty = column.empty
+            return [list(islice(flat, length)) if length else empty for length in lengths]
         groups = [list(islice(flat, length)) for length in lengths]
         if column.container == "list":
             return groups
@@ -495,6 +628,35 @@ class _ColumnDecoder:
 
 
 _ABSENT = object()
+_new_object, _object_setattr = object.__new__, object.__setattr__
+_get_array, _get_shape, _get_dtype = attrgetter("array"), attrgetter("shape"), attrgetter("dtype")
+
+
+def _check_rows(rows, count: int) -> None:
+    """The rows of a sparse column: integers rising from 0 to at most ``count - 1``."""
+    if type(rows) is not list or not set(map(type, rows)) <= {int}:
+        raise _Problem("rows must be a list of integers").at(".rows")
+    if rows and not (0 <= rows[0] and rows[-1] < count and all(map(lt, rows, rows[1:]))):
+        raise _Problem(f"rows must rise from 0 to at most {count - 1}").at(".rows")
+
+
+def _stats_from_arrays(stats: list, arrays: list) -> None:
+    """Fill in the statistics a schema-5 file leaves to the arrays: pending, computed from
+    the array when first read (values.PendingStats), as they were when it was saved."""
+    rows = list(compress(range(len(stats)), map(is_, stats, repeat(None))))
+    chosen = list(map(arrays.__getitem__, rows))
+    if not all(map(_is_not_none, chosen)):
+        row = rows[next(position for position, array in enumerate(chosen) if array is None)]
+        raise _RowProblem(row, _Problem("the value has neither statistics nor an array")
+                          .at(".stats"))
+    # PendingStats.of for each, in C: a bare object, then its array (no __init__ to skip).
+    made = list(map(_new_object, repeat(PendingStats, len(chosen))))
+    any(map(_object_setattr, made, repeat("_source"), chosen))  # None each: runs them all
+    if len(made) == len(stats):
+        stats[:] = made
+        return
+    for row, pending in zip(rows, made):
+        stats[row] = pending
 
 
 def _by_id(records: list, row: int) -> dict:
@@ -571,7 +733,13 @@ def _plain_column(hint, nullable: bool, values: list) -> list:
             _check_pairs(values, flat, typing.get_args(item_hint))
             return [list(map(tuple, items)) for items in values]
         if origin is tuple:
-            return [item if item is None else tuple(item) for item in values]
+            if nullable:
+                return [item if item is None else tuple(item) for item in values]
+            # One tuple per distinct shape, as the recorder keeps them: fewer objects
+            # for the collector and for the checks that follow.
+            tuples = list(map(tuple, values))
+            shared: dict = {}
+            return list(map(shared.setdefault, tuples, tuples))
         return values
     raise TypeError(f"columns: cannot read a column of {hint}")
 
@@ -643,6 +811,18 @@ def _inner(groups: list, position: int) -> tuple[int, int]:
 
 
 def _check_arrays(values: list) -> None:
+    """Every stored array has its value's shape and dtype (decided in C when they all do)."""
+    arrays = list(map(_get_array, values))
+    rows = list(compress(range(len(values)), map(_is_not_none, arrays)))
+    if not rows:
+        return
+    kept = list(map(arrays.__getitem__, rows))
+    chosen = list(map(values.__getitem__, rows))
+    dtypes = list(map(_get_dtype, kept))
+    names = {dtype: model.array_dtype_name(dtype) for dtype in set(dtypes)}
+    if list(map(_get_shape, kept)) == list(map(_get_shape, chosen)) and \
+            list(map(names.__getitem__, dtypes)) == list(map(_get_dtype, chosen)):
+        return
     for row, value in enumerate(values):
         array = value.array
         if array is None:

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd.node import Node, SavedTensor
+from ..autograd.node import _NOT_SAVED, _ONE_EDGE, _TUPLE_EDGES, Node, SavedTensor
 from ..tensor import Tensor
 from .model import (
     NO_ATTRS,
@@ -443,7 +443,7 @@ class GraphBuilder:
                             if entry() is not None}
         self._node_ids = {key: entry for key, entry in self._node_ids.items()
                           if entry() is not None}
-        live = {node_id for node_id, _ in self._node_ids.values()}
+        live = {entry.id for entry in self._node_ids.values()}
         self._output_tensors = {
             key: tensor_id for key, tensor_id in self._output_tensors.items()
             if (key if key.__class__ is int else key[0]) in live}
@@ -471,11 +471,19 @@ class GraphBuilder:
 
         The recorder's per-op path (bench/bench_trace.py (b) keeps it honest): the lookups
         of known_node and tensor_id are inline."""
-        entry = self._node_ids.get(id(node))
+        node_ids = self._node_ids
+        entry = node_ids.get(id(node))
         if entry is not None and entry() is node:
             node_id = entry.id
-        else:
-            node_id = self._reserve_node(node)
+        else:  # _reserve_node, inline
+            node_id = self._next_node_id
+            self._next_node_id = node_id + 1
+            try:
+                entry = _Seen(node)
+            except TypeError:
+                entry = _Held(node)
+            entry.id = node_id
+            node_ids[id(node)] = entry
         tensor_ids = self._tensor_ids
         input_ids = []
         for tensor in inputs:
@@ -647,8 +655,19 @@ class GraphBuilder:
         self.trace.nodes[node_id] = record
         node_ids = self._node_ids
         edges = []
-        # A tracegrad node keeps its edges flat; next_functions would build the pairs.
-        pairs = zip(node._next_nodes, node._next_nrs) if ours else node.next_functions
+        if ours:
+            # A tracegrad node keeps its edges flat (next_functions would build the pairs);
+            # one or two of them in _next0/_next1, read without _next_nodes' descriptor.
+            second = node._next1
+            if second is _ONE_EDGE:
+                next_nodes = (node._next0,)
+            elif second is _TUPLE_EDGES:
+                next_nodes = node._next_nodes
+            else:
+                next_nodes = (node._next0, second)
+            pairs = zip(next_nodes, node._next_nrs)
+        else:
+            pairs = node.next_functions
         for next_node, input_nr in pairs:
             if next_node is None:
                 edges.append(_NO_NEXT if input_nr == 0 else (None, int(input_nr)))
@@ -660,18 +679,22 @@ class GraphBuilder:
         # Lists of their own length (one built by appending keeps spare slots), and the
         # shared empty one for nothing: these are most of a node's bytes.
         record.next = edges if len(edges) > 2 else [*edges] if edges else NO_ITEMS
-        record.saved = self.saved_records(node, node_id, stand_ins) if node._saved \
+        saved = saved_values(node)
+        record.saved = self.saved_records(node, node_id, stand_ins, saved) if saved \
             else NO_ITEMS
         return record
 
-    def saved_records(self, node, node_id: int, stand_ins: dict | None = None
-                      ) -> list[SavedRecord]:
-        """The records of what ``node`` saved (every recorded op that saves asks: records
-        are made positionally, in field order tensor, version, nbytes, slot, is_output)."""
+    def saved_records(self, node, node_id: int, stand_ins: dict | None = None,
+                      saved_list: tuple | None = None) -> list[SavedRecord]:
+        """The records of what ``node`` saved (``saved_list``: ``saved_values(node)`` when
+        the caller has it). Every recorded op that saves asks: records are made
+        positionally, in field order tensor, version, nbytes, slot, is_output."""
         records = []
         names = _slot_names(node)
         named = len(names)
-        for slot, saved in enumerate(node._saved):
+        if saved_list is None:
+            saved_list = saved_values(node)
+        for slot, saved in enumerate(saved_list):
             kind = saved.__class__
             if kind is not SavedTensor and not isinstance(saved, SavedTensor):
                 continue
@@ -707,6 +730,20 @@ class GraphBuilder:
             records.append(SavedRecord(tensor_id, int(saved.version), nbytes, slot_name,
                                        is_output))
         return records
+
+
+def saved_values(node) -> tuple:
+    """``node._saved``, read as the engine reads it: a node whose op saved two values keeps
+    them in ``_saved0``/``_saved1`` (node.SavedPair), and its ``_saved`` descriptor builds
+    a tuple per read -- the recorder reads this for every recorded op. A node of the
+    PyTorch bridge has a plain ``_saved``."""
+    first = getattr(node, "_saved0", _NOT_SAVED)
+    if first is _NOT_SAVED:
+        return node._saved
+    second = node._saved1
+    if first.__class__ is Tensor or second.__class__ is Tensor:
+        return node._saved  # an input kept as itself: the descriptor makes its SavedTensor
+    return (first, second)
 
 
 def _output_key(node_id: int, output_nr: int):

@@ -31,7 +31,9 @@ from ..autograd import site as _engine_site
 # their roots kept in metadata are read into Trace.roots).
 # 4: the same records in columns, one list per field (tracing/columns.py): a third of the
 # size, several times faster to save and load; 1 to 3 still load.
-SCHEMA_VERSION = 4
+# 5: the statistics of a value whose array is stored are computed from it when first read,
+# not stored (see tracing/columns.py and values.stats_from_array); 1 to 4 still load.
+SCHEMA_VERSION = 5
 FORMAT_NAME = "tracegrad-trace"
 
 

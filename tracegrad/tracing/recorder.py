@@ -25,10 +25,11 @@ import traceback as traceback_module
 
 from .. import __version__, bridge
 from ..autograd import events, module_scope
-from ..autograd.site import _is_internal, user_site
+from ..autograd.events import _as_tensors
+from ..autograd.site import _is_internal, event_frame, user_site, want_event_frames
 from ..tensor import Tensor
 from .flows import FlowEvents, remember_torch_tensors
-from .graph import GraphBuilder, name_unnamed, shown_name, variable_key
+from .graph import GraphBuilder, name_unnamed, saved_values, shown_name, variable_key
 from .keep import (
     CHECK_EVERY,
     DEFAULT_STRUCTURE_BUDGET_BYTES,
@@ -125,6 +126,7 @@ class Recorder(FlowEvents, events.Listener):
         self._step: Step | None = None
         self._step_node = None
         self._step_grads_in: tuple = ()  # the live gradients of the running step
+        self._step_tensors = True  # whether they are Tensors (else arrays: see _start_step)
         self._pending_hooks: dict[int, list[HookRecord]] = {}
         self._pass_gradients: dict[int, tuple] = {}  # id(array) -> (array, Value), one pass
         self._looked_up: set[int] = set()  # tensor ids whose variable name was searched
@@ -149,6 +151,7 @@ class Recorder(FlowEvents, events.Listener):
             self.builder.trace = self.trace  # (let go by stop: see _compact)
             self._thread = threading.get_ident()
             self._subscription = events.subscribe(self)
+            want_event_frames(True)
             # A program on real torch is observed too: now, or when it imports torch.
             self._torch = bridge.attach()
 
@@ -166,6 +169,7 @@ class Recorder(FlowEvents, events.Listener):
         if self._subscription is not None:
             self._subscription.remove()
             self._subscription = None
+            want_event_frames(False)
         if "engine" not in self.trace.metadata and (self.trace.nodes or self.trace.passes):
             self.trace.metadata["engine"] = "tracegrad"
         if exc is not None and self.trace.exception is None:
@@ -186,7 +190,7 @@ class Recorder(FlowEvents, events.Listener):
         tensors whose names were searched): a finished trace keeps its records and little
         else (bench/bench_trace.py (c) measures it)."""
         self.builder.compact()
-        live = {tensor_id for tensor_id, _ in self.builder._tensor_ids.values()}
+        live = {entry.id for entry in self.builder._tensor_ids.values()}
         self._looked_up = {tensor_id for tensor_id in self._looked_up if tensor_id in live}
         # The trace keeps the builder (trace._builder: why_no_grad finds live tensors by
         # it); the builder letting go of the trace leaves no reference cycle, so a trace
@@ -316,6 +320,11 @@ class Recorder(FlowEvents, events.Listener):
     def on_op(self, node, args, outputs) -> None:
         if _get_ident() != self._thread:
             return  # another thread's event: see the module docstring
+        # The user's frame the engine found for the op's site (site.event_site), taken
+        # first, whatever happens next: a later event must not find it.
+        frame = event_frame.frame
+        if frame is not None:
+            event_frame.frame = None
         builder = self.builder
         ledger = self.ledger
         # Checked before recording, so the previous op's in-place rewrite is complete; the
@@ -376,9 +385,9 @@ class Recorder(FlowEvents, events.Listener):
                     self.violations.nonfinite_forward(record, tensor, tensor_record, inputs,
                                                       from_nonfinite=True)
                 self._note_finding(len(self.trace.violations) != found)
-        if node._saved:
+        if record.saved or saved_values(node):  # (the record's list: the usual answer)
             self.violations.watch_saved(node, record.id)
-        self._note_names(inputs, record.inputs)
+        self._note_names(inputs, record.inputs, frame)
 
     def _room_for_op(self, args) -> bool:
         """Whether this op is recorded: there is room in the structure budget, and (after
@@ -425,7 +434,7 @@ class Recorder(FlowEvents, events.Listener):
             pass_index=self._pass.index if self._pass is not None else None)) is not None
 
     # -- names -------------------------------------------------------------------------
-    def _note_names(self, tensors, tensor_ids) -> None:
+    def _note_names(self, tensors, tensor_ids, frame=None) -> None:
         """Queue unnamed tensors for a search of the user's variables.
 
         The search runs once per batch -- when backward starts, and at the end -- instead of
@@ -433,7 +442,8 @@ class Recorder(FlowEvents, events.Listener):
         backward starts, and scanning a frame costs more than recording an op. Tensors are
         queued per user frame (a custom Function's forward is a frame of its own, and ops
         alternate between it and the loop); at most _MAX_PENDING_FRAMES frames wait, so a
-        long forward-only program does not keep every finished frame alive.
+        long forward-only program does not keep every finished frame alive. ``frame``:
+        the user's frame when the caller knows it (the engine found it for the op's site).
         """
         looked_up = self._looked_up
         new = None
@@ -454,8 +464,9 @@ class Recorder(FlowEvents, events.Listener):
                 # the builder's entry: a weak reference that knows the record's id
                 new.append(self.builder._tensor_ids[id(tensor)])
         if new:
-            # From the caller's caller: this frame and the event's are tracegrad's own.
-            frame = user_frame(3)
+            if frame is None:
+                # From the caller's caller: this frame and the event's are tracegrad's own.
+                frame = user_frame(3)
             pending = self._unnamed.get(frame)
             if pending is None:
                 if len(self._unnamed) >= _MAX_PENDING_FRAMES:
@@ -507,6 +518,7 @@ class Recorder(FlowEvents, events.Listener):
         the version in the tensor's history (autograd.views.InplaceInfo has it all)."""
         if _get_ident() != self._thread:
             return  # another thread's event: see the module docstring
+        event_frame.frame = None  # (left by the site of the node, if any: see on_op)
         builder = self.builder
         tensor = info.tensor
         if self._pending:
@@ -635,6 +647,14 @@ class Recorder(FlowEvents, events.Listener):
         return labels[0] if len(labels) == 1 else "(" + ", ".join(labels) + ")"
 
     def on_node_start(self, node, grads_in) -> None:
+        self._start_step(node, grads_in, True)
+
+    def on_node_start_arrays(self, node, grads_in) -> None:
+        # (tracegrad's own passes on arrays: no Tensor per gradient, bench_trace.py (b))
+        self._start_step(node, grads_in, False)
+
+    def _start_step(self, node, grads_in, tensors: bool) -> None:
+        """A step starts: ``grads_in`` are Tensors (``tensors``) or arrays (or None)."""
         if _get_ident() != self._thread:
             return  # another thread's event: see the module docstring
         current = self._pass
@@ -651,6 +671,7 @@ class Recorder(FlowEvents, events.Listener):
                 self._summarize_running_pass()
         self._step_node = node
         self._step_grads_in = grads_in
+        self._step_tensors = tensors
         if current.summarized:
             counts = current.op_counts
             name = shown_name(node)
@@ -663,7 +684,11 @@ class Recorder(FlowEvents, events.Listener):
             else self.builder.node_id(node)
         if self.values:
             gradient = self._gradient
-            grads = [gradient(grad) if grad is not None else None for grad in grads_in]
+            if tensors:
+                grads = [gradient(grad._array) if grad is not None else None
+                         for grad in grads_in]
+            else:
+                grads = [gradient(grad) if grad is not None else None for grad in grads_in]
         else:
             grads = nones(len(grads_in))  # structure only: one shared list per length
         hooks = self._pending_hooks.pop(id(node), None) if self._pending_hooks else None
@@ -690,11 +715,10 @@ class Recorder(FlowEvents, events.Listener):
         summarize_pass(self.trace, current)
         self._pending_hooks.clear()
 
-    def _gradient(self, grad) -> Value | None:
-        """A gradient's Value (``grad`` is not None, values are captured); the same array
+    def _gradient(self, data) -> Value | None:
+        """A gradient's Value (``data``: its array; values are captured); the same array
         going out of one step and into the next is captured once (the pass holds the
         arrays, so their ids are not reused meanwhile)."""
-        data = grad._array
         seen = self._pass_gradients.get(id(data))
         if seen is not None and seen[0] is data:
             return seen[1]
@@ -717,20 +741,31 @@ class Recorder(FlowEvents, events.Listener):
             self._pending_hooks.setdefault(id(node), []).append(hook_record)
 
     def on_node_end(self, node, grads_out, duration_ns: int) -> None:
+        self._end_step(node, grads_out, duration_ns, True)
+
+    def on_node_end_arrays(self, node, grads_out, duration_ns: int) -> None:
+        self._end_step(node, grads_out, duration_ns, False)
+
+    def _end_step(self, node, grads_out, duration_ns: int, tensors: bool) -> None:
+        """A step ended: ``grads_out`` are Tensors (``tensors``) or arrays (or None)."""
         if _get_ident() != self._thread:
             return  # another thread's event: see the module docstring
         if self._step_node is not node:
             return
         step = self._step
         if step is None:  # a summarized pass: only look for where NaN/Inf appear
-            self._check_counted_step(node, grads_out)
+            self._check_counted_step(node, grads_out if tensors else _as_tensors(grads_out))
             self._step_node, self._step_grads_in = None, ()
             return
         values = self.values
         if values:
             gradient = self._gradient
-            captured = step.grads_out = [gradient(grad) if grad is not None else None
-                                         for grad in grads_out]
+            if tensors:
+                captured = [gradient(grad._array) if grad is not None else None
+                            for grad in grads_out]
+            else:
+                captured = [gradient(grad) if grad is not None else None for grad in grads_out]
+            step.grads_out = captured
         else:
             step.grads_out = nones(len(grads_out))
         step.duration_ns = int(duration_ns)
@@ -738,7 +773,7 @@ class Recorder(FlowEvents, events.Listener):
         for edge_index, grad in enumerate(grads_out):
             if grad is None:
                 continue
-            data = grad._array
+            data = grad._array if tensors else grad
             if data is checked:
                 continue  # the same array on two edges (AddBackward0): checked once
             checked = data
@@ -747,6 +782,10 @@ class Recorder(FlowEvents, events.Listener):
             if not finite:
                 found = len(self.trace.violations)
                 grads_in = self._step_grads_in
+                if not self._step_tensors:  # (the rare path reads Tensors: wrapped now)
+                    grads_in = _as_tensors(grads_in)
+                if not tensors:
+                    grad = _as_tensors((grad,))[0]
                 if all(grad_in is None or is_finite(grad_in._array) for grad_in in grads_in):
                     self.violations.nonfinite_backward(self._pass, step, node, edge_index,
                                                        grad, grads_in)
@@ -760,8 +799,10 @@ class Recorder(FlowEvents, events.Listener):
     def _check_counted_step(self, node, grads_out) -> None:
         for grad in grads_out:
             if grad is not None and not is_finite(grad._array):
+                grads_in = self._step_grads_in if self._step_tensors \
+                    else _as_tensors(self._step_grads_in)
                 new = all(grad_in is None or is_finite(grad_in._array)
-                          for grad_in in self._step_grads_in) and \
+                          for grad_in in grads_in) and \
                     self._unrecorded_nonfinite(shown_name(node), node._site, grad._array,
                                                "backward")
                 self._note_finding(bool(new))

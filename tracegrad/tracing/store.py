@@ -1,10 +1,15 @@
 """The .tgtrace file: a zip of ``trace.json`` and ``arrays.bin``, loaded without pickle.
 
 ``trace.json`` holds ``{"format": "tracegrad-trace", "schema_version": N, "tracegrad": "0.1.0",
-"timings": true, "arrays": [[dtype, shape, offset], ...], "array_bytes": N, "sites": ...,
-"values": ..., "trace": ...}``; the last three are tables of records in columns (schema 4,
-see columns.py; schemas 1 to 3 wrote one object per record, see codec.py, and still load).
-Array number i is the raw bytes of ``arrays.bin`` at its offset (C order, 16-byte aligned).
+"timings": true, "arrays": {"dtypes": [...], "shapes": [...], "dtype": [codes], "shape":
+[codes]}, "array_bytes": N, "sites": ..., "values": ..., "trace": ...}``; the last three are
+tables of records in columns (schemas 4 and 5, see columns.py; schemas 1 to 3 wrote one
+object per record, see codec.py, and still load). Array number i has dtype
+``dtypes[dtype[i]]`` and shape ``shapes[shape[i]]``, and is the raw bytes of ``arrays.bin``
+right after array i - 1 (C order, each start 16-byte aligned). Schema 5 writes that table
+in columns and leaves the statistics of values stored whole to their arrays (columns.py);
+schemas 2 to 4 list ``[dtype, shape, offset]`` per array (``schema_version=4`` still writes
+them so), and every value's statistics.
 One member for all arrays instead of one ``.npy`` each: a 50,000-node trace holds 100,000
 arrays, and a zip member costs more than a small array. trace.json is deflated; arrays.bin
 only when that pays (see ``_worth_compressing``). Schema-1 files (``arrays/NNNNNN.npy``)
@@ -36,6 +41,9 @@ import struct
 import tempfile
 import zipfile
 import zlib
+from functools import partial
+from itertools import accumulate, chain, compress, repeat
+from operator import add, attrgetter, mod, neg, not_
 
 import numpy as np
 import orjson
@@ -59,8 +67,9 @@ def save_trace(trace: Trace, path: str | os.PathLike, timings: bool = True, *,
 
     ``timings=False`` stores every step's duration as 0, so that running the same program
     twice gives byte-identical files (durations are the one thing that varies).
-    ``schema_version=3`` writes the older layout (one JSON object per record), which
-    tracegrad versions before schema 4 read; it is larger and slower to read and write.
+    ``schema_version=4`` writes the layout tracegrad read before schema 5 (the statistics
+    of every value stored, those of arrays stored whole too), ``schema_version=3`` the one
+    before columns (one JSON object per record); both are larger and slower.
     """
     if schema_version not in _ENCODERS:
         raise ValueError(f"save_trace: schema_version must be one of "
@@ -68,11 +77,16 @@ def save_trace(trace: Trace, path: str | os.PathLike, timings: bool = True, *,
     arrays: list[np.ndarray] = []
     with _gc_paused():
         body = _ENCODERS[schema_version](trace, arrays, timings=timings)
-        table, blob = _pack_arrays(arrays)
+        table, blob = _pack_array_columns(arrays) if schema_version >= 5 \
+            else _pack_arrays(arrays)
         document = {"format": FORMAT_NAME, "schema_version": schema_version,
                     "tracegrad": __version__, "timings": bool(timings),
                     "arrays": table, "array_bytes": len(blob), **body}
         text = _dumps(document)
+        # Let the document go while the collector is paused: a collection on resuming
+        # would otherwise walk its lists (a list of Value rows per step) only to find
+        # them garbage a moment later -- a tenth of a save with values (bench_trace (d)).
+        del document, body, table
     _write_atomically(os.fspath(path), text, blob)
 
 
@@ -90,8 +104,12 @@ def _dumps(document: dict) -> bytes:
                           default=_json_scalar).encode("utf-8")
 
 
-# Schema 4 writes columns (columns.py); schema 3, one object per record (codec.py).
-_ENCODERS = {SCHEMA_VERSION: encode_columns, 3: encode_trace}
+# Schema 5 writes columns, leaving the statistics of stored arrays to the arrays; schema 4,
+# columns with every value's statistics (columns.py); schema 3, one object per record
+# (codec.py).
+_ENCODERS = {5: partial(encode_columns, stats_from_arrays=True), 4: encode_columns,
+             3: encode_trace}
+assert SCHEMA_VERSION in _ENCODERS
 
 
 def _write_atomically(path: str, text: bytes, blob: bytes) -> None:
@@ -142,6 +160,45 @@ def _pack_arrays(arrays: list[np.ndarray]) -> tuple[list, bytearray]:
             target = np.frombuffer(blob, array.dtype, array.size, start)
             target[...] = array.reshape(-1)
     return table, blob
+
+
+def _pack_array_columns(arrays: list[np.ndarray]) -> tuple[dict, bytearray]:
+    """Schema 5's arrays table, in columns -- ``{"dtypes": [...], "shapes": [...], "dtype":
+    [codes], "shape": [codes]}``, offsets implied (reading.py, ``_ArrayColumns``) -- and the
+    arrays' bytes end to end, each aligned, joined in one buffer (C order whatever the
+    array's layout, as tobytes() would give). A list per array and a copy per array
+    through NumPy were a fifth of a save with values (bench/bench_trace.py (d))."""
+    dtypes = list(map(attrgetter("dtype.str"), arrays))
+    shapes = list(map(attrgetter("shape"), arrays))
+    dtype_codes = {name: code for code, name in enumerate(dict.fromkeys(dtypes))}
+    shape_codes = {shape: code for code, shape in enumerate(dict.fromkeys(shapes))}
+    sizes = list(map(_nbytes, arrays))
+    paddings = list(map(mod, map(neg, sizes), repeat(ALIGN)))
+    # Each array, then the zeros that pad it to ALIGN (b"" when none), joined in C. An
+    # array not in C order (F-ordered, rare) holds zeros there until it is copied in
+    # below, one at a time: copies of them all would hold their bytes twice meanwhile.
+    parts = list(arrays)
+    others = list(compress(range(len(parts)), map(not_, map(_c_ordered, parts))))
+    if others:
+        zeros = memoryview(bytes(max(map(sizes.__getitem__, others))))
+        for index in others:
+            parts[index] = zeros[:sizes[index]]
+    blob = bytearray().join(chain.from_iterable(zip(parts, map(_PADDING.__getitem__,
+                                                               paddings))))
+    if others:
+        starts = [0, *accumulate(map(add, sizes, paddings))]
+        for index in others:
+            array = arrays[index]
+            np.frombuffer(blob, array.dtype, array.size, starts[index])[...] = \
+                array.reshape(-1)
+    table = {"dtypes": list(dtype_codes), "shapes": list(map(list, shape_codes)),
+             "dtype": list(map(dtype_codes.__getitem__, dtypes)),
+             "shape": list(map(shape_codes.__getitem__, shapes))}
+    return table, blob
+
+
+_PADDING = [bytes(size) for size in range(ALIGN)]
+_c_ordered, _nbytes = attrgetter("flags.c_contiguous"), attrgetter("nbytes")
 
 
 def _json_scalar(value):

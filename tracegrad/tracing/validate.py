@@ -30,13 +30,14 @@ import typing
 from collections import Counter
 from collections.abc import Callable, Iterable
 from functools import partial
-from itertools import chain
+from itertools import chain, compress, repeat
 from operator import attrgetter, is_not, itemgetter
 
 import numpy as np
 
 from . import model
 from .limits import DEFAULT_LIMITS, OverLimit, TraceLimits
+from .values import PendingStats
 
 _INT64_MAX = (1 << 63) - 1  # every count must fit the int64 a consumer may put it in
 _not_none = partial(is_not, None)
@@ -238,6 +239,12 @@ def _keep_passes_problem(value, context: _Context) -> str | None:
     return f"{value!r} is not null or two counts"
 
 
+def _count_list_problem(value, context: _Context) -> str | None:
+    if type(value) is list and all(map(_is_count, value)):
+        return None
+    return f"{value!r} is not a list of counts"
+
+
 def _count_map_problem(value, context: _Context) -> str | None:
     if type(value) is dict and all(map(_is_count, value.values())):
         return None
@@ -275,6 +282,7 @@ _METADATA_KEYS: dict[str, Callable] = {
     "unrecorded_ops": _count_map_problem,
     "structure_over_budget": _type_problem(bool),
     "keep_passes": _keep_passes_problem,
+    "pass_node_marks": _count_list_problem,  # memory.py indexes it by pass
     "values": _type_problem(bool),
     "timings": _type_problem(bool),
     "program": _type_problem(str),
@@ -481,7 +489,10 @@ def _violation_places(context: _Context) -> tuple[object, str, str] | None:
 
 
 def _value_counts(context: _Context, values: list) -> tuple[object, str, str] | None:
-    """A value has no more NaNs and Infs than elements."""
+    """A value has no more NaNs and Infs than elements (statistics still to be computed
+    from the value's array have as many as it has, by construction)."""
+    values = list(compress(values, map(is_not, map(type, map(_get_stats, values)),
+                                       repeat(PendingStats))))
     if not any(map(_nan_count, values)) and not any(map(_inf_count, values)):
         return None  # the common case, decided in C
     for value in values:
@@ -495,6 +506,7 @@ def _value_counts(context: _Context, values: list) -> tuple[object, str, str] | 
 
 
 _nan_count, _inf_count = attrgetter("stats.nan_count"), attrgetter("stats.inf_count")
+_get_stats = attrgetter("stats")
 
 
 def _node_graph(context: _Context) -> tuple[object, str, str] | None:
@@ -645,6 +657,11 @@ def _children(rule: Records, records: list, get: Callable, container: str) -> li
         children = list(filter(_not_none, map(get, records)))
     if rule.shared and len(children) > 1:  # each object once, in order of first sight
         children = list(dict(zip(map(id, children), children)).values())
+    if rule.cls is model.Stats:
+        # Statistics still to be computed from a value's array (a schema-5 file leaves them
+        # to it) are right by construction; reading them here would compute them all.
+        children = list(compress(children, map(is_not, map(type, children),
+                                               repeat(PendingStats))))
     return children
 
 

@@ -15,6 +15,8 @@ is given back (``ValueBudget.release``) get theirs computed then, from the same 
 from __future__ import annotations
 
 import math
+from itertools import compress, repeat
+from operator import attrgetter, is_, is_not, not_
 
 import numpy as np
 
@@ -153,6 +155,44 @@ class PendingStats(Stats):
 _new_object = object.__new__
 _object_getattribute = object.__getattribute__
 _object_setattr = object.__setattr__
+
+
+def stats_from_arrays(values: list[Value]) -> list[bool]:
+    """``stats_from_array`` of each value, decided in C but for the flags of the arrays
+    whose pending statistics they are (a save of 100,000 values asks for all of them)."""
+    stats = list(map(_get_stats, values))
+    candidates = list(map(is_, map(type, stats), repeat(PendingStats)))
+    rows = list(compress(range(len(values)), candidates))
+    # The source of each pending one (object.__getattribute__: reading it does not compute
+    # them) is its value's array, C-ordered: else the numbers are stored.
+    sources = map(_object_getattribute, map(stats.__getitem__, rows), repeat("_source"))
+    arrays = list(map(_get_array, map(values.__getitem__, rows)))
+    for position in compress(range(len(rows)), map(is_not, sources, arrays)):
+        candidates[rows[position]] = False  # not its value's array (or no array left)
+    rows = list(compress(range(len(values)), candidates))
+    arrays = map(_get_array, map(values.__getitem__, rows))
+    for position in compress(range(len(rows)), map(not_, map(_c_ordered, arrays))):
+        candidates[rows[position]] = False  # an F-ordered copy
+    return candidates
+
+
+_get_array, _get_stats = attrgetter("array"), attrgetter("stats")
+_c_ordered = attrgetter("flags.c_contiguous")
+
+
+def stats_from_array(value: Value) -> bool:
+    """Whether ``value``'s statistics are still pending on its own C-ordered array: then
+    a trace file (schema 5) stores the array alone, and loading makes the same pending
+    statistics from the same bytes in the same layout, so the reductions give the same
+    numbers -- saving computes nothing (four passes a value, most of a save with values;
+    bench/bench_trace.py (d)). An F-ordered copy is stored in C order (its sums would
+    round differently), and settled statistics may have come from a strided view: both
+    are stored as numbers."""
+    stats = value.stats
+    if type(stats) is not PendingStats:  # type(): reading stats.__class__ computes them
+        return False
+    source = _object_getattribute(stats, "__dict__").get("_source")
+    return source is not None and source is value.array and source.flags.c_contiguous
 
 
 def settle_stats(value: Value | None) -> None:
