@@ -328,8 +328,7 @@ class OpNode(BackwardCFunction):
                         array = saved.unpack(self)._array
                     arrays.append(array)
                 elif saved.__class__ is Tensor:  # an input kept as itself, at version 0
-                    counter = saved._counter
-                    if counter is not None and counter.value:  # changed: SavedTensor's error
+                    if saved._counter.value:  # changed since: SavedTensor's error
                         slot = 0 if self._saved0 is saved else 1  # (before _saved makes it)
                         saved = self._saved[slot].unpack(self)
                     arrays.append(saved._array)

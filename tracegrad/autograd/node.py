@@ -483,7 +483,10 @@ def saved_pair_value(value):
     """
     if value.__class__ is Tensor and value.grad_fn is None and not value._requires_grad:
         counter = value._counter
-        if counter is None or counter.__class__ is VersionCounter and counter.value == 0:
+        if counter is None:  # made now, once per tensor: backward reads it on every use
+            value._counter = VersionCounter()
+            return value
+        if counter.__class__ is VersionCounter and counter.value == 0:
             return value
     return _saved_value(value)
 
