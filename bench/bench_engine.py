@@ -12,7 +12,9 @@
     <= 1.1x (flat, as PyTorch's); with the garbage collector's work: collections per
     10,000 ops and their CPU time per op, by generation (generation 2, the full collections,
     walk every tracked object of the growing graph: the objects each op leaves are what
-    they cost).
+    they cost); and the floor: what full collections cost a chain of bare Python objects,
+    one per op, so the least ratio any engine leaving one Python object per op can reach
+    under the collector's default thresholds (which a library must not change).
 
 How: CPU time (``process_time``), one BLAS thread, medians. In (a) the libraries share one
 process and run round by round; (b) and (c) run each chain in a fresh process (peak memory
@@ -191,6 +193,36 @@ def child_scale(length: int, repeats: int) -> dict:
             "gc_us_per_op": [spent / length * 1e6 for spent in seconds]}
 
 
+class _BareNode:
+    """The least a recorded op can leave: one tracked object, holding the previous one."""
+
+
+def child_floor(length: int) -> dict:
+    """The full collections' CPU time per op of a chain of ``length`` bare objects (one
+    tracked object per op, two attributes): what the collector's default thresholds cost
+    any graph of one Python object per op, the floor under (c)'s ratio."""
+    gc.collect()
+    spent = [0.0, 0.0]
+
+    def timed(phase: str, info: dict) -> None:
+        if info["generation"] == 2:
+            if phase == "start":
+                spent[1] = time.process_time()
+            else:
+                spent[0] += time.process_time() - spent[1]
+
+    gc.callbacks.append(timed)
+    try:
+        previous = None
+        for index in range(length):
+            node = _BareNode()
+            node.previous, node.index = previous, index
+            previous = node
+    finally:
+        gc.callbacks.remove(timed)
+    return {"gen2_us_per_op": spent[0] / length * 1e6}
+
+
 def _run_child(*arguments: str) -> dict | None:
     command = [sys.executable, __file__, "--child", *arguments]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
@@ -260,6 +292,10 @@ def report_scale(runs: int) -> None:
         print(f"    gc at {length:,} ops: {run['tracked_per_op']:.2f} tracked objects left "
               f"per op; collections per 10,000 ops by generation: {per_generation}; "
               f"their CPU µs per op: {cost}")
+    floor = _run_child("floor", str(large))["gen2_us_per_op"]
+    print(f"    floor: a chain of {large:,} bare Python objects (one tracked object per op) "
+          f"spends {floor:.2f} µs per op in full collections: at least "
+          f"{(small_us + floor) / small_us:.2f}x for any engine that leaves one per op")
     print(versus(f"per-op forward, {large:,} ops vs {small:,}", large_us / small_us,
                  TARGETS["scale"]))
 
@@ -293,6 +329,8 @@ def main(argv=None) -> int:
             figures = child_per_op(int(rest[0]))
         elif kind == "deep":
             figures = child_deep(rest[0], int(rest[1]))
+        elif kind == "floor":
+            figures = child_floor(int(rest[0]))
         else:
             figures = child_scale(int(rest[0]), int(rest[1]))
         print(json.dumps(figures))

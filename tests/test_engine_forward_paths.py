@@ -17,7 +17,7 @@ import pytest
 
 import tracegrad as tg
 from tracegrad.autograd.function import _input_meta_cache, _output_meta_cache
-from tracegrad.ops.arith import Add, Div, Mul, Sub
+from tracegrad.ops.arith import Add, Div, Mul, Pow, Sub
 
 OPERATORS = {
     "add": (lambda a, b: a + b, Add),
@@ -298,6 +298,23 @@ def test_integer_results_get_no_grad_fn():
     assert (x * x).grad_fn is None
     assert (x + y).grad_fn is not None and (x + y).dtype == tg.float32
     assert (x // 2).grad_fn is None
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+@pytest.mark.parametrize("shape", [(), (1,), (3,), (2, 3)])
+@pytest.mark.parametrize("name", [*sorted(OPERATORS), "pow"])
+def test_alike_operands_record_the_general_paths_metadata(name, shape, dtype):
+    """Two tensors of one shape and dtype take _connect_pair's alike look-up, and an
+    elementwise op's output takes the entry it returns without asking the array: the same
+    metadata the general path finds, 0-d results (numpy scalars) included."""
+    operator, op = OPERATORS.get(name) or (lambda a, b: a ** b, Pow)
+    a = tg.tensor(np.full(shape, 1.5, dtype=dtype), requires_grad=True)
+    b = tg.tensor(np.full(shape, 0.5, dtype=dtype))
+    fast, general = operator(a, b), op.apply(a, b)
+    assert fast.shape == general.shape and fast.dtype == general.dtype
+    assert fast.grad_fn._input_meta == general.grad_fn._input_meta
+    assert fast.grad_fn._output_meta == general.grad_fn._output_meta
+    assert fast.grad_fn._output_meta == ((tuple(shape), np.dtype(dtype), tg.device("cpu")),)
 
 
 def test_metadata_tuples_are_shared_between_nodes():

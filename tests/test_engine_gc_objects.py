@@ -15,6 +15,7 @@ import pytest
 
 import tracegrad as torch
 import tracegrad.nn.functional as F
+from tracegrad.autograd.node import FREED_INPUT, SavedTensor
 
 
 def _tracked_per_op(make_chain, length: int = 2_000) -> float:
@@ -27,7 +28,7 @@ def _tracked_per_op(make_chain, length: int = 2_000) -> float:
     return grown / length
 
 
-def test_an_elementwise_chain_leaves_one_node_per_add_and_a_node_and_saved_tensor_per_mul():
+def test_an_elementwise_chain_leaves_one_node_per_op():
     w = torch.full((4,), 0.5)
     b = torch.full((4,), 0.25)
     x = torch.ones(4, requires_grad=True)
@@ -38,8 +39,9 @@ def test_an_elementwise_chain_leaves_one_node_per_add_and_a_node_and_saved_tenso
             y = y * w if index % 2 == 0 else y + b
         return y
 
-    # the node (Add), the node and its SavedTensor (Mul): no edge or saved-value tuples
-    assert _tracked_per_op(chain) == pytest.approx(1.5, abs=0.01)
+    # the node: no edge or saved-value tuples, and Mul keeps the constant w as itself
+    # (its SavedTensor is made when read: see test_a_constant_kept_as_itself_*)
+    assert _tracked_per_op(chain) == pytest.approx(1.0, abs=0.01)
 
 
 def test_a_unary_chain_leaves_one_object_per_op():
@@ -90,6 +92,57 @@ def test_a_saved_pair_reads_back_and_is_freed_by_backward():
     with pytest.raises(RuntimeError, match="backward through the graph a second time"):
         node._saved_self  # noqa: B018 -- the read is the test
     assert x.grad.tolist() == [3.0, 3.0] and y.grad.tolist() == [1.0, 1.0]
+
+
+def test_a_constant_kept_as_itself_reads_back_as_its_saved_tensor():
+    x = torch.ones(2, requires_grad=True)
+    w = torch.full((2,), 3.0)  # a leaf without grad, at version 0: kept as itself
+    node = (x * w).grad_fn
+    assert node._saved1 is w  # (the flat slot, before anyone asks)
+    raw = node._raw_saved_other
+    assert isinstance(raw, SavedTensor) and raw is node._raw_saved_other  # made once
+    assert raw.tensor is w and raw.version == 0 and raw.producer is None
+    assert not raw.requires_grad and node._saved_other is w
+    assert node._saved[1] is raw
+
+
+def test_a_constant_kept_as_itself_keeps_its_save_time_state():
+    x = torch.ones(2, requires_grad=True)
+    w = torch.full((2,), 3.0)
+    node = (x * w).grad_fn
+    w.requires_grad_()  # after the save: the saved value was saved without grad
+    assert node._raw_saved_other.requires_grad is False
+    for order in (lambda v: x * v, lambda v: v * x):  # v kept in slot 1, then slot 0
+        v = torch.full((2,), 2.0)
+        product = order(v)
+        v.add_(1)  # changed in place after the save: backward refuses, as with a SavedTensor
+        with pytest.raises(RuntimeError, match="is at version 1; expected version 0 instead"):
+            product.sum().backward()
+
+
+def test_a_constant_kept_as_itself_is_let_go_by_backward():
+    x = torch.ones(2, requires_grad=True)
+    w = torch.full((2,), 3.0)
+    product = x * w
+    node = product.grad_fn
+    product.sum().backward()
+    assert x.grad.tolist() == [3.0, 3.0]
+    assert node._saved1 is FREED_INPUT  # the graph no longer holds w
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        node._saved_other  # noqa: B018 -- the read is the test
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        product.sum().backward()
+
+
+def test_a_constant_kept_as_itself_takes_saved_tensor_hooks():
+    x = torch.ones(2, requires_grad=True)
+    w = torch.full((2,), 3.0)
+    product = x * w
+    packed = []
+    product.grad_fn._raw_saved_other.register_hooks(
+        lambda tensor: packed.append(tensor) or tensor, lambda tensor: tensor * 10)
+    product.sum().backward()
+    assert len(packed) == 1 and x.grad.tolist() == [30.0, 30.0]
 
 
 def test_setting_next_functions_replaces_flat_edges():

@@ -53,6 +53,7 @@ from .node import (
     snapshot_saved_tensors_hooks,
 )
 from .node import SavedTensor as _SavedTensor
+from .node import release_kept_inputs as _release_kept_inputs
 
 _pass_counter = itertools.count()
 _CPU = backends.CPU
@@ -609,6 +610,8 @@ def _execute(roots, dependencies, needed, captures, inputs, retain_graph, pass_i
                 for saved in saved_values:
                     if saved.__class__ is _SavedTensor:
                         saved._array = saved.tensor = saved.packed = None
+                    elif saved.__class__ is _node_module.Tensor:  # (see node.SavedPair)
+                        _release_kept_inputs(node)
                 node._freed_by = pass_index
         if next_grads is None:
             for next_node in next_nodes:

@@ -33,6 +33,7 @@ from .node import ZERO_NRS as _ZERO_NRS
 from .node import edge_numbers as _edge_numbers
 from .node import saved_input as _saved_input
 from .node import saved_inputs as _saved_inputs
+from .node import saved_pair_value as _saved_pair_value
 from .site import event_site
 
 # tracegrad.tensor.Tensor. tensor.py imports this module before it defines Tensor, so it
@@ -326,6 +327,11 @@ class OpNode(BackwardCFunction):
                             and saved.tensor.grad_fn is None):
                         array = saved.unpack(self)._array
                     arrays.append(array)
+                elif saved.__class__ is Tensor:  # an input kept as itself, at version 0
+                    if saved._counter.value:  # changed since: SavedTensor's error
+                        slot = 0 if self._saved0 is saved else 1  # (before _saved makes it)
+                        saved = self._saved[slot].unpack(self)
+                    arrays.append(saved._array)
                 else:
                     arrays.append(saved)
             return tuple(arrays)
@@ -864,6 +870,9 @@ class InplaceFunction(Function):
         self.inplace = inplace
 
 
+_FINISH_VIEW_OR_SAVED_OUTPUT, _FINISH_ELEMENTWISE, _FINISH_SAVES_PAIR = 1, 2, 4  # (Op)
+
+
 class Op(Function):
     """Base of the built-in ops: forward gets tensors (and plain values), returns arrays.
 
@@ -875,6 +884,9 @@ class Op(Function):
         array_backward backward is written against ``tracegrad.ops._math`` (see
                        ``tracegrad/ops/__init__.py``): it runs on backend arrays when no
                        graph is built of the backward pass, on Tensors when one is
+        elementwise    a binary op whose output has its inputs' broadcast shape (add,
+                       mul, ...): given two inputs of one shape, apply_binary knows the
+                       output's shape without asking the array (see _connect_pair)
         inference_overload  what torch records instead when every tensor argument is an
                        inference tensor: the op it calls with the number wrapped, a
                        function doing what torch's composite kernel does (NotImplemented:
@@ -887,8 +899,14 @@ class Op(Function):
     saves_output = False
     is_view = False
     array_backward = False
+    elementwise = False
     inference_overload = None
     _saves_pair = False  # (set per op class: see __init_subclass__)
+    # is_view or saves_output, elementwise and _saves_pair as bits (_FINISH_*), set per op
+    # class: _finish reads this one attribute instead of three or four -- each read of a
+    # class attribute costs Python 3.11 ~200 instructions, a tenth of a tiny op's forward
+    # (bench/bench_engine.py (a), callgrind).
+    _finish_flags = 0
 
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
@@ -901,6 +919,9 @@ class Op(Function):
         # node, not a tuple (see node.SavedPair); _finish stores them so.
         slots = [name for name in getattr(cls, "saved_names", ()) if "=" not in name]
         cls._saves_pair = len(slots) == 2 and not cls.saves_output
+        cls._finish_flags = ((_FINISH_VIEW_OR_SAVED_OUTPUT if cls.is_view or cls.saves_output
+                              else 0) | (_FINISH_ELEMENTWISE if cls.elementwise else 0)
+                             | (_FINISH_SAVES_PAIR if cls._saves_pair else 0))
         if cls._saves_pair:
             cls._node_class._saved = SavedPair()
 
@@ -972,7 +993,8 @@ def connect(node: Node, args: tuple) -> bool:
         first, second = args
         if first.__class__ is Tensor or isinstance(first, Tensor):
             if second.__class__ is Tensor or isinstance(second, Tensor):
-                return _connect_pair(node, first, second)
+                _connect_pair(node, first, second)
+                return first._requires_grad or second._requires_grad
             # A tensor and a plain value (x * 2, x.pow(2)): the tensor's edge only.
             node._arg_slots = _FIRST_SLOT
             node._num_args = 2
@@ -1000,13 +1022,29 @@ def _edge_node(tensor):
     return node
 
 
-def _connect_pair(node: Node, first, second) -> bool:
+def _connect_pair(node: Node, first, second):
     """``connect`` for two tensor arguments: the branches written out, so that each case
-    makes only the tuples it keeps (bench/bench_engine.py (a) runs this on every op)."""
+    makes only the tuples it keeps (bench/bench_engine.py (a) runs this on every op).
+
+    Returns, when the two are alike -- CPU arrays of one shape and one dtype, the usual
+    case -- the output entry (see _output_entry) of an elementwise op's output of that
+    shape and dtype, for apply_binary to hand _finish; None otherwise. Alike inputs are
+    looked up by one shape and one dtype, and their output needs no look-up of its own:
+    the tuples and hashes of those look-ups were a fifth of a tiny op's forward.
+    """
     x, y = first._array, second._array
-    key = (x.shape, x.dtype, y.shape, y.dtype)
-    meta = _input_meta_cache.get(key)  # (see _input_meta)
-    node._input_meta = meta if meta is not None else _input_meta(key)
+    shape, dtype = x.shape, x.dtype
+    if y.dtype is dtype and x.__class__ is _ndarray and y.__class__ is _ndarray and \
+            y.shape == shape:
+        alike = _alike_cache.get((shape, dtype))
+        if alike is None:
+            alike = _alike_entry(shape, dtype)
+        node._input_meta, output_entry = alike
+    else:
+        key = (shape, dtype, y.shape, y.dtype)
+        meta = _input_meta_cache.get(key)  # (see _input_meta)
+        node._input_meta = meta if meta is not None else _input_meta(key)
+        output_entry = None
     if first._requires_grad:
         first_node = first.grad_fn
         if first_node is None:
@@ -1025,11 +1063,11 @@ def _connect_pair(node: Node, first, second) -> bool:
             node._next_nrs = (first_nr, second_nr) if first_nr or second_nr else \
                 _ZERO_NRS[2]
             node.needs_input_grad = _BOTH
-            return True
+            return output_entry
         node._next0, node._next1 = first_node, None
         node._next_nrs = (first_nr, 0) if first_nr else _ZERO_NRS[2]
         node.needs_input_grad = _FIRST_ONLY
-        return True
+        return output_entry
     if second._requires_grad:
         second_node = second.grad_fn
         if second_node is None:
@@ -1040,11 +1078,11 @@ def _connect_pair(node: Node, first, second) -> bool:
         node._next0, node._next1 = None, second_node
         node._next_nrs = (0, second_nr) if second_nr else _ZERO_NRS[2]
         node.needs_input_grad = _SECOND_ONLY
-        return True
+        return output_entry
     node._next0 = node._next1 = None
     node._next_nrs = _ZERO_NRS[2]
     node.needs_input_grad = _NEITHER
-    return False
+    return output_entry
 
 
 def _connect_one(node: Node, tensor, needs: tuple) -> bool:
@@ -1134,6 +1172,20 @@ def _input_meta(key: tuple) -> tuple:
         meta = _input_meta_cache[key] = tuple(
             (key[index], key[index + 1]) for index in range(0, len(key), 2))
     return meta
+
+
+# (shape, dtype) -> (the ``_input_meta`` of two alike inputs of that shape and dtype, the
+# output entry of an elementwise op on them): see _connect_pair.
+_alike_cache: dict = {}
+
+
+def _alike_entry(shape: tuple, dtype) -> tuple:
+    """``_alike_cache``'s entry for CPU inputs of ``shape`` and ``dtype``, interned."""
+    if len(_alike_cache) >= 4096:  # a program with ever-new shapes: start over
+        _alike_cache.clear()
+    entry = _alike_cache[(shape, dtype)] = (_input_meta((shape, dtype, shape, dtype)),
+                                           _cpu_output_entry(shape, dtype))
+    return entry
 
 
 def _needs(count: int, mask: int) -> tuple:
@@ -1228,8 +1280,8 @@ def apply_binary(cls, a, b):
                     a._counter is not INFERENCE_COUNTER or b._counter is not INFERENCE_COUNTER):
                 node = _new_object(cls._node_class)
                 node._seq = next(_sequence)
-                _connect_pair(node, a, b)
-                return _finish(cls, node, (a, b), cls.forward(node, a, b), _NO_ATTRS)
+                alike = _connect_pair(node, a, b)
+                return _finish(cls, node, (a, b), cls.forward(node, a, b), _NO_ATTRS, alike)
             return _untracked(cls, (a, b), _NO_ATTRS)
         if a._requires_grad and state.grad_enabled and (  # a tensor and a number (x * 2)
                 a._counter is not INFERENCE_COUNTER or not _only_inference(cls, (a, b))):
@@ -1246,17 +1298,22 @@ def apply_binary(cls, a, b):
 _NO_ATTRS = MappingProxyType({})  # what apply_binary hands _finish: no keyword arguments
 
 
-def _finish(cls, node, args: tuple, data, attrs):
+def _finish(cls, node, args: tuple, data, attrs, alike=None):
     """The output tensor of a recorded op from the array its forward returned -- with
     ``node`` as grad_fn when floating point -- then what forward saved, and the listener.
-    (Several outputs: ``_finish_outputs``.)
+    (Several outputs: ``_finish_outputs``.) ``alike``: what _connect_pair returned for
+    two alike inputs, the output entry of an elementwise op on them.
 
     Every recorded op ends here: bench/bench_engine.py (a), (c) keep it honest.
     """
+    flags = cls._finish_flags
     if data.__class__ is _ndarray:
-        entry = _output_meta_cache.get((data.shape, data.dtype))
-        if entry is None:
-            entry = _output_entry(data)
+        if alike is not None and data.dtype is alike[0][0][1] and flags & _FINISH_ELEMENTWISE:
+            entry = alike  # the inputs' shape (elementwise), and their dtype
+        else:
+            entry = _output_meta_cache.get((data.shape, data.dtype))
+            if entry is None:
+                entry = _output_entry(data)
     elif data.__class__ is tuple:
         return _finish_outputs(cls, node, args, data, attrs)
     else:
@@ -1265,20 +1322,30 @@ def _finish(cls, node, args: tuple, data, attrs):
         entry = _output_entry(data)
     result = _new_object(Tensor)  # Tensor._wrap, inline
     result._array = data
+    # The class defaults, written: the next op reads them (apply_binary, _connect_pair),
+    # and Python 3.11 specializes a read of an instance's own attribute, never a class
+    # default's (-200 instructions per op of bench/bench_engine.py (a), callgrind).
+    result._counter = None
+    result._output_nr = 0
     node._output_meta, differentiable = entry
     if differentiable:
         result._requires_grad = True
         result.grad_fn = node
-    if cls.is_view:
+    if flags & _FINISH_VIEW_OR_SAVED_OUTPUT and cls.is_view:
         _share_storage(args[0], result)
     to_save = node._to_save
     if to_save:
         node._to_save = ()  # (the inputs are let go with it)
-        if cls._saves_pair and len(to_save) == 2:  # (see node.SavedPair)
-            node._saved0, node._saved1 = _saved_inputs(to_save)
+        if flags & _FINISH_SAVES_PAIR and len(to_save) == 2:  # (see node.SavedPair)
+            if _node_module.hooks_in_use:
+                node._saved0, node._saved1 = _saved_inputs(to_save)
+            else:  # (saved_inputs' two values, written out: a call and a tuple less)
+                first, second = to_save
+                node._saved0 = first if first is None else _saved_pair_value(first)
+                node._saved1 = second if second is None else _saved_pair_value(second)
         else:
             node._saved = _saved_inputs(to_save)
-    if cls.saves_output:
+    if flags & _FINISH_VIEW_OR_SAVED_OUTPUT and cls.saves_output:
         node._saved += _saved_outputs(node, cls.saves_output, (result,))
     if anomaly_flags.enabled or events.listener is not None:  # not a thread-local read
         _announce(node, args, (result,), attrs)
@@ -1350,13 +1417,17 @@ def _output_entry(array) -> tuple:
     if array.__class__ is not _ndarray:
         return ((array.shape, array.dtype, backends.device_of(array)),), \
             array.dtype.kind == "f"
-    key = (array.shape, array.dtype)
+    return _cpu_output_entry(array.shape, array.dtype)
+
+
+def _cpu_output_entry(shape: tuple, dtype) -> tuple:
+    """``_output_entry`` of a CPU array of ``shape`` and ``dtype``, interned."""
+    key = (shape, dtype)
     entry = _output_meta_cache.get(key)
     if entry is None:
         if len(_output_meta_cache) >= 4096:  # a program with ever-new shapes: start over
             _output_meta_cache.clear()
-        entry = _output_meta_cache[key] = (((array.shape, array.dtype, _CPU),),
-                                           array.dtype.kind == "f")
+        entry = _output_meta_cache[key] = (((shape, dtype, _CPU),), dtype.kind == "f")
     return entry
 
 

@@ -469,6 +469,61 @@ def _saved_value(value):
 _new_object = object.__new__
 
 
+def saved_pair_value(value):
+    """What a node of an op that saves two values (see SavedPair) keeps for one of them,
+    with no saved-tensor hooks in use: a tensor that is a leaf without grad at version 0
+    as itself -- everything its SavedTensor would hold is known from that, so
+    ``SavedPair`` makes the SavedTensor only when someone reads ``node._saved`` (the
+    tracer, ``_saved_<name>``) -- anything else as ``_saved_value`` keeps it.
+
+    Why: the SavedTensor of a constant operand (``y * w``) was the one object per product
+    besides its node that a deep graph kept for the cyclic collector to walk at every full
+    collection (bench/bench_engine.py (b), (c)), and making it a third of the product's
+    saving work (bench/bench_engine.py (a)).
+    """
+    if value.__class__ is Tensor and value.grad_fn is None and not value._requires_grad:
+        counter = value._counter
+        if counter is None:  # made now, once per tensor: backward reads it on every use
+            value._counter = VersionCounter()
+            return value
+        if counter.__class__ is VersionCounter and counter.value == 0:
+            return value
+    return _saved_value(value)
+
+
+def _kept_input_saved(tensor) -> SavedTensor:
+    """The SavedTensor of a tensor ``saved_pair_value`` kept as itself: what
+    ``_saved_value`` made of it when it was saved (a leaf without grad at version 0)."""
+    saved = _new_object(SavedTensor)
+    saved._array = tensor._array
+    saved.counter = tensor._version_counter  # (made now if it had none: then still at 0)
+    saved.version = 0
+    saved.output_nr = tensor._output_nr
+    saved.requires_grad = False
+    saved.producer = None
+    saved.tensor = tensor
+    saved.node_ref = saved.original = None
+    return saved
+
+
+def release_kept_inputs(node) -> None:
+    """Backward's release (``retain_graph=False``) of the tensors a pair-saving node kept
+    as themselves (``saved_pair_value``): each becomes ``FREED_INPUT``."""
+    if node._saved0.__class__ is Tensor:
+        node._saved0 = FREED_INPUT
+    if node._saved1.__class__ is Tensor:
+        node._saved1 = FREED_INPUT
+
+
+def _freed_input() -> SavedTensor:
+    saved = _new_object(SavedTensor)
+    saved._array = saved.tensor = saved.producer = saved.node_ref = saved.original = None
+    saved.counter = VersionCounter()  # its own, never bumped: nothing is watched through it
+    saved.version = saved.output_nr = 0
+    saved.requires_grad = False
+    return saved
+
+
 def _refuse_inference(counter) -> None:
     """PyTorch's SavedVariable check: an inference tensor (one holding the inference
     counter) is never saved for backward."""
@@ -636,6 +691,12 @@ class SavedPair:
 
     Why: the tuple was one of the objects per op the cyclic collector walks at each full
     collection of a deep graph (bench/bench_engine.py (b), (c)); see ``Node._next_nodes``.
+
+    A slot may hold a Tensor: an input kept as itself (``saved_pair_value``), which this
+    read turns into its SavedTensor, kept in the slot from then on (so hooks registered on
+    ``_raw_saved_<name>`` stay with it); the engine's release replaces it with the shared,
+    freed ``FREED_INPUT``. The direct readers (the engine, ``OpNode.saved_tensors``)
+    take such a tensor as it is, after checking that it is still at version 0.
     """
 
     __slots__ = ()
@@ -646,7 +707,18 @@ class SavedPair:
         first = node._saved0
         if first is _NOT_SAVED:
             return ()
-        return (first, node._saved1)
+        second = node._saved1
+        if first.__class__ is Tensor:
+            first = node._saved0 = _kept_input_saved(first)
+        if second.__class__ is Tensor:
+            second = node._saved1 = _kept_input_saved(second)
+        return (first, second)
+
+
+# What the engine's release leaves in a slot that held an input kept as itself: one
+# SavedTensor for all such slots, freed (nothing mutates a freed SavedTensor: a second
+# release writes the same Nones, register_hooks and unpack raise first).
+FREED_INPUT = _freed_input()
 
 
 class Node:

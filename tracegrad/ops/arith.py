@@ -46,6 +46,7 @@ class Add(Op):
     """``a + alpha * b``: alpha is part of the node, as in torch (one AddBackward0)."""
 
     node_name = "AddBackward0"
+    elementwise = True  # (see Op)
     array_backward = True
     saved_names = ("alpha=alpha",)  # grad_fn._saved_alpha, as PyTorch names it
 
@@ -57,8 +58,9 @@ class Add(Op):
         else:
             x, y = operands(a, b)
         # a recorded tensor + number: torch's 2nd edge (one edge)
-        if ctx._next1 is _ONE_EDGE or (
-                ctx._next1 is _TUPLE_EDGES and len(ctx._next_nodes) == 1):
+        edge = ctx._next1  # (read once: this runs on every recorded op)
+        if edge is _ONE_EDGE or edge is _TUPLE_EDGES and ctx.needs_input_grad and \
+                len(ctx._next_nodes) == 1:
             number_edge(ctx, 1 if isinstance(a, Tensor) else 0)
         if alpha != 1:
             ctx.alpha = alpha
@@ -82,14 +84,16 @@ class Sub(Op):
     """``a - alpha * b``: alpha is part of the node, as in torch (one SubBackward0)."""
 
     node_name = "SubBackward0"
+    elementwise = True  # (see Op)
     array_backward = True
     saved_names = ("alpha=alpha",)  # grad_fn._saved_alpha, as PyTorch names it
 
     @staticmethod
     def forward(ctx, a, b, alpha=1):
         # a recorded tensor - number: torch's 2nd edge (one edge)
-        if ctx._next1 is _ONE_EDGE or (
-                ctx._next1 is _TUPLE_EDGES and len(ctx._next_nodes) == 1):
+        edge = ctx._next1  # (read once: this runs on every recorded op)
+        if edge is _ONE_EDGE or edge is _TUPLE_EDGES and ctx.needs_input_grad and \
+                len(ctx._next_nodes) == 1:
             number_edge(ctx, 1 if isinstance(a, Tensor) else 0)
         if alpha != 1:
             ctx.alpha = alpha
@@ -171,6 +175,7 @@ RSubTensor._node_class.alpha = 1
 
 class Mul(Op):
     node_name = "MulBackward0"
+    elementwise = True  # (see Op)
     array_backward = True
     saved_names = ("self", "other")  # grad_fn._saved_<name>, as PyTorch names them
 
@@ -188,8 +193,9 @@ class Mul(Op):
         if needs:
             ctx._to_save = (a if needs[1] else None, b if needs[0] else None)
             # tensor * number: torch's 2nd edge (one edge)
-            if ctx._next1 is _ONE_EDGE or (
-                    ctx._next1 is _TUPLE_EDGES and len(ctx._next_nodes) == 1):
+            edge = ctx._next1  # (read once: this runs on every recorded op)
+            if edge is _ONE_EDGE or edge is _TUPLE_EDGES and ctx.needs_input_grad and \
+                    len(ctx._next_nodes) == 1:
                 number_edge(ctx, 1 if isinstance(a, Tensor) else 0)
         try:
             return x * y
@@ -208,6 +214,7 @@ class Mul(Op):
 
 class Div(Op):
     node_name = "DivBackward0"
+    elementwise = True  # (see Op)
     array_backward = True
     saved_names = ("self", "other")  # grad_fn._saved_<name>, as PyTorch names them
 
@@ -224,8 +231,9 @@ class Div(Op):
         if needs:
             ctx._to_save = (a if needs[-1] else None, b)  # (save_for_backward, inline)
             # tensor / number: torch's 2nd edge (one edge)
-            if ctx._next1 is _ONE_EDGE or (
-                    ctx._next1 is _TUPLE_EDGES and len(ctx._next_nodes) == 1):
+            edge = ctx._next1  # (read once: this runs on every recorded op)
+            if edge is _ONE_EDGE or edge is _TUPLE_EDGES and ctx.needs_input_grad and \
+                    len(ctx._next_nodes) == 1:
                 number_edge(ctx, 1 if isinstance(a, Tensor) else 0)
         token = silence()  # x / 0 is inf (0 / 0 nan) in torch, with no warning
         try:
@@ -301,6 +309,7 @@ class Pow(Op):
     """``tensor ** tensor`` and ``number ** tensor``."""
 
     node_name = "PowBackward1"
+    elementwise = True  # (see Op)
     array_backward = True
     saved_names = ("self", "exponent", "result")  # grad_fn._saved_<name>, as PyTorch names them
     saves_output = True

@@ -276,8 +276,9 @@ class DivRounding(Op):
     def forward(ctx, a, b, rounding_mode):
         x, y = _pair("div", a, b)
         # tensor / number: torch's 2nd edge (one edge)
-        if ctx._next1 is _ONE_EDGE or (
-                ctx._next1 is _TUPLE_EDGES and len(ctx._next_nodes) == 1):
+        edge = ctx._next1  # (read once: this runs on every recorded op)
+        if edge is _ONE_EDGE or edge is _TUPLE_EDGES and ctx.needs_input_grad and \
+                len(ctx._next_nodes) == 1:
             number_edge(ctx, 1 if isinstance(a, Tensor) else 0)
         tensor = a if isinstance(a, Tensor) else b
         _check_integer_divisor("div", y, tensor)

@@ -738,7 +738,12 @@ def saved_values(node) -> tuple:
     a tuple per read -- the recorder reads this for every recorded op. A node of the
     PyTorch bridge has a plain ``_saved``."""
     first = getattr(node, "_saved0", _NOT_SAVED)
-    return node._saved if first is _NOT_SAVED else (first, node._saved1)
+    if first is _NOT_SAVED:
+        return node._saved
+    second = node._saved1
+    if first.__class__ is Tensor or second.__class__ is Tensor:
+        return node._saved  # an input kept as itself: the descriptor makes its SavedTensor
+    return (first, second)
 
 
 def _output_key(node_id: int, output_nr: int):
