@@ -9,6 +9,8 @@ Every test runs on tracegrad and, where installed, on torch (the ``lib`` fixture
 
 from __future__ import annotations
 
+from tutorial_programs import my_relu_on
+
 
 def _values(tensor) -> list:
     return tensor.detach().reshape(-1).tolist()
@@ -78,19 +80,7 @@ def test_a_custom_function_that_returns_and_keeps_its_gradient(lib):
 
 
 def test_a_custom_function_relu_gradient_is_the_leaf_grad_and_writable(lib):
-    # The tutorial's MyReLU: its backward clones and writes into the clone.
-    class MyReLU(lib.autograd.Function):
-        @staticmethod
-        def forward(ctx, input):
-            ctx.save_for_backward(input)
-            return input.clamp(min=0)
-
-        @staticmethod
-        def backward(ctx, grad_output):
-            (input,) = ctx.saved_tensors
-            grad_input = grad_output.clone()
-            grad_input[input < 0] = 0
-            return grad_input
+    MyReLU = my_relu_on(lib)  # the tutorial's: its backward clones and writes into the clone
 
     x = lib.tensor([-1.0, 2.0, -3.0, 4.0], requires_grad=True)
     upstream = lib.tensor([1.0, 2.0, 3.0, 4.0])
