@@ -21,7 +21,6 @@ killing the process.
 
 from __future__ import annotations
 
-import _thread
 import contextlib
 import os
 import runpy
@@ -43,7 +42,7 @@ SIGNALS = tuple(getattr(signal, name) for name in _SIGNAL_NAMES if hasattr(signa
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 # While one of these is running, the recorder is between two consistent states of the trace
-# (an op half recorded); a signal then waits a few milliseconds for it to finish.
+# (an op half recorded); a signal is then raised as the recorder returns.
 _RECORDER_FILES = frozenset(os.path.join(_HERE, name) for name in (
     "recorder.py", "graph.py", "violations.py", "values.py", "names.py", "model.py"))
 _OWN_FRAMES = frozenset({os.path.abspath(__file__), os.path.abspath(runpy.__file__),
@@ -122,6 +121,7 @@ def run(path: str, argv: list[str] | None = None, *,
             failure = error
             status = _status_of(error)
         finally:
+            signals.ending = True  # a signal from here on is noted, never raised in here
             sys.argv = saved_argv
             sys.path[:] = saved_path
             frame = None
@@ -240,39 +240,78 @@ class _ScriptSignals:
     """While the script runs, SIGINT, SIGTERM and SIGHUP end it with an exception (so it
     unwinds and the trace is kept) instead of killing the process; restored afterwards.
 
-    A signal that arrives while the recorder is recording an op waits a few milliseconds
-    for it to finish, so the trace left behind is consistent; ``pending`` holds it until it
-    is raised (or, if the script ends meanwhile, tells the caller it came).
+    A signal that arrives while the recorder is recording an op is raised the moment the
+    outermost recorder frame returns, so the trace left behind is consistent: a profile
+    function (``sys.setprofile``, this thread only, installed just for that) raises it
+    from that frame's return event, i.e. in the recorder's caller. It used to be re-sent
+    5 ms later by a timer thread (``_thread.interrupt_main``), but Python runs a handler
+    where the main thread resumes, and it resumes where NumPy handed the GIL to that
+    timer: inside the recorder's value statistics, nearly every time. Each retry deferred
+    again and ``tracegrad run`` hung on SIGTERM (tests/test_tracing_signals.py).
+
+    ``pending`` holds the signal until it is raised; once the script has ended (``ending``)
+    a signal is only noted there, for the caller, and nothing is raised into the runner.
     """
 
     def __init__(self) -> None:
         self.pending: int | None = None
-        self.active = False
+        self.ending = False
+        self._armed = False
+        self._previous = None
 
     @contextlib.contextmanager
     def installed(self) -> Iterator[_ScriptSignals]:
-        self.active = True
         try:
             with _handlers(self._handle):
                 yield self
         finally:
-            self.active = False
+            self.ending = True
+            self._disarm()
 
     def _handle(self, signum, frame) -> None:
-        if _inside_recorder(frame):
+        if self.ending:
             if self.pending is None:
                 self.pending = signum
-                threading.Timer(0.005, self._again, (signum,)).start()
+            return
+        outermost = _outermost_recorder_frame(frame)
+        if outermost is not None:
+            if self.pending is None:
+                self.pending = signum
+                self._arm(outermost)
             return
         self.pending = None
-        if signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        raise SignalReceived(signum)
+        self._disarm()
+        raise _exception_for(signum)
 
-    def _again(self, signum: int) -> None:
-        if self.active and self.pending == signum:
-            self.pending = None
-            _thread.interrupt_main(signum)  # runs _handle again in the main thread
+    def _arm(self, target) -> None:
+        previous = sys.getprofile()
+
+        def at_return(frame, event, arg):
+            if previous is not None:
+                previous(frame, event, arg)
+            if event != "return" or frame is not target:
+                return
+            self._disarm()
+            if self.pending is not None and not self.ending:
+                signum, self.pending = self.pending, None
+                raise _exception_for(signum)  # propagates in the caller of ``target``
+
+        if previous is not None and not callable(previous):
+            # A C profiler (cProfile) cannot be chained from Python: raise now, at the
+            # cost of a possibly half-recorded last op, rather than never.
+            signum, self.pending = self.pending, None
+            raise _exception_for(signum)
+        self._armed, self._previous = True, previous
+        sys.setprofile(at_return)
+
+    def _disarm(self) -> None:
+        if self._armed:
+            self._armed = False
+            sys.setprofile(self._previous)
+
+
+def _exception_for(signum: int) -> BaseException:
+    return KeyboardInterrupt() if signum == signal.SIGINT else SignalReceived(signum)
 
 
 @contextlib.contextmanager
@@ -303,12 +342,14 @@ def _handlers(handler) -> Iterator[None]:
             signal.signal(signum, old)
 
 
-def _inside_recorder(frame) -> bool:
+def _outermost_recorder_frame(frame):
+    """The outermost frame of the recorder's own code on the stack, or None."""
+    outermost = None
     while frame is not None:
         if frame.f_code.co_filename in _RECORDER_FILES:
-            return True
+            outermost = frame
         frame = frame.f_back
-    return False
+    return outermost
 
 
 # -- words -----------------------------------------------------------------------------------
