@@ -192,3 +192,39 @@ def test_a_signal_while_the_recorder_stops_is_noted_not_raised_into_the_runner(t
     assert (status, signum) == (str(128 + signal.SIGTERM), str(int(signal.SIGTERM)))
     # The script itself ended normally; the signal only sets the exit status.
     assert (exception, line) == ("None", "None") and int(tanhs) >= 1
+
+
+EARLY = """
+    import signal, sys
+    from tracegrad import cli
+    from tracegrad.tracing import runner
+    compile_script = runner.compile_script
+
+    def hooked(path):  # after `tracegrad run` holds signals, before the script starts
+        signal.raise_signal(signal.SIGTERM)
+        return compile_script(path)
+
+    runner.compile_script = hooked
+    sys.exit(cli.main(["run", "-o", "early.tgtrace", sys.argv[1]]))
+"""
+
+FINITE = """
+    import tracegrad as torch
+    print("started", flush=True)
+    w = torch.ones(2, requires_grad=True)
+    for _ in range(200):  # a loop without end hung here: the signal was held for the save
+        (w * 3).sum().backward()
+    print("finished", flush=True)
+"""
+
+
+def test_a_signal_before_the_script_starts_ends_it_before_its_first_line(tmp_path):
+    (tmp_path / "early.py").write_text(textwrap.dedent(EARLY))
+    (tmp_path / "finite.py").write_text(textwrap.dedent(FINITE))
+    done = subprocess.run([sys.executable, str(tmp_path / "early.py"),
+                           str(tmp_path / "finite.py")], capture_output=True, text=True,
+                          timeout=120, cwd=tmp_path, env={**os.environ, "TRACEGRAD_PROGRESS": "0"})
+    assert done.returncode == 128 + signal.SIGTERM, done.stderr
+    assert done.stdout == "", done.stdout
+    assert "Traceback" not in done.stderr and "while saving" not in done.stderr, done.stderr
+    assert "SIGTERM" in done.stderr, done.stderr

@@ -112,6 +112,7 @@ def run(path: str, argv: list[str] | None = None, *,
     with _ScriptSignals().installed() as signals:
         recorder.start()
         try:
+            signals.start(_signals_held_before_the_script())
             module_globals = runpy.run_path(path, run_name="__main__")
         except SystemExit as exit_request:
             status = _exit_status(exit_request)
@@ -249,12 +250,14 @@ class _ScriptSignals:
     timer: inside the recorder's value statistics, nearly every time. Each retry deferred
     again and ``tracegrad run`` hung on SIGTERM (tests/test_tracing_signals.py).
 
-    ``pending`` holds the signal until it is raised; once the script has ended (``ending``)
-    a signal is only noted there, for the caller, and nothing is raised into the runner.
+    ``pending`` holds the signal until it is raised. Before the script starts (``start``)
+    and once it has ended (``ending``) a signal is only noted there, never raised into the
+    runner: ``start`` raises it as the script's end, after it the caller reads it.
     """
 
     def __init__(self) -> None:
         self.pending: int | None = None
+        self.running = False
         self.ending = False
         self._armed = False
         self._previous = None
@@ -268,8 +271,17 @@ class _ScriptSignals:
             self.ending = True
             self._disarm()
 
+    def start(self, early: list[int]) -> None:
+        """The script starts now: a signal that came before (``early``: held by
+        ``signals_deferred``, or noted here) ends it before its first line."""
+        self.running = True
+        signum = early[0] if early else self.pending
+        if signum is not None:
+            self.pending = None
+            raise _exception_for(signum)
+
     def _handle(self, signum, frame) -> None:
-        if self.ending:
+        if self.ending or not self.running:
             if self.pending is None:
                 self.pending = signum
             return
@@ -315,19 +327,54 @@ def _exception_for(signum: int) -> BaseException:
 
 
 @contextlib.contextmanager
-def signals_deferred(on_first: Callable[[int], None] | None = None) -> Iterator[list[int]]:
+def signals_deferred(on_first: Callable[[int], None] | None = None, *,
+                     script: bool = False) -> Iterator[list[int]]:
     """Hold SIGINT, SIGTERM and SIGHUP while the block runs (a trace being saved): the
     block finishes, then the caller sees the signals in the yielded list. ``on_first`` is
-    called with the first one (to say that the save goes on)."""
-    received: list[int] = []
+    called with the first one (to say that the save goes on).
 
-    def hold(signum, frame):
-        if not received and on_first is not None:
-            on_first(signum)
-        received.append(signum)
+    ``script=True``: the block runs a script (``run``) first, and a signal held before
+    that script started is not the save's: the script ends with it before its first line.
+    It used to run regardless, and one that loops forever hung ``tracegrad run``."""
+    held = _Held(on_first)
+    held.script_started = not script
+    _HOLDING.append(held)
+    try:
+        with _handlers(held.hold):
+            yield held.received
+    finally:
+        _HOLDING.remove(held)
+        held.received[:0] = held.early  # no script took them: the caller's, then
 
-    with _handlers(hold):
-        yield received
+
+class _Held:
+    def __init__(self, on_first: Callable[[int], None] | None) -> None:
+        self.on_first = on_first
+        self.received: list[int] = []
+        self.early: list[int] = []  # before a script started: for that script to end with
+        self.script_started = False
+
+    def hold(self, signum, frame) -> None:
+        if not self.script_started:
+            self.early.append(signum)
+            return
+        if not self.received and self.on_first is not None:
+            self.on_first(signum)
+        self.received.append(signum)
+
+
+_HOLDING: list[_Held] = []  # the signals_deferred blocks open, innermost last
+
+
+def _signals_held_before_the_script() -> list[int]:
+    """The signals that the innermost signals_deferred block held before this script
+    started (taken: from now on the block holds them for its save)."""
+    if not _HOLDING or _HOLDING[-1].script_started:
+        return []
+    held = _HOLDING[-1]
+    held.script_started = True
+    early, held.early = held.early, []
+    return early
 
 
 @contextlib.contextmanager
