@@ -116,3 +116,115 @@ def test_a_kill_during_the_save_leaves_the_previous_complete_file(tmp_path):
     process.wait(timeout=60)
     trace = tg.load_trace(tmp_path / "loop.tgtrace")  # complete: the old one or the new one
     assert trace.metadata["program"] in ("the previous run", "loop.py")
+
+
+# A signal that arrives while the recorder is recording an op is raised as the recorder
+# returns. It used to be re-sent 5 ms later by a timer, and Python ran the re-sent one
+# where NumPy had handed the GIL to that timer -- inside the recorder again, nearly every
+# time -- so `tracegrad run` on a loop hung on SIGTERM. These deliver the signal at the
+# racy points through a hook (signal.raise_signal runs the handler before it returns), in
+# a subprocess: handlers need the main thread of a process of their own.
+HOOKED = """
+    import signal, sys
+    import tracegrad.tracing.recorder as recorder
+    from tracegrad.tracing import runner
+    where = sys.argv[1]
+    calls = 0
+    if where == "recording":
+        value_is_finite = recorder.value_is_finite
+
+        def hooked(*args):  # called by Recorder.on_op in the middle of recording an op
+            global calls
+            calls += 1
+            if calls == 3:
+                signal.raise_signal(signal.SIGTERM)
+            return value_is_finite(*args)
+
+        recorder.value_is_finite = hooked
+    else:  # "stopping": the script has ended, the recorder is being stopped
+        stop = recorder.Recorder.stop
+
+        def hooked(self, *args, **kwargs):
+            signal.raise_signal(signal.SIGTERM)
+            return stop(self, *args, **kwargs)
+
+        recorder.Recorder.stop = hooked
+    result = runner.run(sys.argv[2], [], values=True)
+    trace = result.trace
+    nodes = trace.nodes.values() if isinstance(trace.nodes, dict) else trace.nodes
+    print(result.exit_status, result.signum,
+          sum(node.name == "TanhBackward0" for node in nodes),
+          trace.exception and trace.exception.type,
+          trace.exception and trace.exception.site and trace.exception.site.line)
+"""
+
+SCRIPT = """
+    import tracegrad as torch
+    w = torch.ones(2, requires_grad=True)
+    a = w * 3
+    b = a + 1
+    for _ in range(100000):
+        c = b.tanh()
+"""
+
+
+def run_hooked(tmp_path, where: str) -> list[str]:
+    (tmp_path / "hooked.py").write_text(textwrap.dedent(HOOKED))
+    (tmp_path / "script.py").write_text(textwrap.dedent(SCRIPT))
+    done = subprocess.run([sys.executable, str(tmp_path / "hooked.py"), where,
+                           str(tmp_path / "script.py")],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    return done.stdout.split()
+
+
+def test_a_signal_while_an_op_is_recorded_ends_the_script_right_after_that_op(tmp_path):
+    status, signum, tanhs, exception, line = run_hooked(tmp_path, "recording")
+    assert (status, signum) == (str(128 + signal.SIGTERM), str(int(signal.SIGTERM)))
+    # The third op recorded is the first tanh: the script stopped right after it (never
+    # some loops later, or 100,000 loops later), and that op is in the trace.
+    assert (exception, line, tanhs) == ("SignalReceived", "7", "1")
+
+
+def test_a_signal_while_the_recorder_stops_is_noted_not_raised_into_the_runner(tmp_path):
+    status, signum, tanhs, exception, line = run_hooked(tmp_path, "stopping")
+    assert (status, signum) == (str(128 + signal.SIGTERM), str(int(signal.SIGTERM)))
+    # The script itself ended normally; the signal only sets the exit status.
+    assert (exception, line) == ("None", "None") and int(tanhs) >= 1
+
+
+EARLY = """
+    import signal, sys
+    from tracegrad import cli
+    from tracegrad.tracing import runner
+    compile_script = runner.compile_script
+
+    def hooked(path):  # after `tracegrad run` holds signals, before the script starts
+        signal.raise_signal(signal.SIGTERM)
+        return compile_script(path)
+
+    runner.compile_script = hooked
+    sys.exit(cli.main(["run", "-o", "early.tgtrace", sys.argv[1]]))
+"""
+
+FINITE = """
+    import tracegrad as torch
+    print("started", flush=True)
+    w = torch.ones(2, requires_grad=True)
+    for _ in range(200):  # a loop without end hung here: the signal was held for the save
+        (w * 3).sum().backward()
+    print("finished", flush=True)
+"""
+
+
+def test_a_signal_before_the_script_starts_ends_it_before_its_first_line(tmp_path):
+    (tmp_path / "early.py").write_text(textwrap.dedent(EARLY))
+    (tmp_path / "finite.py").write_text(textwrap.dedent(FINITE))
+    done = subprocess.run([sys.executable, str(tmp_path / "early.py"),
+                           str(tmp_path / "finite.py")], capture_output=True, text=True,
+                          timeout=120, cwd=tmp_path, env={**os.environ, "TRACEGRAD_PROGRESS": "0"})
+    assert done.returncode == 128 + signal.SIGTERM, done.stderr
+    assert done.stdout == "", done.stdout
+    assert "Traceback" not in done.stderr and "while saving" not in done.stderr, done.stderr
+    assert "SIGTERM" in done.stderr, done.stderr

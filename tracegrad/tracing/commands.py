@@ -126,7 +126,7 @@ def run_command(args: argparse.Namespace) -> int:
 
     # Signals are held from the moment the script ends (the runner hands its handlers back
     # to these) until the trace is saved: a second Ctrl-C never interrupts the save.
-    with signals_deferred(saving_continues) as late_signals:
+    with signals_deferred(saving_continues, script=True) as late_signals:
         status, failed = _run_and_save(args)
     if late_signals and not failed:
         return 128 + late_signals[0]

@@ -21,7 +21,6 @@ killing the process.
 
 from __future__ import annotations
 
-import _thread
 import contextlib
 import os
 import runpy
@@ -43,7 +42,7 @@ SIGNALS = tuple(getattr(signal, name) for name in _SIGNAL_NAMES if hasattr(signa
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 # While one of these is running, the recorder is between two consistent states of the trace
-# (an op half recorded); a signal then waits a few milliseconds for it to finish.
+# (an op half recorded); a signal is then raised as the recorder returns.
 _RECORDER_FILES = frozenset(os.path.join(_HERE, name) for name in (
     "recorder.py", "graph.py", "violations.py", "values.py", "names.py", "model.py"))
 _OWN_FRAMES = frozenset({os.path.abspath(__file__), os.path.abspath(runpy.__file__),
@@ -113,6 +112,7 @@ def run(path: str, argv: list[str] | None = None, *,
     with _ScriptSignals().installed() as signals:
         recorder.start()
         try:
+            signals.start(_signals_held_before_the_script())
             module_globals = runpy.run_path(path, run_name="__main__")
         except SystemExit as exit_request:
             status = _exit_status(exit_request)
@@ -122,6 +122,7 @@ def run(path: str, argv: list[str] | None = None, *,
             failure = error
             status = _status_of(error)
         finally:
+            signals.ending = True  # a signal from here on is noted, never raised in here
             sys.argv = saved_argv
             sys.path[:] = saved_path
             frame = None
@@ -240,55 +241,140 @@ class _ScriptSignals:
     """While the script runs, SIGINT, SIGTERM and SIGHUP end it with an exception (so it
     unwinds and the trace is kept) instead of killing the process; restored afterwards.
 
-    A signal that arrives while the recorder is recording an op waits a few milliseconds
-    for it to finish, so the trace left behind is consistent; ``pending`` holds it until it
-    is raised (or, if the script ends meanwhile, tells the caller it came).
+    A signal that arrives while the recorder is recording an op is raised the moment the
+    outermost recorder frame returns, so the trace left behind is consistent: a profile
+    function (``sys.setprofile``, this thread only, installed just for that) raises it
+    from that frame's return event, i.e. in the recorder's caller. It used to be re-sent
+    5 ms later by a timer thread (``_thread.interrupt_main``), but Python runs a handler
+    where the main thread resumes, and it resumes where NumPy handed the GIL to that
+    timer: inside the recorder's value statistics, nearly every time. Each retry deferred
+    again and ``tracegrad run`` hung on SIGTERM (tests/test_tracing_signals.py).
+
+    ``pending`` holds the signal until it is raised. Before the script starts (``start``)
+    and once it has ended (``ending``) a signal is only noted there, never raised into the
+    runner: ``start`` raises it as the script's end, after it the caller reads it.
     """
 
     def __init__(self) -> None:
         self.pending: int | None = None
-        self.active = False
+        self.running = False
+        self.ending = False
+        self._armed = False
+        self._previous = None
 
     @contextlib.contextmanager
     def installed(self) -> Iterator[_ScriptSignals]:
-        self.active = True
         try:
             with _handlers(self._handle):
                 yield self
         finally:
-            self.active = False
+            self.ending = True
+            self._disarm()
+
+    def start(self, early: list[int]) -> None:
+        """The script starts now: a signal that came before (``early``: held by
+        ``signals_deferred``, or noted here) ends it before its first line."""
+        self.running = True
+        signum = early[0] if early else self.pending
+        if signum is not None:
+            self.pending = None
+            raise _exception_for(signum)
 
     def _handle(self, signum, frame) -> None:
-        if _inside_recorder(frame):
+        if self.ending or not self.running:
             if self.pending is None:
                 self.pending = signum
-                threading.Timer(0.005, self._again, (signum,)).start()
+            return
+        outermost = _outermost_recorder_frame(frame)
+        if outermost is not None:
+            if self.pending is None:
+                self.pending = signum
+                self._arm(outermost)
             return
         self.pending = None
-        if signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        raise SignalReceived(signum)
+        self._disarm()
+        raise _exception_for(signum)
 
-    def _again(self, signum: int) -> None:
-        if self.active and self.pending == signum:
-            self.pending = None
-            _thread.interrupt_main(signum)  # runs _handle again in the main thread
+    def _arm(self, target) -> None:
+        previous = sys.getprofile()
+
+        def at_return(frame, event, arg):
+            if previous is not None:
+                previous(frame, event, arg)
+            if event != "return" or frame is not target:
+                return
+            self._disarm()
+            if self.pending is not None and not self.ending:
+                signum, self.pending = self.pending, None
+                raise _exception_for(signum)  # propagates in the caller of ``target``
+
+        if previous is not None and not callable(previous):
+            # A C profiler (cProfile) cannot be chained from Python: raise now, at the
+            # cost of a possibly half-recorded last op, rather than never.
+            signum, self.pending = self.pending, None
+            raise _exception_for(signum)
+        self._armed, self._previous = True, previous
+        sys.setprofile(at_return)
+
+    def _disarm(self) -> None:
+        if self._armed:
+            self._armed = False
+            sys.setprofile(self._previous)
+
+
+def _exception_for(signum: int) -> BaseException:
+    return KeyboardInterrupt() if signum == signal.SIGINT else SignalReceived(signum)
 
 
 @contextlib.contextmanager
-def signals_deferred(on_first: Callable[[int], None] | None = None) -> Iterator[list[int]]:
+def signals_deferred(on_first: Callable[[int], None] | None = None, *,
+                     script: bool = False) -> Iterator[list[int]]:
     """Hold SIGINT, SIGTERM and SIGHUP while the block runs (a trace being saved): the
     block finishes, then the caller sees the signals in the yielded list. ``on_first`` is
-    called with the first one (to say that the save goes on)."""
-    received: list[int] = []
+    called with the first one (to say that the save goes on).
 
-    def hold(signum, frame):
-        if not received and on_first is not None:
-            on_first(signum)
-        received.append(signum)
+    ``script=True``: the block runs a script (``run``) first, and a signal held before
+    that script started is not the save's: the script ends with it before its first line.
+    It used to run regardless, and one that loops forever hung ``tracegrad run``."""
+    held = _Held(on_first)
+    held.script_started = not script
+    _HOLDING.append(held)
+    try:
+        with _handlers(held.hold):
+            yield held.received
+    finally:
+        _HOLDING.remove(held)
+        held.received[:0] = held.early  # no script took them: the caller's, then
 
-    with _handlers(hold):
-        yield received
+
+class _Held:
+    def __init__(self, on_first: Callable[[int], None] | None) -> None:
+        self.on_first = on_first
+        self.received: list[int] = []
+        self.early: list[int] = []  # before a script started: for that script to end with
+        self.script_started = False
+
+    def hold(self, signum, frame) -> None:
+        if not self.script_started:
+            self.early.append(signum)
+            return
+        if not self.received and self.on_first is not None:
+            self.on_first(signum)
+        self.received.append(signum)
+
+
+_HOLDING: list[_Held] = []  # the signals_deferred blocks open, innermost last
+
+
+def _signals_held_before_the_script() -> list[int]:
+    """The signals that the innermost signals_deferred block held before this script
+    started (taken: from now on the block holds them for its save)."""
+    if not _HOLDING or _HOLDING[-1].script_started:
+        return []
+    held = _HOLDING[-1]
+    held.script_started = True
+    early, held.early = held.early, []
+    return early
 
 
 @contextlib.contextmanager
@@ -303,12 +389,14 @@ def _handlers(handler) -> Iterator[None]:
             signal.signal(signum, old)
 
 
-def _inside_recorder(frame) -> bool:
+def _outermost_recorder_frame(frame):
+    """The outermost frame of the recorder's own code on the stack, or None."""
+    outermost = None
     while frame is not None:
         if frame.f_code.co_filename in _RECORDER_FILES:
-            return True
+            outermost = frame
         frame = frame.f_back
-    return False
+    return outermost
 
 
 # -- words -----------------------------------------------------------------------------------
