@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from tutorial_programs import GoodSquare
 
 import tracegrad as tg
 from tracegrad.autograd.function import _input_meta_cache, _output_meta_cache
@@ -353,31 +354,19 @@ def test_a_listener_sees_the_fast_paths_ops():
     assert y.grad_fn._site is not None
 
 
-class _Square(tg.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return x * x
-
-    @staticmethod
-    def backward(ctx, grad):
-        (x,) = ctx.saved_tensors
-        return 2 * x * grad
-
-
 @pytest.mark.filterwarnings("ignore:Anomaly Detection has been enabled")
 def test_a_function_returning_one_new_tensor_is_wired_as_the_general_path_wires_it():
     x = tg.tensor([1.0, -2.0, 3.0], requires_grad=True)
-    y = _Square.apply(x)
+    y = GoodSquare.apply(x)
     node = y.grad_fn
-    assert type(node).__name__ == "_SquareBackward" and y.requires_grad and not y.is_leaf
+    assert type(node).__name__ == "GoodSquareBackward" and y.requires_grad and not y.is_leaf
     assert y.output_nr == 0 and node._output_meta == ((x._array.shape, x._array.dtype, x.device),)
     assert _edges(y) == [("AccumulateGrad", 0)] and node.needs_input_grad == (True,)
     assert node.saved_tensors[0] is x and node._to_save == ()
     y.sum().backward()
     assert x.grad.tolist() == [2.0, -4.0, 6.0]
     with tg.autograd.detect_anomaly():
-        z = _Square.apply(x)
+        z = GoodSquare.apply(x)
     assert z.grad_fn._site.file.endswith("test_engine_forward_paths.py")
 
 

@@ -9,14 +9,7 @@ from __future__ import annotations
 import re
 
 import pytest
-
-INPLACE = ("Inplace update to inference tensor outside InferenceMode is not allowed.You can "
-           "make a clone to get a normal tensor before doing inplace update.See "
-           "https://github.com/pytorch/rfcs/pull/17 for more details.")
-SAVE = ("Inference tensors cannot be saved for backward. Please do not use Tensors created in "
-        "inference mode in computation tracked by autograd. To work around this, you can "
-        "make a clone to get a normal tensor and use it in autograd, or use `torch.no_grad()` "
-        "instead of `torch.inference_mode()`.")
+from test_autograd_inference_tensors import INPLACE, SAVE  # torch's words, written once
 
 
 def out_refused(op_name: str) -> str:

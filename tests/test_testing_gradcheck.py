@@ -5,23 +5,11 @@ from __future__ import annotations
 import re
 
 import pytest
-from tutorial_programs import BadSquare
+from tutorial_programs import BadSquare, GoodSquare
 
 import tracegrad as tg
 from tracegrad.autograd.gradcheck import GradcheckError
 from tracegrad.testing import NodeGradcheckError, gradcheck
-
-
-class GoodSquare(tg.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return x * x
-
-    @staticmethod
-    def backward(ctx, grad):
-        (x,) = ctx.saved_tensors
-        return 2 * grad * x
 
 
 class ScaledSum(tg.autograd.Function):

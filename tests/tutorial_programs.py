@@ -121,6 +121,20 @@ class GlobalMaxPool(torch.autograd.Function):
         return grad_input
 
 
+class GoodSquare(torch.autograd.Function):
+    """x * x with its right backward (BadSquare's correct twin)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return 2 * grad * x
+
+
 class BadSquare(torch.autograd.Function):
     """x * x whose backward says 3x instead of 2x: the planted bug gradcheck must catch."""
 

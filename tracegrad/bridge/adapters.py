@@ -289,7 +289,6 @@ class _DroppingRef(weakref.ref):
 
 
 def _adapter_fields(tensor, registry: Registry) -> dict:
-    # (Registry.tensor makes the same dict inline: keep the two alike.)
     dtype = tensor.dtype
     name = _dtype_names.get(dtype)
     if name is None:
@@ -567,24 +566,9 @@ class Registry:
             return adapter
         # A plain weak reference (a callback per tensor costs more than it saves): entries
         # of tensors gone are dropped in sweeps, and a lookup checks the reference (a
-        # tensor whose values were read gets a callback then: see TorchTensor._array). The
-        # adapter is made inline (TorchTensor.made, _adapter_fields): one per tensor the
-        # program makes, every gradient included.
-        dtype = tensor.dtype
-        name = _dtype_names.get(dtype)
-        if name is None:
-            name = dtype_name(dtype)
-        on_cpu = tensor.is_cpu
-        kind = type(tensor)
-        is_parameter = _parameter_types.get(kind)
-        if is_parameter is None:
-            is_parameter = _is_parameter(kind)
+        # tensor whose values were read gets a callback then: see TorchTensor._array).
         adapter = _new_object(TorchTensor)
-        adapter.__dict__ = {
-            "_registry": self,
-            "_trace_fields": (tuple(tensor.shape), name,
-                              "cpu" if on_cpu else str(tensor.device), is_parameter),
-            "_on_cpu": on_cpu, "_cached": None, "_held": None, "_ref": weakref.ref(tensor)}
+        adapter.__dict__ = _adapter_fields(tensor, self)
         tensors[key] = adapter
         if len(tensors) > self._sweep_at:
             # A copy of the items: a dropping reference's callback (another thread's

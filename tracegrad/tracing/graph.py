@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd.node import _NOT_SAVED, _ONE_EDGE, _TUPLE_EDGES, Node, SavedTensor
+from ..autograd.node import _NOT_SAVED, Node, SavedTensor
 from ..tensor import Tensor
 from .model import (
     NO_ATTRS,
@@ -656,16 +656,8 @@ class GraphBuilder:
         node_ids = self._node_ids
         edges = []
         if ours:
-            # A tracegrad node keeps its edges flat (next_functions would build the pairs);
-            # one or two of them in _next0/_next1, read without _next_nodes' descriptor.
-            second = node._next1
-            if second is _ONE_EDGE:
-                next_nodes = (node._next0,)
-            elif second is _TUPLE_EDGES:
-                next_nodes = node._next_nodes
-            else:
-                next_nodes = (node._next0, second)
-            pairs = zip(next_nodes, node._next_nrs)
+            # A tracegrad node keeps its edges flat (next_functions would build the pairs).
+            pairs = zip(node._next_nodes, node._next_nrs)
         else:
             pairs = node.next_functions
         for next_node, input_nr in pairs:
