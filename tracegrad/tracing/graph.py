@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd.node import _NOT_SAVED, Node, SavedTensor
+from ..autograd.node import _NOT_SAVED, Node, SavedTensor, _kept_input_saved
 from ..tensor import Tensor
 from .model import (
     NO_ATTRS,
@@ -688,8 +688,19 @@ class GraphBuilder:
             saved_list = saved_values(node)
         for slot, saved in enumerate(saved_list):
             kind = saved.__class__
+            if kind is Tensor and not (stand_ins and id(saved) in stand_ins):
+                # an input kept as itself (see saved_values): saved at version 0
+                entry = self._tensor_ids.get(id(saved))  # tensor_id(), inline
+                tensor_id = entry.id if entry is not None and entry() is saved \
+                    else self._add_tensor(saved).id
+                records.append(SavedRecord(tensor_id, 0, int(saved._array.nbytes),
+                                           names[slot] if slot < named else str(slot)))
+                continue
             if kind is not SavedTensor and not isinstance(saved, SavedTensor):
                 continue
+            if kind is Tensor:  # (a stand-in's kept input: its SavedTensor, as before)
+                saved = _kept_input_saved(saved)
+                kind = SavedTensor
             source = saved.tensor  # source_tensor(), inline: a saved input by reference
             if source is None:
                 source = saved.source_tensor()
@@ -728,14 +739,17 @@ def saved_values(node) -> tuple:
     """``node._saved``, read as the engine reads it: a node whose op saved two values keeps
     them in ``_saved0``/``_saved1`` (node.SavedPair), and its ``_saved`` descriptor builds
     a tuple per read -- the recorder reads this for every recorded op. A node of the
-    PyTorch bridge has a plain ``_saved``."""
+    PyTorch bridge has a plain ``_saved``.
+
+    A slot may hold a Tensor: an input the node kept as itself (node.saved_pair_value, a
+    leaf without grad saved at version 0), given as it is. Reading ``node._saved`` would
+    make its SavedTensor and keep it in the slot: an object per product, for every
+    recorded op, that the untraced program never makes (bench/bench_trace.py (b));
+    ``saved_records`` describes the tensor itself instead."""
     first = getattr(node, "_saved0", _NOT_SAVED)
     if first is _NOT_SAVED:
         return node._saved
-    second = node._saved1
-    if first.__class__ is Tensor or second.__class__ is Tensor:
-        return node._saved  # an input kept as itself: the descriptor makes its SavedTensor
-    return (first, second)
+    return (first, node._saved1)
 
 
 def _output_key(node_id: int, output_nr: int):

@@ -385,7 +385,10 @@ class Recorder(FlowEvents, events.Listener):
                     self.violations.nonfinite_forward(record, tensor, tensor_record, inputs,
                                                       from_nonfinite=True)
                 self._note_finding(len(self.trace.violations) != found)
-        if record.saved or saved_values(node):  # (the record's list: the usual answer)
+        if record.saved:  # it saved tensors (the usual answer): watch_saved, inline --
+            # the builder's entry of the node just recorded is what the watch keeps
+            self.violations._unwatched.append(builder._node_ids[id(node)])
+        elif saved_values(node):
             self.violations.watch_saved(node, record.id)
         self._note_names(inputs, record.inputs, frame)
 

@@ -18,7 +18,7 @@ naming the saving node and the in-place op, each with its line.
 from __future__ import annotations
 
 from ..autograd.node import SavedTensor, VersionCounter
-from .graph import GraphBuilder, _reference
+from .graph import GraphBuilder, _reference, saved_values
 from .model import BackwardPass, NodeRecord, Site, Step, TensorRecord, Trace, Violation
 from .nonfinite import explain
 from .text import violation_message
@@ -59,7 +59,7 @@ class ViolationFinder:
         """Watch the tensors ``node`` (recorded as ``node_id``) saved (registered when
         first needed: see _unwatched; a node that dies before then has nothing left to
         watch)."""
-        if node._saved:
+        if saved_values(node):  # (not node._saved: see saved_values)
             entry = self.builder._node_ids.get(id(node))
             if entry is None or entry() is not node or entry.id != node_id:
                 entry = _reference(node, node_id)
