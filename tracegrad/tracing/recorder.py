@@ -51,6 +51,7 @@ from .model import (
     Value,
     VersionChange,
     Violation,
+    _nones,
     nones,
 )
 from .names import names_in_frame, user_frame
@@ -64,6 +65,7 @@ _MAX_PENDING_FRAMES = 8
 _GRADCHECK_MODULES = frozenset({"tracegrad.autograd.gradcheck", "tracegrad.testing.gradcheck"})
 _GRADCHECK_FUNCTIONS = frozenset({"gradcheck", "gradgradcheck", "locate_wrong_nodes"})
 _get_ident = threading.get_ident
+_shared_nones = _nones.get  # (model.nones without its call: a step's gradients, no values)
 
 
 def record(values: bool = True, budget_bytes: int | None = None,
@@ -126,7 +128,9 @@ class Recorder(FlowEvents, events.Listener):
         self._step: Step | None = None
         self._step_node = None
         self._step_grads_in: tuple = ()  # the live gradients of the running step
-        self._step_tensors = True  # whether they are Tensors (else arrays: see _start_step)
+        self._step_tensors = True  # whether they are Tensors (else arrays: see
+        # on_node_start_arrays)
+        self._finite_out: list | tuple = ()  # arrays the last step handed on, found finite
         self._pending_hooks: dict[int, list[HookRecord]] = {}
         self._pass_gradients: dict[int, tuple] = {}  # id(array) -> (array, Value), one pass
         self._looked_up: set[int] = set()  # tensor ids whose variable name was searched
@@ -583,6 +587,7 @@ class Recorder(FlowEvents, events.Listener):
             return  # another thread's event: see the module docstring
         index = len(self.trace.passes)
         self._engine_passes[info.index] = index
+        self._finite_out = ()  # (see on_node_end_arrays: a new pass checks afresh)
         # Which nodes existed when this pass started (the memory report's peak, memory.py).
         self.trace.metadata.setdefault("pass_node_marks", []).append(
             self.builder._next_node_id)
@@ -650,19 +655,20 @@ class Recorder(FlowEvents, events.Listener):
         return labels[0] if len(labels) == 1 else "(" + ", ".join(labels) + ")"
 
     def on_node_start(self, node, grads_in) -> None:
-        self._start_step(node, grads_in, True)
+        self.on_node_start_arrays(node, grads_in, True)
 
-    def on_node_start_arrays(self, node, grads_in) -> None:
-        # (tracegrad's own passes on arrays: no Tensor per gradient, bench_trace.py (b))
-        self._start_step(node, grads_in, False)
-
-    def _start_step(self, node, grads_in, tensors: bool) -> None:
-        """A step starts: ``grads_in`` are Tensors (``tensors``) or arrays (or None)."""
+    def on_node_start_arrays(self, node, grads_in, tensors: bool = False) -> None:
+        """A step starts: ``grads_in`` are arrays (tracegrad's own passes on arrays: no
+        Tensor per gradient) or, from ``on_node_start``, Tensors (``tensors``); or None.
+        The arrays' event is the implementation, not a second call: bench_trace.py (b)
+        pays this per step."""
         if _get_ident() != self._thread:
             return  # another thread's event: see the module docstring
         current = self._pass
         if current is None:
             return
+        if tensors:
+            self._finite_out = ()  # hooks may have run: see on_node_end_arrays
         if not current.summarized:
             ledger = self.ledger
             if ledger.steps_alive >= self._next_step_check:
@@ -692,8 +698,8 @@ class Recorder(FlowEvents, events.Listener):
                          for grad in grads_in]
             else:
                 grads = [gradient(grad) if grad is not None else None for grad in grads_in]
-        else:
-            grads = nones(len(grads_in))  # structure only: one shared list per length
+        else:  # structure only: one shared list per length (nones(), its usual case inline)
+            grads = _shared_nones(len(grads_in)) or nones(len(grads_in))
         hooks = self._pending_hooks.pop(id(node), None) if self._pending_hooks else None
         steps = current.steps
         # positional, in field order: index, node, grads_in, grads_out, hooks
@@ -732,6 +738,7 @@ class Recorder(FlowEvents, events.Listener):
     def on_hook(self, node, kind: str, hook, changed: bool) -> None:
         if _get_ident() != self._thread:
             return  # another thread's event: see the module docstring
+        self._finite_out = ()  # a hook may change a gradient in place
         if self._pass is not None and self._pass.summarized:
             return
         hook_name = getattr(hook, "__qualname__", type(hook).__name__)
@@ -744,13 +751,12 @@ class Recorder(FlowEvents, events.Listener):
             self._pending_hooks.setdefault(id(node), []).append(hook_record)
 
     def on_node_end(self, node, grads_out, duration_ns: int) -> None:
-        self._end_step(node, grads_out, duration_ns, True)
+        self.on_node_end_arrays(node, grads_out, duration_ns, True)
 
-    def on_node_end_arrays(self, node, grads_out, duration_ns: int) -> None:
-        self._end_step(node, grads_out, duration_ns, False)
-
-    def _end_step(self, node, grads_out, duration_ns: int, tensors: bool) -> None:
-        """A step ended: ``grads_out`` are Tensors (``tensors``) or arrays (or None)."""
+    def on_node_end_arrays(self, node, grads_out, duration_ns: int,
+                           tensors: bool = False) -> None:
+        """A step ended: ``grads_out`` are arrays, or Tensors (``tensors``; see
+        on_node_start_arrays), or None."""
         if _get_ident() != self._thread:
             return  # another thread's event: see the module docstring
         if self._step_node is not node:
@@ -770,8 +776,14 @@ class Recorder(FlowEvents, events.Listener):
                 captured = [gradient(grad) if grad is not None else None for grad in grads_out]
             step.grads_out = captured
         else:
-            step.grads_out = nones(len(grads_out))
-        step.duration_ns = int(duration_ns)
+            step.grads_out = _shared_nones(len(grads_out)) or nones(len(grads_out))
+        step.duration_ns = duration_ns if duration_ns.__class__ is int else int(duration_ns)
+        # An array the step just before found finite, handed on as it came (AddBackward0,
+        # half of bench_trace.py (b)'s chain), is not checked again. Only between two
+        # built-in steps on arrays: nothing ran between them that could change it in place
+        # (hooks, user code and AccumulateGrad run as Tensor steps, which start afresh).
+        finite_before = () if tensors else self._finite_out
+        finite = []  # what this step hands on, found finite (arrays only)
         checked = None
         for edge_index, grad in enumerate(grads_out):
             if grad is None:
@@ -780,24 +792,35 @@ class Recorder(FlowEvents, events.Listener):
             if data is checked:
                 continue  # the same array on two edges (AddBackward0): checked once
             checked = data
-            finite = value_is_finite(captured[edge_index], data) if values \
-                else is_finite(data)
-            if not finite:
-                found = len(self.trace.violations)
-                grads_in = self._step_grads_in
-                if not self._step_tensors:  # (the rare path reads Tensors: wrapped now)
-                    grads_in = _as_tensors(grads_in)
-                if not tensors:
-                    grad = _as_tensors((grad,))[0]
-                if all(grad_in is None or is_finite(grad_in._array) for grad_in in grads_in):
-                    self.violations.nonfinite_backward(self._pass, step, node, edge_index,
-                                                       grad, grads_in)
-                elif first_nan(grad._array, grads_in):  # the first NaN, made from Inf
-                    self.violations.nonfinite_backward(self._pass, step, node, edge_index,
-                                                       grad, grads_in, from_nonfinite=True)
-                self._note_finding(len(self.trace.violations) != found)
-                break
+            if not (finite_before and (data is finite_before[0] or len(finite_before) > 1
+                                       and any(data is before for before in finite_before))):
+                ok = value_is_finite(captured[edge_index], data) if values \
+                    else is_finite(data)
+                if not ok:
+                    self._nonfinite_step(step, node, edge_index, grad, tensors)
+                    finite = ()
+                    break
+            if not tensors:
+                finite.append(data)
+        self._finite_out = finite
         self._step, self._step_node, self._step_grads_in = None, None, ()
+
+    def _nonfinite_step(self, step: Step, node, edge_index: int, grad, tensors: bool) -> None:
+        """The step's gradient on edge ``edge_index`` holds NaN/Inf: a violation when it
+        appeared here (from finite gradients in, or the first NaN made from Inf)."""
+        found = len(self.trace.violations)
+        grads_in = self._step_grads_in
+        if not self._step_tensors:  # (the rare path reads Tensors: wrapped now)
+            grads_in = _as_tensors(grads_in)
+        if not tensors:
+            grad = _as_tensors((grad,))[0]
+        if all(grad_in is None or is_finite(grad_in._array) for grad_in in grads_in):
+            self.violations.nonfinite_backward(self._pass, step, node, edge_index,
+                                               grad, grads_in)
+        elif first_nan(grad._array, grads_in):  # the first NaN, made from Inf
+            self.violations.nonfinite_backward(self._pass, step, node, edge_index,
+                                               grad, grads_in, from_nonfinite=True)
+        self._note_finding(len(self.trace.violations) != found)
 
     def _check_counted_step(self, node, grads_out) -> None:
         for grad in grads_out:
@@ -862,6 +885,7 @@ class Recorder(FlowEvents, events.Listener):
             current.error = f"{type(error).__name__}: {error}"
             self._note_finding()
         self._pass, self._step, self._step_node = None, None, None
+        self._finite_out = ()
         self._pending_hooks.clear()
         self._pass_gradients.clear()
         self._end_group()
