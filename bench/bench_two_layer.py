@@ -5,6 +5,12 @@ Runs the loops of examples/two_layer_net.py, examples/two_layer_net_numpy.py and
 contenders interleaved round by round, medians (bench/_harness.py). Target (issue 14):
 tracegrad / NumPy <= 1.15.
 
+A fourth contender, "numpy+grad", is the NumPy loop doing what PyTorch's semantics make
+every framework do beyond it: add each step's weight gradient into the kept ``.grad``
+(AccumulateGrad's in-place ``grad += new``) and zero it after the update (``zero_()``),
+two more passes over the [1000, 100] gradient. Its ratio to NumPy is the floor no
+amount of Python-overhead work takes tracegrad (or PyTorch) below.
+
     .venv/bin/python bench/bench_two_layer.py [--repeats 5] [--steps 500] [--profile]
     .venv/bin/python bench/bench_two_layer.py --phases  # where a size-1 step's time goes
     .venv/bin/python bench/bench_two_layer.py --all-threads   # then the default BLAS threads
@@ -32,6 +38,31 @@ import numpy as np  # after the BLAS thread count is set
 TARGET = 1.15
 
 
+def train_numpy_with_grads(steps: int, data: list, rate: float) -> list:
+    """examples/two_layer_net_numpy.py's loop plus what PyTorch's semantics add: each
+    gradient is accumulated into a kept ``.grad`` array and that is zeroed after the
+    update (as examples/two_layer_net.py's loop makes tracegrad and PyTorch do)."""
+    x, y, w1, w2 = data
+    w1_grad, w2_grad = np.zeros_like(w1), np.zeros_like(w2)
+    history = []
+    for _ in range(steps):
+        h = x.dot(w1)
+        h_relu = np.maximum(h, 0)
+        y_pred = h_relu.dot(w2)
+        history.append(np.square(y_pred - y).sum().item())
+        grad_y_pred = 2.0 * (y_pred - y)
+        grad_w2 = h_relu.T.dot(grad_y_pred)
+        grad_h = grad_y_pred.dot(w2.T).copy()
+        grad_h[h < 0] = 0
+        w1_grad += x.T.dot(grad_h)  # AccumulateGrad: the kept .grad, added to in place
+        w2_grad += grad_w2
+        w1 -= rate * w1_grad
+        w2 -= rate * w2_grad
+        w1_grad.fill(0)  # w1.grad.zero_()
+        w2_grad.fill(0)
+    return history
+
+
 def measure(steps: int, repeats: int) -> dict[str, float]:
     import tracegrad as tg
 
@@ -46,7 +77,12 @@ def measure(steps: int, repeats: int) -> dict[str, float]:
         ours.train(steps, data=[tg.tensor(a.copy(), requires_grad=i >= 2)
                                 for i, a in enumerate(arrays)])
 
-    runs = {"numpy": numpy_run, "tracegrad": tracegrad_run}
+    def numpy_with_grads_run():
+        train_numpy_with_grads(steps, [array.copy() for array in arrays],
+                               numpy_example.learning_rate)
+
+    runs = {"numpy": numpy_run, "numpy+grad": numpy_with_grads_run,
+            "tracegrad": tracegrad_run}
     torch = torch_or_none()
     if torch is not None:
         theirs = load_example("two_layer_net", real_torch=True)
@@ -145,6 +181,9 @@ def report(times: dict[str, float], steps: int) -> None:
     for name, seconds in times.items():
         print(f"  {name:<10} {seconds:8.3f} s   {seconds / steps * 1e3:7.3f} ms/step")
     print(versus("tracegrad / numpy", times["tracegrad"] / times["numpy"], TARGET))
+    print(f"  numpy+grad / numpy  = {times['numpy+grad'] / times['numpy']:.3f}   (the floor: "
+          "PyTorch's accumulate and zero_ in NumPy)")
+    print(f"  tracegrad / numpy+grad = {times['tracegrad'] / times['numpy+grad']:.3f}")
     if "pytorch" in times:
         print(f"  tracegrad / pytorch = {times['tracegrad'] / times['pytorch']:.3f}")
         print(f"  pytorch / numpy     = {times['pytorch'] / times['numpy']:.3f}")

@@ -58,6 +58,7 @@ from .node import release_kept_inputs as _release_kept_inputs
 _pass_counter = itertools.count()
 _CPU = backends.CPU
 _np_empty = np.empty
+_ndarray = np.ndarray
 _create_graph_warned = False  # PyTorch gives the create_graph warning once per process
 
 
@@ -108,6 +109,18 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
     """
     if grad_variables is not None:
         grad_tensors = _legacy_grad_variables(grad_tensors, grad_variables)
+    if grad_tensors is None and inputs is None and tensors.__class__ is _node_module.Tensor:
+        # loss.backward() -- once per training step (bench/bench_two_layer.py): a tensor
+        # that requires grad and holds one element on the CPU gets its root gradient
+        # here, what _make_grads would make of it, without its general checks.
+        array = tensors._array
+        if tensors._requires_grad and array.size == 1 and array.__class__ is _ndarray:
+            ones = _np_empty(array.shape, array.dtype)
+            ones.fill(1)
+            run((tensors,), (_node_module.Tensor._wrap(ones, False),),
+                create_graph if retain_graph is None else retain_graph, create_graph, None,
+                accumulate=True, kind="backward")
+            return
     input_tuple = _inputs_tuple(inputs, "backward") if inputs is not None else None
     tensors = _as_tuple(tensors)
     if grad_tensors is None and len(tensors) == 1:  # loss.backward(): no tuple to check
@@ -334,8 +347,10 @@ def run(outputs: Sequence, grad_outputs: Sequence, retain_graph: bool, create_gr
             targets.add(edge[0])
             if not accumulate:
                 captures.setdefault(edge, []).append(index)
-    root_nodes = [node for node, _, _ in roots]
-    dependencies, needed = _plan(root_nodes, targets, accumulate)
+    if targets is None:  # every reachable node runs
+        dependencies, needed = _count_all_dependencies(roots), None
+    else:
+        dependencies, needed = _plan(roots, targets, accumulate)
 
     if accumulate and create_graph and not _create_graph_warned:
         _create_graph_warned = True
@@ -346,16 +361,17 @@ def run(outputs: Sequence, grad_outputs: Sequence, retain_graph: bool, create_gr
             "this function, make sure to reset the .grad fields of your parameters to None "
             "after use to break the cycle and avoid the leak.", UserWarning, stacklevel=3)
 
-    info = PassInfo(next(_pass_counter), kind, tuple(outputs), retain_graph, create_graph,
-                    tuple(inputs) if inputs is not None else None)
+    pass_index = next(_pass_counter)
     listener = events.listener  # one per pass: a listener leaving mid-pass still hears its end
-    if listener is not None:
+    if listener is not None:  # (the pass's description is made for a listener only)
+        info = PassInfo(pass_index, kind, tuple(outputs), retain_graph, create_graph,
+                        tuple(inputs) if inputs is not None else None)
         listener.on_backward_start(info)
     # Grad mode is per thread: only this thread's backward runs with create_graph's mode.
     previous_mode = state.grad_enabled
     state.grad_enabled = create_graph and not state.inference  # (inference mode: no graph)
     previous_task, previous_node = running.task, running.node
-    running.task = GraphTask(info.index, dependencies, needed)
+    running.task = GraphTask(pass_index, dependencies, needed)
     hooks_before = snapshot_saved_tensors_hooks()
     # A pass makes and drops many gradient tensors, none in a reference cycle; a collector
     # scanning the (possibly huge) graph meanwhile would only cost time. Cycles that hooks
@@ -370,7 +386,7 @@ def run(outputs: Sequence, grad_outputs: Sequence, retain_graph: bool, create_gr
         # Without create_graph nothing is recorded, so gradients flow as backend arrays:
         # each built-in backward is then a few NumPy/CuPy calls (OpNode._backward_arrays).
         results = _execute(roots, dependencies, needed, captures, inputs, retain_graph,
-                           info.index, listener, not create_graph)
+                           pass_index, listener, not create_graph)
     except BaseException as exc:
         error = exc
         raise
@@ -391,19 +407,17 @@ def run(outputs: Sequence, grad_outputs: Sequence, retain_graph: bool, create_gr
     return results
 
 
-def _plan(root_nodes: list, targets: set | None, accumulate: bool) -> tuple:
-    """(dependencies, needed): how many edges lead into each node that takes part, and the
-    nodes that execute (None: every node that takes part).
+def _plan(roots: list, targets: set, accumulate: bool) -> tuple:
+    """(dependencies, needed) for a pass with targets (backward(inputs=...), grad()): how
+    many edges lead into each node that takes part, and the nodes that execute.
 
-    Without targets every reachable node runs. With them (backward(inputs=...), grad()),
-    a node takes part when it is a target or leads to one; it executes when it leads to
+    A node takes part when it is a target or leads to one; it executes when it leads to
     a node that takes part, or -- in backward(inputs=...) -- is a target itself. A
-    target that grad() needs only for its gradient is captured without running.
+    target that grad() needs only for its gradient is captured without running. (Without
+    targets every reachable node runs: ``_count_all_dependencies``.)
     """
-    if not targets:
-        return _count_all_dependencies(root_nodes), None
     order = []
-    stack = [node for node in root_nodes if node is not None]
+    stack = [node for node, _, _ in roots if node is not None]
     seen = set(stack)
     while stack:
         node = stack.pop()
@@ -436,12 +450,12 @@ def _plan(root_nodes: list, targets: set | None, accumulate: bool) -> tuple:
     return dependencies, needed
 
 
-def _count_all_dependencies(root_nodes: list) -> dict:
-    """How many edges lead into each node reachable from the roots (iterative DFS), in one
-    pass: a node's count doubles as its "seen" mark."""
+def _count_all_dependencies(roots: list) -> dict:
+    """How many edges lead into each node reachable from the roots ((node, output_nr,
+    gradient) each; iterative DFS), in one pass: a node's count doubles as its "seen" mark."""
     dependencies: dict = {}
     stack = []
-    for node in root_nodes:
+    for node, _, _ in roots:
         if node is not None and node not in dependencies:
             dependencies[node] = 0
             stack.append(node)
@@ -475,7 +489,6 @@ def _creation_order(node: Node) -> tuple:
 _ACCUMULATE_FIRST = -(1 << 62)
 # What _execute zips with a node's results when they need no fitting: None for every edge.
 _UNFITTED = itertools.repeat(None)
-_ndarray = np.ndarray
 
 
 def _priority(node: Node) -> int:
@@ -505,25 +518,31 @@ def _execute(roots, dependencies, needed, captures, inputs, retain_graph, pass_i
             if raw:
                 grad_value = grad_value._array
             _add_to_buffer(buffers, node, output_nr, grad_value)
-    if needed is None:
-        # Every node was reached from a root through an edge, which it counts: only a root
-        # can have none, so the ready nodes are found among the roots, not by a walk over
-        # the whole graph. (The heap orders them: keys are unique.)
-        ready = []
-        for node, _, _ in roots:
-            if dependencies.get(node) == 0 and all(other is not node for _, other in ready):
-                ready.append((_priority(node), node))
-    else:
-        ready = [(_priority(node), node) for node in dependencies if dependencies[node] == 0]
-    heapq.heapify(ready)
-    heappop, heappush = heapq.heappop, heapq.heappush
-    buffers_pop, buffers_get = buffers.pop, buffers.get
-    anomaly_on = state.anomaly  # read once per pass, not per node
-    slow = listener is not None or anomaly_on
     # A node that became ready while no other was (a chain: nearly every node) runs next
     # without a trip through the heap; a second ready node sends both to the heap, which
     # orders them (_priority).
     pending = None
+    ready = []
+    if needed is None:
+        # Every node was reached from a root through an edge, which it counts: only a root
+        # can have none, so the ready nodes are found among the roots, not by a walk over
+        # the whole graph. (The heap orders them: keys are unique.)
+        if len(roots) == 1:  # (loss.backward(): its node, if it takes part, runs first)
+            if dependencies.get(roots[0][0]) == 0:
+                pending = roots[0][0]
+        else:
+            for node, _, _ in roots:
+                if dependencies.get(node) == 0 and all(other is not node
+                                                       for _, other in ready):
+                    ready.append((_priority(node), node))
+            heapq.heapify(ready)
+    else:
+        ready = [(_priority(node), node) for node in dependencies if dependencies[node] == 0]
+        heapq.heapify(ready)
+    heappop, heappush = heapq.heappop, heapq.heappush
+    buffers_pop, buffers_get = buffers.pop, buffers.get
+    anomaly_on = state.anomaly  # read once per pass, not per node
+    slow = listener is not None or anomaly_on
     while True:
         if pending is not None:
             node, pending = pending, None
@@ -586,7 +605,11 @@ def _execute(roots, dependencies, needed, captures, inputs, retain_graph, pass_i
                     metas = node._input_meta
                 elif raw and node._is_accumulate and \
                         not node.variable._post_accumulate_grad_hooks:
-                    next_grads = node._backward_arrays(grads)  # (_run_backward's case, inline)
+                    node._backward_arrays(grads)  # (_run_backward's case, inline)
+                    # A leaf's AccumulateGrad saves nothing and has no edges: nothing to free
+                    # or hand on (two of the eight nodes of bench/bench_two_layer.py's pass).
+                    grads = None
+                    continue
                 elif raw and isinstance(node, BackwardCFunction) and \
                         not isinstance(node, OpNode):
                     # A custom Function: user code, under the caller's NumPy error state.
