@@ -25,7 +25,7 @@ from .. import backends
 from ..errors import AutogradError
 from . import events, inference, views
 from . import node as _node_module
-from .grad_mode import anomaly_flags, inference_flags, state
+from .grad_mode import anomaly_flags, grad_off, inference_flags, state
 from .inference import INFERENCE_COUNTER
 from .module_scope import _scopes  # (_note_site: every op while a tracer listens)
 from .node import _NOT_SAVED, _ONE_EDGE, Node, SavedPair, SavedTensor, _sequence
@@ -927,7 +927,7 @@ class Op(Function):
 
     @classmethod
     def apply(cls, *args, **attrs):
-        if state.grad_enabled:
+        if not grad_off.threads or state.grad_enabled:  # (grad_mode.grad_off: why)
             for arg in args:
                 if isinstance(arg, Tensor) and arg._requires_grad:
                     if arg._counter is INFERENCE_COUNTER and _only_inference(cls, args):
@@ -1276,14 +1276,15 @@ def apply_binary(cls, a, b):
     """
     if a.__class__ is Tensor or isinstance(a, Tensor):
         if b.__class__ is Tensor or isinstance(b, Tensor):
-            if (a._requires_grad or b._requires_grad) and state.grad_enabled and (
+            if (a._requires_grad or b._requires_grad) and (
+                    not grad_off.threads or state.grad_enabled) and (
                     a._counter is not INFERENCE_COUNTER or b._counter is not INFERENCE_COUNTER):
                 node = _new_object(cls._node_class)
                 node._seq = next(_sequence)
                 alike = _connect_pair(node, a, b)
                 return _finish(cls, node, (a, b), cls.forward(node, a, b), _NO_ATTRS, alike)
             return _untracked(cls, (a, b), _NO_ATTRS)
-        if a._requires_grad and state.grad_enabled and (  # a tensor and a number (x * 2)
+        if a._requires_grad and (not grad_off.threads or state.grad_enabled) and (  # x * 2
                 a._counter is not INFERENCE_COUNTER or not _only_inference(cls, (a, b))):
             node = _new_object(cls._node_class)
             node._seq = next(_sequence)
