@@ -885,8 +885,9 @@ class Op(Function):
                        ``tracegrad/ops/__init__.py``): it runs on backend arrays when no
                        graph is built of the backward pass, on Tensors when one is
         elementwise    a binary op whose output has its inputs' broadcast shape (add,
-                       mul, ...): given two inputs of one shape, apply_binary knows the
-                       output's shape without asking the array (see _connect_pair)
+                       mul, ...) and, for two inputs of one floating-point dtype, that
+                       dtype: given two alike inputs, apply_binary knows the output's
+                       shape and dtype without asking the array (see _connect_pair)
         inference_overload  what torch records instead when every tensor argument is an
                        inference tensor: the op it calls with the number wrapped, a
                        function doing what torch's composite kernel does (NotImplemented:
@@ -1309,8 +1310,12 @@ def _finish(cls, node, args: tuple, data, attrs, alike=None):
     """
     flags = cls._finish_flags
     if data.__class__ is _ndarray:
-        if alike is not None and data.dtype is alike[0][0][1] and flags & _FINISH_ELEMENTWISE:
-            entry = alike  # the inputs' shape (elementwise), and their dtype
+        if alike is not None and flags & _FINISH_ELEMENTWISE and (
+                alike[1] or data.dtype is alike[0][0][1]):
+            # The inputs' shape (elementwise), and their dtype: asked of the array only
+            # when it is not floating point (an elementwise op keeps a float dtype: see Op;
+            # a getset read less per op, bench/bench_engine.py (a)).
+            entry = alike
         else:
             entry = _output_meta_cache.get((data.shape, data.dtype))
             if entry is None:
