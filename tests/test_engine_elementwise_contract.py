@@ -39,3 +39,19 @@ def test_output_keeps_the_float_dtype_and_shape(op, dtype):
     assert untracked._array.shape == (3, 2)
     assert recorded.grad_fn._output_meta[0][:2] == ((3, 2), np.dtype(dtype))
     np.testing.assert_array_equal(recorded._array, untracked._array)
+
+
+def test_pairs_of_changing_shapes_and_dtypes_get_their_own_metadata():
+    """Each product's node describes its own inputs, whatever pair came just before (the
+    engine remembers the last pair's shape and dtype: function._last_alike)."""
+    cases = [((3,), np.float32), ((3,), np.float64), ((3, 1), np.float32),
+             ((1, 3), np.float32), ((), np.float32), ((3,), np.float32), ((3,), np.float32)]
+    for shape, dtype in cases:
+        a = torch.tensor(np.full(shape, 2.0, dtype=dtype), requires_grad=True)
+        b = torch.tensor(np.full(shape, 3.0, dtype=dtype))
+        product = a * b
+        meta = (shape, np.dtype(dtype))
+        assert product.grad_fn._input_meta == (meta, meta)
+        assert product.grad_fn._output_meta[0][:2] == meta
+        product.sum().backward()
+        assert a.grad._array.shape == shape and a.grad._array.dtype == np.dtype(dtype)

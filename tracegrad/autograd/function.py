@@ -1033,13 +1033,19 @@ def _connect_pair(node: Node, first, second):
     looked up by one shape and one dtype, and their output needs no look-up of its own:
     the tuples and hashes of those look-ups were a fifth of a tiny op's forward.
     """
+    global _last_alike
     x, y = first._array, second._array
     shape, dtype = x.shape, x.dtype
     if y.dtype is dtype and x.__class__ is _ndarray and y.__class__ is _ndarray and \
             y.shape == shape:
-        alike = _alike_cache.get((shape, dtype))
-        if alike is None:
-            alike = _alike_entry(shape, dtype)
+        last = _last_alike
+        if dtype is last[1] and shape == last[0]:  # (one tuple comparison, no hashing)
+            alike = last[2]
+        else:
+            alike = _alike_cache.get((shape, dtype))
+            if alike is None:
+                alike = _alike_entry(shape, dtype)
+            _last_alike = (shape, dtype, alike)
         node._input_meta, output_entry = alike
     else:
         key = (shape, dtype, y.shape, y.dtype)
@@ -1178,6 +1184,13 @@ def _input_meta(key: tuple) -> tuple:
 # (shape, dtype) -> (the ``_input_meta`` of two alike inputs of that shape and dtype, the
 # output entry of an elementwise op on them): see _connect_pair.
 _alike_cache: dict = {}
+
+
+# The last pair's (shape, dtype, entry): most binary ops follow one on the same shape and
+# dtype (a layer's, a chain's), and comparing the shape with the last one's costs a fifth
+# of building, hashing and finding the (shape, dtype) key (bench/bench_engine.py (a)). One
+# tuple, replaced whole, so a thread never reads a shape with another pair's entry.
+_last_alike: tuple = ((), None, None)
 
 
 def _alike_entry(shape: tuple, dtype) -> tuple:
