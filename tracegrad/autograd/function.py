@@ -25,7 +25,7 @@ from .. import backends
 from ..errors import AutogradError
 from . import events, inference, views
 from . import node as _node_module
-from .grad_mode import anomaly_flags, inference_flags, state
+from .grad_mode import anomaly_flags, grad_off, inference_flags, state
 from .inference import INFERENCE_COUNTER
 from .module_scope import _scopes  # (_note_site: every op while a tracer listens)
 from .node import _NOT_SAVED, _ONE_EDGE, Node, SavedPair, SavedTensor, _sequence
@@ -888,8 +888,9 @@ class Op(Function):
                        ``tracegrad/ops/__init__.py``): it runs on backend arrays when no
                        graph is built of the backward pass, on Tensors when one is
         elementwise    a binary op whose output has its inputs' broadcast shape (add,
-                       mul, ...): given two inputs of one shape, apply_binary knows the
-                       output's shape without asking the array (see _connect_pair)
+                       mul, ...) and, for two inputs of one floating-point dtype, that
+                       dtype: given two alike inputs, apply_binary knows the output's
+                       shape and dtype without asking the array (see _connect_pair)
         inference_overload  what torch records instead when every tensor argument is an
                        inference tensor: the op it calls with the number wrapped, a
                        function doing what torch's composite kernel does (NotImplemented:
@@ -930,7 +931,7 @@ class Op(Function):
 
     @classmethod
     def apply(cls, *args, **attrs):
-        if state.grad_enabled:
+        if not grad_off.threads or state.grad_enabled:  # (grad_mode.grad_off: why)
             for arg in args:
                 if isinstance(arg, Tensor) and arg._requires_grad:
                     if arg._counter is INFERENCE_COUNTER and _only_inference(cls, args):
@@ -1035,13 +1036,19 @@ def _connect_pair(node: Node, first, second):
     looked up by one shape and one dtype, and their output needs no look-up of its own:
     the tuples and hashes of those look-ups were a fifth of a tiny op's forward.
     """
+    global _last_alike
     x, y = first._array, second._array
     shape, dtype = x.shape, x.dtype
     if y.dtype is dtype and x.__class__ is _ndarray and y.__class__ is _ndarray and \
             y.shape == shape:
-        alike = _alike_cache.get((shape, dtype))
-        if alike is None:
-            alike = _alike_entry(shape, dtype)
+        last = _last_alike
+        if dtype is last[1] and shape == last[0]:  # (one tuple comparison, no hashing)
+            alike = last[2]
+        else:
+            alike = _alike_cache.get((shape, dtype))
+            if alike is None:
+                alike = _alike_entry(shape, dtype)
+            _last_alike = (shape, dtype, alike)
         node._input_meta, output_entry = alike
     else:
         key = (shape, dtype, y.shape, y.dtype)
@@ -1182,6 +1189,13 @@ def _input_meta(key: tuple) -> tuple:
 _alike_cache: dict = {}
 
 
+# The last pair's (shape, dtype, entry): most binary ops follow one on the same shape and
+# dtype (a layer's, a chain's), and comparing the shape with the last one's costs a fifth
+# of building, hashing and finding the (shape, dtype) key (bench/bench_engine.py (a)). One
+# tuple, replaced whole, so a thread never reads a shape with another pair's entry.
+_last_alike: tuple = ((), None, None)
+
+
 def _alike_entry(shape: tuple, dtype) -> tuple:
     """``_alike_cache``'s entry for CPU inputs of ``shape`` and ``dtype``, interned."""
     if len(_alike_cache) >= 4096:  # a program with ever-new shapes: start over
@@ -1279,14 +1293,15 @@ def apply_binary(cls, a, b):
     """
     if a.__class__ is Tensor or isinstance(a, Tensor):
         if b.__class__ is Tensor or isinstance(b, Tensor):
-            if (a._requires_grad or b._requires_grad) and state.grad_enabled and (
+            if (a._requires_grad or b._requires_grad) and (
+                    not grad_off.threads or state.grad_enabled) and (
                     a._counter is not INFERENCE_COUNTER or b._counter is not INFERENCE_COUNTER):
                 node = _new_object(cls._node_class)
                 node._seq = next(_sequence)
                 alike = _connect_pair(node, a, b)
                 return _finish(cls, node, (a, b), cls.forward(node, a, b), _NO_ATTRS, alike)
             return _untracked(cls, (a, b), _NO_ATTRS)
-        if a._requires_grad and state.grad_enabled and (  # a tensor and a number (x * 2)
+        if a._requires_grad and (not grad_off.threads or state.grad_enabled) and (  # x * 2
                 a._counter is not INFERENCE_COUNTER or not _only_inference(cls, (a, b))):
             node = _new_object(cls._node_class)
             node._seq = next(_sequence)
@@ -1311,8 +1326,12 @@ def _finish(cls, node, args: tuple, data, attrs, alike=None):
     """
     flags = cls._finish_flags
     if data.__class__ is _ndarray:
-        if alike is not None and data.dtype is alike[0][0][1] and flags & _FINISH_ELEMENTWISE:
-            entry = alike  # the inputs' shape (elementwise), and their dtype
+        if alike is not None and flags & _FINISH_ELEMENTWISE and (
+                alike[1] or data.dtype is alike[0][0][1]):
+            # The inputs' shape (elementwise), and their dtype: asked of the array only
+            # when it is not floating point (an elementwise op keeps a float dtype: see Op;
+            # a getset read less per op, bench/bench_engine.py (a)).
+            entry = alike
         else:
             entry = _output_meta_cache.get((data.shape, data.dtype))
             if entry is None:

@@ -8,8 +8,12 @@ class attributes of the same object: ``state.anomaly`` reads the same value in e
 thread, and only anomaly.py sets them (on the class, and in ``anomaly_flags``, a plain
 object that per-op checks read).
 
-Ops read ``state.grad_enabled`` once per call: it must stay one attribute lookup (a
-``threading.local`` read, no function call).
+Ops ask whether they record through ``grad_off.threads`` first: how many threads have grad
+mode off now, in the whole process (0 almost always). Only when it is not 0 do they read
+the thread-local ``state.grad_enabled`` -- a ``threading.local`` read costs a tiny op what
+eight plain attribute reads do (bench/bench_engine.py (a)). ``_State`` keeps the count
+exact: every write of ``grad_enabled``, wherever it is made, goes through its
+``__setattr__``.
 
 The context managers follow ``torch.autograd.grad_mode``: each also decorates a function,
 and a decorated generator has the mode set around every resume, not only the first call
@@ -28,6 +32,45 @@ import warnings
 from collections.abc import Callable
 
 
+class _GradOff:
+    """How many threads have grad mode off now, all threads together (``threads``).
+
+    When it is 0, grad mode is on in every thread, so the hot paths need not read their
+    thread's own flag: ``not grad_off.threads or state.grad_enabled`` is exactly
+    ``state.grad_enabled``, one plain attribute read in the common case.
+    """
+
+    __slots__ = ("threads",)
+
+    def __init__(self) -> None:
+        self.threads = 0
+
+
+grad_off = _GradOff()
+_grad_off_lock = threading.Lock()  # (threads switch between the read and the write of +=)
+
+
+def _count_grad_off(change: int) -> None:
+    with _grad_off_lock:
+        grad_off.threads += change
+
+
+class _GradOffShare:
+    """A thread's part of ``grad_off.threads``, kept in its thread-local state: when a
+    thread ends with grad mode off, its state is dropped and this gives the part back
+    (otherwise every other thread would take the slower read for the rest of the run)."""
+
+    __slots__ = ("off",)
+
+    def __init__(self) -> None:
+        self.off = False
+
+    def __del__(self) -> None:
+        if self.off and _count_grad_off is not None:  # (None: the interpreter is exiting)
+            self.off = False
+            _count_grad_off(-1)
+
+
 class _State(threading.local):
     """Autograd's mode flags: per thread unless noted.
 
@@ -41,12 +84,23 @@ class _State(threading.local):
     anomaly_check_nan = True
 
     def __init__(self) -> None:
-        self.grad_enabled = True  # whether ops record: what the hot paths read
+        self._grad_off_share = _GradOffShare()
+        self.grad_enabled = True  # whether ops record (read after grad_off: see there)
         self.inference = False
         # Inside inference mode nothing records, whatever the grad mode: grad_enabled stays
         # False there, and this is the grad mode is_grad_enabled() reports (enable_grad()
         # inside inference mode turns it on, as torch's GradMode, and records nothing).
         self.inference_grad = False
+
+    def __setattr__(self, name: str, value) -> None:
+        # Every write of grad_enabled -- the context managers here, Function.apply, the
+        # engine during backward -- keeps grad_off.threads the count of threads with it off.
+        if name == "grad_enabled":
+            share = self._grad_off_share
+            if share.off != (not value):
+                _count_grad_off(-1 if share.off else 1)  # (counted before ops read it)
+                share.off = not value
+        super().__setattr__(name, value)
 
 
 state = _State()
