@@ -230,12 +230,6 @@ def clamp(value, low, high):
     return array_module(value).clip(value, low, high)
 
 
-def held(like, tensor):
-    """A Tensor an op keeps as an attribute (a loss's class weights), as the kind of value
-    ``like`` is: itself beside Tensors, its array beside arrays."""
-    return tensor if like.__class__ is Tensor else tensor._array
-
-
 def logsigmoid(value):
     """``log(sigmoid(value))``, without overflow: a Tensor (recorded, LogSigmoidBackward0)
     or an array."""

@@ -141,6 +141,36 @@ def _save_positions(ctx, index) -> None:
                                 if getattr(part, "dtype", None) is not None))
 
 
+def _index_reader(raw: bool):
+    """``grad_fn._saved_indices`` (``raw``: ``_raw_saved_indices``) of an index_put node:
+    one entry per part of its index up to the last tensor, as torch's list of optional
+    tensors -- the saved tensor (or its SavedTensor) for an index tensor, None for a
+    slice."""
+    def read(node) -> tuple:
+        parts = node.index if isinstance(node.index, tuple) else (node.index,)
+        saved = iter(node._saved)
+        shown = []
+        for part in parts:
+            if getattr(part, "dtype", None) is None:
+                shown.append(None)
+            else:
+                slot = next(saved)
+                shown.append(slot if raw else slot.unpack(node))
+        while shown and shown[-1] is None:
+            shown.pop()
+        return tuple(shown)
+
+    return read
+
+
+def show_indices(op, accumulate: bool) -> None:
+    """``_saved_indices``, ``_raw_saved_indices`` and ``_saved_accumulate`` of an op whose
+    node is torch's IndexPutBackward0 and saves its index with ``_save_positions``."""
+    show_saved(op, "indices", _index_reader(False))
+    op._node_class._raw_saved_indices = property(_index_reader(True))
+    show_saved(op, "accumulate", lambda node: accumulate)
+
+
 def slice_view(tensor, dim: int, start: int, end: int, step: int):
     return Slice.apply(tensor, dim, start, end, step)
 
@@ -602,6 +632,9 @@ class IndexPut(Op):
         if needs[1]:
             grad_value = sum_to(_math.apply(Index, grad, ctx.index), ctx.value_shape)
         return grad_base, grad_value
+
+
+show_indices(IndexPut, accumulate=False)
 
 
 def _zero_like(value):

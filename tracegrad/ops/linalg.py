@@ -237,6 +237,7 @@ def _capitalized(tensor) -> str:
 
 class Vdot(Dot):
     node_name = "VdotBackward0"
+    saved_names = ("self", "other")  # (dot's second is "tensor")
 
 
 class Bmm(Op):

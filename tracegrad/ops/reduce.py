@@ -441,6 +441,8 @@ class Aminmax(Op):
 
     node_name = "AminmaxBackward0"
     array_backward = True
+    saved_names = ("self", "min", "max", "keepdim=keepdim")  # as torch; dim below
+    saves_output = (0, 1)
 
     @staticmethod
     def forward(ctx, a, dim=None, keepdim=False):
@@ -451,7 +453,7 @@ class Aminmax(Op):
                 f"has no identity. ({a._describe()})")
         dims = None if dim is None or not x.ndim else (wrap_dim(dim, x.ndim, a),)
         ctx.save_for_backward(a)
-        ctx.dims, ctx.keepdim = dims, keepdim
+        ctx.dims, ctx.keepdim, ctx.given = dims, keepdim, dim
         low = x.min(axis=dims, keepdims=keepdim)
         high = x.max(axis=dims, keepdims=keepdim)
         if keepdim and dims is None:
@@ -461,11 +463,14 @@ class Aminmax(Op):
 
     @staticmethod
     def backward(ctx, grad_low, grad_high):
-        (a,) = ctx.saved_tensors
+        a = ctx.saved_tensors[0]
         dims, keepdim = ctx.dims, ctx.keepdim
         low, high = _math.constant(grad_low, ctx.low), _math.constant(grad_low, ctx.high)
         return (_share_among_ties(grad_low, a, low, dims, keepdim)
                 + _share_among_ties(grad_high, a, high, dims, keepdim), None, None)
+
+
+show_saved(Aminmax, "dim", lambda node: None if node.given is None else as_torch_int(node.given))
 
 
 class Nansum(Op):

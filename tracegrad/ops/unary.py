@@ -361,6 +361,7 @@ class ClampTensor(Op):
 
     node_name = "ClampBackward0"
     array_backward = True
+    saved_names = ("self", "min", "max")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a, min, max):
