@@ -49,10 +49,6 @@ KNOWN_SAVED_DIFFERENT: dict[str, str] = {
 # Cases whose graphs hold the same node names but other values, by construction (not a
 # node's saved attributes): compared no further.
 KNOWN_CASE_DIFFERENT = {
-    ("UnsafeView", 2): "matmul of a 1-d left operand: torch views it as [1, n], here [n, 1]",
-    ("UnsafeView", 4): "matmul of a 1-d right operand: torch folds it otherwise",
-    ("UnsafeView", 5): "matmul of a broadcast batch: torch transposes the other pair of dims",
-    ("einsum", 0): "torch's einsum permutes the operands into another order before bmm",
     ("Eigh", 1): "eigenvectors' signs and layout are LAPACK's choice: NumPy's differ from torch's",
     ("Svd", 1): "U and Vh come back in LAPACK's layout: NumPy's strides differ from torch's",
 }
@@ -70,20 +66,6 @@ def _compared_ids() -> list:
 def _saved_attributes(node) -> list[str]:
     return sorted(attribute for attribute in dir(node)
                   if attribute.startswith("_saved_") or attribute.startswith("_raw_saved_"))
-
-
-def _nodes(outputs) -> list:
-    """The graph's nodes, breadth first from the outputs, each once."""
-    order, seen = [], set()
-    queue = [output.grad_fn for output in outputs if output.grad_fn is not None]
-    while queue:
-        node = queue.pop(0)
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        order.append(node)
-        queue.extend(next_node for next_node, _ in node.next_functions if next_node is not None)
-    return order
 
 
 def _shown(lib, value):
@@ -128,8 +110,9 @@ def _differences(name: str, index: int) -> tuple:
     """(node name, what differs) for each node pair of the case's two graphs that differ."""
     case = cases._case(name, index)
     arrays = cases._arrays(name, index, case)
-    return _graph_differences([_nodes(cases._as_tuple(case.call(lib, *cases._inputs(lib, arrays))))
-                               for lib in (tg, torch)])
+    return _graph_differences([
+        cases.graph_nodes(cases._as_tuple(case.call(lib, *cases._inputs(lib, arrays))))
+        for lib in (tg, torch)])
 
 
 def _graph_differences(graphs) -> tuple:
@@ -156,7 +139,7 @@ def _create_graph_differences(program: str) -> tuple:
         upstream = lib.tensor(np.resize(double_backward.W, tuple(y.shape)), dtype=lib.float64,
                               requires_grad=True)
         (grad,) = lib.autograd.grad(y, x, grad_outputs=upstream, create_graph=True)
-        graphs.append(_nodes([grad]))
+        graphs.append(cases.graph_nodes([grad]))
     return _graph_differences(graphs)
 
 
