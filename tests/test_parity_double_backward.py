@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_ops_gradients import graph_names
 
 import tracegrad as tg
-from test_ops_gradients import graph_names
 
 pytestmark = pytest.mark.torch
 torch = pytest.importorskip("torch")
