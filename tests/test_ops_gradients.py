@@ -607,7 +607,11 @@ COMPOSITES: dict[str, list[Case]] = {
     "cov": [Case(((3, 5),), lambda L, x: L.cov(x)), Case(((3, 5),), lambda L, x: x.corrcoef())],
     "diff": [Case(((3, 5),), lambda L, x: L.diff(x, n=2, dim=1))],
     "trapezoid": [Case(((3, 5),), lambda L, x: L.trapezoid(x)),
-                  Case(((3, 5),), lambda L, x: L.cumulative_trapezoid(x, dx=0.5, dim=0))],
+                  Case(((3, 5),), lambda L, x: L.cumulative_trapezoid(x, dx=0.5, dim=0)),
+                  Case(((3, 5),), lambda L, y: L.trapezoid(y, L.tensor(
+                      [0.0, 0.5, 1.5, 2.0, 3.5], dtype=L.float64))),
+                  Case(((3, 5),), lambda L, y: L.cumulative_trapezoid(y, L.tensor(
+                      [0.0, 0.5, 1.5, 2.0, 3.5], dtype=L.float64), dim=1))],
     # torch 2.13's own vander backward fails ("modified by an inplace operation")
     "vander": [Case(((4,),), lambda L, x: L.vander(x, 3), in_torch=False)],
     "float_power": [Case(((3, 4),), lambda L, x: L.float_power(x, 2)),
@@ -640,8 +644,6 @@ KNOWN_NAME_DIFFERENCES = {
     ("quantile", 1): "torch's quantile ends in an in-place squeeze_ (SqueezeBackward4)",
     ("cov", 0): "torch's mean is a sum divided by the count, unsqueezed",
     ("cov", 1): "torch's mean is a sum divided by the count, unsqueezed",
-    ("trapezoid", 0): "torch multiplies by dx/2 with mul.Scalar (MulBackward1)",
-    ("trapezoid", 1): "torch multiplies by dx/2 with mul.Scalar (MulBackward1)",
 }
 NO_DERIVATIVE = {(name, index) for name, cases in CASES.items()
                  for index, case in enumerate(cases) if case.no_derivative}

@@ -78,11 +78,6 @@ PROGRAMS = {
 # Graphs of the create_graph gradient (every node's name, breadth first) that still differ
 # from torch's (values and requires_grad match).
 KNOWN_NAME_DIFFERENT: dict[str, str] = {
-    "pow": "torch scales by the exponent with mul.Scalar (MulBackward1)",
-    "pow_tensor": "torch subtracts 1 from the exponent with sub.Scalar (SubBackward1), and "
-                  "orders the formula's products otherwise",
-    "sqrt": "torch divides with mul.Scalar (MulBackward1)",
-    "silu": "torch's formula adds 1 with add.Scalar (AddBackward1) to 1 - sigmoid (SubBackward0)",
     "layer_norm": "the backward of select under create_graph is IndexPutBackward0 here, "
                   "SelectBackwardBackward0 in torch",
 }

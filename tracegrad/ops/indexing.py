@@ -81,8 +81,8 @@ class Slice(Op):
 _INT64_MAX = (1 << 63) - 1  # what torch shows for an open end (x[1:])
 show_saved(Slice, "start", lambda node: as_torch_int(
     node.start if node.given is None else node.given[0]))
-show_saved(Slice, "end", lambda node: as_torch_int(
-    node.end if node.given is None else node.given[1]))
+show_saved(Slice, "end", lambda node: as_torch_int(node.end) if node.given is None else (
+    None if node.given[1] is None else as_torch_int(node.given[1])))  # (torch's own end=None)
 
 
 def _given_bounds(part: slice) -> tuple:
