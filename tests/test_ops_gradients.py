@@ -17,7 +17,7 @@ from op_cases_nn import NN_CASES
 
 import tracegrad as tg
 from tracegrad import ops
-from tracegrad.ops import indexing, linalg
+from tracegrad.ops import arith, indexing, linalg
 from tracegrad.ops import shape as shape_ops
 from tracegrad.ops.conversion import ToDevice
 
@@ -42,6 +42,17 @@ def _zero(lib, a):
     c = a * 1
     c.zero_()
     return c + a
+
+
+def _aten(lib, name: str, op, *args):
+    """torch's ``torch.ops.aten.<name>`` (an overload torch's Python API does not reach),
+    tracegrad's op that records the same node."""
+    if lib is tg:
+        return op.apply(*args)
+    function = lib.ops.aten
+    for part in name.split("."):
+        function = getattr(function, part)
+    return function(*args)
 
 
 def _index_put_rows(lib, a, v):
@@ -165,6 +176,11 @@ CASES: dict[str, list[Case]] = {
     "Index": [Case(((4, 3),), lambda L, x: x[L.tensor([0, 2, 2])]),
               Case(((4, 3),), lambda L, x: x[x > 0]),
               Case(((4, 3),), lambda L, x: x[[0, 3, 3], [1, 2, 2]])],
+    # the backward of select and slice as nodes (create_graph): torch's ops of those names
+    "SelectBackward": [Case(((3,),), lambda L, g: _aten(
+        L, "select_backward", indexing.SelectBackward, g, (3, 4), 1, -2))],
+    "SliceBackward": [Case(((2, 4),), lambda L, g: _aten(
+        L, "slice_backward", indexing.SliceBackward, g, (3, 4), 0, 1, 3, 1))],
     "IndexAccumulate": [Case(((3, 2),), lambda L, g: indexing.IndexAccumulate.apply(
         g, shape=(4, 2), index=np.array([0, 2, 2])), in_torch=False)],
     "IndexPut": [Case(((4, 3), (2, 3)), _index_put_rows),
@@ -193,6 +209,11 @@ CASES: dict[str, list[Case]] = {
     "Mul": [Case(((3, 4), (3, 1)), lambda L, a, b: a * b),
             Case(((3, 4),), lambda L, a: a * 3.0)],
     "Mv": [Case(((3, 4), (4,)), lambda L, a, b: a @ b)],
+    # torch's Scalar overloads, as its own C++ records them (MulBackward1, ...)
+    "MulScalar": [Case(((3, 4),), lambda L, x: _aten(L, "mul.Scalar", arith.MulScalar, x, 0.5))],
+    "DivScalar": [Case(((3, 4),), lambda L, x: _aten(L, "div.Scalar", arith.DivScalar, x, 4))],
+    "AddScalar": [Case(((3, 4),), lambda L, x: _aten(L, "add.Scalar", arith.AddScalar, x, 2.5))],
+    "SubScalar": [Case(((3, 4),), lambda L, x: _aten(L, "sub.Scalar", arith.SubScalar, x, 1))],
     "Neg": [Case(((3, 4),), lambda L, x: -x)],
     "Permute": [Case(((2, 3, 4),), lambda L, x: x.permute(2, 0, 1))],
     "Pow": [Case(((3, 4), (3, 4)), lambda L, a, b: a ** b, positive=(0,))],

@@ -46,14 +46,38 @@ class Select(Op):
 
     @staticmethod
     def backward(ctx, grad):
+        if grad.__class__ is Tensor:  # create_graph: torch's SelectBackwardBackward0
+            return (SelectBackward.apply(grad, ctx.input_shape, ctx.dim, ctx.index, ctx.given),
+                    None, None, None)
         index = (slice(None),) * ctx.dim + (ctx.index,)
         return (index_accumulate(grad, ctx.input_shape, index), None, None, None)
 
 
-show_saved(Select, "dim", lambda node: as_torch_int(
-    node.dim if node.given is None else node.given[0]))
-show_saved(Select, "index", lambda node: as_torch_int(
-    node.index if node.given is None else node.given[1]))
+class SelectBackward(Op):
+    """select's backward as a node (torch's select_backward): ``grad`` placed at ``index``
+    along ``dim`` of zeros shaped as the input; its own backward selects again."""
+
+    node_name = "SelectBackwardBackward0"
+    array_backward = True
+
+    @staticmethod
+    def forward(ctx, grad, input_shape, dim, index, given=None):
+        ctx.dim, ctx.index, ctx.given = dim, index, given
+        out = grad._xp.zeros(input_shape, dtype=grad._array.dtype)
+        out[(slice(None),) * dim + (index,)] = grad._array
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_grad):
+        return (_math.apply(Select, grad_grad, ctx.dim, ctx.index, ctx.given),
+                None, None, None, None)
+
+
+for _op in (Select, SelectBackward):
+    show_saved(_op, "dim", lambda node: as_torch_int(
+        node.dim if node.given is None else node.given[0]))
+    show_saved(_op, "index", lambda node: as_torch_int(
+        node.index if node.given is None else node.given[1]))
 
 
 class Slice(Op):
@@ -74,15 +98,40 @@ class Slice(Op):
 
     @staticmethod
     def backward(ctx, grad):
+        if grad.__class__ is Tensor:  # create_graph: torch's SliceBackwardBackward0
+            return (SliceBackward.apply(grad, ctx.input_shape, ctx.dim, ctx.start, ctx.end,
+                                        ctx.step, ctx.given), None, None, None, None, None)
         index = (slice(None),) * ctx.dim + (slice(ctx.start, ctx.end, ctx.step),)
         return (index_accumulate(grad, ctx.input_shape, index), None, None, None, None, None)
 
 
+class SliceBackward(Op):
+    """slice's backward as a node (torch's slice_backward): ``grad`` placed at the slice
+    of zeros shaped as the input; its own backward slices again."""
+
+    node_name = "SliceBackwardBackward0"
+    array_backward = True
+    saved_names = ("dim=dim", "step=step")  # as torch names them; start and end below
+
+    @staticmethod
+    def forward(ctx, grad, input_shape, dim, start, end, step, given=None):
+        ctx.dim, ctx.start, ctx.end, ctx.step, ctx.given = dim, start, end, step, given
+        out = grad._xp.zeros(input_shape, dtype=grad._array.dtype)
+        out[(slice(None),) * dim + (slice(start, end, step),)] = grad._array
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_grad):
+        return (_math.apply(Slice, grad_grad, ctx.dim, ctx.start, ctx.end, ctx.step,
+                            ctx.given),) + (None,) * 6
+
+
 _INT64_MAX = (1 << 63) - 1  # what torch shows for an open end (x[1:])
-show_saved(Slice, "start", lambda node: as_torch_int(
-    node.start if node.given is None else node.given[0]))
-show_saved(Slice, "end", lambda node: as_torch_int(node.end) if node.given is None else (
-    None if node.given[1] is None else as_torch_int(node.given[1])))  # (torch's own end=None)
+for _op in (Slice, SliceBackward):
+    show_saved(_op, "start", lambda node: as_torch_int(
+        node.start if node.given is None else node.given[0]))
+    show_saved(_op, "end", lambda node: as_torch_int(node.end) if node.given is None else (
+        None if node.given[1] is None else as_torch_int(node.given[1])))  # (torch's end=None)
 
 
 def _given_bounds(part: slice) -> tuple:

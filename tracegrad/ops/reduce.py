@@ -36,6 +36,8 @@ def sum_to(grad, shape):
     grad_shape = grad._array.shape
     if grad_shape == shape:
         return grad
+    if not shape:  # (torch's sum_to: the whole sum, SumBackward0)
+        return SumAll.apply(grad)
     lead = len(grad_shape) - len(shape)
     axes = tuple(range(lead)) + tuple(
         lead + axis for axis, size in enumerate(shape)
@@ -58,8 +60,9 @@ def expand_reduced(grad, input_shape, dims, keepdim: bool):
         for axis in dims:
             kept[axis] = 1
         grad = Reshape.apply(grad, shape=tuple(kept))
-    elif dims is None and grad._array.ndim != len(input_shape):
+    elif dims is None and grad._array.ndim not in (0, len(input_shape)):
         grad = Reshape.apply(grad, shape=(1,) * len(input_shape))
+    # (a 0-d gradient, x.sum()'s, expands as it is: torch's one ExpandBackward0)
     return Expand.apply(grad, shape=tuple(input_shape))
 
 
