@@ -647,7 +647,6 @@ KNOWN_NAME_DIFFERENCES = {
     ("UnsafeView", 4): "matmul of a 1-d right operand: torch folds it into mv, here mm",
     ("UnsafeView", 5): "matmul of a broadcast batch: torch transposes the other operand with "
                        ".t() (TBackward0)",
-    ("IndexPutAccumulate", 0): "index_put(accumulate=True) clones, then writes in place",
     ("Svd", 2): "torch's nuclear norm takes the svd of a permuted view (PermuteBackward0)",
     ("repeat_interleave", 2): "torch indexes the input itself, with no flattening view",
     ("combinations", 0): "torch selects through masks of an expanded grid (MaskedSelect)",

@@ -587,6 +587,18 @@ def _copy_to(target, value) -> None:
         target._inplace("__setitem__", Copy, value)
 
 
+def index_put_arguments(tensor, indices, values, accumulate: bool) -> tuple:
+    """``(op, values, index)`` for ``tensor.index_put(_)(indices, values, accumulate)``:
+    the op torch's IndexPutBackward0 stands for (IndexPut, or IndexPutAccumulate where
+    repeated positions add up), the values as a tensor, the index in NumPy's terms."""
+    from .selection import IndexPutAccumulate  # (selection imports this module)
+
+    index = tuple(part._array if isinstance(part, Tensor) else part for part in indices)
+    if not isinstance(values, Tensor):
+        values = _value_tensor(values, tensor)
+    return (IndexPutAccumulate if accumulate else IndexPut), values, index
+
+
 def _value_tensor(value, like):
     """A Python number (or nested list) assigned into ``like``: a tensor of like's dtype."""
     try:
