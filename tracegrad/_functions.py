@@ -1002,12 +1002,13 @@ def kron(input, other):
     from .ops.shape import UnsafeView
 
     ndim = builtins.max(input._array.ndim, other._array.ndim)
-    a = input.reshape((1,) * (ndim - input._array.ndim) + tuple(input.shape))
-    b = other.reshape((1,) * (ndim - other._array.ndim) + tuple(other.shape))
-    a_spread = a.reshape(tuple(s for size in a.shape for s in (size, 1)))
-    b_spread = b.reshape(tuple(s for size in b.shape for s in (1, size)))
+    a_shape = (1,) * (ndim - input._array.ndim) + tuple(input.shape)
+    b_shape = (1,) * (ndim - other._array.ndim) + tuple(other.shape)
+    # each operand spread over interleaved dims by one _unsafe_view, as torch's kron does
+    a_spread = UnsafeView.apply(input, shape=tuple(s for size in a_shape for s in (size, 1)))
+    b_spread = UnsafeView.apply(other, shape=tuple(s for size in b_shape for s in (1, size)))
     product = a_spread * b_spread
-    return UnsafeView.apply(product, shape=tuple(x * y for x, y in zip(a.shape, b.shape)))
+    return UnsafeView.apply(product, shape=tuple(x * y for x, y in zip(a_shape, b_shape)))
 
 def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     from .ops.distance import Cdist
