@@ -220,35 +220,27 @@ class MulScalar(Op):
     node_name = "MulBackward1"
     array_backward = True
     saved_names = ("other=other",)  # the number, as given
+    _operator = staticmethod(operator.mul)  # on arrays, and on the gradient:
+    _formula = staticmethod(_math.scaled)
 
     @staticmethod
     def forward(ctx, a, other):
         ctx.other = other
         with _quiet(a._xp):
-            return a._array * other
+            return ctx._function._operator(a._array, other)
 
     @staticmethod
     def backward(ctx, grad):
-        return _math.scaled(grad, ctx.other), None
+        return ctx._function._formula(grad, ctx.other), None
 
 
-class DivScalar(Op):
+class DivScalar(MulScalar):
     """torch's div.Scalar (DivBackward1), as its C++ writes ``tensor / number``. Use
     ``_math.divided``."""
 
     node_name = "DivBackward1"
-    array_backward = True
-    saved_names = ("other=other",)  # the number, as given
-
-    @staticmethod
-    def forward(ctx, a, other):
-        ctx.other = other
-        with _quiet(a._xp):
-            return a._array / other
-
-    @staticmethod
-    def backward(ctx, grad):
-        return _math.divided(grad, ctx.other), None
+    _operator = staticmethod(operator.truediv)
+    _formula = staticmethod(_math.divided)
 
 
 class AddScalar(Op):
