@@ -643,10 +643,6 @@ COMPOSITES: dict[str, list[Case]] = {
 # Cases whose graph (every node's name, walked breadth first from the outputs) differs from
 # torch's, and why; a test below keeps the list true.
 KNOWN_NAME_DIFFERENCES = {
-    ("UnsafeView", 2): "matmul of a 1-d left operand: torch folds it into mv, here mm",
-    ("UnsafeView", 4): "matmul of a 1-d right operand: torch folds it into mv, here mm",
-    ("UnsafeView", 5): "matmul of a broadcast batch: torch transposes the other operand with "
-                       ".t() (TBackward0)",
     ("Svd", 2): "torch's nuclear norm takes the svd of a permuted view (PermuteBackward0)",
     ("repeat_interleave", 2): "torch indexes the input itself, with no flattening view",
     ("combinations", 0): "torch selects through masks of an expanded grid (MaskedSelect)",
