@@ -149,6 +149,7 @@ class _SavesInput(Resample):
     """A per-axis op whose torch node keeps its input (the pads, adaptive_avg_pool2d): it is
     saved, so an in-place change of it before backward is an error, as in torch."""
 
+    array_backward = True  # (said again: this class writes its own backward)
     saved_names = ("self",)
 
     @staticmethod
