@@ -965,12 +965,11 @@ def tensordot(a, b, dims=2):
             from .errors import InvalidValueError
 
             raise InvalidValueError(f"tensordot expects dims >= 0, but got dims={dims}")
-        dims_a = list(range(a._array.ndim - dims, a._array.ndim))
-        dims_b = list(range(dims))
+        given_a, given_b = list(range(-dims, 0)), list(range(dims))  # as torch passes them
     else:
-        dims_a, dims_b = ([d] if isinstance(d, int) else list(d) for d in dims)
-    dims_a = [wrap_dim(d, a._array.ndim) for d in dims_a]
-    dims_b = [wrap_dim(d, b._array.ndim) for d in dims_b]
+        given_a, given_b = ([d] if isinstance(d, int) else list(d) for d in dims)
+    dims_a = [wrap_dim(d, a._array.ndim) for d in given_a]
+    dims_b = [wrap_dim(d, b._array.ndim) for d in given_b]
     for left, right in zip(dims_a, dims_b):
         if a._array.shape[left] != b._array.shape[right]:
             from .errors import ShapeError
@@ -986,8 +985,9 @@ def tensordot(a, b, dims=2):
     size_free_a = _product(a._array.shape[d] for d in free_a)
     size_free_b = _product(b._array.shape[d] for d in free_b)
     size_contracted = _product(a._array.shape[d] for d in dims_a)
-    left = a.permute(*(free_a + dims_a)).reshape(size_free_a, size_contracted)
-    right = b.permute(*(dims_b + free_b)).reshape(size_contracted, size_free_b)
+    # the contracted dims as given (torch's PermuteBackward0 shows them so)
+    left = a.permute(*(free_a + given_a)).reshape(size_free_a, size_contracted)
+    right = b.permute(*(given_b + free_b)).reshape(size_contracted, size_free_b)
     shape_out = [a._array.shape[d] for d in free_a] + [b._array.shape[d] for d in free_b]
     return Mm.apply(left, right).reshape(shape_out)
 
@@ -1002,12 +1002,13 @@ def kron(input, other):
     from .ops.shape import UnsafeView
 
     ndim = builtins.max(input._array.ndim, other._array.ndim)
-    a = input.reshape((1,) * (ndim - input._array.ndim) + tuple(input.shape))
-    b = other.reshape((1,) * (ndim - other._array.ndim) + tuple(other.shape))
-    a_spread = a.reshape(tuple(s for size in a.shape for s in (size, 1)))
-    b_spread = b.reshape(tuple(s for size in b.shape for s in (1, size)))
+    a_shape = (1,) * (ndim - input._array.ndim) + tuple(input.shape)
+    b_shape = (1,) * (ndim - other._array.ndim) + tuple(other.shape)
+    # each operand spread over interleaved dims by one _unsafe_view, as torch's kron does
+    a_spread = UnsafeView.apply(input, shape=tuple(s for size in a_shape for s in (size, 1)))
+    b_spread = UnsafeView.apply(other, shape=tuple(s for size in b_shape for s in (1, size)))
     product = a_spread * b_spread
-    return UnsafeView.apply(product, shape=tuple(x * y for x, y in zip(a.shape, b.shape)))
+    return UnsafeView.apply(product, shape=tuple(x * y for x, y in zip(a_shape, b_shape)))
 
 def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     from .ops.distance import Cdist

@@ -18,6 +18,7 @@ import numpy as np
 
 from . import _dtype
 from .errors import InvalidValueError, ShapeError
+from .ops import _math
 from .ops import binary as _binary
 from .ops import matrices as _matrices
 from .tensor import Tensor
@@ -345,32 +346,43 @@ def trapezoid(y, x=None, *, dx=None, dim=-1):
     length = y._array.shape[axis]
     if length == 0:
         return y.sum(dim=axis) * 0
-    left, right = y.narrow(axis, 0, length - 1), y.narrow(axis, 1, length - 1)
-    if x is None:
-        return (left + right).sum(dim=axis) * ((1.0 if dx is None else dx) / 2)
+    if x is None:  # torch's own steps (so its nodes: MulBackward1 for its mul.Scalar)
+        ends = y.select(dim, 0) + y.select(dim, -1)
+        return _math.scaled(y.sum(dim=dim) - _math.scaled(ends, 0.5),
+                            1.0 if dx is None else dx)
+    left, right = _left_and_right(y, axis)
     spacing = diff(x, dim=-1 if x._array.ndim == 1 else dim)
     if x._array.ndim == 1 and y._array.ndim > 1:
         shape = [1] * y._array.ndim
         shape[axis] = -1
         spacing = spacing.reshape(shape)
-    return ((left + right) * spacing).sum(dim=axis) / 2
+    return _math.divided(((left + right) * spacing).sum(dim=axis), 2.0)  # (div.Scalar)
 
 
 trapz = trapezoid
 
 
+def _left_and_right(y, axis: int) -> tuple:
+    """``y`` less its last and less its first sample along ``axis``, sliced as torch's
+    trapezoid slices them (SliceBackward0 showing end -1, then None)."""
+    from .ops.indexing import Slice
+
+    length = y._array.shape[axis]
+    return (Slice.apply(y, axis, 0, length - 1, 1, (0, -1)),
+            Slice.apply(y, axis, 1, length, 1, (1, None)))
+
+
 def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
     axis = dim if dim >= 0 else dim + y._array.ndim
-    length = y._array.shape[axis]
-    left, right = y.narrow(axis, 0, length - 1), y.narrow(axis, 1, length - 1)
-    if x is None:
-        return ((left + right) * ((1.0 if dx is None else dx) / 2)).cumsum(axis)
+    left, right = _left_and_right(y, axis)
+    if x is None:  # (torch's mul.Scalar: MulBackward1)
+        return _math.scaled(left + right, (1.0 if dx is None else dx) / 2).cumsum(axis)
     spacing = diff(x, dim=-1 if x._array.ndim == 1 else dim)
     if x._array.ndim == 1 and y._array.ndim > 1:
         shape = [1] * y._array.ndim
         shape[axis] = -1
         spacing = spacing.reshape(shape)
-    return ((left + right) * spacing / 2).cumsum(axis)
+    return _math.divided(((left + right) * spacing).cumsum(axis), 2.0)  # (div.Scalar)
 
 
 # -- integers ---------------------------------------------------------------------------------

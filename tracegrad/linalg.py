@@ -191,7 +191,8 @@ def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *,
 
         row, column = (wrap_dim(d, A._array.ndim) for d in dims)
         summed_dim, reduced_dim = (row, column) if ord in (1, -1) else (column, row)
-        sums = A.abs().sum(dim=summed_dim, keepdim=keepdim)
+        # torch's: vector_norm(A, 1.0) along one dim (LinalgVectorNormBackward0), then amax
+        sums = _norms.VectorNorm.apply(A, 1.0, (summed_dim,), keepdim, None)
         if not keepdim and reduced_dim > summed_dim:
             reduced_dim -= 1
         pick = sums.amax if ord > 0 else sums.amin

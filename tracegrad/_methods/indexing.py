@@ -25,7 +25,9 @@ class IndexingMethods:
         return indexing.select(self, dim, index)
 
     def index_put(self, indices, values, accumulate=False):
-        return self.clone().index_put_(indices, values, accumulate)
+        # one IndexPutBackward0 on self, as torch records it (not a clone, then index_put_)
+        op, values, index = indexing.index_put_arguments(self, indices, values, accumulate)
+        return op.apply(self, values, index=index)
 
     def gather(self, dim, index):
         return indexing.Gather.apply(self, dim, index)

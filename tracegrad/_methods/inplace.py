@@ -93,16 +93,8 @@ class InplaceMethods:
     def index_put_(self, indices, values, accumulate=False):
         """``self[indices] = values`` (or ``+=`` with ``accumulate``), indices a tuple of
         index tensors."""
-        index = tuple(part._array if isinstance(part, Tensor) else part for part in indices)
-        if not isinstance(values, Tensor):
-            from ..ops.indexing import _value_tensor
-
-            values = _value_tensor(values, self)
-        if accumulate:  # repeated positions add up (ops/selection.py, ops-curriculum's)
-            from ..ops.selection import IndexPutAccumulate
-
-            return self._inplace("index_put_", IndexPutAccumulate, values, index=index)
-        return self._inplace("index_put_", indexing.IndexPut, values, index=index)
+        op, values, index = indexing.index_put_arguments(self, indices, values, accumulate)
+        return self._inplace("index_put_", op, values, index=index)
 
     def clamp_(self, min=None, max=None):
         # what clamp records (ClampBackward1 for numbers, even one), not clamp_min's node

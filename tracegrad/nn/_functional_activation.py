@@ -163,7 +163,7 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
 
 
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
-    return ops.PreluKernel.apply(input, weight)
+    return ops.PreluKernel.apply(input, ops.prelu_weight(input, weight))
 
 
 def _softmax_dim(name: str, ndim: int, stacklevel: int) -> int:

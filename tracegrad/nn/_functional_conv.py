@@ -329,7 +329,7 @@ def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) 
         return _circular(input, pairs)
     maps = tuple(resample.pad_map(mode, size, before, after)
                  for (before, after), size in zip(pairs, sizes))
-    return resample.PAD_OPS[(mode, dims)].apply(input, maps)
+    return resample.PAD_OPS[(mode, dims)].apply(input, maps, (pad,))
 
 
 def _circular(input: Tensor, pairs) -> Tensor:
@@ -424,10 +424,12 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
     if mode in ("nearest", "nearest-exact"):
         maps = tuple(resample.nearest_map(n, out, scale, mode == "nearest-exact")
                      for n, out, scale in zip(in_sizes, out_sizes, scales))
+        shown = (out_sizes,) + scales  # as torch's node keeps them (grad_fn._saved_scales_h)
     else:
         maps = tuple(resample.linear_map(n, out, scale, align_corners, input._array.dtype)
                      for n, out, scale in zip(in_sizes, out_sizes, scales))
-    return op.apply(input, maps)
+        shown = (out_sizes, align_corners) + scales
+    return op.apply(input, maps, shown)
 
 
 def upsample(input: Tensor, size=None, scale_factor=None, mode: str = "nearest",

@@ -77,7 +77,7 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
     if input.ndim < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received "
                            f"{input.ndim}")
-    return NativeGroupNorm.apply(input, weight, bias, num_groups, eps)
+    return NativeGroupNorm.apply(input, weight, bias, num_groups, eps)[0]
 
 
 def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,

@@ -230,12 +230,6 @@ def clamp(value, low, high):
     return array_module(value).clip(value, low, high)
 
 
-def held(like, tensor):
-    """A Tensor an op keeps as an attribute (a loss's class weights), as the kind of value
-    ``like`` is: itself beside Tensors, its array beside arrays."""
-    return tensor if like.__class__ is Tensor else tensor._array
-
-
 def logsigmoid(value):
     """``log(sigmoid(value))``, without overflow: a Tensor (recorded, LogSigmoidBackward0)
     or an array."""
@@ -360,6 +354,42 @@ def matmul(a, b):
 def mT(value):
     """The last two dimensions swapped: a Tensor (recorded) or an array view."""
     return value.swapaxes(-2, -1)
+
+
+def scaled(value, number):
+    """``value * number`` as torch's C++ writes it (mul.Scalar): beside Tensors recorded as
+    MulBackward1 (what a backward formula under create_graph shows), beside arrays the
+    product."""
+    if value.__class__ is Tensor:
+        return _ops.arith.MulScalar.apply(value, number)
+    return value * number
+
+
+def divided(value, number):
+    """``value / number`` as torch's C++ writes it (div.Scalar): DivBackward1 beside
+    Tensors, the quotient beside arrays."""
+    if value.__class__ is Tensor:
+        return _ops.arith.DivScalar.apply(value, number)
+    return value / number
+
+
+def shifted(value, number):
+    """``value + number`` as torch's C++ writes it (add.Scalar, AddBackward1; sub.Scalar,
+    SubBackward1 for a negative ``number``, as ``tensor - 1`` is written) beside Tensors;
+    the sum beside arrays."""
+    if value.__class__ is Tensor:
+        if number < 0:
+            return _ops.arith.SubScalar.apply(value, -number)
+        return _ops.arith.AddScalar.apply(value, number)
+    return value + number
+
+
+def number_minus(number, value):
+    """``number - value`` as torch's C++ writes it (the number wrapped as a tensor:
+    SubBackward0, with no edge for it) beside Tensors; the difference beside arrays."""
+    if value.__class__ is Tensor:
+        return _ops.arith.Sub.apply(number, value)
+    return number - value
 
 
 def where(condition, a, b):

@@ -651,7 +651,8 @@ class GluBackward(Op):
 
 
 class PreluKernel(Op):
-    """``x if x > 0 else weight * x``, the weight broadcast along dim 1 (channels)."""
+    """torch's ``_prelu_kernel``: ``x if x > 0 else weight * x``, the weight broadcast
+    (``prelu`` shapes it first: ``prelu_weight``)."""
 
     node_name = "PreluKernelBackward0"
     array_backward = True
@@ -661,43 +662,44 @@ class PreluKernel(Op):
     @silenced
     def forward(ctx, a, weight):
         x = floating_array("prelu_cpu", a)
-        w = weight._array
-        shape = _prelu_weight_shape(a, weight)
         ctx.save_for_backward(a, weight)
-        ctx.shape = shape
-        return a._xp.where(x > 0, x, x * w.reshape(shape))
+        return a._xp.where(x > 0, x, x * weight._array)
 
     @staticmethod
     def backward(ctx, grad):
         a, weight = ctx.saved_tensors
         needs = ctx.needs_input_grad
         positive = a > 0
-        shaped = weight.reshape(ctx.shape)
-        grad_input = unary_where(positive, grad, grad * shaped) if needs[0] else None
+        grad_input = unary_where(positive, grad, grad * weight) if needs[0] else None
         grad_weight = None
         if needs[1]:
-            grad_weight = sum_to(unary_where(positive, 0.0, grad * a), ctx.shape)
-            grad_weight = grad_weight.reshape(weight.shape)
+            grad_weight = sum_to(unary_where(positive, 0.0, grad * a), tuple(weight.shape))
         return grad_input, grad_weight
 
 
-def _prelu_weight_shape(a: Tensor, weight: Tensor) -> tuple:
+def prelu_weight(a: Tensor, weight: Tensor) -> Tensor:
+    """``prelu``'s weight as torch hands it to ``_prelu_kernel``: checked, and -- where its
+    rank differs from the input's -- reshaped (a recorded view, ViewBackward0) to the
+    input's rank with its values along dim 1."""
     count = weight._array.size
+    if count != 1:
+        if a._array.ndim == 0:
+            raise ShapeError("Not allow zero-dim input tensor.")
+        channels = a._array.shape[1] if a._array.ndim >= 2 else 1
+        if count != channels:
+            raise ShapeError(
+                f"Mismatch of parameter numbers and input channel size. Found parameter "
+                f"numbers = {count} and channel size = {channels}. ({a._describe()}) Hint: "
+                "PReLU's num_parameters must be 1 or the input's size along dim 1.")
     if weight._array.ndim > 1:
         raise ShapeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: "
                          f"ndim = {weight._array.ndim}")
-    if count == 1:
-        return (1,) * a._array.ndim if a._array.ndim else ()
-    channels = a._array.shape[1] if a._array.ndim >= 2 else (
-        a._array.shape[0] if a._array.ndim == 1 else 1)
-    if count != channels:
-        raise ShapeError(
-            f"Mismatch of parameter numbers and input channel size. Found parameter numbers "
-            f"= {count} and channel size = {channels} ({a._describe()}). Hint: PReLU's "
-            "num_parameters must be 1 or the input's size along dim 1.")
-    if a._array.ndim == 1:
-        return (count,)
-    return (1, count) + (1,) * (a._array.ndim - 2)
+    if a._array.ndim == weight._array.ndim:
+        return weight
+    shape = [1] * a._array.ndim
+    if a._array.ndim > 1:
+        shape[1] = count
+    return weight.reshape(shape)
 
 
 class Threshold(Op):

@@ -212,6 +212,64 @@ class Mul(Op):
         return grad * b if needs[0] else None, grad * a if needs[1] else None
 
 
+class MulScalar(Op):
+    """torch's mul.Scalar (MulBackward1): what its own C++ writes as ``tensor * number`` --
+    composite ops (trapezoid) and backward formulas under create_graph. (``x * 2`` from
+    Python is mul.Tensor: ``Mul``, MulBackward0.) Use ``_math.scaled``."""
+
+    node_name = "MulBackward1"
+    array_backward = True
+    saved_names = ("other=other",)  # the number, as given
+    _operator = staticmethod(operator.mul)  # on arrays, and on the gradient:
+    _formula = staticmethod(_math.scaled)
+
+    @staticmethod
+    def forward(ctx, a, other):
+        ctx.other = other
+        with _quiet(a._xp):
+            return ctx._function._operator(a._array, other)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return ctx._function._formula(grad, ctx.other), None
+
+
+class DivScalar(MulScalar):
+    """torch's div.Scalar (DivBackward1), as its C++ writes ``tensor / number``. Use
+    ``_math.divided``."""
+
+    node_name = "DivBackward1"
+    _operator = staticmethod(operator.truediv)
+    _formula = staticmethod(_math.divided)
+
+
+class AddScalar(Op):
+    """torch's add.Scalar (AddBackward1), as its C++ formulas write ``tensor + number``.
+    Use ``_math.shifted``."""
+
+    node_name = "AddBackward1"
+    array_backward = True
+
+    @staticmethod
+    def forward(ctx, a, other):
+        return a._array + other
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad, None
+
+
+class SubScalar(AddScalar):
+    """torch's sub.Scalar (SubBackward1), as its C++ formulas write ``tensor - number``.
+    Use ``_math.shifted`` with the number negated."""
+
+    node_name = "SubBackward1"
+
+    @staticmethod
+    def forward(ctx, a, other):
+        return a._array - other
+
+
 class Div(Op):
     node_name = "DivBackward0"
     elementwise = True  # (see Op)
@@ -302,7 +360,7 @@ class PowScalar(Op):
             return (grad * 0, None)
         exponent = float(exponent)  # torch's pow_backward: the exponent as a double, and
         with _quiet(_math.xp(grad)):  # grad times the rest last (the node create_graph shows)
-            return (grad * (exponent * a ** (exponent - 1)), None)
+            return (grad * _math.scaled(a ** (exponent - 1), exponent), None)
 
 
 class Pow(Op):
@@ -333,12 +391,13 @@ class Pow(Op):
         needs = ctx.needs_input_grad
         meta = ctx._input_meta  # (shape, dtype) per tensor argument: a first (if one), b last
         grad_a = grad_b = None
+        # (grouped as torch's formulas are, so create_graph records torch's nodes)
         if needs[0] and len(meta) == 2:  # a is a tensor (not RPow's number)
-            power = grad * b * a ** (b - 1)
+            power = grad * (b * a ** _math.shifted(b, -1))
             grad_a = sum_to(_math.where(b == 0, 0.0, power), meta[0][0])
         if needs[-1]:
             base = a if len(meta) == 2 else _math.constant(grad, _base_array(result, a))
-            grad_b = _math.where((base == 0) & (b >= 0), 0.0, grad * result * _math.log(base))
+            grad_b = grad * _math.where((base == 0) & (b >= 0), 0.0, result * _math.log(base))
             grad_b = sum_to(grad_b, meta[-1][0])
         return grad_a, grad_b
 

@@ -271,6 +271,9 @@ class DivRounding(Op):
 
     node_name = "DivBackward2"
     array_backward = True
+    # as torch keeps them (its formula, grad * 0, reads neither): the divisor always, the
+    # dividend only if the divisor needs a gradient, as for a true division
+    saved_names = ("self", "other", "rounding_mode=rounding_mode")
 
     @staticmethod
     def forward(ctx, a, b, rounding_mode):
@@ -281,6 +284,10 @@ class DivRounding(Op):
                 len(ctx._next_nodes) == 1:
             number_edge(ctx, 1 if isinstance(a, Tensor) else 0)
         tensor = a if isinstance(a, Tensor) else b
+        needs = ctx.needs_input_grad
+        if needs:
+            ctx.save_for_backward(a if needs[1] else None, b)
+            ctx.rounding_mode = rounding_mode
         _check_integer_divisor("div", y, tensor)
         xp = tensor._xp
         with _quiet(xp):
@@ -296,6 +303,7 @@ class DivRounding(Op):
 
     @staticmethod
     def backward(ctx, grad):
+        ctx.saved_tensors  # noqa: B018 - raises if one changed in place, as in torch
         meta = ctx._input_meta
         needs = ctx.needs_input_grad
         grads = [None, None, None]
@@ -640,23 +648,29 @@ class Ldexp(Op):
 
     node_name = "LdexpBackward0"
     array_backward = True
+    saves_output = True
+    # as torch: other only for the input's gradient; the result for other's
+    saved_names = ("other", "result")
 
     @staticmethod
     @silenced
     def forward(ctx, a, other):
         x, y = _float_pair("ldexp", a, other)
-        ctx.save_for_backward(a, other)
+        needs = ctx.needs_input_grad
+        if needs:
+            ctx.save_for_backward(other if needs[0] else None)
         return x * a._xp.exp2(y)
 
     @staticmethod
     def backward(ctx, grad):
-        a, other = ctx.saved_tensors
+        other, result = ctx.saved_tensors
         needs = ctx.needs_input_grad
-        power = _math.exp2(other) if hasattr(other, "shape") else 2.0 ** other
-        grad_a = sum_to(grad * power, a.shape) if needs[0] else None
-        grad_other = None
+        grad_a = grad_other = None
+        if needs[0]:
+            power = _math.exp2(other) if hasattr(other, "shape") else 2.0 ** other
+            grad_a = sum_to(grad * power, ctx._input_meta[0][0])
         if len(needs) > 1 and needs[1]:
-            grad_other = sum_to(grad * a * power * _LN2, other.shape)
+            grad_other = sum_to(grad * result * _LN2, ctx._input_meta[1][0])
         return grad_a, grad_other
 
 

@@ -46,14 +46,38 @@ class Select(Op):
 
     @staticmethod
     def backward(ctx, grad):
+        if grad.__class__ is Tensor:  # create_graph: torch's SelectBackwardBackward0
+            return (SelectBackward.apply(grad, ctx.input_shape, ctx.dim, ctx.index, ctx.given),
+                    None, None, None)
         index = (slice(None),) * ctx.dim + (ctx.index,)
         return (index_accumulate(grad, ctx.input_shape, index), None, None, None)
 
 
-show_saved(Select, "dim", lambda node: as_torch_int(
-    node.dim if node.given is None else node.given[0]))
-show_saved(Select, "index", lambda node: as_torch_int(
-    node.index if node.given is None else node.given[1]))
+class SelectBackward(Op):
+    """select's backward as a node (torch's select_backward): ``grad`` placed at ``index``
+    along ``dim`` of zeros shaped as the input; its own backward selects again."""
+
+    node_name = "SelectBackwardBackward0"
+    array_backward = True
+
+    @staticmethod
+    def forward(ctx, grad, input_shape, dim, index, given=None):
+        ctx.dim, ctx.index, ctx.given = dim, index, given
+        out = grad._xp.zeros(input_shape, dtype=grad._array.dtype)
+        out[(slice(None),) * dim + (index,)] = grad._array
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_grad):
+        return (_math.apply(Select, grad_grad, ctx.dim, ctx.index, ctx.given),
+                None, None, None, None)
+
+
+for _op in (Select, SelectBackward):
+    show_saved(_op, "dim", lambda node: as_torch_int(
+        node.dim if node.given is None else node.given[0]))
+    show_saved(_op, "index", lambda node: as_torch_int(
+        node.index if node.given is None else node.given[1]))
 
 
 class Slice(Op):
@@ -74,15 +98,40 @@ class Slice(Op):
 
     @staticmethod
     def backward(ctx, grad):
+        if grad.__class__ is Tensor:  # create_graph: torch's SliceBackwardBackward0
+            return (SliceBackward.apply(grad, ctx.input_shape, ctx.dim, ctx.start, ctx.end,
+                                        ctx.step, ctx.given), None, None, None, None, None)
         index = (slice(None),) * ctx.dim + (slice(ctx.start, ctx.end, ctx.step),)
         return (index_accumulate(grad, ctx.input_shape, index), None, None, None, None, None)
 
 
+class SliceBackward(Op):
+    """slice's backward as a node (torch's slice_backward): ``grad`` placed at the slice
+    of zeros shaped as the input; its own backward slices again."""
+
+    node_name = "SliceBackwardBackward0"
+    array_backward = True
+    saved_names = ("dim=dim", "step=step")  # as torch names them; start and end below
+
+    @staticmethod
+    def forward(ctx, grad, input_shape, dim, start, end, step, given=None):
+        ctx.dim, ctx.start, ctx.end, ctx.step, ctx.given = dim, start, end, step, given
+        out = grad._xp.zeros(input_shape, dtype=grad._array.dtype)
+        out[(slice(None),) * dim + (slice(start, end, step),)] = grad._array
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_grad):
+        return (_math.apply(Slice, grad_grad, ctx.dim, ctx.start, ctx.end, ctx.step,
+                            ctx.given),) + (None,) * 6
+
+
 _INT64_MAX = (1 << 63) - 1  # what torch shows for an open end (x[1:])
-show_saved(Slice, "start", lambda node: as_torch_int(
-    node.start if node.given is None else node.given[0]))
-show_saved(Slice, "end", lambda node: as_torch_int(
-    node.end if node.given is None else node.given[1]))
+for _op in (Slice, SliceBackward):
+    show_saved(_op, "start", lambda node: as_torch_int(
+        node.start if node.given is None else node.given[0]))
+    show_saved(_op, "end", lambda node: as_torch_int(node.end) if node.given is None else (
+        None if node.given[1] is None else as_torch_int(node.given[1])))  # (torch's end=None)
 
 
 def _given_bounds(part: slice) -> tuple:
@@ -139,6 +188,36 @@ def _save_positions(ctx, index) -> None:
         parts = index if isinstance(index, tuple) else (index,)
         ctx.save_for_backward(*(Tensor._wrap(part, False) for part in parts
                                 if getattr(part, "dtype", None) is not None))
+
+
+def _index_reader(raw: bool):
+    """``grad_fn._saved_indices`` (``raw``: ``_raw_saved_indices``) of an index_put node:
+    one entry per part of its index up to the last tensor, as torch's list of optional
+    tensors -- the saved tensor (or its SavedTensor) for an index tensor, None for a
+    slice."""
+    def read(node) -> tuple:
+        parts = node.index if isinstance(node.index, tuple) else (node.index,)
+        saved = iter(node._saved)
+        shown = []
+        for part in parts:
+            if getattr(part, "dtype", None) is None:
+                shown.append(None)
+            else:
+                slot = next(saved)
+                shown.append(slot if raw else slot.unpack(node))
+        while shown and shown[-1] is None:
+            shown.pop()
+        return tuple(shown)
+
+    return read
+
+
+def show_indices(op, accumulate: bool) -> None:
+    """``_saved_indices``, ``_raw_saved_indices`` and ``_saved_accumulate`` of an op whose
+    node is torch's IndexPutBackward0 and saves its index with ``_save_positions``."""
+    show_saved(op, "indices", _index_reader(False))
+    op._node_class._raw_saved_indices = property(_index_reader(True))
+    show_saved(op, "accumulate", lambda node: accumulate)
 
 
 def slice_view(tensor, dim: int, start: int, end: int, step: int):
@@ -508,6 +587,18 @@ def _copy_to(target, value) -> None:
         target._inplace("__setitem__", Copy, value)
 
 
+def index_put_arguments(tensor, indices, values, accumulate: bool) -> tuple:
+    """``(op, values, index)`` for ``tensor.index_put(_)(indices, values, accumulate)``:
+    the op torch's IndexPutBackward0 stands for (IndexPut, or IndexPutAccumulate where
+    repeated positions add up), the values as a tensor, the index in NumPy's terms."""
+    from .selection import IndexPutAccumulate  # (selection imports this module)
+
+    index = tuple(part._array if isinstance(part, Tensor) else part for part in indices)
+    if not isinstance(values, Tensor):
+        values = _value_tensor(values, tensor)
+    return (IndexPutAccumulate if accumulate else IndexPut), values, index
+
+
 def _value_tensor(value, like):
     """A Python number (or nested list) assigned into ``like``: a tensor of like's dtype."""
     try:
@@ -602,6 +693,9 @@ class IndexPut(Op):
         if needs[1]:
             grad_value = sum_to(_math.apply(Index, grad, ctx.index), ctx.value_shape)
         return grad_base, grad_value
+
+
+show_indices(IndexPut, accumulate=False)
 
 
 def _zero_like(value):

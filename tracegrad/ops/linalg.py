@@ -237,6 +237,7 @@ def _capitalized(tensor) -> str:
 
 class Vdot(Dot):
     node_name = "VdotBackward0"
+    saved_names = ("self", "other")  # (dot's second is "tensor")
 
 
 class Bmm(Op):
@@ -314,33 +315,31 @@ def matmul(a, b):
         return _folded(a, b)
     if dim_b >= 3 and dim_a <= 2:
         # a @ b == (b.mT @ a.mT).mT: fold the larger one, then transpose back
-        b_t = Transpose.apply(b, -1, -2)
+        b_t = Transpose.apply(b, -2, -1)  # (b.mT, as torch writes it: dims -2, -1)
         if dim_a == 1:
             return _folded(b_t, a)
-        result = _folded(b_t, Transpose.apply(a, 0, 1))
+        result = _folded(b_t, a.t())  # (torch's a.t(): TBackward0)
         from .shape import Clone
 
-        return Clone.apply(Transpose.apply(result, -1, -2))
+        return Clone.apply(Transpose.apply(result, -2, -1))
     return _batched(a, b, Expand, Reshape, Unsqueeze)
 
 
 def _folded(big, small):
     """``big`` (3+ dims) times a matrix or vector: one mm (or mv) on big viewed as rows."""
-    from .shape import Reshape, UnsafeView, Unsqueeze
+    from .shape import Reshape, UnsafeView
 
     inner = big._array.shape[-1]
     rows = Reshape.apply(big, shape=(-1 if big._array.size else 0, inner)) \
         if big._array.size else Reshape.apply(big, shape=(0, inner))
-    if small._array.ndim == 1:
-        column = Unsqueeze.apply(small, dim=-1)
-        if column._array.shape[0] != inner:
+    if small._array.ndim == 1:  # (one mv, as torch folds it: MvBackward0)
+        if small._array.shape[0] != inner:
             raise ShapeError(
                 f"size mismatch, got input ({rows._array.shape[0]}), mat "
                 f"({rows._array.shape[0]}x{inner}), vec ({small._array.shape[0]})"
                 f"{_described(big, small)}\nHint: the last dimension of the batch must equal "
                 "the vector's length.")
-        product = Mm.apply(rows, column)
-        return UnsafeView.apply(product, shape=big._array.shape[:-1])
+        return UnsafeView.apply(Mv.apply(rows, small), shape=big._array.shape[:-1])
     if small._array.shape[0] != inner:
         raise _mm_mismatch(big, small, rows._array.shape[0], inner, small._array.shape[0],
                            small._array.shape[1])

@@ -52,6 +52,9 @@ class BinaryCrossEntropy(Op):
 
     node_name = "BinaryCrossEntropyBackward0"
     array_backward = True
+    # as torch keeps them: the class weights are saved (never differentiated), so an
+    # in-place change of them before backward is an error, as in torch
+    saved_names = ("self", "target", "weight")
 
     @staticmethod
     def forward(ctx, input, target, reduction="mean", weight=None):
@@ -67,17 +70,17 @@ class BinaryCrossEntropy(Op):
                                                                              -100))
         if weight is not None:
             losses = losses * weight._array
-        ctx.save_for_backward(input, target)
-        ctx.reduction, ctx.weight, ctx.count = reduction, weight, max(x.size, 1)
+        ctx.save_for_backward(input, target, weight)
+        ctx.reduction, ctx.count = reduction, max(x.size, 1)
         return reduce_array(losses.astype(x.dtype, copy=False), reduction)
 
     @staticmethod
     def backward(ctx, grad):
-        input, target = ctx.saved_tensors
+        input, target, weight = ctx.saved_tensors
         needs = ctx.needs_input_grad
         scale = _scaled(grad, ctx.reduction, ctx.count)
-        if ctx.weight is not None:
-            scale = scale * _math.held(grad, ctx.weight)
+        if weight is not None:
+            scale = scale * weight
         grad_input = grad_target = None
         if needs[0]:
             grad_input = sum_to(scale * (input - target) /
@@ -95,6 +98,7 @@ class BinaryCrossEntropyWithLogits(Op):
 
     node_name = "BinaryCrossEntropyWithLogitsBackward0"
     array_backward = True
+    saved_names = ("self", "target", "weight", "pos_weight")  # as torch keeps them
 
     @staticmethod
     @silenced
@@ -108,21 +112,17 @@ class BinaryCrossEntropyWithLogits(Op):
             losses = (1 - t) * x + softplus
         if weight is not None:
             losses = losses * weight._array
-        ctx.save_for_backward(input, target)
+        ctx.save_for_backward(input, target, weight, pos_weight)
         ctx.reduction, ctx.count = reduction, max(x.size, 1)
-        ctx.weight, ctx.pos_weight = weight, pos_weight
         return reduce_array(losses.astype(x.dtype, copy=False), reduction)
 
     @staticmethod
     def backward(ctx, grad):
-        input, target = ctx.saved_tensors
+        input, target, weight, pos_weight = ctx.saved_tensors
         needs = ctx.needs_input_grad
         scale = _scaled(grad, ctx.reduction, ctx.count)
-        if ctx.weight is not None:
-            scale = scale * _math.held(grad, ctx.weight)
-        pos_weight = ctx.pos_weight
-        if pos_weight is not None:
-            pos_weight = _math.held(grad, pos_weight)
+        if weight is not None:
+            scale = scale * weight
         grad_input = grad_target = None
         if needs[0]:
             if pos_weight is None:
@@ -342,5 +342,6 @@ class HuberLossBackward(_LossBackward):
         return _sum_to(spread * grad_grad, grad.shape)
 
 
-for _op in (SmoothL1Loss, HuberLoss, SoftMarginLoss, SmoothL1LossBackward, HuberLossBackward):
+for _op in (SmoothL1Loss, HuberLoss, SoftMarginLoss, SmoothL1LossBackward, HuberLossBackward,
+            BinaryCrossEntropy, BinaryCrossEntropyWithLogits):
     show_saved(_op, "reduction", lambda node: REDUCTION_ENUM[node.reduction])

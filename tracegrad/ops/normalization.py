@@ -13,6 +13,8 @@ the second derivative sees how they depend on ``x``; otherwise the forward's are
 
 from __future__ import annotations
 
+import math
+
 from ..autograd.function import Op
 from ..autograd.grad_mode import state
 from ..autograd.quiet import quiet, silenced
@@ -20,6 +22,7 @@ from ..errors import ShapeError
 from ..tensor import Tensor
 from . import _math
 from ._edges import select_edges
+from ._saved import show_saved
 
 
 def _statistics(xp, x, axes, eps):
@@ -420,8 +423,13 @@ class _RowNorm:
 
 
 class NativeGroupNorm(Op):
+    """torch's native_group_norm: (output, mean, rstd), the statistics (N, group) outputs
+    the node saves as result1/result2 (group_norm drops them)."""
+
     node_name = "NativeGroupNormBackward0"
     array_backward = True
+    saved_names = ("input", "weight", "result1", "result2", "group=groups", "eps=eps")
+    saves_output = (1, 2)
 
     @staticmethod
     def forward(ctx, input, weight, bias, num_groups, eps):
@@ -449,11 +457,13 @@ class NativeGroupNorm(Op):
         ctx.save_for_backward(input, weight)
         ctx.mean, ctx.rstd, ctx.eps, ctx.groups = mean, rstd, eps, num_groups
         ctx.has_bias = bias is not None
-        return out
+        return out, mean.reshape(batch, num_groups).astype(x.dtype), rstd.reshape(
+            batch, num_groups)
 
     @staticmethod
-    def backward(ctx, grad):
-        input, weight = ctx.saved_tensors
+    def backward(ctx, grad, grad_mean=None, grad_rstd=None):
+        # (the statistics' gradients: nothing public returns them, so they are never set)
+        input, weight = ctx.saved_tensors[:2]
         needs = ctx.needs_input_grad
         shape = _channel_shape(input.ndim)
         grouped_shape = (input.shape[0], ctx.groups, -1)
@@ -468,3 +478,10 @@ class NativeGroupNorm(Op):
             grad_bias = _math.sum_dims(grad, axes)
         return (grad_input.reshape(input.shape) if needs[0] else None, grad_weight, grad_bias,
                 None, None)
+
+
+# grad_fn._saved_N, _C, _HxW: the input's batch, channels and the product of the rest,
+# read from the node's input meta (nothing more kept per call)
+show_saved(NativeGroupNorm, "N", lambda node: node._input_meta[0][0][0])
+show_saved(NativeGroupNorm, "C", lambda node: node._input_meta[0][0][1])
+show_saved(NativeGroupNorm, "HxW", lambda node: math.prod(node._input_meta[0][0][2:]))

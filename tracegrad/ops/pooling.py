@@ -102,9 +102,12 @@ class AdaptiveMaxPool2D(Op):
 
     node_name = "AdaptiveMaxPool2DBackward0"
     array_backward = True
+    saved_names = ("self", "result1")  # as torch: the input and the indices (output 1)
+    saves_output = (1,)
 
     @staticmethod
     def forward(ctx, a, output_size):
+        ctx.save_for_backward(a)
         xp = a._xp
         x = _batched(a._array)
         height, width = x.shape[2:]
@@ -129,6 +132,7 @@ class AdaptiveMaxPool2D(Op):
 
     @staticmethod
     def backward(ctx, grad, grad_indices=None):
+        ctx.saved_tensors  # noqa: B018 - raises if the input changed in place, as in torch
         return scatter_to_indices(grad, ctx.indices, ctx.input_shape, accumulate=True), None
 
 

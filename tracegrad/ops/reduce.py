@@ -36,6 +36,8 @@ def sum_to(grad, shape):
     grad_shape = grad._array.shape
     if grad_shape == shape:
         return grad
+    if not shape:  # (torch's sum_to: the whole sum, SumBackward0)
+        return SumAll.apply(grad)
     lead = len(grad_shape) - len(shape)
     axes = tuple(range(lead)) + tuple(
         lead + axis for axis, size in enumerate(shape)
@@ -58,8 +60,9 @@ def expand_reduced(grad, input_shape, dims, keepdim: bool):
         for axis in dims:
             kept[axis] = 1
         grad = Reshape.apply(grad, shape=tuple(kept))
-    elif dims is None and grad._array.ndim != len(input_shape):
+    elif dims is None and grad._array.ndim not in (0, len(input_shape)):
         grad = Reshape.apply(grad, shape=(1,) * len(input_shape))
+    # (a 0-d gradient, x.sum()'s, expands as it is: torch's one ExpandBackward0)
     return Expand.apply(grad, shape=tuple(input_shape))
 
 
@@ -441,6 +444,8 @@ class Aminmax(Op):
 
     node_name = "AminmaxBackward0"
     array_backward = True
+    saved_names = ("self", "min", "max", "keepdim=keepdim")  # as torch; dim below
+    saves_output = (0, 1)
 
     @staticmethod
     def forward(ctx, a, dim=None, keepdim=False):
@@ -451,7 +456,7 @@ class Aminmax(Op):
                 f"has no identity. ({a._describe()})")
         dims = None if dim is None or not x.ndim else (wrap_dim(dim, x.ndim, a),)
         ctx.save_for_backward(a)
-        ctx.dims, ctx.keepdim = dims, keepdim
+        ctx.dims, ctx.keepdim, ctx.given = dims, keepdim, dim
         low = x.min(axis=dims, keepdims=keepdim)
         high = x.max(axis=dims, keepdims=keepdim)
         if keepdim and dims is None:
@@ -461,11 +466,14 @@ class Aminmax(Op):
 
     @staticmethod
     def backward(ctx, grad_low, grad_high):
-        (a,) = ctx.saved_tensors
+        a = ctx.saved_tensors[0]
         dims, keepdim = ctx.dims, ctx.keepdim
         low, high = _math.constant(grad_low, ctx.low), _math.constant(grad_low, ctx.high)
         return (_share_among_ties(grad_low, a, low, dims, keepdim)
                 + _share_among_ties(grad_high, a, high, dims, keepdim), None, None)
+
+
+show_saved(Aminmax, "dim", lambda node: None if node.given is None else as_torch_int(node.given))
 
 
 class Nansum(Op):

@@ -22,7 +22,7 @@ from ..autograd.function import Op
 from ..autograd.quiet import silenced
 from ..backends import array_module
 from ..tensor import Tensor
-from ._saved import show_saved
+from ._saved import show_input_sizes, show_saved
 
 
 @dataclass(frozen=True)
@@ -101,19 +101,21 @@ def _apply_axis(xp, array, axis_map: AxisMap, axis: int):
 
 
 class Resample(Op):
-    """Base of the per-axis linear ops; ``maps`` covers the trailing axes."""
+    """Base of the per-axis linear ops; ``maps`` covers the trailing axes, ``shown`` holds
+    the arguments as torch's node shows them (``grad_fn._saved_padding``, ...: see
+    ``_show_arguments``)."""
 
     node_name = "ResampleBackward0"
     array_backward = True
 
     @staticmethod
-    def forward(ctx, a, maps):
-        ctx.maps = maps
+    def forward(ctx, a, maps, shown=()):
+        ctx.maps, ctx.shown = maps, shown
         return apply_maps(a._xp, a._array, maps)
 
     @staticmethod
     def backward(ctx, grad):
-        return _mapped(grad, ctx.maps, ctx._function, adjoint=True), None
+        return _mapped(grad, ctx.maps, ctx._function, ctx.shown, adjoint=True), None, None
 
 
 class ResampleBackward(Op):
@@ -123,46 +125,65 @@ class ResampleBackward(Op):
     array_backward = True
 
     @staticmethod
-    def forward(ctx, grad, maps, forward_op):
-        ctx.maps, ctx.forward_op = maps, forward_op
+    def forward(ctx, grad, maps, forward_op, shown=()):
+        ctx.maps, ctx.forward_op, ctx.shown = maps, forward_op, shown
         return apply_maps(grad._xp, grad._array, maps, adjoint=True)
 
     @staticmethod
     def backward(ctx, grad_grad):
-        return _mapped(grad_grad, ctx.maps, ctx.forward_op, adjoint=False), None, None
+        return (_mapped(grad_grad, ctx.maps, ctx.forward_op, ctx.shown, adjoint=False),
+                None, None, None)
 
 
-def _mapped(value, maps, forward_op, adjoint: bool):
+def _mapped(value, maps, forward_op, shown, adjoint: bool):
     """``maps`` (or their transpose) applied to ``value``: beside Tensors a recorded node
     (``forward_op``'s, or ResampleBackward's for the transpose), beside arrays the result."""
     if value.__class__ is Tensor:
         if adjoint:
-            return ResampleBackward.apply(value, maps, forward_op)
-        return forward_op.apply(value, maps)
+            return ResampleBackward.apply(value, maps, forward_op, shown)
+        return forward_op.apply(value, maps, shown)
     return apply_maps(array_module(value), value, maps, adjoint=adjoint)
 
 
-class ReflectionPad1D(Resample):
+class _SavesInput(Resample):
+    """A per-axis op whose torch node keeps its input (the pads, adaptive_avg_pool2d): it is
+    saved, so an in-place change of it before backward is an error, as in torch."""
+
+    array_backward = True  # (said again: this class writes its own backward)
+    saved_names = ("self",)
+
+    @staticmethod
+    def forward(ctx, a, maps, shown=()):
+        ctx.save_for_backward(a)
+        return Resample.forward(ctx, a, maps, shown)
+
+    @staticmethod
+    def backward(ctx, grad):
+        ctx.saved_tensors  # noqa: B018 - raises if the input changed in place, as in torch
+        return Resample.backward(ctx, grad)
+
+
+class ReflectionPad1D(_SavesInput):
     node_name = "ReflectionPad1DBackward0"
 
 
-class ReflectionPad2D(Resample):
+class ReflectionPad2D(_SavesInput):
     node_name = "ReflectionPad2DBackward0"
 
 
-class ReflectionPad3D(Resample):
+class ReflectionPad3D(_SavesInput):
     node_name = "ReflectionPad3DBackward0"
 
 
-class ReplicationPad1D(Resample):
+class ReplicationPad1D(_SavesInput):
     node_name = "ReplicationPad1DBackward0"
 
 
-class ReplicationPad2D(Resample):
+class ReplicationPad2D(_SavesInput):
     node_name = "ReplicationPad2DBackward0"
 
 
-class ReplicationPad3D(Resample):
+class ReplicationPad3D(_SavesInput):
     node_name = "ReplicationPad3DBackward0"
 
 
@@ -190,30 +211,38 @@ class UpsampleBilinear2D(Resample):
     node_name = "UpsampleBilinear2DBackward0"
 
 
-class AvgPool2D(Resample):
+def _show_arguments(op, names: tuple) -> None:
+    """``_saved_<name>`` for each of ``names``: the item at that position of the node's
+    ``shown`` tuple (what the functional passed along as torch's node keeps it)."""
+    for index, name in enumerate(names):
+        show_saved(op, name, lambda node, index=index: node.shown[index])
+
+
+for _op in (ReflectionPad1D, ReflectionPad2D, ReflectionPad3D, ReplicationPad1D,
+            ReplicationPad2D, ReplicationPad3D):
+    _show_arguments(_op, ("padding",))
+for _op in (UpsampleNearest1D, UpsampleNearestExact1D):
+    _show_arguments(_op, ("output_size", "scales"))
+for _op in (UpsampleNearest2D, UpsampleNearestExact2D):
+    _show_arguments(_op, ("output_size", "scales_h", "scales_w"))
+_show_arguments(UpsampleLinear1D, ("output_size", "align_corners", "scales"))
+_show_arguments(UpsampleBilinear2D, ("output_size", "align_corners", "scales_h", "scales_w"))
+for _op in (UpsampleNearest1D, UpsampleNearestExact1D, UpsampleNearest2D,
+            UpsampleNearestExact2D, UpsampleLinear1D, UpsampleBilinear2D):
+    show_input_sizes(_op)
+
+
+class AvgPool2D(_SavesInput):
+    """``avg_pool2d``; ``shown`` is its parameters as given (avg_pool2d's tuple)."""
+
     node_name = "AvgPool2DBackward0"
-    array_backward = True
-    # as torch shows them: the input, and the parameters as given (avg_pool2d's tuple)
-    saved_names = ("self",)
-
-    @staticmethod
-    def forward(ctx, a, maps, parameters=None):
-        ctx.save_for_backward(a)
-        ctx.parameters = parameters
-        return Resample.forward(ctx, a, maps)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return Resample.backward(ctx, grad) + (None,)
 
 
-for _index, _name in enumerate(("kernel_size", "stride", "padding", "ceil_mode",
-                                "count_include_pad", "divisor_override")):
-    show_saved(AvgPool2D, _name, lambda node, index=_index: node.parameters[index]
-               if node.parameters is not None else None)
+_show_arguments(AvgPool2D, ("kernel_size", "stride", "padding", "ceil_mode",
+                            "count_include_pad", "divisor_override"))
 
 
-class AdaptiveAvgPool2D(Resample):
+class AdaptiveAvgPool2D(_SavesInput):
     node_name = "AdaptiveAvgPool2DBackward0"
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd.function import Op
-from ..autograd.grad_mode import state
 from ..autograd.quiet import silenced
 from ..errors import DTypeError, OutOfRangeError, ShapeError
 from ..tensor import Tensor
@@ -19,6 +18,7 @@ from ._checks import wrap_dim
 from ._edges import select_edges
 from ._math import sum_to
 from ._saved import as_torch_int, show_dim_and_sizes, show_saved
+from .indexing import _save_positions, show_indices
 
 
 def _wrap(array) -> Tensor:
@@ -266,17 +266,22 @@ class IndexPutAccumulate(Op):
             raise ShapeError(f"index_put_ with accumulate=True: {error} (values "
                              f"{values._describe()} into {a._describe()})") from None
         ctx.index, ctx.value_shape = index, values._array.shape
+        _save_positions(ctx, index)
         return out
 
     @staticmethod
     def backward(ctx, grad):
         from .indexing import Index
 
+        ctx.saved_tensors  # noqa: B018 - raises once backward freed them, as in torch
         needs = ctx.needs_input_grad
         grad_values = None
         if needs[1]:
             grad_values = sum_to(_math.apply(Index, grad, ctx.index), ctx.value_shape)
         return (grad if needs[0] else None), grad_values, None
+
+
+show_indices(IndexPutAccumulate, accumulate=True)
 
 
 def _mask_array(op_name: str, mask, like) -> np.ndarray:
@@ -293,11 +298,13 @@ class MaskedSelect(Op):
 
     node_name = "MaskedSelectBackward0"
     array_backward = True
+    saved_names = ("self", "mask")  # as torch keeps them (the mask as given)
 
     @staticmethod
     def forward(ctx, a, mask):
         select_edges(ctx, (0,))  # torch's edges: a (no index/mask edge)
         selector = _mask_array("masked_select", mask, a)
+        ctx.save_for_backward(a, mask)
         xp = a._xp
         try:
             shape = xp.broadcast_shapes(a._array.shape, selector.shape)
@@ -311,6 +318,7 @@ class MaskedSelect(Op):
 
     @staticmethod
     def backward(ctx, grad):
+        ctx.saved_tensors  # noqa: B018 - raises if one changed in place, as in torch
         zeros = _math.xp(grad).zeros(ctx.shape, dtype=_math.numpy_dtype(grad))
         spread = _math.apply(MaskedScatter, zeros, ctx.mask, grad)
         return (sum_to(spread, ctx._input_meta[0][0]), None)
@@ -322,11 +330,13 @@ class MaskedScatter(Op):
 
     node_name = "MaskedScatterBackward0"
     array_backward = True
+    saved_names = ("mask",)  # as torch keeps it (as given); source_sym_sizes below
 
     @staticmethod
     def forward(ctx, a, mask, source):
         select_edges(ctx, (0, 2))  # torch's edges: a, source (no index/mask edge)
         selector = _mask_array("masked_scatter_", mask, a)
+        ctx.save_for_backward(mask)
         xp = a._xp
         try:
             selector = xp.broadcast_to(selector, a._array.shape)
@@ -349,6 +359,7 @@ class MaskedScatter(Op):
     def backward(ctx, grad):
         from .indexing import MaskedFill
 
+        ctx.saved_tensors  # noqa: B018 - raises if the mask changed in place, as in torch
         needs = ctx.needs_input_grad
         mask = ctx.mask
         grad_input = _math.apply(MaskedFill, grad, mask, 0.0) if needs[0] else None
@@ -365,11 +376,15 @@ class MaskedScatter(Op):
         return grad_input, None, grad_source
 
 
+show_saved(MaskedScatter, "source_sym_sizes", lambda node: tuple(node.source_shape))
+
+
 class Take(Op):
     """``take(index)``: elements of the flattened input, in index's shape."""
 
     node_name = "TakeBackward0"
     array_backward = True
+    saved_names = ("self", "index")  # as torch keeps them
 
     @staticmethod
     def forward(ctx, a, index):
@@ -387,11 +402,13 @@ class Take(Op):
                     f"out of range: tried to access index {bad} on a tensor of {x.size} "
                     f"elements. ({a._describe()}) Hint: take indexes the flattened tensor, "
                     f"0 to {x.size - 1}.")
+        ctx.save_for_backward(a, index)
         ctx.positions = positions
         return x.reshape(-1)[positions]
 
     @staticmethod
     def backward(ctx, grad):
+        ctx.saved_tensors  # noqa: B018 - raises if one changed in place, as in torch
         shape = ctx._input_meta[0][0]
         size = int(np.prod(shape))
         zeros = _math.xp(grad).zeros(size, dtype=_math.numpy_dtype(grad))
@@ -409,6 +426,10 @@ class ScatterReduce(Op):
 
     node_name = "ScatterReduceBackward0"
     array_backward = True
+    saves_output = True
+    # as torch keeps them; dim (as given) below
+    saved_names = ("self", "index", "src", "result", "reduce=reduce",
+                   "include_self=include_self")
 
     @staticmethod
     @silenced
@@ -449,25 +470,22 @@ class ScatterReduce(Op):
             xp.maximum.at(out, where, values)
         else:
             xp.minimum.at(out, where, values)
-        ctx.save_for_backward(a, src)
-        ctx.axis, ctx.where, ctx.reduce = axis, where, reduce
+        ctx.save_for_backward(a, index, src)
+        ctx.axis, ctx.where, ctx.reduce, ctx.given = axis, where, reduce, dim
         ctx.include_self, ctx.counts = include_self, counts
-        ctx.result, ctx.index = out, index
         return out
 
     @staticmethod
     def backward(ctx, grad):
         from .indexing import Index, IndexAccumulate
 
-        a, src = ctx.saved_tensors
+        # (under create_graph the saved result is this node's output: it carries the
+        # inputs' graph through this node, as torch's does)
+        a, _, src, result = ctx.saved_tensors
         needs = ctx.needs_input_grad
         where, reduce = ctx.where, ctx.reduce
         index_shape = where[0].shape if where else ()
         touched = _math.constant(grad, ctx.counts > 0)
-        if state.grad_enabled:  # create_graph: the result must carry the inputs' graph
-            result = ScatterReduce.apply(a, ctx.axis, ctx.index, src, reduce, ctx.include_self)
-        else:
-            result = _math.constant(grad, ctx.result)
         grad_self = grad_src = None
         if reduce == "sum":
             grad_self = grad if ctx.include_self else _math.where(touched, 0.0, grad)
@@ -500,6 +518,9 @@ class ScatterReduce(Op):
                 grad_src = _math.apply(IndexAccumulate, grad_src, shape=tuple(src.shape),
                                        index=tuple(slice(size) for size in index_shape))
         return (grad_self if needs[0] else None), None, None, grad_src, None, None
+
+
+show_saved(ScatterReduce, "dim", lambda node: as_torch_int(node.given))
 
 
 # -- value-only -------------------------------------------------------------------------

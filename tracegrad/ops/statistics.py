@@ -185,7 +185,7 @@ class VarMean(Op):
 
     @staticmethod
     def backward(ctx, grad_spread, grad_mean):
-        (a,) = ctx.saved_tensors
+        a = ctx.saved_tensors[0]
         shape = tuple(a.shape)
         dims, keepdim = ctx.dims, ctx.keepdim
         if ctx._function._std:
@@ -203,6 +203,9 @@ class VarMean(Op):
 class StdMean(VarMean):
     node_name = "StdMeanBackward0"
     _std = True
+    # as torch: the std (output 0) too
+    saved_names = ("self", "result0", "keepdim=keepdim", "correction=_correction")
+    saves_output = (0,)
 
 
 def variance_arguments(dim, unbiased, correction):
@@ -460,7 +463,8 @@ def count_reduced(shape, dims) -> int:
 
 show_saved(Logsumexp, "dim", lambda node: as_torch_ints(node.given))
 
-show_saved(VarMean, "dim", lambda node: as_torch_ints(node._dim))
+for _op in (VarMean, StdMean):
+    show_saved(_op, "dim", lambda node: as_torch_ints(node._dim))
 
 
 show_dim_and_sizes(MedianDim, NanmedianDim, Mode)

@@ -75,7 +75,7 @@ class Sqrt(Op):
     @staticmethod
     def backward(ctx, grad):
         (result,) = ctx.saved_tensors
-        return (grad / (2 * result),)
+        return (grad / _math.scaled(result, 2),)  # (torch's 2 * result: MulBackward1)
 
 
 class Abs(Op):
@@ -256,8 +256,8 @@ class Silu(Op):
         fused = _math.fused_activation("silu", grad, a)
         if fused is not None:
             return (fused,)
-        s = _math.sigmoid(a)
-        return (grad * s * (1 + a * (1 - s)),)
+        s = _math.sigmoid(a)  # (written as torch's formula is: its nodes under create_graph)
+        return (grad * s * _math.shifted(a * _math.number_minus(1, s), 1),)
 
 
 class Relu(Op):
@@ -361,6 +361,7 @@ class ClampTensor(Op):
 
     node_name = "ClampBackward0"
     array_backward = True
+    saved_names = ("self", "min", "max")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
     def forward(ctx, a, min, max):
