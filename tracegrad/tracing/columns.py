@@ -27,7 +27,8 @@ whose statistics are still pending on it (``values.stats_from_array``) are not s
 ``Value.stats`` is ``{"rows": [...], "records": {table}}``, the statistics of the values at
 those rows, and every other value's are computed from its array when first read, as they
 would have been had the trace not been saved (same bytes, same C order: the same numbers,
-to the bit). Saving then computes no statistics (four passes over every value, most of a
+to the bit). Statistics someone read before the save are left out too when the array gives
+them back to the bit, so the file does not depend on whether anyone looked. Saving then computes no statistics (four passes over every value, most of a
 save with values), and loading makes a ``PendingStats`` instead of a ``Stats``. (store.py
 keeps the other schema-5 change: the arrays table in columns, offsets implied.) Loaded
 records with nothing in a list or dict field share the model's read-only empties
@@ -64,7 +65,7 @@ import numpy as np
 
 from . import model
 from .codec import _REQUIRED, DecodeError, _fields, _kind, _Problem, _split_optional
-from .values import PendingStats, stats_from_arrays
+from .values import PendingStats, compute_stats, stats_from_arrays
 
 _PRIMITIVES = (int, float, bool, str)
 _NONE = type(None)
@@ -208,9 +209,15 @@ class _ColumnEncoder:
         statistics are computed from it when first read, after loading as before saving
         (values.stats_from_array says when that gives the same numbers). Nothing is
         computed here for those, and the file is smaller. When every row is stored, the
-        table alone (schema 4's form)."""
-        stored = list(compress(range(len(records)),
-                               map(_is_false, stats_from_arrays(records))))
+        table alone (schema 4's form).
+
+        Statistics already computed (someone read them before saving) are left out too when
+        the stored array gives them back to the bit: what the file holds depends on the
+        numbers and the arrays, not on whether anyone looked at them first."""
+        from_arrays = stats_from_arrays(records)
+        for row in compress(range(len(records)), map(_is_false, from_arrays)):
+            from_arrays[row] = _array_gives_stats(records[row])
+        stored = list(compress(range(len(records)), map(_is_false, from_arrays)))
         if len(stored) == len(records):
             return self.table(model.Stats, stats)
         return {"rows": stored, "records": self.table(model.Stats,
@@ -336,6 +343,25 @@ class _ColumnEncoder:
             self._site_ids[id(site)] = row
         return row
 
+
+
+def _array_gives_stats(value: model.Value) -> bool:
+    """Whether loading would compute ``value``'s statistics, to the bit, from its array as
+    stored (C order: an F-ordered array is compared through a C-ordered copy, as it loads).
+    Only values whose statistics were settled before the save get here (a few, unless a
+    reader went through them all): the others are pending on their own arrays."""
+    array = value.array
+    if array is None:
+        return False
+    if not array.flags.c_contiguous:
+        array = np.ascontiguousarray(array)
+    return _exact(compute_stats(array)) == _exact(value.stats)
+
+
+def _exact(stats: model.Stats) -> tuple:
+    """The statistics' numbers as text, so that == tells -0.0 from 0.0 (repr is exact)."""
+    return tuple(map(repr, (stats.min, stats.max, stats.mean, stats.norm, stats.nan_count,
+                            stats.inf_count)))
 
 
 def _all_default(column: _Column, values: list, count: int) -> bool:
