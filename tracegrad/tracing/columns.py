@@ -58,7 +58,7 @@ import typing
 from collections.abc import Callable
 from functools import partial
 from itertools import accumulate, chain, compress, filterfalse, islice, repeat
-from operator import attrgetter, is_, is_not, itemgetter, lt
+from operator import attrgetter, eq, is_, is_not, itemgetter, lt
 from typing import Any
 
 import numpy as np
@@ -425,7 +425,7 @@ def decode_columns(body, load_array: Callable[[int], np.ndarray]) -> model.Trace
     try:
         for name, cls in (("sites", model.Site), ("values", model.Value)):
             rows = _located_table(decoder, cls, body.get(name, _EMPTY), name)
-            decoder.rows[cls] = {None: None, **dict(enumerate(rows))}
+            decoder.rows[cls] = rows
         if "trace" not in body:
             raise _Problem("missing entry 'trace'")
         (trace,) = _located_table(decoder, model.Trace, body["trace"], "trace", one=True)
@@ -452,7 +452,10 @@ def _located_table(decoder, cls: type, data, name: str, one: bool = False) -> li
 class _ColumnDecoder:
     def __init__(self, load_array: Callable[[int], np.ndarray]) -> None:
         self.load_array = load_array
-        self.rows: dict[type, dict] = {}  # Site / Value: {row number: record, None: None}
+        self.rows: dict[type, list] = {}  # Site / Value: the table's records, by row
+        # id(a dense column of arrays) -> (the column, their numbers in the file), whose
+        # dtype and shape the arrays table gives (Value checks them against its own fields).
+        self.array_numbers: dict[int, tuple[list, list]] = {}
 
     def table(self, cls: type, data, expected: int | None = None) -> list:
         """The records of a table; ``expected``: how many there must be (checked before any
@@ -500,11 +503,18 @@ class _ColumnDecoder:
             arguments.append(values)
         if stats_at is not None:
             at = next(at for at, column in enumerate(_columns(cls)) if column.name == "array")
-            arrays = arguments[at] = list(arguments[at])  # repeat(None) when left out
+            arrays = arguments[at]
+            if type(arrays) is not list:  # repeat(None) when left out
+                arrays = arguments[at] = list(arrays)
             _stats_from_arrays(arguments[stats_at], arrays)
         records = list(map(cls, *arguments))  # the dataclass's own __init__: fastest here
         if cls is model.Value:
-            _check_arrays(records)
+            shapes, dtypes, _, arrays, _ = arguments
+            column, numbers = self.array_numbers.pop(id(arrays), (None, None))
+            kinds = getattr(self.load_array, "kinds", None)
+            if column is not arrays or kinds is None or \
+                    not _same_kinds(kinds, numbers, shapes, dtypes):
+                _check_arrays(records)  # one array at a time; names the first that differs
         return records
 
     def _sparse_stats(self, values: dict, count: int) -> list:
@@ -550,24 +560,21 @@ class _ColumnDecoder:
             return _references(self.rows[model.Value], values, "Value", column.nullable)
         if kind is VALUES:
             _check_types(values, (list,), "a list")
-            rows = self.rows[model.Value]
             flat = list(chain.from_iterable(values))
             if set(map(type, flat)) <= {_NONE}:  # structure only: shared lists of Nones
                 return list(map(model.nones, map(len, values)))
-            _references(rows, flat, "Value", True, lambda position: _inner(values, position))
-            lookup = rows.__getitem__
-            lengths = set(map(len, values))
-            if len(lengths) == 1 and 0 < min(lengths) <= 4:  # a chain's: one list in C
-                flat = iter(list(map(lookup, flat)))
-                return list(map(list, zip(*[flat] * min(lengths))))
-            return [list(map(lookup, items)) if items else model.NO_ITEMS for items in values]
+            flat = _references(self.rows[model.Value], flat, "Value", True,
+                               lambda position: _inner(values, position))
+            return _regroup(flat, list(map(len, values)), model.NO_ITEMS)
         # ARRAY
         _check_types(values, (int, _NONE) if column.nullable else (int,), "an array number")
         load_arrays = getattr(self.load_array, "many", None)
         if load_arrays is not None:  # schema 5: all at once
             rows = list(compress(range(count), map(_is_not_none, values)))
             if len(rows) == count:
-                return load_arrays(values)
+                arrays = load_arrays(values)
+                self.array_numbers[id(arrays)] = (arrays, values)
+                return arrays
             arrays = [None] * count
             for row, array in zip(rows, load_arrays(list(map(values.__getitem__, rows)))):
                 arrays[row] = array
@@ -607,7 +614,7 @@ class _ColumnDecoder:
                 table = _plain_column(column.hint, False, tuples)
             except _RowProblem as failure:  # a shape many records share: name the table's
                 raise failure.problem.at(f".tuples[{failure.row}]") from None
-            return _references(dict(enumerate(table)), codes, "tuple", False)
+            return _references(table, codes, "tuple", False)
         if type(values) is dict:
             strings, codes = values.get("strings"), values.get("codes")
             if column.hint is not str or type(strings) is not list:
@@ -617,7 +624,7 @@ class _ColumnDecoder:
                 table = _plain_column(str, column.nullable, strings)
             except _RowProblem as failure:  # a string many records share: name the table's
                 raise failure.problem.at(f".strings[{failure.row}]") from None
-            return _references(dict(enumerate(table)), codes, "string", False)
+            return _references(table, codes, "string", False)
         return self._column(column, values, count)
 
     def _nested(self, column: _Column, values, count: int) -> list:
@@ -641,13 +648,10 @@ class _ColumnDecoder:
         if sum(lengths) != len(records):
             raise _Problem(f"the lengths add up to {sum(lengths)} but there are "
                            f"{len(records)} records").at(".lengths")
-        flat = iter(records)
         if column.container == "optional":
+            flat = iter(records)
             return [next(flat) if length else None for length in lengths]
-        if column.container == "list" and column.empty is not None:
-            empty = column.empty
-            return [list(islice(flat, length)) if length else empty for length in lengths]
-        groups = [list(islice(flat, length)) for length in lengths]
+        groups = _regroup(records, lengths, column.empty)
         if column.container == "list":
             return groups
         return [_by_id(group, row) for row, group in enumerate(groups)]
@@ -805,26 +809,55 @@ def _check_pairs(values: list, pairs: list, item_hints: tuple) -> None:
             raise _RowProblem(row, problem.at(f"[{position}]"))
 
 
-def _references(rows: dict, values: list, what: str, nullable: bool,
+def _references(table: list, values: list, what: str, nullable: bool,
                 place: Callable | None = None) -> list:
-    """Rows of a table by number (None where allowed), checked whole: numbers of the right
-    type that are all in the table (set differences of ints, in C)."""
+    """The records of ``table`` at the row numbers ``values`` (None where allowed), checked
+    whole: numbers of the right type, all within the table (their least and greatest), then
+    looked up in C -- by list index, None through a row of None appended for it."""
     kinds = set(map(type, values))
-    if kinds <= ({int, _NONE} if nullable else {int}) and not set(values) - rows.keys():
-        return list(map(rows.__getitem__, values))
+    if kinds <= {int}:
+        if not values or (0 <= min(values) and max(values) < len(table)):
+            return list(map(table.__getitem__, values))
+    elif nullable and kinds <= {int, _NONE}:
+        numbers = list(filter(_is_not_none, values))
+        if not numbers or (0 <= min(numbers) and max(numbers) < len(table)):
+            lookup = [*table, None].__getitem__  # row -1: None
+            return list(map(lookup, map(_NONE_TO_MINUS_ONE.get, values, values)))
     for position, number in enumerate(values):
-        if type(number) is int and number in rows or (number is None and nullable):
+        if type(number) is int and 0 <= number < len(table) or (number is None and nullable):
             continue
         if type(number) is int:
             problem = _Problem(f"{what} number {number} is not in the table "
-                               f"({len(rows) - (None in rows)} rows)")
+                               f"({len(table)} rows)")
         else:
             problem = _Problem(_wrong(number, f"a {what} number"))
         if place is None:
             raise _RowProblem(position, problem)
         row, inner = place(position)
         raise _RowProblem(row, problem.at(f"[{inner}]"))
-    return list(map(rows.__getitem__, values))
+    raise AssertionError("a reference out of the table was not found again")
+
+
+_NONE_TO_MINUS_ONE = {None: -1}  # .get(number, number): -1 for None, the number otherwise
+
+
+def _regroup(items: list, lengths: list, empty: list | None = None) -> list:
+    """``items`` cut into consecutive lists of ``lengths`` (the checks before made sure
+    they add up), in C: groups all of one small size (a chain's gradients) by zip, others
+    by slices; an empty group is ``empty`` when given (the model's shared read-only empty
+    list, as recorded records have)."""
+    sizes = set(lengths)
+    if len(sizes) == 1 and 0 < min(sizes) <= 4:
+        return list(map(list, zip(*[iter(items)] * min(sizes))))
+    ends = list(accumulate(lengths))
+    groups = list(map(items.__getitem__, map(slice, [0, *ends], ends)))
+    if empty is not None and 0 in sizes:
+        for row in compress(range(len(lengths)), map(_is_zero, lengths)):
+            groups[row] = empty
+    return groups
+
+
+_is_zero = partial(eq, 0)
 
 
 def _inner(groups: list, position: int) -> tuple[int, int]:
@@ -834,6 +867,19 @@ def _inner(groups: list, position: int) -> tuple[int, int]:
             return row, position
         position -= len(group)
     raise IndexError(position)
+
+
+def _same_kinds(kinds: Callable, numbers: list, shapes: list, dtypes: list) -> bool:
+    """Whether every value's array (all of them stored, at ``numbers``) has the value's
+    shape and dtype, from the arrays table (``kinds``): each distinct (array kind, shape,
+    dtype) once -- a handful, where asking 100,000 arrays for theirs was a tenth of a load
+    with values (bench/bench_trace.py (d))."""
+    keys, kind_of = kinds(numbers)
+    for key, shape, dtype in set(zip(keys, shapes, dtypes)):
+        array_dtype, array_shape = kind_of(key)
+        if shape != array_shape or dtype != model.array_dtype_name(array_dtype):
+            return False
+    return True
 
 
 def _check_arrays(values: list) -> None:
