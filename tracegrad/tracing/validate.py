@@ -194,7 +194,8 @@ class OneOf(Rule):
 
 class Records(Rule):
     """Nested records, checked by the rules of their own class. ``shared``: the same
-    object is referred to from many places (Values, Sites), so check each once."""
+    object is referred to from many places (Values, Sites), so those of every field are
+    gathered and checked together, once the rest is (``_check_shared``)."""
 
     def __init__(self, cls: type, shared: bool = False) -> None:
         self.cls, self.shared = cls, shared
