@@ -111,3 +111,46 @@ def test_comparing_with_the_array_never_warns(tmp_path):
         warnings.simplefilter("error")
         trace.save(tmp_path / "complex.tgtrace")
     assert _stored_stats_rows(tmp_path / "complex.tgtrace") == [0]  # Stats() is not theirs
+
+
+def _with_value_column_changed(path, out, name: str, new, row: int = 0) -> None:
+    """A copy of the file whose value ``row`` has ``new`` in column ``name`` (a plain column
+    or a table of strings or tuples with codes)."""
+    with zipfile.ZipFile(path) as archive:
+        members = {member: archive.read(member) for member in archive.namelist()}
+    document = json.loads(members["trace.json"])
+    column = document["values"]["columns"][name]
+    if isinstance(column, dict):  # {"strings" or "tuples": [...], "codes": [...]}
+        table = column["strings"] if "strings" in column else column["tuples"]
+        table.append(new)
+        column["codes"][row] = len(table) - 1
+    else:
+        column[row] = new
+    members["trace.json"] = json.dumps(document).encode()
+    with zipfile.ZipFile(out, "w") as archive:
+        for member, payload in members.items():
+            archive.writestr(member, payload)
+
+
+def test_a_stored_array_of_another_kind_than_its_value_is_named(tmp_path):
+    """The loader checks each value's array against the value's shape and dtype (by the
+    arrays table's kinds when it can); a file where they differ names the value."""
+    import pytest
+
+    from tracegrad.errors import TraceFileError
+
+    path = tmp_path / "run.tgtrace"
+    _program_trace().save(path)
+    loaded = tg.load_trace(path)
+    first = next(record.value for record in loaded.tensors.values() if record.value)
+    assert first.array.shape == first.shape == (4, 3)
+    for name, new, words in (
+            ("dtype", "float64", "the stored array is float32 [4, 3] but the value says "
+                                 "float64 [4, 3]"),
+            ("shape", [3, 4], "the stored array is float32 [4, 3] but the value says "
+                              "float32 [3, 4]")):
+        damaged = tmp_path / f"{name}.tgtrace"
+        _with_value_column_changed(path, damaged, name, new)
+        with pytest.raises(TraceFileError) as info:
+            tg.load_trace(damaged)
+        assert "values[0].array: " + words in str(info.value), str(info.value)

@@ -28,8 +28,9 @@ whose statistics are still pending on it (``values.stats_from_array``) are not s
 those rows, and every other value's are computed from its array when first read, as they
 would have been had the trace not been saved (same bytes, same C order: the same numbers,
 to the bit). Statistics someone read before the save are left out too when the array gives
-them back to the bit, so the file does not depend on whether anyone looked. Saving then computes no statistics (four passes over every value, most of a
-save with values), and loading makes a ``PendingStats`` instead of a ``Stats``. (store.py
+them back to the bit, so the file does not depend on whether anyone looked. Saving then
+computes no statistics (four passes over every value, most of a save with values), and
+loading makes a ``PendingStats`` instead of a ``Stats``. (store.py
 keeps the other schema-5 change: the arrays table in columns, offsets implied.) Loaded
 records with nothing in a list or dict field share the model's read-only empties
 (``NO_ITEMS``, ``NO_ATTRS``, ``nones``), as recorded ones do.
@@ -514,7 +515,8 @@ class _ColumnDecoder:
             _stats_from_arrays(arguments[stats_at], arrays)
         records = list(map(cls, *arguments))  # the dataclass's own __init__: fastest here
         if cls is model.Value:
-            shapes, dtypes, _, arrays, _ = arguments
+            fields = dict(zip(map(attrgetter("name"), _columns(cls)), arguments))
+            shapes, dtypes, arrays = fields["shape"], fields["dtype"], fields["array"]
             column, numbers = self.array_numbers.pop(id(arrays), (None, None))
             kinds = getattr(self.load_array, "kinds", None)
             if column is not arrays or kinds is None or \
