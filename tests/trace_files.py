@@ -123,6 +123,8 @@ def _table(cls: type, records: list[dict]) -> dict:
     extra = [name for record in records for name in record if name not in known]
     for column in _columns(cls):
         if not any(column.name in record for record in records):
+            if column.kind is RECORD and records:  # schema 5: every value's from its array
+                columns[column.name] = {"rows": [], "records": _table(column.child, [])}
             continue
         if column.kind is RECORD and not all(column.name in record for record in records):
             rows = [row for row, record in enumerate(records) if column.name in record]

@@ -27,8 +27,10 @@ whose statistics are still pending on it (``values.stats_from_array``) are not s
 ``Value.stats`` is ``{"rows": [...], "records": {table}}``, the statistics of the values at
 those rows, and every other value's are computed from its array when first read, as they
 would have been had the trace not been saved (same bytes, same C order: the same numbers,
-to the bit). Saving then computes no statistics (four passes over every value, most of a
-save with values), and loading makes a ``PendingStats`` instead of a ``Stats``. (store.py
+to the bit). Statistics someone read before the save are left out too when the array gives
+them back to the bit, so the file does not depend on whether anyone looked. Saving then
+computes no statistics (four passes over every value, most of a save with values), and
+loading makes a ``PendingStats`` instead of a ``Stats``. (store.py
 keeps the other schema-5 change: the arrays table in columns, offsets implied.) Loaded
 records with nothing in a list or dict field share the model's read-only empties
 (``NO_ITEMS``, ``NO_ATTRS``, ``nones``), as recorded ones do.
@@ -54,17 +56,18 @@ import dataclasses
 import functools
 import math
 import typing
+import warnings
 from collections.abc import Callable
 from functools import partial
 from itertools import accumulate, chain, compress, filterfalse, islice, repeat
-from operator import attrgetter, is_, is_not, itemgetter, lt
+from operator import attrgetter, eq, is_, is_not, itemgetter, lt
 from typing import Any
 
 import numpy as np
 
 from . import model
 from .codec import _REQUIRED, DecodeError, _fields, _kind, _Problem, _split_optional
-from .values import PendingStats, stats_from_arrays
+from .values import PendingStats, compute_stats, stats_from_arrays
 
 _PRIMITIVES = (int, float, bool, str)
 _NONE = type(None)
@@ -208,9 +211,15 @@ class _ColumnEncoder:
         statistics are computed from it when first read, after loading as before saving
         (values.stats_from_array says when that gives the same numbers). Nothing is
         computed here for those, and the file is smaller. When every row is stored, the
-        table alone (schema 4's form)."""
-        stored = list(compress(range(len(records)),
-                               map(_is_false, stats_from_arrays(records))))
+        table alone (schema 4's form).
+
+        Statistics already computed (someone read them before saving) are left out too when
+        the stored array gives them back to the bit: what the file holds depends on the
+        numbers and the arrays, not on whether anyone looked at them first."""
+        from_arrays = stats_from_arrays(records)
+        for row in compress(range(len(records)), map(_is_false, from_arrays)):
+            from_arrays[row] = _array_gives_stats(records[row])
+        stored = list(compress(range(len(records)), map(_is_false, from_arrays)))
         if len(stored) == len(records):
             return self.table(model.Stats, stats)
         return {"rows": stored, "records": self.table(model.Stats,
@@ -338,6 +347,29 @@ class _ColumnEncoder:
 
 
 
+def _array_gives_stats(value: model.Value) -> bool:
+    """Whether loading would compute ``value``'s statistics, to the bit, from its array as
+    stored (C order: an F-ordered array is compared through a C-ordered copy, as it loads).
+    Only values whose statistics were settled before the save get here (a few, unless a
+    reader went through them all): the others are pending on their own arrays."""
+    array = value.array
+    if array is None:
+        return False
+    if not array.flags.c_contiguous:
+        array = np.ascontiguousarray(array)
+    if array.dtype.kind == "c":  # compute_stats reads them as real, which NumPy warns about
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
+            return _exact(compute_stats(array)) == _exact(value.stats)
+    return _exact(compute_stats(array)) == _exact(value.stats)
+
+
+def _exact(stats: model.Stats) -> tuple:
+    """The statistics' numbers as text, so that == tells -0.0 from 0.0 (repr is exact)."""
+    return tuple(map(repr, (stats.min, stats.max, stats.mean, stats.norm, stats.nan_count,
+                            stats.inf_count)))
+
+
 def _all_default(column: _Column, values: list, count: int) -> bool:
     """Whether a column can be left out: every value is the field's default."""
     if column.factory is not None:
@@ -399,7 +431,7 @@ def decode_columns(body, load_array: Callable[[int], np.ndarray]) -> model.Trace
     try:
         for name, cls in (("sites", model.Site), ("values", model.Value)):
             rows = _located_table(decoder, cls, body.get(name, _EMPTY), name)
-            decoder.rows[cls] = {None: None, **dict(enumerate(rows))}
+            decoder.rows[cls] = rows
         if "trace" not in body:
             raise _Problem("missing entry 'trace'")
         (trace,) = _located_table(decoder, model.Trace, body["trace"], "trace", one=True)
@@ -426,7 +458,10 @@ def _located_table(decoder, cls: type, data, name: str, one: bool = False) -> li
 class _ColumnDecoder:
     def __init__(self, load_array: Callable[[int], np.ndarray]) -> None:
         self.load_array = load_array
-        self.rows: dict[type, dict] = {}  # Site / Value: {row number: record, None: None}
+        self.rows: dict[type, list] = {}  # Site / Value: the table's records, by row
+        # id(a dense column of arrays) -> (the column, their numbers in the file), whose
+        # dtype and shape the arrays table gives (Value checks them against its own fields).
+        self.array_numbers: dict[int, tuple[list, list]] = {}
 
     def table(self, cls: type, data, expected: int | None = None) -> list:
         """The records of a table; ``expected``: how many there must be (checked before any
@@ -474,11 +509,19 @@ class _ColumnDecoder:
             arguments.append(values)
         if stats_at is not None:
             at = next(at for at, column in enumerate(_columns(cls)) if column.name == "array")
-            arrays = arguments[at] = list(arguments[at])  # repeat(None) when left out
+            arrays = arguments[at]
+            if type(arrays) is not list:  # repeat(None) when left out
+                arrays = arguments[at] = list(arrays)
             _stats_from_arrays(arguments[stats_at], arrays)
         records = list(map(cls, *arguments))  # the dataclass's own __init__: fastest here
         if cls is model.Value:
-            _check_arrays(records)
+            fields = dict(zip(map(attrgetter("name"), _columns(cls)), arguments))
+            shapes, dtypes, arrays = fields["shape"], fields["dtype"], fields["array"]
+            column, numbers = self.array_numbers.pop(id(arrays), (None, None))
+            kinds = getattr(self.load_array, "kinds", None)
+            if column is not arrays or kinds is None or \
+                    not _same_kinds(kinds, numbers, shapes, dtypes):
+                _check_arrays(records)  # one array at a time; names the first that differs
         return records
 
     def _sparse_stats(self, values: dict, count: int) -> list:
@@ -524,24 +567,21 @@ class _ColumnDecoder:
             return _references(self.rows[model.Value], values, "Value", column.nullable)
         if kind is VALUES:
             _check_types(values, (list,), "a list")
-            rows = self.rows[model.Value]
             flat = list(chain.from_iterable(values))
             if set(map(type, flat)) <= {_NONE}:  # structure only: shared lists of Nones
                 return list(map(model.nones, map(len, values)))
-            _references(rows, flat, "Value", True, lambda position: _inner(values, position))
-            lookup = rows.__getitem__
-            lengths = set(map(len, values))
-            if len(lengths) == 1 and 0 < min(lengths) <= 4:  # a chain's: one list in C
-                flat = iter(list(map(lookup, flat)))
-                return list(map(list, zip(*[flat] * min(lengths))))
-            return [list(map(lookup, items)) if items else model.NO_ITEMS for items in values]
+            flat = _references(self.rows[model.Value], flat, "Value", True,
+                               lambda position: _inner(values, position))
+            return _regroup(flat, list(map(len, values)), model.NO_ITEMS)
         # ARRAY
         _check_types(values, (int, _NONE) if column.nullable else (int,), "an array number")
         load_arrays = getattr(self.load_array, "many", None)
         if load_arrays is not None:  # schema 5: all at once
             rows = list(compress(range(count), map(_is_not_none, values)))
             if len(rows) == count:
-                return load_arrays(values)
+                arrays = load_arrays(values)
+                self.array_numbers[id(arrays)] = (arrays, values)
+                return arrays
             arrays = [None] * count
             for row, array in zip(rows, load_arrays(list(map(values.__getitem__, rows)))):
                 arrays[row] = array
@@ -581,7 +621,7 @@ class _ColumnDecoder:
                 table = _plain_column(column.hint, False, tuples)
             except _RowProblem as failure:  # a shape many records share: name the table's
                 raise failure.problem.at(f".tuples[{failure.row}]") from None
-            return _references(dict(enumerate(table)), codes, "tuple", False)
+            return _references(table, codes, "tuple", False)
         if type(values) is dict:
             strings, codes = values.get("strings"), values.get("codes")
             if column.hint is not str or type(strings) is not list:
@@ -591,7 +631,7 @@ class _ColumnDecoder:
                 table = _plain_column(str, column.nullable, strings)
             except _RowProblem as failure:  # a string many records share: name the table's
                 raise failure.problem.at(f".strings[{failure.row}]") from None
-            return _references(dict(enumerate(table)), codes, "string", False)
+            return _references(table, codes, "string", False)
         return self._column(column, values, count)
 
     def _nested(self, column: _Column, values, count: int) -> list:
@@ -615,13 +655,10 @@ class _ColumnDecoder:
         if sum(lengths) != len(records):
             raise _Problem(f"the lengths add up to {sum(lengths)} but there are "
                            f"{len(records)} records").at(".lengths")
-        flat = iter(records)
         if column.container == "optional":
+            flat = iter(records)
             return [next(flat) if length else None for length in lengths]
-        if column.container == "list" and column.empty is not None:
-            empty = column.empty
-            return [list(islice(flat, length)) if length else empty for length in lengths]
-        groups = [list(islice(flat, length)) for length in lengths]
+        groups = _regroup(records, lengths, column.empty)
         if column.container == "list":
             return groups
         return [_by_id(group, row) for row, group in enumerate(groups)]
@@ -779,26 +816,55 @@ def _check_pairs(values: list, pairs: list, item_hints: tuple) -> None:
             raise _RowProblem(row, problem.at(f"[{position}]"))
 
 
-def _references(rows: dict, values: list, what: str, nullable: bool,
+def _references(table: list, values: list, what: str, nullable: bool,
                 place: Callable | None = None) -> list:
-    """Rows of a table by number (None where allowed), checked whole: numbers of the right
-    type that are all in the table (set differences of ints, in C)."""
+    """The records of ``table`` at the row numbers ``values`` (None where allowed), checked
+    whole: numbers of the right type, all within the table (their least and greatest), then
+    looked up in C -- by list index, None through a row of None appended for it."""
     kinds = set(map(type, values))
-    if kinds <= ({int, _NONE} if nullable else {int}) and not set(values) - rows.keys():
-        return list(map(rows.__getitem__, values))
+    if kinds <= {int}:
+        if not values or (0 <= min(values) and max(values) < len(table)):
+            return list(map(table.__getitem__, values))
+    elif nullable and kinds <= {int, _NONE}:
+        numbers = list(filter(_is_not_none, values))
+        if not numbers or (0 <= min(numbers) and max(numbers) < len(table)):
+            lookup = [*table, None].__getitem__  # row -1: None
+            return list(map(lookup, map(_NONE_TO_MINUS_ONE.get, values, values)))
     for position, number in enumerate(values):
-        if type(number) is int and number in rows or (number is None and nullable):
+        if type(number) is int and 0 <= number < len(table) or (number is None and nullable):
             continue
         if type(number) is int:
             problem = _Problem(f"{what} number {number} is not in the table "
-                               f"({len(rows) - (None in rows)} rows)")
+                               f"({len(table)} rows)")
         else:
             problem = _Problem(_wrong(number, f"a {what} number"))
         if place is None:
             raise _RowProblem(position, problem)
         row, inner = place(position)
         raise _RowProblem(row, problem.at(f"[{inner}]"))
-    return list(map(rows.__getitem__, values))
+    raise AssertionError("a reference out of the table was not found again")
+
+
+_NONE_TO_MINUS_ONE = {None: -1}  # .get(number, number): -1 for None, the number otherwise
+
+
+def _regroup(items: list, lengths: list, empty: list | None = None) -> list:
+    """``items`` cut into consecutive lists of ``lengths`` (the checks before made sure
+    they add up), in C: groups all of one small size (a chain's gradients) by zip, others
+    by slices; an empty group is ``empty`` when given (the model's shared read-only empty
+    list, as recorded records have)."""
+    sizes = set(lengths)
+    if len(sizes) == 1 and 0 < min(sizes) <= 4:
+        return list(map(list, zip(*[iter(items)] * min(sizes))))
+    ends = list(accumulate(lengths))
+    groups = list(map(items.__getitem__, map(slice, [0, *ends], ends)))
+    if empty is not None and 0 in sizes:
+        for row in compress(range(len(lengths)), map(_is_zero, lengths)):
+            groups[row] = empty
+    return groups
+
+
+_is_zero = partial(eq, 0)
 
 
 def _inner(groups: list, position: int) -> tuple[int, int]:
@@ -808,6 +874,19 @@ def _inner(groups: list, position: int) -> tuple[int, int]:
             return row, position
         position -= len(group)
     raise IndexError(position)
+
+
+def _same_kinds(kinds: Callable, numbers: list, shapes: list, dtypes: list) -> bool:
+    """Whether every value's array (all of them stored, at ``numbers``) has the value's
+    shape and dtype, from the arrays table (``kinds``): each distinct (array kind, shape,
+    dtype) once -- a handful, where asking 100,000 arrays for theirs was a tenth of a load
+    with values (bench/bench_trace.py (d))."""
+    keys, kind_of = kinds(numbers)
+    for key, shape, dtype in set(zip(keys, shapes, dtypes)):
+        array_dtype, array_shape = kind_of(key)
+        if shape != array_shape or dtype != model.array_dtype_name(array_dtype):
+            return False
+    return True
 
 
 def _check_arrays(values: list) -> None:

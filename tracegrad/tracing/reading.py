@@ -153,7 +153,13 @@ class TraceArchive:
                 arrays[position] = load_array(numbers[position])
             return arrays
 
+        def kinds(numbers: list[int]) -> tuple[list[int], Callable]:
+            """Each array's kind as a number (numbers already loaded), and what gives a
+            kind's (dtype, shape): the table's, without asking the arrays."""
+            return list(map(keys.__getitem__, numbers)), columns.kind
+
         load_array.many = load_arrays  # type: ignore[attr-defined]
+        load_array.kinds = kinds  # type: ignore[attr-defined]
         return load_array
 
     def _check_table(self, table: list, total: int) -> list[tuple]:
