@@ -132,10 +132,11 @@ def _bridge_only(function):
     return run
 
 
+# (a pass without create_graph tells its steps in arrays: on_node_start_arrays, ...)
 _EVENTS = ("on_op", "on_tensor", "on_detach", "on_untracked_op", "on_value_out",
            "on_grad_reset", "on_inplace", "on_inplace_refused", "on_backward_start",
-           "on_node_start", "on_node_end", "on_hook", "on_accumulate", "on_backward_end",
-           "on_error")
+           "on_node_start", "on_node_end", "on_node_start_arrays", "on_node_end_arrays",
+           "on_hook", "on_accumulate", "on_backward_end", "on_error")
 
 
 def _explained(function, **options) -> tuple[float, dict, dict]:

@@ -89,6 +89,22 @@ def test_backward_steps_order_and_gradients_match_grad():
     assert all(step.duration_ns > 0 for step in steps)
 
 
+def test_a_gradient_one_step_sends_and_the_next_takes_in_is_captured_once():
+    # The bridge hands the recorder the same array at both ends (passes.py): one Value,
+    # one copy of the bits, as tracegrad's engine gives it.
+    x, w1, w2 = _two_layer()
+    with tg.record() as tr:
+        x.mm(w1).relu().mm(w2).pow(2).sum().backward()
+    steps = tr.passes[0].steps
+    assert [tr.node(step.node).name for step in steps[:2]] == ["SumBackward0", "PowBackward0"]
+    assert steps[0].grads_out[0] is steps[1].grads_in[0]
+    assert steps[1].grads_out[0] is steps[2].grads_in[0]
+    with tg.record(values=False) as bare:
+        x.mm(w1).relu().mm(w2).pow(2).sum().backward()
+    assert [len(step.grads_in) for step in bare.passes[0].steps] == \
+        [len(step.grads_in) for step in steps]
+
+
 def test_values_and_structure_only():
     x, w1, _ = _two_layer()
     with tg.record() as tr:

@@ -123,7 +123,23 @@ def test_an_accumulate_grad_node_describes_its_output_as_torchs_input_metadata_d
     assert accumulate.name().endswith("AccumulateGrad")
     node = Registry().node(accumulate)
     assert node._is_accumulate and node.variable.subject is leaf
-    assert node._output_meta == _output_meta(accumulate)
+    assert node._output_meta == _output_meta(accumulate._input_metadata)
     shape, dtype, device = node._output_meta[0]
     assert (shape, dtype.name, device) == (tuple(leaf.shape), str(leaf.dtype)[6:],
                                            str(leaf.device))
+
+
+def test_a_nodes_outputs_are_read_from_torchs_metadata_when_first_asked():
+    # A recording reads a node's output metadata only where no tensor stands for an output
+    # (adapters.TorchNode._output_meta); what it reads is torch's, even after the node died.
+    from tracegrad.bridge.adapters import Registry
+
+    x = torch.randn(4, 6, dtype=torch.float64, requires_grad=True)
+    first, second = x.split([2, 2])
+    fn = first.grad_fn
+    node = Registry().node(fn)
+    assert node._outputs == 2 and "_output_meta" not in vars(node)
+    del first, second, fn
+    assert [(shape, dtype.name, device) for shape, dtype, device in node._output_meta] == \
+        [((2, 6), "float64", "cpu"), ((2, 6), "float64", "cpu")]
+    assert "_metas" not in vars(node)  # read once, then let go

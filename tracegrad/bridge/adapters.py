@@ -20,6 +20,7 @@ Importing this module imports torch: only the bridge does, and only when the pro
 
 from __future__ import annotations
 
+import functools
 import re
 import weakref
 
@@ -481,6 +482,13 @@ class TorchNode:
     def name(self) -> str:
         return self._name
 
+    @functools.cached_property
+    def _output_meta(self) -> tuple:
+        """(shape, NumPy dtype, device) per output, as tracegrad's nodes keep them: asked
+        for only where no tensor stands for an output (a graph the recorder adopts);
+        ``_outputs`` is their count."""
+        return _output_meta(self.__dict__.pop("_metas"))
+
     def __repr__(self) -> str:
         return f"<{self._name} (torch)>"
 
@@ -528,10 +536,11 @@ def _attr_value(value):
     return value
 
 
-def _output_meta(fn) -> tuple:
-    """(shape, NumPy dtype, device) per output of a node, as tracegrad's nodes keep them."""
+def _output_meta(metas) -> tuple:
+    """(shape, NumPy dtype, device) per output of a node, as tracegrad's nodes keep them,
+    from torch's input metadata of the node (``fn._input_metadata``)."""
     found = []
-    for meta in fn._input_metadata:
+    for meta in metas:
         dtype = meta.dtype
         numpy = _numpy_dtypes.get(dtype)
         found.append((tuple(meta.shape), numpy if numpy is not None else numpy_dtype(dtype),
@@ -679,8 +688,8 @@ class Registry:
                 "_output_meta": ((tuple(variable.shape),
                                   numpy if numpy is not None else numpy_dtype(dtype),
                                   "cpu" if variable.is_cpu else str(variable.device)),),
-                "next_functions": (), "_site": None, "_module": None, "_is_accumulate": True,
-                "variable": self.tensor(variable)}
+                "_outputs": 1, "next_functions": (), "_site": None, "_module": None,
+                "_is_accumulate": True, "variable": self.tensor(variable)}
         else:
             site = module = None
             if session is not None:
@@ -689,9 +698,13 @@ class Registry:
                     site, module = current[0], current[1]
                 else:
                     site, module = session.site_for(fn)
+            # The outputs' (shape, dtype, device) are read from these only when asked for
+            # (TorchNode._output_meta): a reported op's outputs are its tensors, and
+            # reading them costs ~4 us per output of every node (bench/bench_bridge.py).
+            metas = fn._input_metadata
             adapter.__dict__ = state = {
                 "_key": key, "_name": name, "_seq": sequence, "_alive": True,
-                "_output_meta": _output_meta(fn), "next_functions": (), "_site": site,
+                "_metas": metas, "_outputs": len(metas), "next_functions": (), "_site": site,
                 "_module": module}
             if _is_custom(type(fn)):
                 state["_function"] = _CustomFunction

@@ -153,7 +153,7 @@ class CustomFunctions:
                 continue
             node = registry.node(fn)  # takes its site from the call
             del self._calls[key]
-            wired = [None] * max(1, len(node._output_meta))
+            wired = [None] * max(1, node._outputs)
             for output_nr, tensor in outputs.get(key, {}).items():
                 if output_nr < len(wired):
                     wired[output_nr] = registry.tensor(tensor)

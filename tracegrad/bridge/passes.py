@@ -21,7 +21,7 @@ import torch
 
 from ..autograd import events
 from ..autograd.engine import PassInfo, _pass_counter
-from .adapters import TorchNode
+from .adapters import TorchNode, host_array
 
 _PRE = object()  # a pre-hook's call: torch passes one argument (see _NodeHook)
 
@@ -86,6 +86,12 @@ class Passes:
         self._retain = False
         self._open: TorchNode | None = None  # the node whose backward is running
         self._started = 0
+        # A pass without create_graph tells its steps' gradients as NumPy arrays, as
+        # tracegrad's engine tells its own (on_node_start_arrays): no adapter per gradient.
+        # id(gradient) -> (gradient, its array), from the step that sent it on until the
+        # step that takes it in, so both are told the same array (the recorder captures a
+        # value once per array); taken out then, so nothing outlives torch's own buffer.
+        self._arrays: dict[int, tuple] | None = None
         self._on_node_gone = self._node_gone  # bound once: every hooked node's sentinel has it
 
     def guarded(self, method, *args) -> None:
@@ -201,8 +207,9 @@ class Passes:
                 self.session.failed(error)
         if info is None:
             return func(*args, **kwargs)
-        previous = (self._pass, self._retain, self._open, self._started)
+        previous = (self._pass, self._retain, self._open, self._started, self._arrays)
         self._pass, self._retain, self._open = info, info.retain_graph, None
+        self._arrays = None if info.create_graph else {}  # gradients in the graph: adapters
         error = None
         try:
             return func(*args, **kwargs)
@@ -212,7 +219,7 @@ class Passes:
                 self.guarded(listener.on_error, exc, self._open)
             raise
         finally:
-            self._pass, self._retain, self._open, self._started = previous
+            self._pass, self._retain, self._open, self._started, self._arrays = previous
             self.guarded(listener.on_backward_end, info, error)
 
     def _start(self, kind: str, func, args: tuple, kwargs: dict, listener) -> PassInfo | None:
@@ -292,7 +299,19 @@ class Passes:
             return
         if self._observers or self._retained:
             self._report_tensor_hooks(listener, node, grads)
-        listener.on_node_start(node, self._adapters(grads))
+        arrays = self._arrays
+        if arrays is None:
+            listener.on_node_start(node, self._adapters(grads))
+        else:
+            taken = []
+            for grad in grads:
+                if grad is None:
+                    taken.append(None)
+                    continue
+                entry = arrays.pop(id(grad), None)
+                taken.append(entry[1] if entry is not None and entry[0] is grad
+                             else host_array(grad))
+            listener.on_node_start_arrays(node, tuple(taken))
         self._open = node
         self._started = time.perf_counter_ns()
 
@@ -307,7 +326,20 @@ class Passes:
         listener = events.listener
         if listener is None:
             return
-        listener.on_node_end(node, self._adapters(grads_out), duration)
+        arrays = self._arrays
+        if arrays is None:
+            listener.on_node_end(node, self._adapters(grads_out), duration)
+        else:
+            sent = []
+            for grad in grads_out:
+                if grad is None:
+                    sent.append(None)
+                    continue
+                entry = arrays.get(id(grad))
+                if entry is None or entry[0] is not grad:  # (one gradient on two edges:
+                    entry = arrays[id(grad)] = (grad, host_array(grad))  # one array)
+                sent.append(entry[1])
+            listener.on_node_end_arrays(node, tuple(sent), duration)
         if node._is_accumulate and grads_in and grads_in[0] is not None:
             listener.on_accumulate(node.variable, self.registry.tensor(grads_in[0]))
 

@@ -483,7 +483,7 @@ class Session:
             made.sort(key=_sequence_of)
         for node in made:
             fn = top_keys.get(node._key)
-            wired = [None] * max(1, len(node._output_meta))
+            wired = [None] * max(1, node._outputs)
             if fn is not None:
                 for tensor, adapter in zip(outputs, adapters):
                     if tensor.grad_fn is fn and tensor.output_nr < len(wired):
