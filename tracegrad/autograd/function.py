@@ -173,14 +173,19 @@ class BackwardCFunction(Node, FunctionCtx):
     # -- running backward --------------------------------------------------------------
     def _backward(self, grads: list) -> tuple:
         if self._materialize_grads and len(grads) > 1:
-            metas = self._output_meta
-            for index, grad in enumerate(grads):
-                if grad is None and metas[index] is not None:  # None stays for non-tensors
-                    grads[index] = _zeros_for(metas[index])
+            self._materialize(grads)
         results = self._function._backward_impl(self, *grads)
         if results.__class__ is not tuple:
             results = (results,)
         return self._check_results(results)
+
+    def _materialize(self, grads: list) -> None:
+        """Zeros in place of the None gradients of tensor outputs (set_materialize_grads);
+        a non-tensor output's None stays."""
+        metas = self._output_meta
+        for index, grad in enumerate(grads):
+            if grad is None and metas[index] is not None:
+                grads[index] = _zeros_for(metas[index])
 
     def _backward_raw(self, grads: list) -> list:
         """``_backward`` in a pass that moves backend arrays (no create_graph): the
@@ -193,10 +198,7 @@ class BackwardCFunction(Node, FunctionCtx):
         else:
             tensors = [None if grad is None else wrap(grad, False) for grad in grads]
         if self._materialize_grads and len(tensors) > 1:
-            metas = self._output_meta
-            for index, grad in enumerate(tensors):
-                if grad is None and metas[index] is not None:  # None stays for non-tensors
-                    tensors[index] = _zeros_for(metas[index])
+            self._materialize(tensors)
         results = self._function._backward_impl(self, *tensors)
         tensors = None  # (the gradients are the Function's to keep or let go)
         if results.__class__ is not tuple:
