@@ -132,6 +132,7 @@ def child_per_op(repeats: int) -> dict:
             middle = time.process_time()
             backward(result)
             ended = time.process_time()
+            del result  # (untimed: freeing this graph is no part of the next round's forward)
             if round_index:  # the first round warms up
                 samples[library][0].append(middle - started)
                 samples[library][1].append(ended - middle)
