@@ -183,6 +183,10 @@ CASES: dict[str, list[Case]] = {
         L, "slice_backward", indexing.SliceBackward, g, (3, 4), 0, 1, 3, 1))],
     "IndexAccumulate": [Case(((3, 2),), lambda L, g: indexing.IndexAccumulate.apply(
         g, shape=(4, 2), index=np.array([0, 2, 2])), in_torch=False)],
+    # indexing's backward under create_graph: torch's zeros.index_put_(..., accumulate=True)
+    "IndexPutImpl": [Case(((3, 2),), lambda L, g: indexing._index_backward(
+        g, (4, 2), np.array([0, 2, 2])) if L is tg else L.ops.aten._index_put_impl_(
+        L.zeros(4, 2, dtype=g.dtype), [L.tensor([0, 2, 2])], g, True))],
     "IndexPut": [Case(((4, 3), (2, 3)), _index_put_rows),
                  Case(((4, 3), (4, 1)), _index_put_column),
                  Case(((4, 3),), _index_put_mask)],

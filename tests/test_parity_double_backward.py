@@ -75,6 +75,9 @@ PROGRAMS = {
  "select_slice": lambda L, x: x.select(1, -2) * x[0, :3] + x[1:, ::2].sum(),
  "narrow": lambda L, x: x.narrow(0, 1, 2) * x[:2],
  "norm": lambda L, x: x.norm(),
+ "index_repeats": lambda L, x: x[[0, 2, 2]],
+ "index_mask": lambda L, x: x[x > 0],
+ "index_columns": lambda L, x: x[:, [1, 3, 3]] * x[[2, 0], [1, 1]].sum(),
 }
 
 # Graphs of the create_graph gradient (every node's name, breadth first) that still differ
@@ -180,3 +183,26 @@ def test_backward_nodes_show_torch_saved_values(name, lib_op):
             np.testing.assert_allclose(mine[1], reference[1], err_msg=attribute)
         else:
             assert mine[1] == reference[1], attribute
+
+
+@pytest.mark.parametrize("index", [
+    lambda L, x: [0, 2, 2],
+    lambda L, x: x > 5,
+    lambda L, x: (slice(None), [1, 3]),
+    lambda L, x: ([1, 0], [2, 2]),
+], ids=["list", "mask", "columns", "pairs"])
+def test_index_backward_under_create_graph_is_torchs_index_put_impl(index):
+    """torch's gradient of ``x[index]`` under create_graph: ``zeros.index_put_(indices,
+    grad, accumulate=True)`` -- IndexPutImplBackward0 with a dead first edge, the indices
+    and accumulate saved, the result at version 1."""
+    def shown(lib):
+        x = lib.arange(12.0, dtype=lib.float64).reshape(3, 4).requires_grad_()
+        (grad,) = lib.autograd.grad(x[index(lib, x)].pow(2).sum(), x, create_graph=True)
+        node = grad.grad_fn
+        edges = [(None if f is None else f.name(), nr) for f, nr in node.next_functions]
+        indices = [None if part is None else part.tolist() for part in node._saved_indices]
+        (second,) = lib.autograd.grad((grad * grad).sum(), x)
+        return (node.name(), edges, indices, node._saved_accumulate, grad._version,
+                grad.tolist(), second.tolist())
+
+    assert shown(tg) == shown(torch)

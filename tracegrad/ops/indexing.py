@@ -157,7 +157,9 @@ class Index(Op):
     @staticmethod
     def backward(ctx, grad):
         ctx.saved_tensors  # noqa: B018 - raises, as torch does, once backward freed them
-        return (index_accumulate(grad, ctx.input_shape, ctx.index), None)
+        if grad.__class__ is Tensor:  # create_graph: torch's IndexPutImplBackward0
+            return (_index_backward(grad, ctx.input_shape, ctx.index), None)
+        return (_accumulated(array_module(grad), grad, ctx.input_shape, ctx.index), None)
 
 
 def _saved_indices(node, raw: bool) -> tuple:
@@ -654,6 +656,39 @@ def _accumulated(xp, values, shape, index):
     else:
         xp.add.at(out, index, values)
     return out
+
+
+class IndexPutImpl(Op):
+    """Advanced indexing's backward under create_graph, as torch builds it:
+    ``zeros(shape).index_put_(indices, grad, accumulate=True)``, an IndexPutImplBackward0
+    whose first edge (the zeros) leads nowhere. It saves the index tensors (a second
+    backward through it after the first freed them fails as torch's does)."""
+
+    node_name = "IndexPutImplBackward0"
+    array_backward = True
+
+    @staticmethod
+    def forward(ctx, zeros, grad, shape, index):
+        select_edges(ctx, (0, 1))  # torch's edges: the zeros (none), the values
+        ctx.index = index
+        _save_positions(ctx, index)
+        return _accumulated(grad._xp, grad._array, shape, index)
+
+    @staticmethod
+    def backward(ctx, grad):
+        ctx.saved_tensors  # noqa: B018 - raises once backward freed them, as in torch
+        return (None, _indexed(grad, ctx.index))
+
+
+show_indices(IndexPutImpl, accumulate=True)
+
+
+def _index_backward(grad, shape, index):
+    """IndexBackward0's gradient as a recorded Tensor (create_graph): at version 1, as
+    torch's is, the zeros after one in-place index_put_."""
+    result = IndexPutImpl.apply(None, grad, shape=shape, index=index)
+    result._version_counter.bump("index_put_")
+    return result
 
 
 def index_accumulate(grad, shape, index):
