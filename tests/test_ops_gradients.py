@@ -659,8 +659,6 @@ KNOWN_NAME_DIFFERENCES = {
     ("matrix_power", 0): "torch ends square-and-multiply with a different pairing",
     ("quantile", 0): "torch's quantile ends in an in-place squeeze_ (SqueezeBackward4)",
     ("quantile", 1): "torch's quantile ends in an in-place squeeze_ (SqueezeBackward4)",
-    ("cov", 0): "torch's mean is a sum divided by the count, unsqueezed",
-    ("cov", 1): "torch's mean is a sum divided by the count, unsqueezed",
 }
 NO_DERIVATIVE = {(name, index) for name, cases in CASES.items()
                  for index, case in enumerate(cases) if case.no_derivative}

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import builtins
 import math
+import warnings
 
 import numpy as np
 
@@ -21,7 +22,7 @@ from .errors import InvalidValueError, ShapeError
 from .ops import _math
 from .ops import binary as _binary
 from .ops import matrices as _matrices
-from .tensor import Tensor
+from .tensor import Tensor, _scalar_type_name
 
 
 def _wrap(array) -> Tensor:
@@ -241,35 +242,78 @@ def _gather_along(tensor, axis, index):
 
 
 def cov(input, *, correction=1, fweights=None, aweights=None):
-    """The covariance matrix of the rows of ``input`` (variables) over its columns."""
+    """The covariance matrix of the rows of ``input`` (variables) over its columns.
+
+    Built from the ops torch's cov is built from, in its order, so the graph is torch's
+    (a weighted sum over the count, unsqueezed; ``mm``; a division by the degrees of
+    freedom as a 0-d tensor; squeeze) and so are its quirks: a count of freedom <= 0
+    warns and divides by 0, and one observation with exactly one kind of weights zeroes
+    the input in place, as torch's does.
+    """
     if input._array.ndim > 2:
         raise ShapeError(f"cov(): expected input to have two or fewer dimensions but got an "
                          f"input with {input._array.ndim} dimensions ({input._describe()})")
-    observations = input if input._array.ndim == 2 else input.reshape(1, -1)
-    if observations._array.dtype.kind != "f":
-        observations = observations.to(_dtype.default_float)
+    if input._array.dtype.kind == "b":
+        raise RuntimeError("cov(): bool dtype is not supported for input")
+    observations = input if input._array.ndim == 2 else input.view(1, -1)
+    count = observations._array.shape[1]
     weights = None
     if fweights is not None:
-        weights = fweights.to(observations.dtype)
+        _check_weights("fweights", fweights, count, "integral", "iu")
+        weights = fweights
     if aweights is not None:
-        weights = aweights.to(observations.dtype) if weights is None else \
-            weights * aweights.to(observations.dtype)
+        _check_weights("aweights", aweights, count, "floating point", "f")
+        weights = aweights if weights is None else weights * aweights
     if weights is None:
-        count = observations.shape[1]
-        mean = observations.mean(dim=1, keepdim=True)
-        centered = observations - mean
-        scale = max(count - correction, 0)
-        result = centered.mm(centered.t()) / scale
+        total = _count_tensor(observations, count)
     else:
         total = weights.sum()
-        mean = (observations * weights).sum(dim=1, keepdim=True) / total
-        centered = observations - mean
-        if aweights is None:
-            scale = total - correction
-        else:
-            scale = total - correction * (weights * aweights.to(observations.dtype)).sum() / total
-        result = (centered * weights).mm(centered.t()) / scale
-    return result.squeeze()  # torch squeezes always (a 1-variable input gives a 0-d result)
+        if not total.ne(0).item():
+            raise RuntimeError("cov(): weights sum to zero, can't be normalized")
+    mean = (observations if weights is None else observations * weights).sum(1) / total
+    if weights is None:
+        freedom = _count_tensor(observations, count - correction)
+    elif correction == 0:
+        freedom = total
+    elif aweights is None:
+        freedom = total - correction
+    elif fweights is None and count == 1 and correction == 1:
+        freedom = _count_tensor(observations, 0)  # (torch's corner case: numpy's result)
+    else:
+        freedom = total - correction * (weights * aweights).sum() / total
+    if freedom.le(0).item():
+        warnings.warn("cov(): degrees of freedom is <= 0. Correction should be strictly less "
+                      "than the number of observations.", UserWarning, stacklevel=3)
+        freedom.zero_()
+    if count == 1 and (fweights is None) != (aweights is None):
+        observations.zero_()  # (torch's: input minus its weighted mean is 0 here)
+        if observations._array.dtype.kind in "iu":
+            observations = observations.to(_dtype.float32)
+    else:
+        observations = observations - mean.unsqueeze(1)
+    right = observations if weights is None else observations * weights
+    return observations.mm(right.t()).true_divide(freedom).squeeze()
+
+
+def _count_tensor(like, count: int):
+    """A 0-d int64 tensor on ``like``'s device: torch's ``scalar_tensor(count, kLong)``."""
+    return Tensor._wrap(like._xp.asarray(count, dtype=np.int64), False)
+
+
+def _check_weights(name: str, weights, count: int, kind_name: str, kinds: str) -> None:
+    """torch's checks of cov's ``fweights``/``aweights``, with its messages."""
+    array = weights._array
+    if array.ndim > 1:
+        raise RuntimeError(f"cov(): expected {name} to have one or fewer dimensions but got "
+                           f"{name} with {array.ndim} dimensions")
+    if array.dtype.kind not in kinds:
+        raise RuntimeError(f"cov(): expected {name} to have {kind_name} dtype but got {name} "
+                           f"with {_scalar_type_name(weights)} dtype")
+    if array.size != count:
+        raise RuntimeError(f"cov(): expected {name} to have the same numel as there are "
+                           f"observations in the input but got {array.size} != {count}")
+    if count and (array < 0).any():
+        raise RuntimeError(f"cov(): {name} cannot be negative")
 
 
 def corrcoef(input):
