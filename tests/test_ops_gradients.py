@@ -650,7 +650,6 @@ KNOWN_NAME_DIFFERENCES = {
     ("Svd", 2): "torch's nuclear norm takes the svd of a permuted view (PermuteBackward0)",
     ("repeat_interleave", 2): "torch indexes the input itself, with no flattening view",
     ("combinations", 0): "torch selects through masks of an expanded grid (MaskedSelect)",
-    ("take_along_dim", 0): "torch expands the input to the indices' shape before gather",
     ("einsum", 0): "the permutes and unsqueezes torch's einsum puts around bmm",
     ("einsum", 1): "the permutes torch's einsum puts around bmm",
     ("einsum", 2): "torch's einsum permutes the diagonal's result once more",

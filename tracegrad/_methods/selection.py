@@ -97,8 +97,7 @@ def _broadcast_except(source, index, axis: int):
         raise broadcast_error("take_along_dim", source, index) from None
     source_shape, index_shape = list(common), list(common)
     source_shape[axis], index_shape[axis] = x.shape[axis], i.shape[axis]
-    if tuple(source_shape) != x.shape:
-        source = source.expand(*source_shape)
+    source = source.expand(*source_shape)  # (always: torch's ExpandBackward0, same size or not)
     if tuple(index_shape) != i.shape:
         index = Tensor._wrap(xp.broadcast_to(i, tuple(index_shape)), False)
     return source, index
