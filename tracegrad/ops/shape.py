@@ -99,12 +99,23 @@ class UnsafeView(Op):
         return (grad.reshape(ctx.input_shape),)  # Tensor.reshape is this module's reshape
 
 
+class ReshapeAlias(View):
+    """What ``reshape`` records for a tensor that is not contiguous but whose strides allow
+    the new shape as a view: torch's ``_reshape_alias``, a view like ``view``'s."""
+
+    node_name = "ReshapeAliasBackward0"
+
+
 def reshape(tensor, shape):
-    """``torch.reshape``: a view when the strides allow one (ViewBackward0), else a copy
-    (CloneBackward0 then UnsafeViewBackward0), as PyTorch decides."""
+    """``torch.reshape``, as PyTorch decides: a contiguous tensor's view (ViewBackward0);
+    else a view when the strides allow one (ReshapeAliasBackward0); else a copy
+    (CloneBackward0 then UnsafeViewBackward0)."""
     shape = tuple(shape)
-    if tensor._array.shape == shape or _reshaped_view(tensor._array, shape) is not None:
+    array = tensor._array
+    if array.flags.c_contiguous:
         return View.apply(tensor, shape=shape)
+    if array.shape == shape or _reshaped_view(array, shape) is not None:
+        return ReshapeAlias.apply(tensor, shape=shape)
     return UnsafeView.apply(Clone.apply(tensor), shape=shape)
 
 
