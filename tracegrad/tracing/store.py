@@ -315,11 +315,12 @@ def _decoded(name: str, archive: TraceArchive, document, limits: TraceLimits) ->
         load_array = archive.npy_arrays()
     else:
         load_array = archive.packed_arrays(document)
+    tables: dict = {}  # the sites and values every reference resolved to (schema 4 on)
     if version >= 4:
-        trace = decode_columns(document, load_array)
+        trace = decode_columns(document, load_array, tables)
     else:  # one object per record (schemas 1 to 3)
         trace = decode_trace(document, load_array)
-    validate_trace(trace, limits)
+    validate_trace(trace, limits, tables=tables)
     return trace
 
 
