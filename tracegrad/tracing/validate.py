@@ -673,7 +673,25 @@ def validate_trace(trace: model.Trace, limits: TraceLimits | None = None, *,
                 break
     if failure is not None:
         record, suffix, problem = failure
-        raise InvalidTrace(path_to(trace, record) + suffix, problem)
+        where = path_to(trace, record)
+        if where == "trace" and record is not trace and tables:
+            where = _table_place(tables, record) or where  # a row nothing refers to
+        raise InvalidTrace(where + suffix, problem)
+
+
+_TABLE_NAMES = {model.Site: "sites", model.Value: "values"}
+
+
+def _table_place(tables: dict[type, list], record: object) -> str | None:
+    """``values[7]`` (or ``values[7].stats``): where in the file's tables ``record`` is,
+    for one that no other record refers to. Only errors pay for this search."""
+    for cls, rows in tables.items():
+        for row, item in enumerate(rows):
+            if item is record:
+                return f"{_TABLE_NAMES.get(cls, cls.__name__)}[{row}]"
+            if getattr(item, "stats", None) is record:
+                return f"{_TABLE_NAMES.get(cls, cls.__name__)}[{row}].stats"
+    return None
 
 
 def _check_class(cls: type, records: list, context: _Context) -> Failure | None:
