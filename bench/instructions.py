@@ -215,12 +215,16 @@ def main(argv: list[str]) -> None:
     os.environ["PYTHONPATH"] = os.pathsep.join(
         filter(None, [os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                       os.environ.get("PYTHONPATH")]))
+    counts = {}
     with tempfile.TemporaryDirectory() as folder:
         for name in arguments.workloads:
-            per_op = _count(name, arguments.ops, folder)
+            counts[name] = per_op = _count(name, arguments.ops, folder)
             print(f"{name:<16} {per_op:12,.0f} instructions per op "
                   f"(callgrind, regions of {arguments.ops:,} and {2 * arguments.ops:,})",
                   flush=True)
+    if "torch-forward" in counts and "chain-forward" in counts:
+        print(f"chain-forward / torch-forward: "
+              f"{counts['chain-forward'] / counts['torch-forward']:.2f}x torch's own tiny op")
 
 
 if __name__ == "__main__":
