@@ -193,7 +193,7 @@ def _load_with_and_without_checks(store, load_trace, path, repeat) -> tuple[floa
         for _ in range(repeat):
             store.validate_trace = validate
             checked.append(_timed(load_trace, path))
-            store.validate_trace = lambda trace, limits=None: None
+            store.validate_trace = lambda trace, limits=None, tables=None: None
             unchecked.append(_timed(load_trace, path))
     finally:
         store.validate_trace = validate

@@ -43,6 +43,8 @@ CASES = [
     ("bench_cnn.py", ["--batch", "2", "--repeats", "1"], "ms/step", True),
     ("bench_lstm.py", ["--batch", "2", "--length", "4", "--repeats", "1"], "ms/step", True),
     ("coverage.py", [], "all", True),
+    # Instruction counts run under valgrind for minutes: the smoke case lists the workloads.
+    ("instructions.py", ["--list"], "workloads: chain-forward", False),
 ]
 
 

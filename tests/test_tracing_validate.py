@@ -205,6 +205,45 @@ def test_tables_are_checked_where_they_are_referred_to(saved, tmp_path):
         tg.load_trace(_edited(saved, tmp_path, bad_value_dtype))
 
 
+def test_a_table_row_nothing_refers_to_is_checked_and_named(saved, tmp_path):
+    """The loader checks the sites and values tables row by row (not only the rows some
+    record refers to): a damaged row nobody uses is named by its place in the table."""
+    def unused_bad_value(_, document):
+        document["values"].append({"shape": [2], "dtype": "float99", "stats": {}})
+
+    with pytest.raises(TraceFileError) as info:
+        tg.load_trace(_edited(saved, tmp_path, unused_bad_value))
+    assert info.value.where == f"values[{_value_count(saved)}].dtype"
+
+    def unused_bad_site(_, document):
+        document["sites"].append({"file": "x.py", "line": -1, "function": "f", "code": ""})
+
+    with pytest.raises(TraceFileError, match=r"sites\[\d+\]\.line: -1 is out of range"):
+        tg.load_trace(_edited(saved, tmp_path, unused_bad_site))
+
+
+def _value_count(saved: str) -> int:
+    with zipfile.ZipFile(saved) as archive:
+        return len(as_rows(json.loads(archive.read("trace.json")))["values"])
+
+
+def test_references_to_ids_with_gaps_and_out_of_range():
+    """Ids 0 to n - 1 are checked by their least and greatest; others one by one: both
+    refuse an id that is not there."""
+    trace = _program_trace()
+    last = max(trace.nodes)
+    for node_id in (last + 1, -1):
+        trace.passes[0].steps[0].node = node_id
+        with pytest.raises(InvalidTrace, match=f"steps\\[0\\]\\.node: {node_id} is not"):
+            validate_trace(trace)
+    trace.passes[0].steps[0].node = last
+    trace.nodes[last + 5] = model.NodeRecord(last + 5, "CloneBackward0")  # ids with a gap
+    validate_trace(trace)
+    trace.passes[0].steps[0].node = last + 2  # within the least and greatest, not there
+    with pytest.raises(InvalidTrace, match=f"steps\\[0\\]\\.node: {last + 2} is not a node"):
+        validate_trace(trace)
+
+
 def test_cycles_in_the_graph_are_refused(saved, tmp_path):
     def self_loop(body, _):
         body["nodes"][_node_position(body, "SumBackward0")]["next"] = [[4, 0]]

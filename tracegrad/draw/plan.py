@@ -365,10 +365,14 @@ class _Planner:
         box = self.boxes.get(key)
         tensor = self.trace.tensors.get(tensor_id)
         if box is None:
-            label = [tensor.label if tensor else f"t{tensor_id}",
-                     size_text(tensor.shape if tensor else None)]
-            box = Box(key, label, self._tensor_tooltip(tensor_id, tensor), _ROLE_FILL[role],
-                      roles=[role])
+            # The label's two texts go into the tooltip's first line too: made once here
+            # (a chain draws 50,000 saved tensors; bench/bench_dot.py).
+            if tensor is not None:
+                label = [tensor.name or f"t{tensor.id}", size_text(tensor.shape)]  # .label
+            else:
+                label = [f"t{tensor_id}", size_text(None)]
+            box = Box(key, label, self._tensor_tooltip(tensor_id, tensor, *label),
+                      _ROLE_FILL[role], roles=[role])
             if role == "leaf" and tensor is not None:
                 box.module = self._parameter_module(tensor)
             if self.tensor_violations:
@@ -403,13 +407,15 @@ class _Planner:
         module = tensor.name.rsplit(".", 1)[0]
         return module if module in self.scopes else None
 
-    def _tensor_tooltip(self, tensor_id: int, tensor: TensorRecord | None) -> list[str]:
+    def _tensor_tooltip(self, tensor_id: int, tensor: TensorRecord | None, label: str,
+                        size: str) -> list[str]:
+        """The tooltip of a tensor's box; ``label`` and ``size``: its box label's texts
+        (``tensor.label``, ``size_text(tensor.shape)``)."""
         if tensor is None:
             return [f"tensor t{tensor_id} (not recorded)"]
         # One f-string for the first line, the rare parts tested before any call: run once
         # per drawn tensor (a chain saves 50,000 of them; bench/bench_dot.py).
-        lines = [f"{tensor.label} (tensor {tensor.id}): {tensor.dtype} "
-                 f"{size_text(tensor.shape)} on {tensor.device}, "
+        lines = [f"{label} (tensor {tensor.id}): {tensor.dtype} {size} on {tensor.device}, "
                  f"{'leaf' if tensor.is_leaf else 'non-leaf'}"
                  f"{', requires grad' if tensor.requires_grad else ''}"
                  f"{', parameter' if tensor.is_parameter else ''}"]

@@ -60,7 +60,7 @@ import warnings
 from collections.abc import Callable
 from functools import partial
 from itertools import accumulate, chain, compress, filterfalse, islice, repeat
-from operator import attrgetter, eq, is_, is_not, itemgetter, lt
+from operator import attrgetter, eq, is_, is_not, itemgetter, lt, not_
 from typing import Any
 
 import numpy as np
@@ -314,9 +314,9 @@ class _ColumnEncoder:
         first sight; in C but for the new ones (100,000 values a save: bench_trace (d))."""
         ids = list(map(id, values))
         known = self._value_rows
-        new = list(filterfalse(known.__contains__, dict.fromkeys(ids)))
+        objects = dict(zip(ids, values))  # its keys: each id once, in order of first sight
+        new = list(filterfalse(known.__contains__, objects))
         if new:
-            objects = dict(zip(ids, values))
             start = len(self.values)
             known.update(zip(new, range(start, start + len(new))))
             self.values.extend(map(objects.__getitem__, new))
@@ -422,9 +422,14 @@ class _RowProblem(Exception):
         self.row, self.problem = row, problem
 
 
-def decode_columns(body, load_array: Callable[[int], np.ndarray]) -> model.Trace:
+def decode_columns(body, load_array: Callable[[int], np.ndarray],
+                   tables: dict[type, list] | None = None) -> model.Trace:
     """The Trace that ``encode_columns``'s output describes; ``load_array(number)`` gives
-    the arrays back. Raises DecodeError naming the place of the first bad value."""
+    the arrays back. Raises DecodeError naming the place of the first bad value.
+
+    ``tables``, when given, receives the sites and values tables' records
+    (``{Site: [...], Value: [...]}``): every Site and Value the trace refers to is one of
+    them, which spares validation a search for them (validate_trace's ``tables``)."""
     if not isinstance(body, dict):
         raise DecodeError(f"expected an object, got {_kind(body)}")
     decoder = _ColumnDecoder(load_array)
@@ -436,6 +441,8 @@ def decode_columns(body, load_array: Callable[[int], np.ndarray]) -> model.Trace
             raise _Problem("missing entry 'trace'")
         (trace,) = _located_table(decoder, model.Trace, body["trace"], "trace", one=True)
         trace.read_legacy_roots()
+        if tables is not None:
+            tables.update(decoder.rows)
         return trace
     except _Problem as problem:
         where = "".join(reversed(problem.path))
@@ -553,9 +560,10 @@ class _ColumnDecoder:
         _expect_list(values, count)
         if kind is PLAIN:
             values = _plain_column(column.hint, column.nullable, values)
-            if column.empty is not None:
+            if column.empty is not None:  # the empties found in C, replaced in place
                 empty = column.empty
-                return [item if item else empty for item in values]
+                for row in compress(range(count), map(not_, values)):
+                    values[row] = empty
             return values
         if kind is ANY:
             if typing.get_origin(column.hint) is dict:
@@ -569,7 +577,11 @@ class _ColumnDecoder:
             _check_types(values, (list,), "a list")
             flat = list(chain.from_iterable(values))
             if set(map(type, flat)) <= {_NONE}:  # structure only: shared lists of Nones
-                return list(map(model.nones, map(len, values)))
+                # A dict lookup per step in C, not a call of model.nones: a chain has
+                # one length, and 100,000 calls were a tenth of decoding it (bench_trace (d)).
+                lengths = list(map(len, values))
+                shared = {length: model.nones(length) for length in set(lengths)}
+                return list(map(shared.__getitem__, lengths))
             flat = _references(self.rows[model.Value], flat, "Value", True,
                                lambda position: _inner(values, position))
             return _regroup(flat, list(map(len, values)), model.NO_ITEMS)
@@ -639,7 +651,7 @@ class _ColumnDecoder:
             raise _Problem(f"expected {{'lengths': ..., 'records': ...}}, got {_kind(values)}")
         lengths = values.get("lengths")
         _expect_list(lengths, count, ".lengths")
-        if not all(type(length) is int and length >= 0 for length in lengths):
+        if not (set(map(type, lengths)) <= {int} and (not lengths or min(lengths) >= 0)):
             raise _Problem("lengths must be integers >= 0").at(".lengths")
         try:
             records = self.table(column.child, values.get("records"))
@@ -667,6 +679,7 @@ class _ColumnDecoder:
 _ABSENT = object()
 _new_object, _object_setattr = object.__new__, object.__setattr__
 _get_array, _get_shape, _get_dtype = attrgetter("array"), attrgetter("shape"), attrgetter("dtype")
+_get_id = attrgetter("id")
 
 
 def _check_rows(rows, count: int) -> None:
@@ -697,7 +710,7 @@ def _stats_from_arrays(stats: list, arrays: list) -> None:
 
 
 def _by_id(records: list, row: int) -> dict:
-    found = {record.id: record for record in records}
+    found = dict(zip(map(_get_id, records), records))
     if len(found) != len(records):
         seen: set = set()
         for position, record in enumerate(records):
@@ -768,7 +781,10 @@ def _plain_column(hint, nullable: bool, values: list) -> list:
                         _WANTED[item_hint])
         else:  # list[tuple[int | None, int]]: a node's edges
             _check_pairs(values, flat, typing.get_args(item_hint))
-            return [list(map(tuple, items)) for items in values]
+            if nullable:
+                return [None if items is None else list(map(tuple, items))
+                        for items in values]
+            return _regroup(list(map(tuple, flat)), list(map(len, values)))  # in C
         if origin is tuple:
             if nullable:
                 return [item if item is None else tuple(item) for item in values]

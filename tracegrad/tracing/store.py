@@ -168,7 +168,12 @@ def _pack_array_columns(arrays: list[np.ndarray]) -> tuple[dict, bytearray]:
     arrays' bytes end to end, each aligned, joined in one buffer (C order whatever the
     array's layout, as tobytes() would give). A list per array and a copy per array
     through NumPy were a fifth of a save with values (bench/bench_trace.py (d))."""
-    dtypes = list(map(attrgetter("dtype.str"), arrays))
+    # Each distinct dtype object asked for its name once: ``dtype.str`` makes a new string
+    # on every read, and 100,000 arrays share one or two dtypes (bench_trace (d)).
+    dtype_objects = list(map(_dtype_of, arrays))
+    unique = dict(zip(map(id, dtype_objects), dtype_objects))  # by id: the arrays hold them
+    names = {key: dtype.str for key, dtype in unique.items()}
+    dtypes = list(map(names.__getitem__, map(id, dtype_objects)))
     shapes = list(map(attrgetter("shape"), arrays))
     dtype_codes = {name: code for code, name in enumerate(dict.fromkeys(dtypes))}
     shape_codes = {shape: code for code, shape in enumerate(dict.fromkeys(shapes))}
@@ -199,6 +204,7 @@ def _pack_array_columns(arrays: list[np.ndarray]) -> tuple[dict, bytearray]:
 
 _PADDING = [bytes(size) for size in range(ALIGN)]
 _c_ordered, _nbytes = attrgetter("flags.c_contiguous"), attrgetter("nbytes")
+_dtype_of = attrgetter("dtype")
 
 
 def _json_scalar(value):
@@ -315,11 +321,12 @@ def _decoded(name: str, archive: TraceArchive, document, limits: TraceLimits) ->
         load_array = archive.npy_arrays()
     else:
         load_array = archive.packed_arrays(document)
+    tables: dict = {}  # the sites and values every reference resolved to (schema 4 on)
     if version >= 4:
-        trace = decode_columns(document, load_array)
+        trace = decode_columns(document, load_array, tables)
     else:  # one object per record (schemas 1 to 3)
         trace = decode_trace(document, load_array)
-    validate_trace(trace, limits)
+    validate_trace(trace, limits, tables=tables)
     return trace
 
 

@@ -78,6 +78,30 @@ class _Context:
         # fields, and checking them field by field cost two fifths of validation
         # (bench/bench_trace.py (d)).
         self.shared: dict[type, list] = {}
+        self.given: frozenset = frozenset()  # classes whose every record the caller gave
+        self._dense: dict[str, int | None] = {}
+
+    def all_exist(self, table: str, values: set) -> bool:
+        """Whether every id in ``values`` is one of ``table``'s. When the ids are 0 to n - 1
+        (a recorded trace's, as the counters hand them out), the least and greatest of
+        ``values`` tell, which is several times faster than looking each up."""
+        size = self._dense.get(table, _UNKNOWN)
+        if size is _UNKNOWN:
+            size = self._dense[table] = _dense_size(self.ids[table])
+        if size is not None and set(map(type, values)) <= {int}:
+            return not values or (min(values) >= 0 and max(values) < size)
+        return self.ids[table] >= values
+
+
+_UNKNOWN = object()
+
+
+def _dense_size(ids) -> int | None:
+    """n when ``ids`` are exactly the ints 0 to n - 1 (they are unique: dict keys)."""
+    if not ids or not set(map(type, ids)) <= {int}:
+        return None
+    size = len(ids)
+    return size if min(ids) == 0 and max(ids) == size - 1 else None
 
 
 # A rule's check gets (records, getter, context) and returns None, or the first offending
@@ -103,9 +127,9 @@ class Reference(Rule):
         values = set(chain.from_iterable(map(get, records))) if self.many \
             else set(map(get, records))
         values.discard(None)
-        bad = values - context.ids[self.table]
-        if not bad:
+        if context.all_exist(self.table, values):
             return None
+        bad = values - context.ids[self.table]
         return _first(records, get, self.many, bad.__contains__,
                       lambda item: f"{item} is not a {self.table} id")
 
@@ -117,7 +141,8 @@ class Edges(Rule):
         edges = list(chain.from_iterable(map(get, records)))
         targets = set(map(itemgetter(0), edges))
         targets.discard(None)
-        bad_targets = targets - context.ids["node"]
+        bad_targets = set() if context.all_exist("node", targets) \
+            else targets - context.ids["node"]
         numbers = set(map(itemgetter(1), edges))
         if not bad_targets and (not numbers or _in_range(numbers)):
             return None
@@ -623,10 +648,22 @@ CLASS_CHECKS: dict[type, Callable] = {model.Value: _value_counts}
 
 
 # -- running the rules -------------------------------------------------------------------
-def validate_trace(trace: model.Trace, limits: TraceLimits | None = None) -> None:
-    """Raise ``InvalidTrace`` (with the JSON path) at the first value that does not fit."""
+def validate_trace(trace: model.Trace, limits: TraceLimits | None = None, *,
+                   tables: dict[type, list] | None = None) -> None:
+    """Raise ``InvalidTrace`` (with the JSON path) at the first value that does not fit.
+
+    ``tables``: every Site and Value the trace refers to, when the caller knows them (a
+    file's sites and values tables: the decoder resolves references to their rows only).
+    They are checked as they are, instead of gathered from each field that refers to them
+    -- a pass over every tensor and step (bench/bench_trace.py (d))."""
     context = _Context(trace, limits or DEFAULT_LIMITS)
+    if tables:
+        context.given = frozenset(tables)
     failure = _check_class(model.Trace, [trace], context)
+    if failure is None and tables:
+        for cls, rows in tables.items():
+            if rows:
+                context.shared.setdefault(cls, []).append(rows)
     if failure is None:
         failure = _check_shared(context)
     if failure is None:
@@ -636,13 +673,33 @@ def validate_trace(trace: model.Trace, limits: TraceLimits | None = None) -> Non
                 break
     if failure is not None:
         record, suffix, problem = failure
-        raise InvalidTrace(path_to(trace, record) + suffix, problem)
+        where = path_to(trace, record)
+        if where == "trace" and record is not trace and tables:
+            where = _table_place(tables, record) or where  # a row nothing refers to
+        raise InvalidTrace(where + suffix, problem)
+
+
+_TABLE_NAMES = {model.Site: "sites", model.Value: "values"}
+
+
+def _table_place(tables: dict[type, list], record: object) -> str | None:
+    """``values[7]`` (or ``values[7].stats``): where in the file's tables ``record`` is,
+    for one that no other record refers to. Only errors pay for this search."""
+    for cls, rows in tables.items():
+        for row, item in enumerate(rows):
+            if item is record:
+                return f"{_TABLE_NAMES.get(cls, cls.__name__)}[{row}]"
+            if getattr(item, "stats", None) is record:
+                return f"{_TABLE_NAMES.get(cls, cls.__name__)}[{row}].stats"
+    return None
 
 
 def _check_class(cls: type, records: list, context: _Context) -> Failure | None:
     for name, rule, get in _plan(cls):
         if isinstance(rule, Records):
             if rule.shared:  # checked once each, with those of the other fields
+                if rule.cls in context.given:
+                    continue  # the caller handed them all over (validate_trace's tables)
                 context.shared.setdefault(rule.cls, []).append(
                     _children(rule, records, get, _shape_of_field(cls, name)))
                 continue

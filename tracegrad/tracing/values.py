@@ -162,15 +162,21 @@ def stats_from_arrays(values: list[Value]) -> list[bool]:
     whose pending statistics they are (a save of 100,000 values asks for all of them)."""
     stats = list(map(_get_stats, values))
     candidates = list(map(is_, map(type, stats), repeat(PendingStats)))
-    rows = list(compress(range(len(values)), candidates))
+    if all(candidates):  # the usual save: every value pending, no row to pick out
+        rows, pending, arrays = range(len(values)), stats, list(map(_get_array, values))
+    else:
+        rows = list(compress(range(len(values)), candidates))
+        pending = map(stats.__getitem__, rows)
+        arrays = list(map(_get_array, map(values.__getitem__, rows)))
     # The source of each pending one (object.__getattribute__: reading it does not compute
     # them) is its value's array, C-ordered: else the numbers are stored.
-    sources = map(_object_getattribute, map(stats.__getitem__, rows), repeat("_source"))
-    arrays = list(map(_get_array, map(values.__getitem__, rows)))
-    for position in compress(range(len(rows)), map(is_not, sources, arrays)):
+    sources = map(_object_getattribute, pending, repeat("_source"))
+    others = list(compress(range(len(rows)), map(is_not, sources, arrays)))
+    for position in others:
         candidates[rows[position]] = False  # not its value's array (or no array left)
-    rows = list(compress(range(len(values)), candidates))
-    arrays = map(_get_array, map(values.__getitem__, rows))
+    if others:  # no array to ask for its layout there
+        rows = list(compress(range(len(values)), candidates))
+        arrays = list(map(_get_array, map(values.__getitem__, rows)))
     for position in compress(range(len(rows)), map(not_, map(_c_ordered, arrays))):
         candidates[rows[position]] = False  # an F-ordered copy
     return candidates
