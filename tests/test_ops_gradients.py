@@ -197,7 +197,7 @@ CASES: dict[str, list[Case]] = {
         L.tensor([True, False, False, True]), 0.5))],
     "MaskedFillTensor": [Case(((3, 4), ()), lambda L, x, v: x.masked_fill(
         L.tensor([True, False, False, True]), v))],
-    "SqueezeRow": [Case(((4,), (4, 3)), lambda L, a, b: a @ b)],
+    "SqueezeInPlace": [Case(((4,), (4, 3)), lambda L, a, b: a @ b)],
     "Bmm": [Case(((2, 3, 4), (2, 4, 5)), lambda L, a, b: L.bmm(a, b))],
     "MaxAll": [Case(((3, 4),), lambda L, x: x.max())],
     "MaxDim": [Case(((3, 4),), lambda L, x: L.max(x, 1)),
@@ -573,6 +573,14 @@ def _eigh_invariant(L, x):
 CASES.update(NN_CASES)  # nn's ops (convolution, pooling, losses, ...): tests/op_cases_nn.py
 
 # Composite functions, built from the ops above: they get the same checks.
+# quantile with a q tensor ends in torch's unsqueeze_(0), transpose_(0, -1), squeeze_(-1)
+CASES.update({
+    "UnsqueezeInPlace": [Case(((3, 5),), lambda L, x: x.quantile(
+        L.tensor([0.2, 0.9], dtype=L.float64), dim=1))],
+    "TransposeInPlace": [Case(((3, 4),), lambda L, x: x.nanquantile(
+        L.tensor([0.5, 0.7], dtype=L.float64), dim=0, keepdim=True))],
+})
+
 COMPOSITES: dict[str, list[Case]] = {
     "narrow": [Case(((5, 3),), lambda L, x: x.narrow(0, 1, 3))],
     "setitem_view": [Case(((4, 3), (2,)), _setitem_view),
@@ -664,8 +672,6 @@ KNOWN_NAME_DIFFERENCES = {
     ("repeat_interleave", 2): "torch indexes the input itself, with no flattening view",
     ("combinations", 0): "torch selects through masks of an expanded grid (MaskedSelect)",
     ("matrix_power", 0): "torch ends square-and-multiply with a different pairing",
-    ("quantile", 0): "torch's quantile ends in an in-place squeeze_ (SqueezeBackward4)",
-    ("quantile", 1): "torch's quantile ends in an in-place squeeze_ (SqueezeBackward4)",
 }
 NO_DERIVATIVE = {(name, index) for name, cases in CASES.items()
                  for index, case in enumerate(cases) if case.no_derivative}
