@@ -197,7 +197,7 @@ CASES: dict[str, list[Case]] = {
         L.tensor([True, False, False, True]), 0.5))],
     "MaskedFillTensor": [Case(((3, 4), ()), lambda L, x, v: x.masked_fill(
         L.tensor([True, False, False, True]), v))],
-    "SqueezeRow": [Case(((4,), (4, 3)), lambda L, a, b: a @ b)],
+    "SqueezeInPlace": [Case(((4,), (4, 3)), lambda L, a, b: a @ b)],
     "Bmm": [Case(((2, 3, 4), (2, 4, 5)), lambda L, a, b: L.bmm(a, b))],
     "MaxAll": [Case(((3, 4),), lambda L, x: x.max())],
     "MaxDim": [Case(((3, 4),), lambda L, x: L.max(x, 1)),
@@ -573,6 +573,14 @@ def _eigh_invariant(L, x):
 CASES.update(NN_CASES)  # nn's ops (convolution, pooling, losses, ...): tests/op_cases_nn.py
 
 # Composite functions, built from the ops above: they get the same checks.
+# quantile with a q tensor ends in torch's unsqueeze_(0), transpose_(0, -1), squeeze_(-1)
+CASES.update({
+    "UnsqueezeInPlace": [Case(((3, 5),), lambda L, x: x.quantile(
+        L.tensor([0.2, 0.9], dtype=L.float64), dim=1))],
+    "TransposeInPlace": [Case(((3, 4),), lambda L, x: x.nanquantile(
+        L.tensor([0.5, 0.7], dtype=L.float64), dim=0, keepdim=True))],
+})
+
 COMPOSITES: dict[str, list[Case]] = {
     "narrow": [Case(((5, 3),), lambda L, x: x.narrow(0, 1, 3))],
     "setitem_view": [Case(((4, 3), (2,)), _setitem_view),
@@ -615,7 +623,17 @@ COMPOSITES: dict[str, list[Case]] = {
     "einsum": [Case(((2, 3), (3, 4)), lambda L, a, b: L.einsum("ij,jk->ik", a, b)),
                Case(((2, 3, 4), (2, 4, 5)), lambda L, a, b: L.einsum("bij,bjk->bki", a, b)),
                Case(((3, 3),), lambda L, a: L.einsum("ii->i", a)),
-               Case(((3,), (4,)), lambda L, a, b: L.einsum("i,j", a, b))],
+               Case(((3,), (4,)), lambda L, a, b: L.einsum("i,j", a, b)),
+               Case(((2, 3, 4, 5), (2, 3, 6, 5)),
+                    lambda L, a, b: L.einsum("bhqd,bhkd->bhqk", a, b)),
+               Case(((3,), (3,)), lambda L, a, b: L.einsum("i,i->", a, b)),
+               Case(((2, 3),), lambda L, a: L.einsum("ij->", a)),
+               Case(((2, 3),), lambda L, a: L.einsum("ij->ji", a)),
+               Case(((5, 2, 3), (3, 4)), lambda L, a, b: L.einsum("...ij,...jk", a, b)),
+               Case(((2, 3), (3, 4), (4, 5)),
+                    lambda L, a, b, c: L.einsum("ij,jk,kl->il", a, b, c)),
+               Case(((1, 3, 4), (2, 4, 5)), lambda L, a, b: L.einsum("bij,bjk->bik", a, b)),
+               Case(((3, 4, 3),), lambda L, a: L.einsum("iji->j", a))],
     "outer": [Case(((3,), (4,)), lambda L, a, b: L.outer(a, b))],
     "inner": [Case(((2, 3), (4, 3)), lambda L, a, b: L.inner(a, b))],
     "tensordot": [Case(((2, 3, 4), (3, 4, 2)), lambda L, a, b: L.tensordot(a, b, 2)),
@@ -653,13 +671,7 @@ KNOWN_NAME_DIFFERENCES = {
     ("Svd", 2): "torch's nuclear norm takes the svd of a permuted view (PermuteBackward0)",
     ("repeat_interleave", 2): "torch indexes the input itself, with no flattening view",
     ("combinations", 0): "torch selects through masks of an expanded grid (MaskedSelect)",
-    ("einsum", 0): "the permutes and unsqueezes torch's einsum puts around bmm",
-    ("einsum", 1): "the permutes torch's einsum puts around bmm",
-    ("einsum", 2): "torch's einsum permutes the diagonal's result once more",
-    ("einsum", 3): "torch's outer einsum unsqueezes and permutes each operand",
     ("matrix_power", 0): "torch ends square-and-multiply with a different pairing",
-    ("quantile", 0): "torch's quantile ends in an in-place squeeze_ (SqueezeBackward4)",
-    ("quantile", 1): "torch's quantile ends in an in-place squeeze_ (SqueezeBackward4)",
 }
 NO_DERIVATIVE = {(name, index) for name, cases in CASES.items()
                  for index, case in enumerate(cases) if case.no_derivative}

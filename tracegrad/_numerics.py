@@ -20,6 +20,7 @@ import numpy as np
 from . import _dtype
 from .errors import InvalidValueError, ShapeError
 from .ops import _math
+from .ops._checks import wrap_dim
 from .ops import binary as _binary
 from .ops import matrices as _matrices
 from .tensor import Tensor, _scalar_type_name
@@ -168,77 +169,75 @@ def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
 
 
 def _quantile(input, q, dim, keepdim, interpolation, ignore_nan: bool):
+    # torch's checks, in torch's order, with its words (a scalar q's range first)
+    if not isinstance(q, Tensor) and not 0 <= q <= 1:
+        raise InvalidValueError(f"quantile() q must be in the range [0, 1] but got {q:g}")
+    if input._array.size == 0:
+        raise InvalidValueError("quantile() input tensor must be non-empty")
+    if isinstance(q, Tensor) and q._array.ndim > 1:
+        raise InvalidValueError("quantile() q must be a scalar or 1D tensor")
+    if input._array.dtype.kind != "f":
+        raise InvalidValueError("quantile() input tensor must be either float or double dtype")
+    if isinstance(q, Tensor) and q._array.dtype != input._array.dtype:
+        raise InvalidValueError("quantile() q tensor must be same dtype as the input tensor")
     if interpolation not in ("linear", "lower", "higher", "midpoint", "nearest"):
         raise InvalidValueError(
-            f"quantile() interpolation must be one of linear, lower, higher, midpoint or "
-            f"nearest. Got {interpolation} ({input._describe()})")
-    if input._array.dtype.kind != "f":
-        raise InvalidValueError(
-            f"quantile() input tensor must be either float or double dtype "
-            f"({input._describe()}). Hint: call .float() first.")
-    scalar_q = not isinstance(q, Tensor)
-    levels = np.atleast_1d(np.asarray(q.tolist() if isinstance(q, Tensor) else q,
-                                      dtype=np.float64))
+            "quantile() interpolation must be one of linear, lower, higher, midpoint or "
+            f"nearest, but got {interpolation}")
+    if dim is not None:
+        wrap_dim(dim, max(input._array.ndim, 1), input)
+    levels = np.asarray(q._array if isinstance(q, Tensor) else q, dtype=input._array.dtype)
     if ((levels < 0) | (levels > 1)).any():
-        raise InvalidValueError(f"quantile() q values must be in the range [0, 1] (got "
-                                f"{levels.tolist()})")
-    source = input.reshape(-1) if dim is None else input
-    axis = 0 if dim is None else (dim if dim >= 0 else dim + input._array.ndim)
-    ordered = source.sort(dim=axis).values  # NaN sorts last
-    length = source._array.shape[axis]
-    count = (~source.isnan()).sum(dim=axis, keepdim=True) if ignore_nan else None
-    results = []
-    for level in levels:
-        if count is None:
-            position = _wrap(np.asarray(level * (length - 1)))
+        raise InvalidValueError("quantile() q values must be in the range [0, 1]")
+    ndim = input._array.ndim
+    axis = 0 if dim is None else (dim if dim >= 0 else dim + max(ndim, 1))
+    # torch's steps, so the graph is torch's: the reduced dim last, sorted, viewed as
+    # (..., the kept dims, length); ranks picked by gather (two and a lerp to interpolate);
+    # then torch's in-place squeeze_ (or unsqueeze_, transpose_, squeeze_ for a q tensor)
+    if dim is None:  # torch's flatten: a 1-d tensor is itself
+        reduced = input if ndim == 1 else input.reshape(-1)
+    elif axis == ndim - 1:
+        reduced = input
+    else:
+        reduced = input.unsqueeze(-1).transpose(axis, -1)
+    ordered = reduced.sort(dim=-1).values  # NaN sorts last
+    if dim is not None and ndim > 0:
+        kept = list(input.shape)
+        if keepdim:
+            kept[axis] = 1
         else:
-            position = (count - 1).clamp(min=0).to(input.dtype) * float(level)
-        picked = _interpolate(ordered, axis, position, interpolation, length)
-        if not ignore_nan and input._array.dtype.kind == "f":
-            has_nan = source.isnan().any(dim=axis, keepdim=True)
-            picked = picked.masked_fill(has_nan, math.nan)
-        elif count is not None:
-            picked = picked.masked_fill(count == 0, math.nan)
-        results.append(picked)
-    from ._functions import stack
-
-    result = stack(results, dim=0) if not scalar_q else results[0].unsqueeze(0)
-    result = result.squeeze(axis + 1)  # the kept dim of the reduction
-    if keepdim:
-        result = result.unsqueeze(axis + 1) if dim is not None else result.reshape(
-            (result.shape[0],) + (1,) * input._array.ndim)
-    return result.squeeze(0) if scalar_q else result
-
-
-def _interpolate(ordered, axis, position, interpolation, length):
-    """The value at fractional ``position`` (a tensor, broadcast) along ``axis``."""
-    positions = position._array if isinstance(position, Tensor) else position
-    low = np.floor(positions).astype(np.int64)
-    high = np.minimum(np.ceil(positions).astype(np.int64), max(length - 1, 0))
-    fraction = positions - low
+            del kept[axis]
+    else:
+        kept = [1] * ndim if keepdim else []
+    length = ordered.shape[-1]
+    ordered = ordered.view(*kept, length)
+    values = ordered._array
+    if ignore_nan:  # ranks over the values that are not NaN (0 when all are)
+        count = (~np.isnan(values)).sum(axis=-1, keepdims=True)
+        ranks = levels * (count - 1).astype(levels.dtype)
+        ranks = np.where(ranks < 0, 0, ranks).astype(levels.dtype)
+    else:  # a row with a NaN picks its last value: the NaN
+        has_nan = np.isnan(values).any(axis=-1, keepdims=True)
+        ranks = np.where(has_nan, length - 1, levels * (length - 1)).astype(levels.dtype)
     if interpolation == "lower":
-        high, fraction = low, fraction * 0
+        ranks = np.floor(ranks)
     elif interpolation == "higher":
-        low, fraction = high, fraction * 0
+        ranks = np.ceil(ranks)
     elif interpolation == "nearest":
-        nearest = np.round(positions).astype(np.int64)  # half to even, as torch
-        low = high = nearest
-        fraction = fraction * 0
-    elif interpolation == "midpoint":
-        fraction = np.where(high > low, 0.5, 0.0)
-    low_values = _gather_along(ordered, axis, low)
-    high_values = _gather_along(ordered, axis, high)
-    weight = _wrap(np.asarray(fraction, dtype=ordered._array.dtype))
-    return low_values.lerp(high_values, weight) if interpolation in ("linear", "midpoint") \
-        else low_values
+        ranks = np.round(ranks)  # half to even, as torch's round
+    below = ranks.astype(np.int64)
+    result = ordered.gather(-1, _wrap(below))
+    if interpolation in ("linear", "midpoint"):
+        weights = np.full_like(ranks, 0.5) if interpolation == "midpoint" else \
+            (ranks - below).astype(ranks.dtype)
+        above = ordered.gather(-1, _wrap(np.ceil(ranks).astype(np.int64)))
+        result = result.lerp(above, _wrap(weights))
+    from .ops.linalg import SqueezeInPlace
+    from .ops.statistics import TransposeInPlace, UnsqueezeInPlace
 
-
-def _gather_along(tensor, axis, index):
-    shape = list(tensor.shape)
-    shape[axis] = 1
-    index = np.broadcast_to(np.asarray(index, dtype=np.int64).reshape(
-        [1] * tensor._array.ndim if np.ndim(index) == 0 else np.shape(index)), shape)
-    return tensor.gather(axis, _wrap(np.ascontiguousarray(index)))
+    if levels.ndim == 0:
+        return SqueezeInPlace.apply(result, dim=-1)
+    return SqueezeInPlace.apply(TransposeInPlace.apply(UnsqueezeInPlace.apply(result)), dim=-1)
 
 
 def cov(input, *, correction=1, fweights=None, aweights=None):

@@ -1,154 +1,214 @@
-"""``einsum``, built from permute, reshape, sum, diagonal and bmm, the way torch
-contracts: operands left to right, each pair as one batched matrix product.
+"""``einsum``, taking torch's steps so the graph is torch's node for node.
 
-So the graph shows the products that ran (BmmBackward0 with the views around it) rather
-than one opaque node, and the gradients come from those ops' backward.
+Every operand is first brought to one common dim order: the output's dims, then the
+dims to be summed out (a broadcast ``...`` not in the output first, then the letters in
+``A-Za-z`` order). A letter repeated within an operand takes a diagonal; a letter an
+operand lacks becomes an unsqueezed dim of size 1; then one permute aligns it (recorded
+even when it changes nothing, as torch's is). Operands are then multiplied left to right
+in pairs: a dim only one side of the pair still needs is summed (keeping the dim) before
+the product, and dims both sides share and nobody later needs are contracted with one
+``bmm`` between a permute + reshape of each side and a view + permute of the result.
+Contracted dims stay as size-1 dims until the end, where one view drops them.
 """
 
 from __future__ import annotations
 
-import string
-
 from ..errors import InvalidValueError, ShapeError
 from ..tensor import Tensor
 
+_ELLIPSIS = "..."
 
-def parse(equation: str, operands) -> tuple[list[str], str]:
-    """Subscripts per operand and for the output, with ``...`` spelled out as letters."""
-    equation = equation.replace(" ", "")
-    inputs, arrow, output = equation.partition("->")
-    terms = inputs.split(",")
-    if len(terms) != len(operands):
+
+def _labels(term: str, offset: int, operand: int | None) -> list:
+    """The labels of one term, ``...`` kept as one item; ``offset`` is where the term
+    starts in the equation (for torch's error message about a bad character)."""
+    labels, index, found = [], 0, False
+    while index < len(term):
+        char = term[index]
+        if char == " ":
+            pass
+        elif char == ".":
+            if found:
+                raise InvalidValueError(
+                    f"einsum(): found '.' for operand {operand} for which an ellipsis was "
+                    "already found" if operand is not None else
+                    "einsum(): found '.' for output but an ellipsis (...) was already found")
+            if term[index:index + 3] != _ELLIPSIS or index + 2 >= len(term):
+                raise InvalidValueError(
+                    f"einsum(): found '.' for operand {operand} that is not part of any "
+                    "ellipsis" if operand is not None else
+                    "einsum(): found '.' for output that is not part of any ellipsis (...)")
+            labels.append(_ELLIPSIS)
+            found = True
+            index += 2
+        elif char.isascii() and char.isalpha():
+            labels.append(char)
+        else:
+            raise InvalidValueError(f"einsum(): invalid subscript given at index "
+                                    f"{offset + index} in the equation string, subscripts "
+                                    "must be in [a-zA-Z]")
+        index += 1
+    return labels
+
+
+def parse(equation: str, operands) -> tuple[list[list], list | None]:
+    """Labels per operand and for the output (None when the equation has no arrow)."""
+    lhs, arrow, rhs = equation.partition("->")
+    terms = lhs.split(",")
+    if len(terms) > len(operands):
         raise InvalidValueError(
-            "einsum(): more operands were provided than specified in the equation"
-            if len(operands) > len(terms) else
             "einsum(): fewer operands were provided than specified in the equation")
-    used = set(equation) - set(".,->")
-    spare = iter(letter for letter in string.ascii_letters if letter not in used)
-    ellipsis_letters = None
-    expanded = []
-    for term, operand in zip(terms, operands):
+    offsets, start = [], 0
+    for term in terms:
+        offsets.append(start)
+        start += len(term) + 1
+    inputs = [_labels(term, offset, position)
+              for position, (term, offset) in enumerate(zip(terms, offsets))]
+    if len(terms) < len(operands):
+        raise InvalidValueError(
+            "einsum(): more operands were provided than specified in the equation")
+    output = _labels(rhs, len(lhs) + 2, None) if arrow else None
+    return inputs, output
+
+
+def _layout(inputs: list, output: list | None, operands):
+    """The common dim order: a list of keys (a letter, or an int for a dim of the
+    broadcast ``...``), and how many of them the output keeps."""
+    counts: dict[str, int] = {}
+    ellipsis_dims = 0
+    for position, (labels, operand) in enumerate(zip(inputs, operands)):
         ndim = operand._array.ndim
-        if "..." in term:
-            explicit = len(term) - 3
-            count = ndim - explicit
-            if count < 0:
-                raise ShapeError(f"einsum(): the number of subscripts in the equation "
-                                 f"({explicit}) is more than the number of dimensions ({ndim}) "
-                                 f"for operand {len(expanded)}")
-            if ellipsis_letters is None:
-                ellipsis_letters = ""
-            while len(ellipsis_letters) < count:
-                ellipsis_letters = next(spare) + ellipsis_letters
-            term = term.replace("...", ellipsis_letters[len(ellipsis_letters) - count:])
-        elif len(term) != ndim:
+        named = len([label for label in labels if label != _ELLIPSIS])
+        has_ellipsis = _ELLIPSIS in labels
+        if has_ellipsis:
+            ellipsis_dims = max(ellipsis_dims, ndim - named)
+        for label in labels:
+            if label != _ELLIPSIS:
+                counts[label] = counts.get(label, 0) + 1
+        if (named > ndim) if has_ellipsis else (named != ndim):
             raise ShapeError(
-                f"einsum(): the number of subscripts in the equation ({len(term)}) does not "
-                f"match the number of dimensions ({ndim}) for operand {len(expanded)} and no "
-                "ellipsis was given")
-        for letter in term:
-            if letter not in string.ascii_letters:
-                raise InvalidValueError(f"einsum(): invalid subscript given at index "
-                                        f"{equation.index(letter)} in the equation string, "
-                                        "subscripts must be in [a-zA-Z]")
-        expanded.append(term)
-    if arrow:
-        if "..." in output:
-            output = output.replace("...", ellipsis_letters or "")
-    else:  # implicit output: the ellipsis, then every letter seen once, sorted
-        counts = {}
-        for term in expanded:
-            for letter in term:
-                counts[letter] = counts.get(letter, 0) + 1
-        ellipsis = ellipsis_letters or ""
-        output = ellipsis + "".join(sorted(letter for letter, count in counts.items()
-                                           if count == 1 and letter not in ellipsis))
-    return expanded, output
+                f"einsum(): the number of subscripts in the equation ({named}) "
+                + (f"is more than the number of dimensions ({ndim}) for operand {position}"
+                   if has_ellipsis else
+                   f"does not match the number of dimensions ({ndim}) for operand "
+                   f"{position} and no ellipsis was given"))
+    ellipsis = list(range(ellipsis_dims))
+    if output is None:  # implicit: the ``...`` dims, then each letter seen once, sorted
+        order = ellipsis + sorted(label for label, count in counts.items() if count == 1)
+        ellipsis_kept = True
+    else:
+        order, ellipsis_kept = [], False
+        for label in output:
+            if label == _ELLIPSIS:
+                order.extend(ellipsis)
+                ellipsis_kept = True
+            elif label in order or label not in counts:
+                raise InvalidValueError(
+                    f"einsum(): output subscript {label} "
+                    + ("appears more than once in the output" if label in order else
+                       "does not appear in the equation for any input operand"))
+            else:
+                order.append(label)
+    kept = len(order)
+    if not ellipsis_kept:
+        order.extend(ellipsis)
+    order.extend(sorted(label for label in counts if label not in order))
+    return order, kept, ellipsis_dims
 
 
-def _take_diagonals(tensor: Tensor, term: str) -> tuple[Tensor, str]:
-    """A letter repeated in one operand ('ii') selects the diagonal."""
-    while True:
-        seen = {}
-        repeat = None
-        for position, letter in enumerate(term):
-            if letter in seen:
-                repeat = (seen[letter], position)
-                break
-            seen[letter] = position
-        if repeat is None:
-            return tensor, term
-        first, second = repeat
-        tensor = tensor.diagonal(0, first, second)  # the diagonal becomes the last dim
-        tensor = tensor.movedim(-1, first)  # back where the letter first appeared
-        letter = term[first]
-        rest = [t for i, t in enumerate(term) if i not in (first, second)]
-        term = "".join(rest[:first]) + letter + "".join(rest[first:])
+def _aligned(operands, inputs, order, ellipsis_dims):
+    """Each operand with torch's diagonals, unsqueezes and permute into ``order``, and
+    for each dim how many operands have it with a size other than 1."""
+    place = {key: index for index, key in enumerate(order)}
+    label_sizes: dict[str, int] = {}
+    ellipsis_sizes = [1] * ellipsis_dims
+    holders = [0] * len(order)
+    aligned = []
+    for position, (tensor, labels) in enumerate(zip(operands, inputs)):
+        permutation = [None] * len(order)
+        dim = 0
+        for label in labels:
+            if label == _ELLIPSIS:
+                covered = tensor._array.ndim - (len(labels) - 1)
+                for key in range(ellipsis_dims - covered, ellipsis_dims):
+                    size = tensor.shape[dim]
+                    if size != 1:
+                        if ellipsis_sizes[key] not in (1, size):
+                            raise ShapeError(
+                                f"einsum(): dimension {dim} covered by ellipsis in operand "
+                                f"{position}has size {size} which does not broadcast with "
+                                f"previously seen ellipsis with size {ellipsis_sizes[key]} "
+                                "for the respective dimension")
+                        ellipsis_sizes[key] = size
+                        holders[place[key]] += 1
+                    permutation[place[key]] = dim
+                    dim += 1
+            elif permutation[place[label]] is None:
+                size = tensor.shape[dim]
+                if size != 1:
+                    known = label_sizes.get(label, 1)
+                    if known not in (1, size):
+                        raise ShapeError(
+                            f"einsum(): subscript {label} has size {size} for operand "
+                            f"{position} which does not broadcast with previously seen "
+                            f"size {known}")
+                    label_sizes[label] = size
+                    holders[place[label]] += 1
+                permutation[place[label]] = dim
+                dim += 1
+            else:  # the letter again in this operand: its diagonal, where it first was
+                first = permutation[place[label]]
+                if tensor.shape[dim] != tensor.shape[first]:
+                    raise ShapeError(
+                        f"einsum(): subscript {label} is repeated for operand {position} "
+                        f"but the sizes don't match, {tensor.shape[dim]} != "
+                        f"{tensor.shape[first]}")
+                tensor = tensor.diagonal(0, first, dim).movedim(-1, first)
+        for index, source in enumerate(permutation):
+            if source is None:  # a dim this operand lacks, as size 1 at the end
+                tensor = tensor.unsqueeze(dim)
+                permutation[index] = dim
+                dim += 1
+        aligned.append(tensor.permute(*permutation))
+    return aligned, holders
 
 
-def _sum_out(tensor: Tensor, term: str, keep: set) -> tuple[Tensor, str]:
-    axes = tuple(i for i, letter in enumerate(term) if letter not in keep)
-    if not axes:
-        return tensor, term
-    return tensor.sum(dim=axes), "".join(letter for letter in term if letter in keep)
-
-
-def _sizes(operands, terms) -> dict:
-    sizes: dict[str, int] = {}
-    for operand, term in zip(operands, terms):
-        for letter, size in zip(term, operand._array.shape):
-            known = sizes.get(letter)
-            if known is None or known == 1:
-                sizes[letter] = size
-            elif size != 1 and size != known:
-                raise ShapeError(
-                    f"einsum(): operands do not broadcast with remapped shapes "
-                    f"(original->remapped): subscript '{letter}' has size {known} and "
-                    f"{size} ({operand._describe()})")
-    return sizes
-
-
-def _contract_pair(left, left_term, right, right_term, keep: set, sizes: dict):
-    """One pair: batch letters (in both, kept), contracted (in both, not kept), and the
-    letters of one side only, as (batch, rows, inner) @ (batch, inner, columns)."""
-    batch = [x for x in left_term if x in right_term and x in keep]
-    inner = [x for x in left_term if x in right_term and x not in keep]
-    rows = [x for x in left_term if x not in right_term]
-    columns = [x for x in right_term if x not in left_term]
-    if not inner:  # nothing to contract: a broadcast product, as torch does it
-        term = batch + rows + columns
-        left = _arranged(left, left_term, batch + rows, sizes, unexpanded=True)
-        right = _arranged(right, right_term, batch + columns, sizes, unexpanded=True)
-        left = left.reshape(tuple(left.shape) + (1,) * len(columns)) if columns else left
-        if rows:
-            right_shape = tuple(right.shape)
-            right = right.reshape(right_shape[:len(batch)] + (1,) * len(rows) +
-                                  right_shape[len(batch):])
-        return left * right, "".join(term)
-    left = _arranged(left, left_term, batch + rows + inner, sizes)
-    right = _arranged(right, right_term, batch + inner + columns, sizes)
-    count = _product(sizes[x] for x in batch)
-    left = left.reshape(count, _product(sizes[x] for x in rows),
-                        _product(sizes[x] for x in inner))
-    right = right.reshape(count, _product(sizes[x] for x in inner),
-                          _product(sizes[x] for x in columns))
+def _pair_product(left: Tensor, right: Tensor, summed: list) -> Tensor:
+    """``(left * right).sum(summed, keepdim=True)`` for two aligned operands, as one bmm
+    of (shared, left only, summed) by (shared, summed, right only)."""
+    if not summed:
+        return left * right
+    shared, left_only, right_only = [], [], []
+    for dim in range(left.dim()):
+        if dim in summed:
+            continue
+        on_left, on_right = left.shape[dim] != 1, right.shape[dim] != 1
+        if on_left and on_right:
+            shared.append(dim)
+        elif on_left:
+            left_only.append(dim)
+        else:
+            right_only.append(dim)
+    if left_only and right_only and left_only[-1] > right_only[-1]:
+        # torch swaps the pair when the last dim only one side has is the left's, so
+        # that the product's columns are that dim
+        left, right, left_only, right_only = right, left, right_only, left_only
+    result_order = shared + left_only + summed + right_only
+    result_shape = ([left.shape[d] for d in shared + left_only] + [1] * len(summed)
+                    + [right.shape[d] for d in right_only])
+    left = left.permute(*result_order).reshape(
+        _product(left.shape[d] for d in shared), _product(left.shape[d] for d in left_only),
+        _product(left.shape[d] for d in summed))
+    right = right.permute(*(shared + summed + right_only + left_only)).reshape(
+        _product(right.shape[d] for d in shared), _product(right.shape[d] for d in summed),
+        _product(right.shape[d] for d in right_only))
     from .linalg import Bmm
 
-    product = Bmm.apply(left, right)
-    term = batch + rows + columns
-    return product.reshape(tuple(sizes[x] for x in term)), "".join(term)
-
-
-def _arranged(tensor, term: str, order: list, sizes: dict, unexpanded: bool = False):
-    """``tensor`` permuted into ``order`` and expanded where a broadcast dim has size 1."""
-    if list(term) != order:
-        tensor = tensor.permute(*(term.index(letter) for letter in order))
-    if unexpanded:
-        return tensor
-    target = tuple(sizes[letter] for letter in order)
-    if tuple(tensor.shape) != target:
-        tensor = tensor.expand(*target)
-    return tensor
+    product = Bmm.apply(left, right).view(*result_shape)
+    back = [0] * len(result_order)
+    for index, dim in enumerate(result_order):
+        back[dim] = index
+    return product.permute(*back)
 
 
 def _product(values) -> int:
@@ -169,24 +229,34 @@ def einsum(equation: str, *operands) -> Tensor:
         operands = tuple(operands[0])
     if not operands:
         raise InvalidValueError("einsum(): must provide at least one operand")
-    terms, output = parse(equation, operands)
-    for letter in output:
-        if not any(letter in term for term in terms):
-            raise InvalidValueError(f"einsum(): output subscript {letter} does not appear in "
-                                    "the equation for any input operand")
-    sizes = _sizes(operands, terms)
-    tensors = []
-    for operand, term in zip(operands, terms):
-        tensor, term = _take_diagonals(operand, term)
-        tensors.append((tensor, term))
-    result, term = tensors[0]
-    for position in range(1, len(tensors)):
-        later = set(output).union(*(t for _, t in tensors[position + 1:]))
-        right, right_term = tensors[position]
-        result, term = _sum_out(result, term, later | set(right_term))
-        right, right_term = _sum_out(right, right_term, later | set(term))
-        result, term = _contract_pair(result, term, right, right_term, later, sizes)
-    result, term = _sum_out(result, term, set(output))
-    if term != output:
-        result = result.permute(*(term.index(letter) for letter in output))
-    return result
+    inputs, output = parse(equation, operands)
+    order, kept, ellipsis_dims = _layout(inputs, output, operands)
+    tensors, holders = _aligned(operands, inputs, order, ellipsis_dims)
+    while len(tensors) > 1:
+        left, right = tensors.pop(0), tensors.pop(0)
+        summed, left_alone, right_alone = [], [], []
+        for dim in range(kept, len(order)):
+            on_left, on_right = left.shape[dim] != 1, right.shape[dim] != 1
+            if on_left and on_right:
+                holders[dim] -= 1
+                if holders[dim] == 1:  # no later operand has it: contract it now
+                    summed.append(dim)
+                    holders[dim] = 0
+            elif holders[dim] == 1:  # only one side has it and nobody later does
+                if on_left:
+                    left_alone.append(dim)
+                    holders[dim] = 0
+                elif on_right:
+                    right_alone.append(dim)
+                    holders[dim] = 0
+        if left_alone:
+            left = left.sum(left_alone, keepdim=True)
+        if right_alone:
+            right = right.sum(right_alone, keepdim=True)
+        tensors.insert(0, _pair_product(left, right, summed))
+    result = tensors[0]
+    if len(order) == kept:
+        return result
+    if len(operands) > 1:  # every summed dim already has size 1
+        return result.view(*result.shape[:kept])
+    return result.sum(list(range(kept, len(order))))
