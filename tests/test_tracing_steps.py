@@ -157,3 +157,41 @@ def test_a_hook_that_writes_nan_in_place_is_seen_by_the_steps_after_it():
     assert multiply.grads_in[0].stats.nan_count == 3
     assert multiply.grads_out[0].stats.nan_count == 3
     assert accumulate.grad_after.stats.nan_count == 3
+
+
+# The example programs, recorded whole (forward ops, in-place changes, names, values,
+# violations, backward steps): the recorder's shortcuts give the file the steps told in
+# Tensors give, and recording the same program again gives the same bytes (node and tensor
+# ids, names, values: a golden file or a diff of two traces never flickers). The larger
+# training examples run in test_examples.py; these cover the kinds of event (in-place
+# violations, NaN, custom Functions, legacy Variables, hooks), ending in an error too.
+SMALL_EXAMPLES = ["autograd_basics", "exp_function", "global_max_pool", "inplace_bug",
+                  "legacy_autograd_mechanics", "legacy_bad_fft", "nan_bug", "swish",
+                  "where_trap"]
+
+
+def _example_file(recorder_class, name: str, values: bool, tmp_path, label: str,
+                  monkeypatch) -> bytes:
+    from example_programs import EXAMPLES
+
+    from tracegrad.tracing import runner
+
+    monkeypatch.setattr(runner, "Recorder", recorder_class)
+    tracegrad.manual_seed(0)  # (a few examples draw unseeded random inputs)
+    trace = runner.run_script(str(EXAMPLES / f"{name}.py"), values=values, keep_passes=None)
+    assert trace.nodes
+    path = tmp_path / f"{label}.tgtrace"
+    trace.save(path, timings=False)
+    return path.read_bytes()
+
+
+@pytest.mark.parametrize("values", [True, False], ids=["values", "structure"])
+@pytest.mark.parametrize("name", SMALL_EXAMPLES)
+def test_examples_record_the_same_bytes_every_time_and_either_way(name, values, tmp_path,
+                                                                  monkeypatch, capsys):
+    first = _example_file(Recorder, name, values, tmp_path, "first", monkeypatch)
+    again = _example_file(Recorder, name, values, tmp_path, "again", monkeypatch)
+    in_tensors = _example_file(TensorStepRecorder, name, values, tmp_path, "tensors",
+                               monkeypatch)
+    assert first == again
+    assert first == in_tensors

@@ -22,7 +22,14 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd.node import _NOT_SAVED, Node, SavedTensor, _kept_input_saved
+from ..autograd.node import (
+    _NOT_SAVED,
+    _ONE_EDGE,
+    _TUPLE_EDGES,
+    Node,
+    SavedTensor,
+    _kept_input_saved,
+)
 from ..tensor import Tensor
 from .model import (
     NO_ATTRS,
@@ -656,8 +663,17 @@ class GraphBuilder:
         node_ids = self._node_ids
         edges = []
         if ours:
-            # A tracegrad node keeps its edges flat (next_functions would build the pairs).
-            pairs = zip(node._next_nodes, node._next_nrs)
+            # A tracegrad node keeps its edges flat (next_functions would build the pairs),
+            # most of them as _next0 and _next1: read here as the engine reads them, without
+            # the call of node._EdgeNodes (bench/bench_trace.py (b)).
+            second = node._next1
+            if second is _ONE_EDGE:
+                next_nodes = (node._next0,)
+            elif second is _TUPLE_EDGES:
+                next_nodes = node._next_nodes
+            else:
+                next_nodes = (node._next0, second)
+            pairs = zip(next_nodes, node._next_nrs)
         else:
             pairs = node.next_functions
         for next_node, input_nr in pairs:

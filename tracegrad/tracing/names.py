@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import sys
+from itertools import compress
 from types import FrameType
 
 from ..autograd.site import _internal_files, _is_internal
@@ -71,9 +72,14 @@ def names_in_scopes(scopes, wanted) -> dict[int, str]:
     found: dict[int, str] = {}
     for scope in scopes:
         in_scope: dict[int, str] = {}
-        for variable, value in list(scope.items()):
-            key = id(value)
-            if key not in wanted or key in found or variable.startswith("_"):
+        # The variables bound to a wanted object, picked out in C (map, compress) before
+        # any Python-level loop: a scope is mostly other things (a script's globals, a loop's
+        # counters), and the recorder searches at every backward start (bench_trace.py (a)).
+        variables = list(scope)
+        keys = list(map(id, scope.values()))
+        hits = list(compress(zip(variables, keys), map(wanted.__contains__, keys)))
+        for variable, key in hits:
+            if key in found or variable.startswith("_"):
                 continue
             best = in_scope.get(key)
             if best is None or (len(variable), variable) < (len(best), best):

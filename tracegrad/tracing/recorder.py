@@ -25,6 +25,7 @@ import traceback as traceback_module
 
 from .. import __version__, bridge
 from ..autograd import events, module_scope
+from ..autograd.engine import _BUILT_IN_NODES
 from ..autograd.events import _as_tensors
 from ..autograd.site import _is_internal, event_frame, user_site, want_event_frames
 from ..tensor import Tensor
@@ -727,7 +728,9 @@ class Recorder(FlowEvents, events.Listener):
     def _gradient(self, data) -> Value | None:
         """A gradient's Value (``data``: its array; values are captured); the same array
         going out of one step and into the next is captured once (the pass holds the
-        arrays, so their ids are not reused meanwhile)."""
+        arrays, so their ids are not reused meanwhile). Only while nothing but built-in
+        formulas ran: a hook or a custom Function's backward may change an array in place,
+        and then the reuse is forgotten (on_hook, on_node_end_arrays)."""
         seen = self._pass_gradients.get(id(data))
         if seen is not None and seen[0] is data:
             return seen[1]
@@ -738,7 +741,8 @@ class Recorder(FlowEvents, events.Listener):
     def on_hook(self, node, kind: str, hook, changed: bool) -> None:
         if _get_ident() != self._thread:
             return  # another thread's event: see the module docstring
-        self._finite_out = ()  # a hook may change a gradient in place
+        self._finite_out = ()  # a hook may change a gradient in place,
+        self._pass_gradients.clear()  # so its Value is captured anew (see _gradient)
         if self._pass is not None and self._pass.summarized:
             return
         hook_name = getattr(hook, "__qualname__", type(hook).__name__)
@@ -768,6 +772,10 @@ class Recorder(FlowEvents, events.Listener):
             return
         values = self.values
         if values:
+            if tensors and not isinstance(node, _BUILT_IN_NODES):
+                # A custom Function's backward may have written into any gradient of the
+                # pass in place (and return it): what it hands on is captured anew.
+                self._pass_gradients.clear()
             gradient = self._gradient
             if tensors:
                 captured = [gradient(grad._array) if grad is not None else None

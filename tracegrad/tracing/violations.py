@@ -18,6 +18,7 @@ naming the saving node and the in-place op, each with its line.
 from __future__ import annotations
 
 from ..autograd.node import SavedTensor, VersionCounter
+from ..tensor import Tensor
 from .graph import GraphBuilder, _reference, saved_values
 from .model import BackwardPass, NodeRecord, Site, Step, TensorRecord, Trace, Violation
 from .nonfinite import explain
@@ -76,7 +77,13 @@ class ViolationFinder:
             if node is None:
                 continue
             node_id = reference.id
-            for slot, saved in enumerate(node._saved):
+            # The slots as the engine keeps them (saved_values): reading ``node._saved``
+            # builds a tuple per read and makes a kept input's SavedTensor, for nodes
+            # whose slots backward freed already (every node of a pass, at prune).
+            slots = saved_values(node)
+            if Tensor in map(type, slots):
+                slots = node._saved  # a kept input: watched through its SavedTensor
+            for slot, saved in enumerate(slots):
                 if not isinstance(saved, SavedTensor) or live_only and saved._array is None:
                     continue
                 counter = _watch_group(saved)
