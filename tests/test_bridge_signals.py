@@ -17,6 +17,10 @@ pytestmark = [pytest.mark.torch,
               pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")]
 pytest.importorskip("torch")
 
+from test_tracing_signals import HOOKED, SCRIPT  # noqa: E402
+
+# The runner's part of test_tracing_signals.py's script: run, then print what ended it.
+_RUN_AND_REPORT = textwrap.dedent(HOOKED[HOOKED.index("    result = runner.run("):])
 RUN = """
     import signal, sys
     from tracegrad.tracing import runner
@@ -30,23 +34,10 @@ RUN = """
             return storage_key(tensor)
 
         adapters.storage_key = hooked
-    result = runner.run(sys.argv[2], [], values=False)
-    trace = result.trace
-    nodes = trace.nodes.values() if isinstance(trace.nodes, dict) else trace.nodes
-    print(result.exit_status, result.signum,
-          sum(node.name == "TanhBackward0" for node in nodes),
-          trace.exception and trace.exception.type,
-          trace.exception and trace.exception.site and trace.exception.site.line)
 """
 
-LOOP = """
-    import torch
-    w = torch.ones(2, requires_grad=True)
-    a = w * 3
-    b = a + 1
-    for _ in range(100000):
-        c = b.tanh()
-"""
+# test_tracing_signals.py's endless tanh loop, on torch
+LOOP = SCRIPT.replace("import tracegrad as torch", "import torch")
 
 HOOK = """
     import signal
@@ -63,7 +54,7 @@ HOOK = """
 
 
 def run(tmp_path, where: str, script: str) -> tuple[list[str], str]:
-    (tmp_path / "run.py").write_text(textwrap.dedent(RUN))
+    (tmp_path / "run.py").write_text(textwrap.dedent(RUN) + _RUN_AND_REPORT)
     (tmp_path / "script.py").write_text(textwrap.dedent(script))
     done = subprocess.run([sys.executable, str(tmp_path / "run.py"), where,
                            str(tmp_path / "script.py")],
