@@ -161,3 +161,24 @@ def test_an_optimizer_writing_through_p_data_is_still_seen():
                if [change.op for change in record.versions] == ["add_"]]
     assert len(changed) == 3 * 4  # a fresh p.data per parameter and step
 
+
+
+def test_a_step_written_in_the_program_is_seen_at_its_own_line():
+    """A program's own optimizer is wrapped in torch's record_function as torch's are: its
+    in-place change is reported at the line inside its step() that made it (the walk for
+    the line starts past the bridge's own frames, one more inside a step)."""
+
+    class PlainSGD(torch.optim.Optimizer):
+        def __init__(self, params, lr):
+            super().__init__(params, {"lr": lr})
+
+        @torch.no_grad()
+        def step(self, closure=None):
+            for group in self.param_groups:
+                for p in group["params"]:
+                    p.add_(p.grad, alpha=-group["lr"])  # the line of the change
+
+    trace, _ = _train(PlainSGD)
+    sites = {change.site.code.strip() for record in trace.tensors.values()
+             if record.is_parameter for change in record.versions}
+    assert sites == {'p.add_(p.grad, alpha=-group["lr"])  # the line of the change'}

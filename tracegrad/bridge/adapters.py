@@ -79,10 +79,15 @@ def numpy_dtype(dtype):
 def host_array(tensor) -> np.ndarray:
     """A NumPy array of a torch tensor's values: a view of its memory on the CPU (no copy),
     a host copy elsewhere; widened where NumPy has no such dtype."""
-    # Per value the recorder captures (every gradient of a kept pass): each check is the
-    # cheapest torch offers (``device.type`` alone costs a microsecond; ``detach()`` half of
-    # one, needed only where ``numpy()`` would refuse a tensor that requires grad).
+    # Per gradient of every step (bench/bench_bridge.py): most are plain CPU tensors that
+    # numpy() takes as they are, and it refuses every other kind (another device or
+    # layout, a dtype NumPy lacks, a conjugate or negative bit), each then handled below
+    # with the cheapest check torch offers (``device.type`` alone costs a microsecond).
     data = tensor.detach() if tensor.requires_grad else tensor
+    try:
+        return data.numpy()
+    except (RuntimeError, TypeError):
+        pass
     if not data.is_cpu:
         data = data.cpu()
     layout = data.layout

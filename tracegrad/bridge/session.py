@@ -31,7 +31,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from ..autograd import events
-from ..autograd.site import add_internal_directory, user_site
+from ..autograd.site import add_internal_directory, event_frame, event_site, user_site
 from ..autograd.views import InplaceInfo
 from .adapters import Registry, TorchTensor
 from .custom import CustomFunctions
@@ -102,6 +102,15 @@ def _classify(func) -> int:
         return _INPLACE
     return _OP
 
+
+# How far up the stack the program's torch call is, from _record and _after_inplace: the
+# walk for the user's line starts there, past the bridge's own frames, which it would read
+# one by one, making a frame object of each (the sites' walk was the bridge's largest line
+# count per op: bench/bench_bridge.py). The bridge is entered only through the mode:
+# __torch_function__ -> call -> _op -> _record, and __torch_function__ -> call [-> _in_step]
+# -> _inplace -> guarded -> _after_inplace (one more when in an optimizer's step).
+_OP_CALLER = 5  # event_site's own frame is 0
+_INPLACE_CALLER = 6  # user_site's; + 1 inside an optimizer's step
 
 # The number torch gives the next node it makes (in this thread): a call that leaves it
 # unchanged made no node, and the nodes a call made are numbered from its value before.
@@ -451,7 +460,9 @@ class Session:
         if listener is None:
             return
         if site is None:
-            site = user_site(1)
+            # event_site: the user's frame it finds is left for the recorder's on_op, which
+            # names tensors after its variables (one walk up the stack, not two).
+            site = event_site(_OP_CALLER)
         adapters = [registry.tensor(tensor) for tensor in outputs]
         call_args = self._adapt_args(args, kwargs)
         stack = self.scopes.stack  # the innermost module being called (scopes.current())
@@ -467,6 +478,7 @@ class Session:
         try:
             self._report(listener, made, tops, outputs, adapters, call_args)
         finally:
+            event_frame.frame = None  # not taken (no op reported): no later event's
             for node in made:  # the saved tensors were held for the report only
                 for saved in node._saved:
                     saved._held = None
@@ -614,7 +626,7 @@ class Session:
                 changed.append((tensor, group, base, previous, previous_nr))
         if not changed:
             return
-        site = user_site(1)
+        site = user_site(_INPLACE_CALLER + in_step)
         moves_memory = name in _RESHAPING
         for tensor, group, *_ in changed:
             if group is not None:

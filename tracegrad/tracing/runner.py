@@ -41,10 +41,17 @@ _SIGNAL_NAMES = ("SIGINT", "SIGTERM", "SIGHUP")
 SIGNALS = tuple(getattr(signal, name) for name in _SIGNAL_NAMES if hasattr(signal, name))
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
+_PACKAGE = os.path.dirname(_HERE) + os.sep
+_BRIDGE = os.path.join(os.path.dirname(_HERE), "bridge")
 # While one of these is running, the recorder is between two consistent states of the trace
-# (an op half recorded); a signal is then raised as the recorder returns.
-_RECORDER_FILES = frozenset(os.path.join(_HERE, name) for name in (
-    "recorder.py", "graph.py", "violations.py", "values.py", "names.py", "model.py"))
+# (an op half recorded); a signal is then raised as the recorder returns. The PyTorch
+# bridge's bookkeeping (an op's nodes half adapted, a step half reported) is the same.
+_RECORDER_FILES = frozenset((
+    *(os.path.join(_HERE, name) for name in (
+        "recorder.py", "graph.py", "violations.py", "values.py", "names.py", "model.py")),
+    *(os.path.join(_BRIDGE, name) for name in (
+        "session.py", "adapters.py", "passes.py", "custom.py", "modules.py", "walk.py",
+        "__init__.py", "_arming.py"))))
 _OWN_FRAMES = frozenset({os.path.abspath(__file__), os.path.abspath(runpy.__file__),
                          "<frozen runpy>"})
 
@@ -390,13 +397,43 @@ def _handlers(handler) -> Iterator[None]:
 
 
 def _outermost_recorder_frame(frame):
-    """The outermost frame of the recorder's own code on the stack, or None."""
+    """The outermost frame of the recorder's own code that the signal interrupted, or None.
+
+    Walking out from the innermost frame, the search ends where code neither tracegrad's
+    nor Python's own called in: torch calling the bridge (its mode, a node hook), or the
+    program running (a hook of its own, called by torch's backward inside the bridge's
+    ``backward()``; or the program's own loop). What is further out waits on that code,
+    which may run as long as it likes: the signal is raised now (or as the bridge's hook
+    returns), not when the whole ``backward()`` returns. A program function the recorder
+    itself calls stays inside the recorder (the signal tests' hooks are such)."""
     outermost = None
     while frame is not None:
-        if frame.f_code.co_filename in _RECORDER_FILES:
+        filename = frame.f_code.co_filename
+        if filename in _RECORDER_FILES:
             outermost = frame
+        elif not (filename.startswith(_PACKAGE) or _is_python_library(filename)):
+            if outermost is not None:
+                break  # torch or the program called the recorder in here
+            if not _is_internal(filename) and not _called_by_recorder(frame):
+                break  # the program is running
         frame = frame.f_back
     return outermost
+
+
+_PYTHON_LIBRARY = os.path.dirname(os.__file__) + os.sep
+
+
+def _is_python_library(filename: str) -> bool:
+    """Python's own modules (contextlib, weakref, ...): they run for whoever called them."""
+    return filename.startswith("<") or (filename.startswith(_PYTHON_LIBRARY)
+                                        and "-packages" not in filename)
+
+
+def _called_by_recorder(frame) -> bool:
+    caller = frame.f_back
+    while caller is not None and _is_python_library(caller.f_code.co_filename):
+        caller = caller.f_back
+    return caller is not None and caller.f_code.co_filename in _RECORDER_FILES
 
 
 # -- words -----------------------------------------------------------------------------------
