@@ -28,9 +28,6 @@ KNOWN_SAVED_DIFFERENT: dict[str, str] = {
  "AddmmBackward0":
      "not shown: mat1_sym_sizes, mat1_sym_strides, mat2_sym_sizes, mat2_sym_strides (the "
      "strides would be read on every forward of the hot path)",
- "LerpBackward1":
-     "self and end are saved even when weight does not require grad (torch then saves "
-     "neither: None); quantile's lerp shows it (ops/binary.py Lerp)",
  "LinalgDetBackward0": "not shown: A (tensor), LU (tensor), pivots (tensor), result (tensor)",
  "LinalgEighBackward0": "not shown: eigenvalues (tensor), eigenvectors (tensor)",
  "LinalgInvExBackward0": "not shown: inverse (tensor)",

@@ -393,7 +393,11 @@ class LerpTensor(Op):
         _same_dtype("lerp", ("self", "end", "weight"), start, end, weight)
         x, y = _pair("lerp", start, end)
         w = weight._array
-        ctx.save_for_backward(start, end, weight)
+        # What torch keeps: weight always, start and end only for weight's gradient (the
+        # slots are empty otherwise: grad_fn._saved_self is then None).
+        for_weight = ctx.needs_input_grad[2]
+        ctx.save_for_backward(start if for_weight else None, end if for_weight else None, weight)
+        ctx.shapes = (x.shape, y.shape, w.shape)
         try:
             return x + w * (y - x)
         except ValueError:
@@ -403,9 +407,10 @@ class LerpTensor(Op):
     def backward(ctx, grad):
         start, end, weight = ctx.saved_tensors
         needs = ctx.needs_input_grad
-        return (_math.sum_to(grad * (1 - weight), start.shape) if needs[0] else None,
-                _math.sum_to(grad * weight, end.shape) if needs[1] else None,
-                _math.sum_to(grad * (end - start), weight.shape) if needs[2] else None)
+        shapes = ctx.shapes
+        return (_math.sum_to(grad * (1 - weight), shapes[0]) if needs[0] else None,
+                _math.sum_to(grad * weight, shapes[1]) if needs[1] else None,
+                _math.sum_to(grad * (end - start), shapes[2]) if needs[2] else None)
 
 
 class Addcmul(Op):
