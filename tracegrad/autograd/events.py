@@ -22,6 +22,9 @@ import threading
 
 class Listener:
     """What a listener can be told. Every method is a no-op here: override what you need.
+    (Which methods a listener overrides is looked at when it subscribes: the engine may
+    skip building an event nobody overrides, and take its faster path -- see ``steps``
+    and ``untracked`` below.)
 
     ``wants_sites``: whether the engine notes, while this listener listens, where each node
     was made (``node._site``: the user's source line; ``node._module``) and where each
