@@ -2,7 +2,8 @@
 
 (a) the tutorial's two-layer net (500 steps) with the tracer off, structure only
     (``record(values=False)``) and with values (``record()``): targets <= 1.2x and
-    <= 1.6x tracer-off;
+    <= 1.6x tracer-off; and under a listener that does nothing (the engine's share of the
+    tracer's cost, the floor under both targets: <= 1.1x);
 (b) a tiny-op chain (2,000 ops on shape (8,), forward and backward) under ``record()``,
     per op, against the same chain untraced: target <= 3x;
 (c) the trace's memory after backward, per node, structure only (tracemalloc: what the
@@ -40,7 +41,7 @@ import two_layer_net  # after the BLAS thread count is set
 
 import tracegrad
 
-TARGETS = {"structure": 1.2, "values": 1.6, "chain": 3.0, "memory_kb": 1.5, "save_us": 10.0,
+TARGETS = {"structure": 1.2, "values": 1.6, "chain": 3.0, "listener": 1.1, "memory_kb": 1.5, "save_us": 10.0,
            "load_us": 10.0}
 CHAIN = 2_000
 MEMORY_CHAIN = 10_000
@@ -51,6 +52,8 @@ def _train(steps: int) -> None:
 
 
 def bench_two_layer(steps: int, repeat: int) -> None:
+    from tracegrad.autograd import events
+
     _train(20)  # warm up numpy and the op caches
     untraced = statistics.median(cpu_seconds(lambda: _train(steps)) for _ in range(repeat))
     assert "tracegrad.tracing.recorder" not in sys.modules
@@ -60,15 +63,22 @@ def bench_two_layer(steps: int, repeat: int) -> None:
             _train(steps)
         assert len(trace.passes) == steps
 
+    def listened() -> None:  # what the engine does for any listener (its share of "on")
+        with events.subscribe(events.Listener()):
+            _train(steps)
+
     with tracegrad.record():  # import the tracer and subscribe/unsubscribe once
         pass
-    times = interleaved({"off": lambda: _train(steps),
+    times = interleaved({"off": lambda: _train(steps), "listener": listened,
                          "structure": lambda: traced(values=False),
                          "values": lambda: traced(values=True)}, repeat, warmup=0)
     off = times["off"]
     print(f"(a) two-layer net, {steps} steps, median of {repeat} interleaved rounds:")
     print(f"  untraced (tracer never imported) {untraced:7.3f} s   tracer off {off:7.3f} s   "
+          f"a listener that does nothing {times['listener']:7.3f} s   "
           f"structure {times['structure']:7.3f} s   values {times['values']:7.3f} s")
+    print(versus("no-op listener (the engine's events) vs tracer off",
+                 times["listener"] / off, TARGETS["listener"]))
     print(versus("tracer on, structure only, vs tracer off", times["structure"] / off,
                  TARGETS["structure"]))
     print(versus("tracer on, with values, vs tracer off", times["values"] / off,
@@ -108,6 +118,8 @@ def bench_chain(repeat: int) -> None:
           f"{repeat}:")
     print(f"  tracer off {off:.1f} µs/op; a listener that does nothing {listener:.1f} µs/op "
           f"(the engine's events: {listener / off:.2f}x); record() {on:.1f} µs/op")
+    print(versus("no-op listener (the engine's events) vs tracer off", listener / off,
+                 TARGETS["listener"]))
     print(versus("tracer on (record()), per op, vs tracer off", on / off, TARGETS["chain"],
                  f"{on:.1f} µs vs {off:.1f} µs"))
 

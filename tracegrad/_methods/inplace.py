@@ -174,9 +174,11 @@ def _zero_storage(array) -> None:
 
 
 def _unwatched() -> bool:
-    """No listener and no anomaly mode: an unrecorded in-place op then owes nobody an
-    event or a source line, only the version bump."""
-    return events.listener is None and not anomaly_flags.enabled
+    """No listener told of untracked ops and no anomaly mode: an unrecorded in-place op
+    then owes nobody the op's out-of-place result (``on_untracked_op``'s output) or a
+    source line, only the version bump (``views.after_inplace``, which tells a listener
+    of the change)."""
+    return not events.untracked and not anomaly_flags.enabled
 
 
 def _plain_operand(tensor, other):
@@ -188,13 +190,14 @@ def _plain_operand(tensor, other):
     element owns, and a Python number or a tensor of its exact dtype, array type and shape
     (or 0-d). There the op's path computes a new array and copies it in; the operator
     writes the result in place (a third of the memory traffic, bench/bench_two_layer.py),
-    with the same values and the same version bump. Anything else -- promotion, broadcast,
-    a recorded op, a listener -- takes the op's path and its checks.
+    with the same values, the same version bump and the same ``on_inplace`` event.
+    Anything else -- promotion, broadcast, a recorded op, a listener told of the op's
+    out-of-place result (``on_untracked_op``) -- takes the op's path and its checks.
     """
     if state.grad_enabled and (tensor._requires_grad or (
             other.__class__ is Tensor and other._requires_grad)):
         return _SLOW
-    if events.listener is not None or anomaly_flags.enabled:
+    if events.untracked or anomaly_flags.enabled:
         return _SLOW
     array = tensor._array
     if array.dtype.kind != "f" or 0 in array.strides:

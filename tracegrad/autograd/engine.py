@@ -56,6 +56,7 @@ from .node import SavedTensor as _SavedTensor
 from .node import release_kept_inputs as _release_kept_inputs
 
 _pass_counter = itertools.count()
+_perf_counter_ns = time.perf_counter_ns
 _CPU = backends.CPU
 _np_empty = np.empty
 _ndarray = np.ndarray
@@ -363,6 +364,7 @@ def run(outputs: Sequence, grad_outputs: Sequence, retain_graph: bool, create_gr
 
     pass_index = next(_pass_counter)
     listener = events.listener  # one per pass: a listener leaving mid-pass still hears its end
+    told = listener is not None and events.steps  # (and what it hears: events._publish)
     if listener is not None:  # (the pass's description is made for a listener only)
         info = PassInfo(pass_index, kind, tuple(outputs), retain_graph, create_graph,
                         tuple(inputs) if inputs is not None else None)
@@ -386,7 +388,7 @@ def run(outputs: Sequence, grad_outputs: Sequence, retain_graph: bool, create_gr
         # Without create_graph nothing is recorded, so gradients flow as backend arrays:
         # each built-in backward is then a few NumPy/CuPy calls (OpNode._backward_arrays).
         results = _execute(roots, dependencies, needed, captures, inputs, retain_graph,
-                           pass_index, listener, not create_graph)
+                           pass_index, listener, told, not create_graph)
     except BaseException as exc:
         error = exc
         raise
@@ -499,10 +501,15 @@ def _priority(node: Node) -> int:
 
 
 def _execute(roots, dependencies, needed, captures, inputs, retain_graph, pass_index,
-             listener, raw: bool) -> list:
+             listener, told: bool, raw: bool) -> list:
     """Run ready nodes until none is left. The loop body runs once per node of the graph,
-    so the common case (no hooks, nobody listening, no anomaly mode) is kept inline: it is
-    what bench/bench_engine.py (a) and (b) time per backward node.
+    so the common case (no hooks, no anomaly mode, nobody told of the steps) is kept
+    inline: it is what bench/bench_engine.py (a) and (b) time per backward node.
+
+    ``told``: the listener hears the steps (``events.steps``). A built-in op's node in a
+    raw pass is then still run here, the listener told in arrays around its formula
+    (bench/bench_trace.py (b)); any other node with a listener told goes through
+    ``_run_node``. A listener that hears no step costs a node nothing but its ``on_error``.
 
     ``raw``: gradients are backend arrays between nodes (no graph is built of this pass);
     a node whose backward takes Tensors gets them wrapped (``_run_wrapped``), and hooks
@@ -542,7 +549,8 @@ def _execute(roots, dependencies, needed, captures, inputs, retain_graph, pass_i
     heappop, heappush = heapq.heappop, heapq.heappush
     buffers_pop, buffers_get = buffers.pop, buffers.get
     anomaly_on = state.anomaly  # read once per pass, not per node
-    slow = listener is not None or anomaly_on
+    if told:  # the listener's step events, looked up once per pass (see events.Listener)
+        start, end = listener.on_node_start_arrays, listener.on_node_end_arrays
     while True:
         if pending is not None:
             node, pending = pending, None
@@ -576,7 +584,8 @@ def _execute(roots, dependencies, needed, captures, inputs, retain_graph, pass_i
                 _capture(captures, results, node, _wrapped(grads) if raw else grads)
             if not any(grad_value is not None for grad_value in grads):
                 grads = None  # nothing to run (the hooked path below remakes the Nones)
-        if slow or node._hooked:
+        if anomaly_on or node._hooked or told and (
+                grads is None or not raw or not node._takes_arrays or node._is_accumulate):
             if grads is None:
                 grads = [None] * max(1, len(node._output_meta))
             next_grads = _run_node(node, grads, listener, anomaly_on, raw)
@@ -584,7 +593,12 @@ def _execute(roots, dependencies, needed, captures, inputs, retain_graph, pass_i
             next_grads = None  # no gradient reached it: nothing runs, nothing flows on
         else:
             try:
-                if raw and node._takes_arrays and not node._is_accumulate:
+                if told:  # (a built-in op in a raw pass: _run_told's steps, inline)
+                    start(node, tuple(grads))  # (a copy: the formula fills a multi-output
+                    started = _perf_counter_ns()  # node's missing gradients)
+                    next_grads = node._backward_arrays(grads)  # (fitted: as the listener
+                    end(node, tuple(next_grads), _perf_counter_ns() - started)  # sees them)
+                elif raw and node._takes_arrays and not node._is_accumulate:
                     # A built-in op on arrays. One output (nearly all): its formula is
                     # called here, with no call in between (OpNode._edge_arrays is the
                     # same, for any number of outputs). The results are fitted to their
@@ -623,6 +637,10 @@ def _execute(roots, dependencies, needed, captures, inputs, retain_graph, pass_i
             except Exception as error:
                 if getattr(node, "_on_arrays", False):  # a formula that raised left it set
                     node._on_arrays = False
+                if listener is not None:
+                    listener.on_error(error, node)
+                    if state.anomaly:  # (turned on by a hook during this pass)
+                        anomaly.warn_forward_traceback(node)
                 _annotate(error, node)
                 raise
         grads = None

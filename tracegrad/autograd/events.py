@@ -21,7 +21,24 @@ import threading
 
 
 class Listener:
-    """What a listener can be told. Every method is a no-op here: override what you need."""
+    """What a listener can be told. Every method is a no-op here: override what you need.
+    (Which methods a listener overrides is looked at when it subscribes: the engine may
+    skip building an event nobody overrides, and take its faster path -- see ``steps``
+    and ``untracked`` below.)
+
+    ``wants_sites``: whether the engine notes, while this listener listens, where each node
+    was made (``node._site``: the user's source line; ``node._module``) and where each
+    in-place change happened (``InplaceInfo.site``, the version history the
+    "modified by an inplace operation" error reads). Finding the line walks up the Python
+    stack for every op, the largest part of what a listener costs the engine
+    (bench/bench_trace.py (a), (b)), so it is noted only for a listener that wants it:
+    every subclass does, unless it sets ``wants_sites = False``; the base class, which
+    hears nothing, does not. (Anomaly mode notes sites whatever listens.)
+    """
+
+    @property
+    def wants_sites(self) -> bool:
+        return type(self) is not Listener
 
     def on_op(self, node, inputs, outputs) -> None:
         """A node was recorded in forward: ``inputs`` are the op's arguments (tensors and
@@ -134,12 +151,43 @@ def _fan(methods: tuple):
 # sees either the old or the new value, never a half-built one.
 listener: Listener | None = None
 listeners: tuple = ()
+# What the subscribed listeners ask of the engine beyond the calls, decided when one
+# subscribes or leaves (read by the engine while a listener listens):
+# ``sites``: some listener wants sites (``Listener.wants_sites``);
+# ``untracked``: some listener hears ``on_untracked_op`` -- else an optimizer's update
+#   (``w -= lr * w.grad`` under no_grad) keeps its fast in-place path, which has no
+#   out-of-place result to tell of (_methods/inplace.py);
+# ``steps``: some listener hears the backward steps (``on_node_start``/``on_node_end``,
+#   their ``_arrays`` forms, ``on_accumulate``) -- else each node runs on the engine's fast
+#   path, unwrapped and untimed (engine._execute).
+# A listener "hears" an event when its method is not Listener's no-op: telling it costs
+# a call, and building the event's arguments more (bench/bench_trace.py (a), (b)).
+sites: bool = False
+untracked: bool = False
+steps: bool = False
 _lock = threading.Lock()
+_STEP_EVENTS = ("on_node_start", "on_node_start_arrays", "on_node_end", "on_node_end_arrays",
+                "on_accumulate")
+
+
+def _hears(subscribers: tuple, names) -> bool:
+    """Whether some subscriber overrides one of the events ``names`` (looked up on the
+    instance, so a method set on it counts too)."""
+    for item in subscribers:
+        for name in names:
+            method = getattr(item, name)
+            if getattr(method, "__func__", None) is not getattr(Listener, name):
+                return True
+    return False
 
 
 def _publish(new: tuple) -> None:
-    global listener, listeners
+    global listener, listeners, sites, untracked, steps
     listeners = new
+    # (the flags first: a reader that sees the new listener sees what it asks for)
+    sites = any(item.wants_sites for item in new)
+    untracked = _hears(new, ("on_untracked_op",))
+    steps = _hears(new, _STEP_EVENTS)
     listener = None if not new else new[0] if len(new) == 1 else FanOut(new)
 
 

@@ -674,7 +674,7 @@ def _wrap_outputs(ctx, args: tuple, outputs: tuple, executable: bool) -> tuple:
         return tuple(wired)
     ctx._output_meta = tuple(output_meta)
     listener = events.listener
-    if anomaly_flags.enabled or listener is not None:
+    if anomaly_flags.enabled or events.sites:
         _note_site(ctx)
     changes = []
     for tensor, index in dirty_outputs:  # PyTorch's rebase_history, then the version bump
@@ -702,7 +702,7 @@ def _wire_one_output(ctx, args: tuple, output, output_meta: tuple) -> tuple:
         output._output_nr = 0
     ctx._output_meta = output_meta
     listener = events.listener
-    if anomaly_flags.enabled or listener is not None:
+    if anomaly_flags.enabled or events.sites:
         _note_site(ctx, 4)
     wired = (output,)
     to_save = ctx._to_save
@@ -1415,8 +1415,10 @@ def _saved_outputs(node, which, outputs: tuple) -> tuple:
 
 def _announce(node: Node, args: tuple, outputs: tuple, attrs: dict) -> None:
     """What a recorded op adds while someone watches (anomaly mode, a listener): the
-    user's source line on the node, its attributes, and the listener's ``on_op``."""
-    _note_site(node, 4)
+    user's source line on the node (when wanted: Listener.wants_sites), its attributes,
+    and the listener's ``on_op``."""
+    if anomaly_flags.enabled or events.sites:
+        _note_site(node, 4)
     listener = events.listener
     if listener is not None:
         if attrs:

@@ -497,7 +497,7 @@ def regenerate(view) -> None:
     node.input_geometry = geometry(base, base)
     array = view._array
     node._output_meta = ((array.shape, array.dtype, backends.device_of(array)),)
-    if state.anomaly or events.listener is not None:
+    if state.anomaly or events.sites:
         _note_site(node)
     _move_retained(view, node, 0)
     view.grad_fn = node
@@ -630,7 +630,7 @@ def apply_inplace(tensor, op_name: str, op, args: tuple, attrs: dict):
         INFERENCE_COUNTER.bump(op_name)  # does: after the write, before history changes
     node._output_meta = ((tensor._array.shape, tensor._array.dtype,
                           backends.device_of(tensor._array)),)
-    if state.anomaly or events.listener is not None:
+    if state.anomaly or events.sites:
         _note_site(node)
     rebase_history(tensor, node)
     after_inplace(tensor, op_name, node, inputs, previous, saved, op.saves_output)
@@ -756,7 +756,7 @@ def bump_version(tensor, op_name: str) -> tuple:
     returns ``(site, regenerated views)``, the site only while someone wants it."""
     global _regenerated
     site = None
-    if state.anomaly or events.listener is not None:
+    if state.anomaly or events.sites:
         from .site import user_site
 
         site = user_site(3)
