@@ -395,7 +395,8 @@ class LerpTensor(Op):
         w = weight._array
         # What torch keeps: weight always, start and end only for weight's gradient (the
         # slots are empty otherwise: grad_fn._saved_self is then None).
-        for_weight = ctx.needs_input_grad[2]
+        needs = ctx.needs_input_grad  # (empty when nothing is recorded)
+        for_weight = bool(needs) and needs[2]
         ctx.save_for_backward(start if for_weight else None, end if for_weight else None, weight)
         ctx.shapes = (x.shape, y.shape, w.shape)
         try:
