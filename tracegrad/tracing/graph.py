@@ -24,8 +24,6 @@ import numpy as np
 
 from ..autograd.node import (
     _NOT_SAVED,
-    _ONE_EDGE,
-    _TUPLE_EDGES,
     Node,
     SavedTensor,
     _kept_input_saved,
@@ -662,18 +660,8 @@ class GraphBuilder:
         self.trace.nodes[node_id] = record
         node_ids = self._node_ids
         edges = []
-        if ours:
-            # A tracegrad node keeps its edges flat (next_functions would build the pairs),
-            # most of them as _next0 and _next1: read here as the engine reads them, without
-            # the call of node._EdgeNodes (bench/bench_trace.py (b)).
-            second = node._next1
-            if second is _ONE_EDGE:
-                next_nodes = (node._next0,)
-            elif second is _TUPLE_EDGES:
-                next_nodes = node._next_nodes
-            else:
-                next_nodes = (node._next0, second)
-            pairs = zip(next_nodes, node._next_nrs)
+        if ours:  # (a tracegrad node keeps its edges flat: next_functions builds pairs)
+            pairs = zip(node._next_nodes, node._next_nrs)
         else:
             pairs = node.next_functions
         for next_node, input_nr in pairs:
