@@ -162,7 +162,6 @@ def test_an_optimizer_writing_through_p_data_is_still_seen():
     assert len(changed) == 3 * 4  # a fresh p.data per parameter and step
 
 
-
 def test_a_step_written_in_the_program_is_seen_at_its_own_line():
     """A program's own optimizer is wrapped in torch's record_function as torch's are: its
     in-place change is reported at the line inside its step() that made it (the walk for
