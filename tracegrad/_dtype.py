@@ -97,6 +97,13 @@ _BARE_UNSIGNED = frozenset(np.dtype(t) for t in (np.uint16, np.uint32, np.uint64
 
 default_float = float32
 
+
+def scalar_type_name(numpy_dtype) -> str:
+    """c10's ScalarType name of an array's dtype (``"Float"`` for float32), as torch's
+    messages name dtypes ("not implemented for 'Long'", "found dtype Double")."""
+    found = _BY_NUMPY.get(np.dtype(numpy_dtype))
+    return found.scalar_name if found is not None else str(numpy_dtype)
+
 # The names ``import tracegrad`` exports (tracegrad/__init__.py adds the aliases and bool).
 __all__ = ["bfloat16", "complex32", "complex64", "complex128", "dtype", "finfo", "float16",
            "float32", "float64", "iinfo", "int8", "int16", "int32", "int64", "layout",

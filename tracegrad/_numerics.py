@@ -12,7 +12,6 @@ where torch has a node of its own.
 from __future__ import annotations
 
 import builtins
-import math
 import warnings
 
 import numpy as np
@@ -20,9 +19,9 @@ import numpy as np
 from . import _dtype
 from .errors import InvalidValueError, ShapeError
 from .ops import _math
-from .ops._checks import wrap_dim
 from .ops import binary as _binary
 from .ops import matrices as _matrices
+from .ops._checks import wrap_dim
 from .tensor import Tensor, _scalar_type_name
 
 
@@ -142,11 +141,9 @@ def conj_physical(input):
 
 def typename(obj) -> str:
     if isinstance(obj, Tensor):
-        names = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
-                 "int64": "LongTensor", "int32": "IntTensor", "uint8": "ByteTensor",
-                 "bool": "BoolTensor"}
-        prefix = "torch.cuda." if obj.is_cuda else "torch."
-        return prefix + names.get(obj.dtype.name, "Tensor")
+        from ._legacy import type_name
+
+        return type_name(obj)
     module = type(obj).__module__
     name = type(obj).__qualname__
     return name if module in (None, "builtins") else f"{module}.{name}"

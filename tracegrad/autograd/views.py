@@ -294,11 +294,11 @@ def check_result(tensor, array, op_name: str, one_value: bool = False) -> None:
             f"{list(array.shape)} ({op_name} on {describe_tensor(tensor)}). Hint: an in-place "
             "op keeps the tensor's shape; use the out-of-place op to broadcast.")
     if array.dtype != target.dtype and array.dtype.kind == "f" and target.dtype.kind != "f":
-        from .._dtype import from_numpy_dtype
+        from .._dtype import scalar_type_name
 
         raise DTypeError(
-            f"result type {_torch_type_name(from_numpy_dtype(array.dtype).name)} can't be cast "
-            f"to the desired output type {_torch_type_name(tensor.dtype.name)} ({op_name} on "
+            f"result type {scalar_type_name(array.dtype)} can't be cast "
+            f"to the desired output type {scalar_type_name(tensor._array.dtype)} ({op_name} on "
             f"{describe_tensor(tensor)}). Hint: convert the tensor with .float() first.")
     if not one_value:
         check_no_overlap(tensor)
@@ -393,15 +393,6 @@ def _overlap_message(tensor, source) -> str:
     return (f"{_OVERLAP_MESSAGE} (writing into {describe_tensor(tensor)} from "
             f"{describe_tensor(source)}, which shares its memory. Hint: write from "
             "source.clone().)")
-
-
-_TORCH_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half",
-                     "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char",
-                     "uint8": "Byte", "bool": "Bool"}
-
-
-def _torch_type_name(name: str) -> str:
-    return _TORCH_TYPE_NAMES.get(name, name)
 
 
 # -- rebasing history ---------------------------------------------------------------------

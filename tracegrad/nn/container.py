@@ -387,6 +387,7 @@ class ParameterDict(Module):
 
 
 def _typename(tensor: Tensor) -> str:
-    names = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long",
-             "int32": "Int", "uint8": "Byte", "bool": "Bool"}
-    return f"tracegrad.{names.get(tensor.dtype.name, tensor.dtype.name)}Tensor"
+    """``tracegrad.FloatTensor``: torch.typename's answer, named as our reprs name dtypes."""
+    from .._legacy import type_name
+
+    return type_name(tensor).replace("torch.", "tracegrad.", 1)

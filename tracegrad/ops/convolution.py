@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 
+from .. import _dtype
 from ..autograd.function import Op
 from ..autograd.grad_mode import state
 from ..autograd.quiet import silenced
@@ -351,9 +352,7 @@ def _check(input, weight, bias, transposed: bool, groups: int) -> None:
 
 
 def _type_name(numpy_dtype) -> str:
-    return {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long",
-            "int32": "Int", "uint8": "Byte", "bool": "Bool"}.get(str(numpy_dtype),
-                                                                 str(numpy_dtype))
+    return _dtype.scalar_type_name(numpy_dtype)
 
 
 # -- unfold / fold ------------------------------------------------------------------------

@@ -600,6 +600,4 @@ class NanToNum(Op):
 
 def _torch_type_name(numpy_dtype) -> str:
     """torch's C++ scalar-type names, which its "not implemented for" messages use."""
-    return {"int64": "Long", "int32": "Int", "uint8": "Byte", "bool": "Bool",
-            "float32": "Float", "float64": "Double", "float16": "Half"}.get(
-        str(numpy_dtype), str(numpy_dtype))
+    return _dtype.scalar_type_name(numpy_dtype)

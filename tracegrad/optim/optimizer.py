@@ -257,9 +257,9 @@ def _cast(param: Tensor, value: Any, key: Any = None) -> Any:
 
 
 def _typename(tensor: Tensor) -> str:
-    names = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long",
-             "int32": "Int", "uint8": "Byte", "bool": "Bool"}
-    return f"tracegrad.{names.get(tensor.dtype.name, tensor.dtype.name)}Tensor"
+    from .._legacy import type_name  # (torch.typename's answer for a tensor)
+
+    return type_name(tensor)
 
 
 def apply_update(param: Tensor, direction, scale: float) -> None:
