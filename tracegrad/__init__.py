@@ -25,6 +25,13 @@ from ._dtype import dtype, float16, float32, float64, int32, int64, uint8
 from ._functions import *  # noqa: F403 - the torch.* function forms, listed in its __all__
 from ._functions import max, min, trace
 from ._legacy import *  # the legacy typed constructors, listed in its __all__
+from ._memory_format import (
+    channels_last,
+    channels_last_3d,
+    contiguous_format,
+    memory_format,
+    preserve_format,
+)
 from ._numerics import *  # noqa: F403 - more torch.* functions, listed in its __all__
 from .autograd import enable_grad, inference_mode, no_grad, set_grad_enabled
 from .autograd.anomaly import (  # torch.* names of anomaly mode (graph-api)

@@ -330,7 +330,7 @@ def as_strided(input, size, stride, storage_offset=None):
     return input.as_strided(size, stride, storage_offset)
 
 def clone(input, *, memory_format=None):
-    return input.clone()
+    return input.clone(memory_format=memory_format)
 
 def mm(input, mat2):
     return input.mm(mat2)

@@ -16,6 +16,7 @@ import numpy as np
 
 from . import _dtype, backends
 from . import random as _random
+from ._memory_format import check_memory_format, preserve_format
 from .errors import (
     ArgumentTypeError,
     ArgumentValueError,
@@ -23,6 +24,7 @@ from .errors import (
     InvalidValueError,
     UnsupportedDTypeError,
 )
+from .ops._layout import preserved
 from .tensor import Tensor
 
 _default_device = backends.CPU
@@ -101,10 +103,17 @@ _LAYOUT_OPTIONS = ("layout", "pin_memory", "memory_format")
 
 def _options(op_name: str, options: dict, size=None):
     """torch's keyword options that change nothing here (layout=torch.strided,
-    pin_memory, memory_format), ``size=`` given by keyword, and clear errors for ``out=``
-    and for names torch does not take either."""
+    pin_memory; memory_format, which only ``empty`` and the ``*_like`` factories take),
+    ``size=`` given by keyword, and clear errors for ``out=`` and for names torch does not
+    take either."""
     for name, value in options.items():
-        if name == "size":
+        if name == "memory_format":
+            if op_name != "empty" and not op_name.endswith("_like"):
+                raise TypeError(f"{op_name}() got an unexpected keyword argument '{name}'")
+            check_memory_format(value, op_name)
+            if op_name == "empty" and value is preserve_format:
+                raise RuntimeError("unsupported memory format Preserve")
+        elif name == "size":
             size = (value,)
         elif name == "out":
             if value is not None:
@@ -205,9 +214,11 @@ def _as_array(data, dtype, copy: bool) -> np.ndarray:
     else:
         array = np.asarray(data)
     if dtype is not None:
-        array = array.astype(_dtype.to_numpy_dtype(dtype), copy=copy)
+        source, array = array, array.astype(_dtype.to_numpy_dtype(dtype), copy=copy)
     elif copy:
-        array = array.copy()
+        source, array = array, array.copy()
+    if copy and source.ndim > 1:  # the copy keeps the source's layout, as torch's does
+        array = preserved(array, source)
     if array.dtype.kind not in "fiub":
         raise DTypeError(f"Could not infer dtype of {type(data).__name__} (numpy gave "
                          f"{array.dtype})")
@@ -342,10 +353,10 @@ def ones(*size, dtype=None, device=None, requires_grad=False, **options) -> Tens
 
 
 def empty(*size, dtype=None, device=None, requires_grad=False, **options) -> Tensor:
-    if options:
-        size = _options("empty", options, size)
     """Zeros: an ``empty`` tensor's values are unspecified in torch; zeros keep traces
     reproducible."""
+    if options:
+        size = _options("empty", options, size)
     return _finish(np.zeros(_size(size, "empty"), _dtype_or_default(dtype)), device,
                    requires_grad)
 
@@ -382,26 +393,40 @@ def _like(other: Tensor, dtype, device):
             device if device is not None else other.device)
 
 
+def _laid_out_like(input: Tensor, result: Tensor, options: dict) -> Tensor:
+    """A ``*_like`` factory's result in the layout its memory_format asks for: by default
+    (torch.preserve_format) the input's -- a permuted input gives a permuted result, as
+    torch's ``empty_like`` allocates it (the values are the same either way)."""
+    form = options.get("memory_format")
+    source = input._array
+    if (form is None or form is preserve_format) and not source.flags.c_contiguous:
+        result._array = preserved(result._array, source)
+    return result
+
+
 def zeros_like(input, *, dtype=None, device=None, requires_grad=False,
                **options) -> Tensor:
     if options:
         _options("zeros_like", options)
     dtype, device = _like(input, dtype, device)
-    return zeros(input.shape, dtype=dtype, device=device, requires_grad=requires_grad)
+    result = zeros(input.shape, dtype=dtype, device=device, requires_grad=requires_grad)
+    return _laid_out_like(input, result, options)
 
 
 def ones_like(input, *, dtype=None, device=None, requires_grad=False, **options) -> Tensor:
     if options:
         _options("ones_like", options)
     dtype, device = _like(input, dtype, device)
-    return ones(input.shape, dtype=dtype, device=device, requires_grad=requires_grad)
+    result = ones(input.shape, dtype=dtype, device=device, requires_grad=requires_grad)
+    return _laid_out_like(input, result, options)
 
 
 def empty_like(input, *, dtype=None, device=None, requires_grad=False,
                **options) -> Tensor:
     if options:
         _options("empty_like", options)
-    return zeros_like(input, dtype=dtype, device=device, requires_grad=requires_grad)
+    return zeros_like(input, dtype=dtype, device=device, requires_grad=requires_grad,
+                      **options)
 
 
 def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False,
@@ -409,8 +434,9 @@ def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False
     if options:
         _options("full_like", options)
     dtype, device = _like(input, dtype, device)
-    return full(tuple(input.shape), fill_value, dtype=dtype, device=device,
-                requires_grad=requires_grad)
+    result = full(tuple(input.shape), fill_value, dtype=dtype, device=device,
+                  requires_grad=requires_grad)
+    return _laid_out_like(input, result, options)
 
 
 # -- ranges ------------------------------------------------------------------------------
@@ -561,14 +587,16 @@ def randn_like(input, *, dtype=None, device=None, requires_grad=False, **options
     if options:
         _options("randn_like", options)
     dtype, device = _like(input, dtype, device)
-    return randn(input.shape, dtype=dtype, device=device, requires_grad=requires_grad)
+    result = randn(input.shape, dtype=dtype, device=device, requires_grad=requires_grad)
+    return _laid_out_like(input, result, options)
 
 
 def rand_like(input, *, dtype=None, device=None, requires_grad=False, **options) -> Tensor:
     if options:
         _options("rand_like", options)
     dtype, device = _like(input, dtype, device)
-    return rand(input.shape, dtype=dtype, device=device, requires_grad=requires_grad)
+    result = rand(input.shape, dtype=dtype, device=device, requires_grad=requires_grad)
+    return _laid_out_like(input, result, options)
 
 
 def randint(*args, size=None, generator=None, dtype=None, device=None,
@@ -613,8 +641,9 @@ def randint_like(input, low=0, high=None, *, dtype=None, device=None,
     if high is None:
         low, high = 0, low
     dtype, device = _like(input, dtype, device)
-    return randint(low, high, tuple(input.shape), dtype=dtype, device=device,
-                   requires_grad=requires_grad)
+    result = randint(low, high, tuple(input.shape), dtype=dtype, device=device,
+                     requires_grad=requires_grad)
+    return _laid_out_like(input, result, options)
 
 
 def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False,

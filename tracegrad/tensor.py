@@ -7,7 +7,7 @@ import weakref
 
 import numpy as np
 
-from . import _dtype, backends
+from . import _dtype, _memory_format, backends
 from ._methods import (
     ArithmeticMethods,
     ComparisonMethods,
@@ -579,24 +579,27 @@ class Tensor(ArithmeticMethods, ComparisonMethods, InplaceMethods, MathMethods, 
         return format_tensor(self)
 
     def to(self, *args, **kwargs) -> Tensor:
-        """``t.to(dtype)``, ``t.to(device)``, ``t.to(other)``, ``t.to(device, dtype)``."""
-        target_dtype, target_device = kwargs.get("dtype"), kwargs.get("device")
-        for arg in args:
-            if isinstance(arg, Tensor):
-                target_dtype, target_device = arg.dtype, arg.device
-            elif isinstance(arg, (_dtype.dtype, np.dtype)) or arg in (float, int, bool):
-                target_dtype = arg
-            elif isinstance(arg, (str, backends.device, int)):
-                target_device = arg
+        """``t.to(dtype)``, ``t.to(device)``, ``t.to(other)``, ``t.to(device, dtype)``,
+        each with ``non_blocking``, ``copy`` and ``memory_format`` as torch takes them:
+        this tensor itself when nothing changes and no copy is asked for, else a copy
+        (ToCopyBackward0) in this tensor's layout unless ``memory_format`` says
+        otherwise."""
+        target_device, target_dtype, copy, form = _to_arguments(args, kwargs)
         result = self
         if target_device is not None:
             device = backends.as_device(target_device)
             if device != self.device:
                 result = _conversion.ToDevice.apply(result, device=device)
-        if target_dtype is not None:
-            numpy_dtype = _dtype.to_numpy_dtype(target_dtype)
-            if numpy_dtype != result._array.dtype:
-                result = _conversion.ToDtype.apply(result, dtype=numpy_dtype)
+        contiguous = form is _memory_format.contiguous_format
+        if target_dtype is not None or copy or contiguous:
+            numpy_dtype = result._array.dtype if target_dtype is None else \
+                _dtype.to_numpy_dtype(target_dtype)
+            # (torch returns the tensor itself for contiguous_format unless its strides
+            # suggest channels-last: suggest_memory_format, not is_contiguous, decides)
+            if numpy_dtype != result._array.dtype or (copy and result is self) or \
+                    contiguous and _memory_format.suggests_channels_last(result._array):
+                result = _conversion.ToDtype.apply(result, dtype=numpy_dtype,
+                                                   contiguous=contiguous)
         return result
 
     def type_as(self, other: Tensor) -> Tensor:
@@ -641,6 +644,51 @@ class Tensor(ArithmeticMethods, ComparisonMethods, InplaceMethods, MathMethods, 
         _indexing.setitem(self, index, value)
 
 
+_TO_KEYWORDS = frozenset({"device", "dtype", "non_blocking", "copy", "memory_format"})
+_TO_SIGNATURES = (
+    "(torch.device device = None, torch.dtype dtype = None, bool non_blocking = False, "
+    "bool copy = False, *, torch.memory_format memory_format = None)",
+    "(torch.dtype dtype, bool non_blocking = False, bool copy = False, *, "
+    "torch.memory_format memory_format = None)",
+    "(Tensor tensor, bool non_blocking = False, bool copy = False, *, "
+    "torch.memory_format memory_format = None)")
+
+
+def _to_arguments(args: tuple, kwargs: dict):
+    """``Tensor.to``'s three overloads, as torch reads them: ``(device, dtype, copy,
+    memory_format)``; a TypeError in torch's words for anything else."""
+    def invalid():
+        got = [type(arg).__name__ for arg in args] + [f"{key}={type(value).__name__}"
+                                                      for key, value in kwargs.items()]
+        return TypeError("to() received an invalid combination of arguments - got ("
+                         + ", ".join(got) + "), but expected one of:\n"
+                         + "".join(f" * {signature}\n" for signature in _TO_SIGNATURES))
+
+    if not _TO_KEYWORDS.issuperset(kwargs):
+        raise invalid()
+    device, dtype = kwargs.get("device"), kwargs.get("dtype")
+    rest = list(args)
+    if rest and isinstance(rest[0], Tensor):
+        device, dtype = rest[0].device, rest[0].dtype
+        del rest[0]
+    elif rest and (isinstance(rest[0], (_dtype.dtype, np.dtype)) or
+                   rest[0] in (float, int, bool)):
+        dtype = rest.pop(0)
+    elif rest and isinstance(rest[0], (str, backends.device, int)) and \
+            not isinstance(rest[0], bool):
+        device = rest.pop(0)
+        if rest and (isinstance(rest[0], (_dtype.dtype, np.dtype)) or
+                     rest[0] in (float, int, bool)):
+            dtype = rest.pop(0)
+    if len(rest) > 2 or not all(isinstance(flag, bool) for flag in rest):
+        raise invalid()
+    copy = bool(rest[1]) if len(rest) == 2 else bool(kwargs.get("copy", False))
+    form = kwargs.get("memory_format")
+    if form is not None:
+        _memory_format.check_memory_format(form, "to")
+    return device, dtype, copy, form
+
+
 def is_inference(input: Tensor) -> bool:  # noqa: A002 - torch's argument name
     """``torch.is_inference(t)``: ``t.is_inference()``, for a tensor only."""
     if not isinstance(input, Tensor):
@@ -652,9 +700,6 @@ def is_inference(input: Tensor) -> bool:  # noqa: A002 - torch's argument name
 _TYPEMETA_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
                    "int64": "long int", "int32": "int", "int16": "short int",
                    "int8": "signed char", "uint8": "unsigned char", "bool": "bool"}
-_SCALAR_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half",
-                      "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char",
-                      "uint8": "Byte", "bool": "Bool"}
 
 
 def _typemeta_name(tensor: Tensor) -> str:
@@ -664,8 +709,7 @@ def _typemeta_name(tensor: Tensor) -> str:
 
 
 def _scalar_type_name(tensor: Tensor) -> str:
-    name = tensor._array.dtype.name
-    return _SCALAR_TYPE_NAMES.get(name, name)
+    return _dtype.scalar_type_name(tensor._array.dtype)
 
 
 def _scalar_array(value, like: Tensor):

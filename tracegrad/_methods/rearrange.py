@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .._memory_format import contiguous_format
+
 if TYPE_CHECKING:
     from ..ops import rearrange, shape  # noqa: TC004 - bound at runtime by _bind()
     from ..tensor import Tensor  # noqa: TC004 - bound at runtime by _bind()
@@ -139,7 +141,8 @@ class RearrangeMethods:
         expanded = shape.Expand.apply(spread, shape=sizes[:axis + 1] + (count,) +
                                       sizes[axis + 1:])
         result_shape = sizes[:axis] + (sizes[axis] * count,) + sizes[axis + 1:]
-        return shape.View.apply(shape.Clone.apply(expanded), shape=result_shape)
+        return shape.View.apply(shape.Clone.apply(expanded, contiguous_format),
+                                shape=result_shape)
 
     def broadcast_to(self, size):
         return shape.Expand.apply(self, shape=tuple(size))

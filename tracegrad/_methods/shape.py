@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .. import _memory_format
+
 if TYPE_CHECKING:
     from ..ops import shape
 
@@ -131,16 +133,24 @@ class ShapeMethods:
         return self._base is not None
 
     def contiguous(self, memory_format=None):
-        data = self._array
-        if data.flags.c_contiguous:
+        if memory_format is not None:
+            _memory_format.check_memory_format(memory_format, "contiguous", preserve=False)
+        if self._array.flags.c_contiguous:
             return self
-        return shape.Clone.apply(self)
+        return shape.Clone.apply(self, _memory_format.contiguous_format)
 
     def is_contiguous(self, memory_format=None):
-        return bool(self._array.flags.c_contiguous)
+        if memory_format is None:
+            return bool(self._array.flags.c_contiguous)
+        return _memory_format.is_contiguous_as(self._array, memory_format)
 
     def clone(self, memory_format=None):
-        return shape.Clone.apply(self)
+        """A copy in the layout ``memory_format`` asks for: by default
+        (torch.preserve_format) this tensor's own, as torch's clone keeps it."""
+        if memory_format is None:
+            return shape.Clone.apply(self)
+        _memory_format.check_memory_format(memory_format, "clone")
+        return shape.Clone.apply(self, memory_format)
 
 
 def _sizes(sizes):

@@ -18,6 +18,7 @@ from ..autograd.quiet import quiet, silenced
 from ..errors import ShapeError
 from ..tensor import Tensor
 from . import _math, unary
+from ._layout import row_major
 from ._math import sum_to
 from ._saved import as_torch_int, show_saved
 from ._special import erf  # the one erf (float64 exact, float32 vectorised; CuPy: cupyx)
@@ -516,7 +517,8 @@ class LogSigmoid(Op):
         x = floating_array("log_sigmoid_cpu", a)
         ctx.save_for_backward(a)
         xp = a._xp
-        return xp.minimum(x, 0) - xp.log1p(xp.exp(-xp.abs(x)))
+        # (torch allocates the result, and its buffer, contiguous)
+        return row_major(xp.minimum(x, 0) - xp.log1p(xp.exp(-xp.abs(x))))
 
     @staticmethod
     def backward(ctx, grad):

@@ -6,6 +6,7 @@ from .. import backends
 from ..autograd.function import Op
 from ..autograd.quiet import silenced
 from . import _math
+from ._layout import preserved
 
 
 class ToDtype(Op):
@@ -13,16 +14,20 @@ class ToDtype(Op):
     array_backward = True
 
     @staticmethod
-    def inference_overload(a, dtype):  # (autograd/inference.py)
+    def inference_overload(a, dtype, contiguous=False):  # (autograd/inference.py)
         from .arith import copy_into_new
 
         return copy_into_new(a, dtype)
 
     @staticmethod
     @silenced
-    def forward(ctx, a, dtype):
+    def forward(ctx, a, dtype, contiguous=False):
+        """A copy as ``dtype``: in the input's layout, as torch's _to_copy keeps it, or
+        row-major for ``.to(memory_format=torch.contiguous_format)``."""
         ctx.input_dtype = a._array.dtype
-        return a._array.astype(dtype)
+        if contiguous:
+            return a._array.astype(dtype, order="C")
+        return preserved(a._array.astype(dtype), a._array)
 
     @staticmethod
     def backward(ctx, grad):

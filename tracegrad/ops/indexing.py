@@ -17,6 +17,7 @@ from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor  # ops load after Tensor is defined (tensor.py imports them)
 from . import _math
 from ._edges import select_edges
+from ._layout import iterator_layout, row_major
 from ._math import sum_to
 from ._operands import operands
 from ._saved import as_torch_int, show_saved
@@ -1026,7 +1027,9 @@ def _masked_fill(ctx, a, mask, value):
     fill = value._array if isinstance(value, Tensor) else value
     ctx.mask = mask._array
     ctx.save_for_backward(mask)
-    return a._xp.where(mask._array, a._xp.asarray(fill, dtype=a._array.dtype), a._array)
+    # (torch fills a contiguous clone of the input)
+    return row_major(a._xp.where(mask._array, a._xp.asarray(fill, dtype=a._array.dtype),
+                                 a._array))
 
 
 def _wrap_bool(array):
@@ -1049,7 +1052,7 @@ class Where(Op):
         ctx.save_for_backward(condition)
         ctx.shapes = (getattr(a, "shape", ()), getattr(b, "shape", ()))
         xp = condition._xp
-        return xp.where(cond, x, y)
+        return iterator_layout(xp.where(cond, x, y), cond, x, y)
 
     @staticmethod
     def backward(ctx, grad):

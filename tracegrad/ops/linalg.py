@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import operator
 
+from .._dtype import scalar_type_name
 from ..autograd.function import Op
 from ..autograd.quiet import FLOAT_ERRORS, retry, silenced
 from ..errors import DTypeError, ShapeError
 from . import _math
-from ._operands import broadcast_error, check_same_device
 from ._checks import wrap_dim
+from ._operands import broadcast_error, check_same_device
 from ._saved import show_dim_and_sizes, show_input_sizes, show_saved
 
 
@@ -216,7 +217,8 @@ class Dot(Op):
         if x.dtype is not y.dtype:
             raise DTypeError(
                 f"dot : expected both vectors to have same dtype, but found "
-                f"{_capitalized(a)} and {_capitalized(b)} ({a._describe()} and "
+                f"{scalar_type_name(a._array.dtype)} and {scalar_type_name(b._array.dtype)} "
+                f"({a._describe()} and "
                 f"{b._describe()}). Hint: convert one with .to().")
         save_operands(ctx, a, b)
         try:
@@ -229,11 +231,6 @@ class Dot(Op):
         a, b = ctx.saved_tensors
         needs = ctx.needs_input_grad
         return (grad * b if needs[0] else None, grad * a if needs[1] else None)
-
-
-def _capitalized(tensor) -> str:
-    return {"float32": "Float", "float64": "Double", "int64": "Long", "int32": "Int"}.get(
-        tensor.dtype.name, tensor.dtype.name)
 
 
 class Vdot(Dot):
@@ -324,9 +321,11 @@ def matmul(a, b):
         if dim_a == 1:
             return _folded(b_t, a)
         result = _folded(b_t, a.t())  # (torch's a.t(): TBackward0)
+        from .._memory_format import contiguous_format
         from .shape import Clone
 
-        return Clone.apply(Transpose.apply(result, -2, -1))
+        # (torch's ``.mT.contiguous()``: a row-major clone)
+        return Clone.apply(Transpose.apply(result, -2, -1), contiguous_format)
     return _batched(a, b, Expand, Reshape, Unsqueeze)
 
 

@@ -22,6 +22,7 @@ from ..errors import ShapeError
 from ..tensor import Tensor
 from . import _math
 from ._edges import select_edges
+from ._layout import row_major
 from ._saved import show_saved
 
 
@@ -162,7 +163,9 @@ class NativeLayerNorm(Op):
                 out *= weight._array
             if bias is not None:
                 out += bias._array
-        mean = mean.astype(x.dtype, copy=False)
+        # (torch allocates the output and its statistics contiguous, whatever the input)
+        out, mean, rstd = row_major(out), row_major(mean.astype(x.dtype, copy=False)), \
+            row_major(rstd)
         ctx.save_for_backward(input, weight, bias, Tensor._wrap(mean, False),
                               Tensor._wrap(rstd, False))
         ctx.mean, ctx.rstd, ctx.eps, ctx.axes = mean, rstd, eps, axes

@@ -12,6 +12,7 @@ from ..autograd.quiet import silenced
 from ..errors import DTypeError
 from ..tensor import Tensor
 from . import _math
+from ._layout import row_major
 from ._saved import as_torch_ints, show_saved
 from .reduce import normalize_dims
 from .unary import _quiet
@@ -66,7 +67,7 @@ class VectorNorm(Op):
                 result = (magnitude ** p).sum(axis=dims, keepdims=keepdim) ** (1.0 / p)
         if keepdim and dims is None:
             result = xp.reshape(result, (1,) * x.ndim)
-        return xp.asarray(result, dtype=x.dtype)
+        return row_major(xp.asarray(result, dtype=x.dtype))  # (torch's: contiguous)
 
     @staticmethod
     def backward(ctx, grad):

@@ -10,6 +10,7 @@ from __future__ import annotations
 from ..autograd.function import Op
 from ..errors import ShapeError
 from . import _math
+from ._layout import row_major
 from ._saved import as_torch_ints, show_saved
 
 
@@ -50,7 +51,9 @@ class ConstantPadNd(Op):
         widths = tuple((max(before, 0), max(after, 0)) for before, after in pairs)
         if not any(b or e for b, e in widths):
             return cropped.copy()
-        return a._xp.pad(cropped, widths, constant_values=value).astype(x.dtype, copy=False)
+        # (torch writes into a fresh contiguous tensor)
+        return row_major(a._xp.pad(cropped, widths, constant_values=value)
+                         .astype(x.dtype, copy=False))
 
     @staticmethod
     def backward(ctx, grad):

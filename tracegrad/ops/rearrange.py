@@ -11,6 +11,7 @@ from ..autograd.function import Op
 from ..errors import ArgumentTypeError, InvalidValueError, ShapeError
 from . import _math
 from ._checks import wrap_dim
+from ._layout import preserved, row_major
 from ._saved import as_torch_int, as_torch_ints, show_given, show_input_sizes, show_saved
 
 
@@ -36,7 +37,7 @@ class Flip(Op):
         ctx.axes = axes
         if not axes:
             return a._array.copy()
-        return a._xp.flip(a._array, axis=axes).copy()
+        return preserved(a._xp.flip(a._array, axis=axes).copy(), a._array)  # (as torch's)
 
     @staticmethod
     def backward(ctx, grad):
@@ -58,7 +59,7 @@ class Roll(Op):
                     f"roll: shifts and dims must align. shifts: {len(shifts)}, dims: 0 "
                     f"({a._describe()}). Hint: give one dim per shift.")
             ctx.shifts, ctx.axes = shifts, None
-            return a._xp.roll(x, shifts[0])
+            return row_major(a._xp.roll(x, shifts[0]))  # (torch: a contiguous result)
         axes = (dims,) if isinstance(dims, int) else tuple(dims)
         if len(axes) != len(shifts):
             raise InvalidValueError(
@@ -66,7 +67,7 @@ class Roll(Op):
                 f"({a._describe()}). Hint: give one dim per shift.")
         axes = tuple(wrap_dim(d, x.ndim, a) for d in axes)
         ctx.shifts, ctx.axes = shifts, axes
-        return a._xp.roll(x, shifts, axis=axes)
+        return row_major(a._xp.roll(x, shifts, axis=axes))
 
     @staticmethod
     def backward(ctx, grad):
@@ -119,7 +120,7 @@ class Tril(Op):
     def forward(ctx, a, diagonal=0):
         _check_matrix("tril", a)
         ctx.diagonal = diagonal
-        return a._xp.tril(a._array, diagonal)
+        return row_major(a._xp.tril(a._array, diagonal))  # (torch: a contiguous result)
 
     @staticmethod
     def backward(ctx, grad):
@@ -135,7 +136,7 @@ class Triu(Op):
     def forward(ctx, a, diagonal=0):
         _check_matrix("triu", a)
         ctx.diagonal = diagonal
-        return a._xp.triu(a._array, diagonal)
+        return row_major(a._xp.triu(a._array, diagonal))
 
     @staticmethod
     def backward(ctx, grad):

@@ -8,6 +8,7 @@ from ..autograd.quiet import restore, silence, silenced
 from ..errors import ShapeError
 from . import _math
 from ._checks import wrap_dim
+from ._layout import row_major
 from ._saved import as_torch_int, as_torch_ints, show_saved
 
 
@@ -71,17 +72,6 @@ def _accumulate_dtype(array):
     return "int64" if array.dtype.kind in "biu" else None
 
 
-def _laid_out(result):
-    """A reduction's result in row-major order: torch allocates a reduction's output
-    contiguous, where NumPy's follows the input's layout (a permuted input would give a
-    permuted result, and then ``stride()``, ``is_contiguous()`` and the node ``reshape``
-    records would differ from torch's)."""
-    flags = getattr(result, "flags", None)
-    if flags is not None and not flags.c_contiguous:
-        return result.copy(order="C")
-    return result
-
-
 class Sum(Op):
     node_name = "SumBackward1"
     array_backward = True
@@ -95,7 +85,7 @@ class Sum(Op):
         ctx._dim = dim  # as given: grad_fn._saved_dim shows it
         token = silence()  # an overflowing or inf - inf sum is inf/nan in torch, silently
         try:
-            return _laid_out(x.sum(axis=dims, keepdims=keepdim,
+            return row_major(x.sum(axis=dims, keepdims=keepdim,
                                    dtype=dtype or _accumulate_dtype(x)))
         finally:
             restore(token)
@@ -136,7 +126,7 @@ class Mean(Op):
         ctx.count = max(count, 1)
         token = silence()  # (as Sum's)
         try:
-            return _laid_out(x.mean(axis=dims, keepdims=keepdim))
+            return row_major(x.mean(axis=dims, keepdims=keepdim))
         finally:
             restore(token)
 
@@ -319,7 +309,7 @@ class Prod(Op):
         ctx.save_for_backward(a)
         axis = wrap_dim(dim, x.ndim, a)
         ctx.dims, ctx.keepdim = ((axis,) if x.ndim else None), keepdim
-        return _laid_out(x.prod(axis=axis if x.ndim else None, keepdims=keepdim, dtype=dtype))
+        return row_major(x.prod(axis=axis if x.ndim else None, keepdims=keepdim, dtype=dtype))
 
     @staticmethod
     def backward(ctx, grad):
@@ -420,7 +410,7 @@ class Amax(Op):
         ctx.save_for_backward(a)
         ctx.dims, ctx.keepdim = dims, keepdim
         reduce = x.max if ctx._function._reduce == "max" else x.min
-        return _laid_out(reduce(axis=dims, keepdims=keepdim))
+        return row_major(reduce(axis=dims, keepdims=keepdim))
 
     @staticmethod
     def backward(ctx, grad):
@@ -469,8 +459,8 @@ class Aminmax(Op):
         dims = None if dim is None or not x.ndim else (wrap_dim(dim, x.ndim, a),)
         ctx.save_for_backward(a)
         ctx.dims, ctx.keepdim, ctx.given = dims, keepdim, dim
-        low = _laid_out(x.min(axis=dims, keepdims=keepdim))
-        high = _laid_out(x.max(axis=dims, keepdims=keepdim))
+        low = row_major(x.min(axis=dims, keepdims=keepdim))
+        high = row_major(x.max(axis=dims, keepdims=keepdim))
         if keepdim and dims is None:
             low, high = low.reshape((1,) * x.ndim), high.reshape((1,) * x.ndim)
         ctx.low, ctx.high = low, high
@@ -502,9 +492,9 @@ class Nansum(Op):
         ctx.save_for_backward(a)
         ctx.dims, ctx.keepdim = dims, keepdim
         if x.dtype.kind != "f":
-            return _laid_out(x.sum(axis=dims, keepdims=keepdim,
+            return row_major(x.sum(axis=dims, keepdims=keepdim,
                                    dtype=dtype or _accumulate_dtype(x)))
-        result = _laid_out(a._xp.nansum(x, axis=dims, keepdims=keepdim, dtype=dtype))
+        result = row_major(a._xp.nansum(x, axis=dims, keepdims=keepdim, dtype=dtype))
         if keepdim and dims is None:
             result = result.reshape((1,) * x.ndim)
         return result

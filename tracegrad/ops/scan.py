@@ -14,6 +14,7 @@ from ..autograd.quiet import silenced
 from ..tensor import Tensor
 from . import _math
 from ._checks import wrap_dim
+from ._layout import row_major
 from ._saved import as_torch_int, show_saved
 
 
@@ -50,7 +51,7 @@ class Cumsum(Op):
             return x.astype(dtype) if dtype is not None else x.copy()
         axis = _axis(a, dim)
         ctx.axis, ctx.input_dtype = axis, x.dtype
-        return a._xp.cumsum(x, axis=axis, dtype=dtype)
+        return row_major(a._xp.cumsum(x, axis=axis, dtype=dtype))
 
     @staticmethod
     def backward(ctx, grad):
@@ -80,7 +81,7 @@ class Cumprod(Op):
             return x.astype(dtype) if dtype is not None else x.copy()
         axis = _axis(a, dim)
         ctx.axis = axis
-        return a._xp.cumprod(x, axis=axis, dtype=dtype)
+        return row_major(a._xp.cumprod(x, axis=axis, dtype=dtype))
 
     @staticmethod
     def backward(ctx, grad):
@@ -138,7 +139,7 @@ class Cummax(Op):
             ctx.axis, ctx.index = 0, None
             return x.copy(), xp.zeros((), np.int64)
         axis = _axis(a, dim)
-        values, indices = _running_extreme(xp, x, axis, ctx._function._pick)
+        values, indices = map(row_major, _running_extreme(xp, x, axis, ctx._function._pick))
         ctx.axis, ctx.index = axis, indices
         return values, indices
 
@@ -203,8 +204,8 @@ class Logcumsumexp(Op):
         axis = _axis(a, dim)
         ctx.axis = axis
         xp = a._xp
-        return xp.logaddexp.accumulate(x, axis=axis) if xp is np else \
-            _logcumsumexp_stable(xp, x, axis)
+        return row_major(xp.logaddexp.accumulate(x, axis=axis) if xp is np else
+                         _logcumsumexp_stable(xp, x, axis))
 
     @staticmethod
     def backward(ctx, grad):

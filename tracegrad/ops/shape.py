@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from .. import _memory_format
 from ..autograd.function import Op
 from ..errors import ShapeError
 from . import _math
 from ._checks import expand_shape, narrow_start  # torch's input checks (issue 16)
+from ._layout import preserved, row_major
 from ._saved import as_torch_int, as_torch_ints, show_given, show_input_sizes, show_saved
 
 
@@ -116,7 +118,8 @@ def reshape(tensor, shape):
         return View.apply(tensor, shape=shape)
     if array.shape == shape or _reshaped_view(array, shape) is not None:
         return ReshapeAlias.apply(tensor, shape=shape)
-    return UnsafeView.apply(Clone.apply(tensor), shape=shape)
+    # (torch's ``clone(at::MemoryFormat::Contiguous)``, then the view)
+    return UnsafeView.apply(Clone.apply(tensor, _memory_format.contiguous_format), shape=shape)
 
 
 class Reshape:
@@ -315,12 +318,15 @@ class Clone(Op):
         return copy_into_new(a)
 
     @staticmethod
-    def forward(ctx, a):
-        return a._array.copy()
+    def forward(ctx, a, memory_format=None):
+        # torch.preserve_format (the default): the input's layout, as torch's empty_like
+        if memory_format is None or memory_format is _memory_format.preserve_format:
+            return preserved(a._array.copy(order="K"), a._array)
+        return a._array.copy()  # torch.contiguous_format
 
     @staticmethod
     def backward(ctx, grad):
-        return (grad,)
+        return (grad, None)
 
 
 class Cat(Op):
@@ -352,8 +358,9 @@ class Cat(Op):
                 from .. import _dtype
 
                 dtype = _dtype.promote(dtype, array.dtype)
-        return tensors[0]._xp.concatenate([a.astype(dtype, copy=False) for a in arrays],
-                                          axis=axis)
+        # (torch writes into a fresh contiguous tensor; NumPy keeps its inputs' layout)
+        return row_major(tensors[0]._xp.concatenate(
+            [a.astype(dtype, copy=False) for a in arrays], axis=axis))
 
     @staticmethod
     def backward(ctx, grad):
@@ -387,7 +394,7 @@ class Stack(Op):
                     f"entry 0 and {list(tensor._array.shape)} at entry {index}")
         axis = wrap_dim(dim, len(first) + 1)
         ctx.axis = axis
-        return tensors[0]._xp.stack([t._array for t in tensors], axis=axis)
+        return row_major(tensors[0]._xp.stack([t._array for t in tensors], axis=axis))
 
     @staticmethod
     def backward(ctx, grad):

@@ -23,6 +23,7 @@ from ..autograd.function import Op
 from ..errors import InvalidValueError
 from ..tensor import Tensor
 from ._checks import wrap_dim
+from ._layout import preserved, row_major
 from ._saved import show_dim_and_sizes
 from .indexing import scatter_into
 
@@ -64,7 +65,9 @@ class Sort(Op):
         axis = wrap_dim(dim, x.ndim, a)
         index = sort_indices(xp, x, axis, descending)
         ctx.axis, ctx.index = axis, index
-        return xp.take_along_axis(x, index, axis=axis), index.astype(np.int64)
+        # (values and indices in the input's layout, as torch's sort allocates them)
+        return preserved(xp.take_along_axis(x, index, axis=axis), x), \
+            preserved(index.astype(np.int64), x)
 
     @staticmethod
     def backward(ctx, grad, _indices_grad=None):
@@ -108,7 +111,8 @@ class Topk(Op):
         order = sort_indices(xp, x, axis, descending=largest)
         index = xp.take(order, xp.arange(k), axis=axis)
         ctx.axis, ctx.index = axis, index
-        return xp.take_along_axis(x, index, axis=axis), index.astype(np.int64)
+        return row_major(xp.take_along_axis(x, index, axis=axis)), \
+            row_major(index.astype(np.int64))  # (torch's topk: contiguous results)
 
     @staticmethod
     def backward(ctx, grad, _indices_grad=None):

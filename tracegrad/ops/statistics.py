@@ -22,6 +22,7 @@ from ..errors import ArgumentTypeError, AutogradError, DTypeError, ShapeError
 from ..tensor import Tensor
 from . import _math
 from ._checks import wrap_dim
+from ._layout import row_major
 from ._saved import as_torch_int, as_torch_ints, show_dim_and_sizes, show_saved
 from .indexing import scatter_into
 from .reduce import _product, normalize_dims
@@ -77,7 +78,8 @@ def _variance(x, dims, keepdim, correction, op_name: str = "var"):
         centered = x - mean
         variance = (centered * centered).sum(axis=dims, keepdims=keepdim) / \
             _degrees_of_freedom(count, correction, op_name)
-    return variance, mean
+    # (torch allocates the results contiguous; NumPy's follow a permuted input's layout)
+    return row_major(variance), row_major(mean)
 
 
 class Var(Op):
@@ -256,8 +258,8 @@ class Logsumexp(Op):
         peak = xp.where(xp.isfinite(peak), peak, 0)
         with np.errstate(divide="ignore"):
             total = xp.log(xp.exp(x - peak).sum(axis=dims, keepdims=True)) + peak
-        return total if keepdim else total.reshape(
-            tuple(s for i, s in enumerate(x.shape) if i not in (dims or range(x.ndim))))
+        return row_major(total if keepdim else total.reshape(
+            tuple(s for i, s in enumerate(x.shape) if i not in (dims or range(x.ndim)))))
 
     @staticmethod
     def backward(ctx, grad):

@@ -11,6 +11,7 @@ from ..backends import kernels
 from . import _math
 from ._checks import wrap_dim
 from ._edges import select_edges
+from ._layout import row_major
 from ._math import sum_to
 from ._operands import broadcast_error, operands
 from ._saved import as_torch_int, show_saved
@@ -516,7 +517,7 @@ class Softmax(Op):
 
     @staticmethod
     def forward(ctx, a, dim):
-        x = _float(a)
+        x = row_major(_float(a))  # torch's softmax works on (and gives) a contiguous copy
         axis = wrap_dim(dim, x.ndim, a)
         ctx.axis, ctx._dim = axis, dim  # _dim as given: grad_fn._saved_dim shows it
         xp = a._xp
@@ -544,7 +545,7 @@ class LogSoftmax(Op):
 
     @staticmethod
     def forward(ctx, a, dim):
-        x = _float(a)
+        x = row_major(_float(a))  # torch's softmax works on (and gives) a contiguous copy
         axis = wrap_dim(dim, x.ndim, a)
         ctx.axis, ctx._dim = axis, dim  # _dim as given: grad_fn._saved_dim shows it
         xp = a._xp

@@ -1,0 +1,153 @@
+"""The memory layout (strides) of an op's result, as PyTorch allocates it.
+
+A result's layout is visible: ``stride()``, ``is_contiguous()``, whether ``view`` works, and
+the node a later ``reshape`` records (ViewBackward0, ReshapeAliasBackward0, or a clone and
+UnsafeViewBackward0) all follow from it. NumPy and PyTorch agree while every operand is
+row-major, which is the common case; they part where an operand is permuted or strided:
+
+* ops PyTorch builds on its TensorIterator (elementwise ops, ``where``, ``lerp``, ``clone``
+  keeping the format, ...) give the result the layout of their operands, the first operand
+  deciding where two disagree (``iterator_layout``); NumPy prefers row-major when its
+  operands disagree;
+* ops PyTorch writes into a fresh ``empty(sizes)`` (scans, softmax, layer_norm, cat,
+  reductions, ...) give a row-major result whatever the input (``row_major``); NumPy's
+  ufunc-built versions of them keep the input's layout instead.
+"""
+
+from __future__ import annotations
+
+from ..backends import array_module
+
+
+def row_major(result):
+    """``result``, copied to row-major (C) order if it is not in it: the layout of an op
+    PyTorch allocates with ``empty(sizes)``. 0-d arrays and scalars pass through."""
+    flags = getattr(result, "flags", None)
+    if flags is not None and not flags.c_contiguous:
+        return result.copy(order="C")
+    return result
+
+
+def iterator_layout(result, *operands):
+    """``result``, copied to the layout PyTorch's TensorIterator gives an op's output when
+    ``operands`` (arrays broadcastable to ``result``'s shape, or numbers) are its inputs in
+    order; ``result`` itself when its strides are already those.
+
+    Cheap in the common case: operands of the result's shape, all row-major, give a
+    row-major result (TensorIterator's fast set-up). A number or a 0-d operand turns the
+    fast set-up off, as a wrapped scalar does in torch: then the strides of size-1
+    dimensions count too."""
+    arrays = [op for op in operands if getattr(op, "ndim", 0)]
+    shape = result.shape
+    same_shape = len(arrays) == len(operands) and all(array.shape == shape for array in arrays)
+    if same_shape and all(array.flags.c_contiguous for array in arrays):
+        return row_major(result)
+    return _laid_out(result, _iterator_strides(shape, result.itemsize, arrays, same_shape))
+
+
+def preserved(result, source):
+    """``result`` (of ``source``'s shape), laid out as PyTorch lays out a copy of ``source``
+    that keeps its format (``clone()``, ``empty_like``, ``sort``): ``source``'s own strides
+    when it is non-overlapping and dense, else dense strides in the order of its strides
+    (``infer_dense_strides``)."""
+    if source.flags.c_contiguous:
+        return row_major(result)
+    return _laid_out(result, _iterator_strides(source.shape, result.itemsize, [source], True))
+
+
+def _laid_out(result, strides):
+    """``result`` with these byte strides (None: row-major), copied only if it differs."""
+    if strides is None:
+        return row_major(result)
+    if strides == result.strides:
+        return result
+    out = _empty_strided(result, strides)
+    out[...] = result
+    return out
+
+
+def _iterator_strides(shape, itemsize, arrays, same_shape):
+    """Byte strides (for items of ``itemsize``) of an output of ``shape`` laid out as
+    TensorIterator lays it out for the input ``arrays`` (``same_shape``: all of them, and
+    nothing else, of the output's shape); None for a row-major result."""
+    ndim = len(shape)
+    if ndim <= 1:
+        return None
+    # The operands' strides in elements, broadcast to the output's shape: a broadcast
+    # dimension has stride 0; a size-1 dimension of the output keeps the operand's own.
+    strides = []
+    for array in arrays:
+        own = array.strides
+        lead = ndim - len(own)
+        row = [0] * lead
+        for axis, (size, step) in enumerate(zip(array.shape, own)):
+            row.append(0 if size == 1 and shape[lead + axis] != 1 else step // array.itemsize)
+        strides.append(row)
+    if same_shape and _same_dense_layout(arrays, strides):
+        # TensorIterator's fast set-up: the output takes the inputs' strides as they are
+        return tuple(step * itemsize for step in strides[0])
+    # Insertion sort of the dimensions, fastest-moving first (reorder_dimensions): the
+    # first operand whose strides tell two dimensions apart decides; between equal strides
+    # the smaller dimension goes first.
+    perm = list(range(ndim - 1, -1, -1))
+
+    def should_swap(dim0, dim1):
+        for row in strides:
+            stride0, stride1 = row[dim0], row[dim1]
+            if stride0 == 0 or stride1 == 0:
+                continue
+            if stride0 < stride1:
+                return -1
+            if stride0 > stride1:
+                return 1
+            if shape[dim0] > shape[dim1]:
+                return 1
+        return 0
+
+    for i in range(1, ndim):
+        dim1 = i
+        for dim0 in range(i - 1, -1, -1):
+            comparison = should_swap(perm[dim0], perm[dim1])
+            if comparison > 0:
+                perm[dim0], perm[dim1] = perm[dim1], perm[dim0]
+                dim1 = dim0
+            elif comparison < 0:
+                break
+    if perm == list(range(ndim - 1, -1, -1)):
+        return None
+    out = [0] * ndim
+    step = itemsize
+    for dim in perm:
+        out[dim] = step
+        step *= shape[dim]
+    return tuple(out)
+
+
+def _same_dense_layout(arrays, strides):
+    """Inputs all non-overlapping and dense with identical strides in elements
+    (TensorIterator's fast set-up, which gives the output those)."""
+    return _non_overlapping_and_dense(arrays[0]) and \
+        all(row == strides[0] for row in strides[1:])
+
+
+def _non_overlapping_and_dense(array):
+    """PyTorch's ``is_non_overlapping_and_dense``: some order of the dimensions makes the
+    array one dense block (size-1 dimensions ignored)."""
+    if array.flags.c_contiguous or array.flags.f_contiguous:
+        return True
+    dims = sorted((step, size) for size, step in zip(array.shape, array.strides) if size != 1)
+    expected = array.itemsize
+    for step, size in dims:
+        if step != expected:
+            return False
+        expected *= size
+    return True
+
+
+def _empty_strided(like, strides):
+    """An uninitialized array shaped and typed as ``like`` with the dense byte ``strides``
+    given (a size-1 dimension's stride included, which a transposed row-major block could
+    not always give)."""
+    xp = array_module(like)
+    flat = xp.empty(like.size, dtype=like.dtype)
+    return xp.lib.stride_tricks.as_strided(flat, like.shape, strides)
