@@ -246,13 +246,8 @@ LAYERS = [
 ]
 
 
-# Where torch's graph has a node tracegrad does not make (yet), and why.
-KNOWN_NAME_DIFFERENCES = {
-    "linear-3d": "torch views matmul's result with _unsafe_view (UnsafeViewBackward0); "
-                 "tracegrad records a ViewBackward0",
-    "rnn-relu-batch-first": "torch's rnn_relu kernel transposes its output in place "
-                            "(TransposeBackward1); tracegrad records a TransposeBackward0",
-}
+# Where torch's graph has a node tracegrad does not make (yet), and why: none now.
+KNOWN_NAME_DIFFERENCES: dict = {}
 
 
 @pytest.mark.parametrize("name, make, shapes", LAYERS, ids=[c[0] for c in LAYERS])

@@ -593,13 +593,16 @@ COMPOSITES: dict[str, list[Case]] = {
     "var": [Case(((3, 4),), lambda L, x: x.var(1)),
             Case(((3, 4),), lambda L, x: L.var(x, unbiased=False))],
     "std": [Case(((3, 4),), lambda L, x: x.std(0, keepdim=True))],
-    "flatten": [Case(((2, 3, 4),), lambda L, x: x.flatten(1))],
+    "flatten": [Case(((2, 3, 4),), lambda L, x: x.flatten(1)),
+                Case(((2, 3, 4),), lambda L, x: x.flatten(1, 1) * 2),
+                Case(((3,),), lambda L, x: x.flatten() * 2)],
     "expand_as": [Case(((3, 1), (3, 4)), lambda L, a, b: a.expand_as(b) * b)],
     "contiguous": [Case(((3, 4),), lambda L, x: x.t().contiguous())],
     "nanmean": [Case(((3, 4),), lambda L, x: x.nanmean(1))],
     "repeat_interleave": [Case(((2, 3),), lambda L, x: x.repeat_interleave(2, dim=1)),
                           Case(((2, 3),), lambda L, x: L.repeat_interleave(x, 2)),
-                          Case(((3,),), lambda L, x: x.repeat_interleave(L.tensor([1, 0, 2])))],
+                          Case(((3,),), lambda L, x: x.repeat_interleave(L.tensor([1, 0, 2]))),
+                          Case(((3,),), lambda L, x: x.repeat_interleave(2))],
     "hstack": [Case(((2, 3), (2, 2)), lambda L, a, b: L.hstack([a, b]))],
     "vstack": [Case(((3,), (2, 3)), lambda L, a, b: L.vstack([a, b]))],
     "dstack": [Case(((2, 3), (2, 3)), lambda L, a, b: L.dstack([a, b]))],
@@ -613,7 +616,11 @@ COMPOSITES: dict[str, list[Case]] = {
     "meshgrid": [Case(((3,), (2,)), lambda L, a, b: L.meshgrid(a, b, indexing="ij")),
                  Case(((3,), (2,)), lambda L, a, b: L.meshgrid(a, b, indexing="xy"))],
     "cartesian_prod": [Case(((3,), (2,)), lambda L, a, b: L.cartesian_prod(a, b))],
-    "combinations": [Case(((4,),), lambda L, a: L.combinations(a, 2))],
+    "combinations": [Case(((4,),), lambda L, a: L.combinations(a, 2)),
+                     Case(((4,),), lambda L, a: L.combinations(a, 3)),
+                     Case(((3,),), lambda L, a: L.combinations(a, 2, with_replacement=True)),
+                     Case(((3,),), lambda L, a: L.combinations(a, 1)),
+                     Case(((2,),), lambda L, a: L.combinations(a, 3) + 1)],
     "tensor_split": [Case(((5, 3),), lambda L, x: x.tensor_split(3)),
                      Case(((5, 3),), lambda L, x: L.tensor_split(x, [1, 4], dim=0))],
     "select": [Case(((3, 4),), lambda L, x: x.select(1, 2))],
@@ -641,10 +648,16 @@ COMPOSITES: dict[str, list[Case]] = {
     "kron": [Case(((2, 3), (2, 2)), lambda L, a, b: L.kron(a, b))],
     "multi_dot": [Case(((2, 3), (3, 4), (4,)), lambda L, a, b, c: L.linalg.multi_dot([a, b, c]))],
     "matrix_power": [Case(((3, 3),), lambda L, x: L.linalg.matrix_power(x, 3)),
-                     Case(((3, 3),), lambda L, x: x.matrix_power(-2) if False else
-                          L.matrix_power(_sym(L, x), -1))],
+                     Case(((3, 3),), lambda L, x: L.matrix_power(_sym(L, x), -1)),
+                     Case(((2, 3, 3),), lambda L, x: L.linalg.matrix_power(x, 0) * x),
+                     Case(((3, 3),), lambda L, x: x.matrix_power(1)),
+                     Case(((3, 3),), lambda L, x: L.linalg.matrix_power(_sym(L, x), -3)),
+                     Case(((3, 3),), lambda L, x: L.linalg.matrix_power(x / 3, 7))],
     "matrix_norm": [Case(((3, 4),), lambda L, x: L.linalg.matrix_norm(x)),
                     Case(((3, 4),), lambda L, x: L.linalg.matrix_norm(x, 1)),
+                    Case(((2, 3, 4),), lambda L, x: L.linalg.matrix_norm(x, "nuc", keepdim=True)),
+                    Case(((2, 3, 4),), lambda L, x: L.linalg.matrix_norm(x, 2, (2, 0), True)),
+                    Case(((2, 3, 4),), lambda L, x: L.linalg.matrix_norm(x, -2, (1, 0))),
                     Case(((3, 4),), lambda L, x: L.linalg.norm(x, float("inf")))],
     "norm": [Case(((3, 4),), lambda L, x: x.norm())],
     "quantile": [Case(((3, 5),), lambda L, x: L.quantile(x, 0.3)),
@@ -663,16 +676,9 @@ COMPOSITES: dict[str, list[Case]] = {
     "float_power": [Case(((3, 4),), lambda L, x: L.float_power(x, 2)),
                     Case(((3, 4), (3, 4)), lambda L, a, b: a.float_power(b), positive=(0,))],
 }
-# grad_fn names that still differ from torch's, each with the area that owns the op. The
-# torch comparison asserts the name of every other case's outputs.
 # Cases whose graph (every node's name, walked breadth first from the outputs) differs from
 # torch's, and why; a test below keeps the list true.
-KNOWN_NAME_DIFFERENCES = {
-    ("Svd", 2): "torch's nuclear norm takes the svd of a permuted view (PermuteBackward0)",
-    ("repeat_interleave", 2): "torch indexes the input itself, with no flattening view",
-    ("combinations", 0): "torch selects through masks of an expanded grid (MaskedSelect)",
-    ("matrix_power", 0): "torch ends square-and-multiply with a different pairing",
-}
+KNOWN_NAME_DIFFERENCES: dict = {}  # (name, index) -> why torch's graph differs; none now
 NO_DERIVATIVE = {(name, index) for name, cases in CASES.items()
                  for index, case in enumerate(cases) if case.no_derivative}
 

@@ -269,3 +269,47 @@ def test_iterator_layout_follows_tensor_iterator_on_random_layouts():
         wide = [dim for dim, size in enumerate(expected.shape) if size > 1]
         assert [ours.strides[dim] // 8 for dim in wide] == \
             [expected.stride()[dim] for dim in wide], (shape, [a.strides for a in arrays])
+
+
+def _matrix(lib, *batch):
+    count = 9 * int(np.prod(batch or (1,)))
+    return (lib.arange(float(count), dtype=lib.float64).reshape(*batch, 3, 3).sin()
+            + 2 * lib.eye(3, dtype=lib.float64)).requires_grad_()
+
+
+LAPACK = {
+    "inv": lambda L: L.linalg.inv(_matrix(L)),
+    "inv_batched": lambda L: L.linalg.inv(_matrix(L, 2)),
+    "inverse": lambda L: _matrix(L).inverse(),
+    "solve": lambda L: L.linalg.solve(_matrix(L), L.ones(3, 2, dtype=L.float64)),
+    "solve_batched": lambda L: L.linalg.solve(_matrix(L, 2), L.ones(2, 3, 4, dtype=L.float64)),
+    "solve_vector": lambda L: L.linalg.solve(_matrix(L), L.ones(3, dtype=L.float64)),
+    "cholesky": lambda L: L.linalg.cholesky(_matrix(L) @ _matrix(L).mT),
+    "cholesky_upper": lambda L: L.linalg.cholesky(_matrix(L) @ _matrix(L).mT, upper=True),
+    "cholesky_inverse": lambda L: L.cholesky_inverse(L.linalg.cholesky(
+        _matrix(L) @ _matrix(L).mT)),
+    "qr_q": lambda L: L.linalg.qr(_matrix(L)[:, :2])[0],
+    "qr_r": lambda L: L.linalg.qr(_matrix(L)[:, :2])[1],
+    "qr_complete": lambda L: L.linalg.qr(_matrix(L)[:, :2], mode="complete")[0],
+    "qr_r_mode": lambda L: L.linalg.qr(_matrix(L), mode="r")[1],
+    "svd_u": lambda L: L.linalg.svd(_matrix(L))[0],
+    "svd_vh_wide": lambda L: L.linalg.svd(_matrix(L)[:2], full_matrices=False)[2],
+    "svd_vh_batched": lambda L: L.linalg.svd(_matrix(L, 2))[2],
+    "eigh": lambda L: L.linalg.eigh(_matrix(L) + _matrix(L).mT)[1],
+    "eigh_batched": lambda L: L.linalg.eigh((_matrix(L) + _matrix(L).mT).expand(2, 3, 3))[1],
+    "lstsq": lambda L: L.linalg.lstsq(_matrix(L, 2), L.ones(2, 3, 2, dtype=L.float64)).solution,
+    "pinv": lambda L: L.linalg.pinv(_matrix(L)),
+    "det": lambda L: L.linalg.det(_matrix(L, 2)),
+}
+
+
+@pytest.mark.parametrize("name", LAPACK)
+def test_factors_and_solutions_column_major_as_torch(name):
+    """torch's LAPACK-backed ops return each matrix column-major (strides (..., 1, rows)):
+    ``view(-1)`` of an inverse fails in torch, and here."""
+    results = {}
+    for lib in (torch, tg):
+        out = LAPACK[name](lib)
+        results[lib] = (tuple(out.shape), out.stride(), out.is_contiguous(),
+                        out.grad_fn.name())
+    assert results[tg] == results[torch]

@@ -887,26 +887,29 @@ def cartesian_prod(*tensors):
     return stack([g.reshape(-1) for g in grids], dim=1)
 
 def combinations(input, r=2, with_replacement=False):
-    """Every r-element combination of a 1-D tensor's elements, one per row."""
-    import itertools
+    """Every r-element combination of a 1-D tensor's elements, one per row -- built as
+    torch builds it, so the graph is torch's: an "ij" meshgrid of r copies of the input
+    (ViewBackward0, ExpandBackward0), each masked to the grid's increasing (with
+    replacement: non-decreasing) index tuples (MaskedSelectBackward0), stacked as columns."""
+    from .errors import InvalidValueError, ShapeError
 
     if input._array.ndim != 1:
-        from .errors import ShapeError
-
         raise ShapeError(f"Expect a 1D vector, but got shape {list(input.shape)} "
                          f"({input._describe()})")
+    if r < 0:
+        raise InvalidValueError(f"Expect a non-negative number, but got {r}")
+    xp = input._xp
+    if r == 0:
+        return Tensor._wrap(xp.zeros((0,), dtype=input._array.dtype), False)
     length = input._array.shape[0]
-    chooser = itertools.combinations_with_replacement if with_replacement else \
-        itertools.combinations
-    picks = list(chooser(range(length), r))
-    if not picks or r == 0:
-        return Tensor._wrap(input._xp.zeros((0,) if r == 0 else (0, r),
-                                            dtype=input._array.dtype), False)
-    import numpy as np
-
-    columns = np.asarray(picks, dtype=np.int64).T
-    return stack([input.index_select(0, Tensor._wrap(input._xp.asarray(column), False))
-                  for column in columns], dim=1)
+    # torch's _triu_mask: True where i < j < k ... (or i <= j <= k ... with replacement)
+    indices = xp.meshgrid(*([xp.arange(length)] * r), indexing="ij")
+    mask = xp.ones((length,) * r, dtype=bool)
+    for before, after in zip(indices, indices[1:]):
+        mask &= (before <= after) if with_replacement else (before < after)
+    mask = Tensor._wrap(mask, False)
+    return stack([grid.masked_select(mask)
+                  for grid in meshgrid(*([input] * r), indexing="ij")], dim=1)
 
 # -- linear algebra ----------------------------------------------------------------------
 def mv(input, vec):

@@ -228,13 +228,13 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan: bool):
         weights = np.full_like(ranks, 0.5) if interpolation == "midpoint" else \
             (ranks - below).astype(ranks.dtype)
         above = ordered.gather(-1, _wrap(np.ceil(ranks).astype(np.int64)))
-        result = result.lerp(above, _wrap(weights))
-    from .ops.linalg import SqueezeInPlace
-    from .ops.statistics import TransposeInPlace, UnsqueezeInPlace
+        result = result.lerp_(above, _wrap(weights))  # (in place, as torch: one version more)
+    from .ops.shape import SqueezeInPlace, TransposeInPlace, UnsqueezeInPlace, in_place
 
     if levels.ndim == 0:
-        return SqueezeInPlace.apply(result, dim=-1)
-    return SqueezeInPlace.apply(TransposeInPlace.apply(UnsqueezeInPlace.apply(result)), dim=-1)
+        return in_place(SqueezeInPlace, result, -1)
+    return in_place(SqueezeInPlace, in_place(TransposeInPlace, in_place(
+        UnsqueezeInPlace, result, 0), 0, -1), -1)
 
 
 def cov(input, *, correction=1, fweights=None, aweights=None):

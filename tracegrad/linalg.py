@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from collections import namedtuple
 
+from ._memory_format import contiguous_format
 from ._unsupported import missing_attribute
 from .errors import ArgumentTypeError, InvalidValueError, LinAlgError, ShapeError
 from .ops import decompositions as _decompositions
@@ -177,15 +178,21 @@ def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *,
         dims = tuple(wrap_dim(d, A._array.ndim) for d in dims)
         return _norms.VectorNorm.apply(A, 2, dims, keepdim, None)
     if ord == "nuc" or ord in (2, -2):
-        moved = _to_last_two(A, dims)
-        singular = _decompositions.Svd.apply(moved, False, False)
-        if ord == "nuc":
-            result = singular.sum(dim=-1)
-        elif ord == 2:
-            result = singular.amax(dim=-1)
-        else:
-            result = singular.amin(dim=-1)
-        return _restore_dims(result, A, dims, keepdim)
+        # torch's steps: the two dims permuted to the end (always: PermuteBackward0 even
+        # for (-2, -1)), svdvals, a reduction over them, and with keepdim the reduced dims
+        # put back by one unsqueeze and the inverse permutation
+        from .ops.shape import wrap_dim
+
+        row, column = (wrap_dim(d, A._array.ndim) for d in dims)
+        order = [d for d in range(A._array.ndim) if d not in (row, column)] + [row, column]
+        singular = _decompositions.Svd.apply(A.permute(*order), False, False)
+        reduce = singular.sum if ord == "nuc" else \
+            singular.amax if ord == 2 else singular.amin
+        result = reduce(dim=-1, keepdim=keepdim)
+        if keepdim:
+            inverse = sorted(range(len(order)), key=order.__getitem__)
+            result = result.unsqueeze(-1).permute(*inverse)
+        return result
     if ord in (1, -1, math.inf, -math.inf):
         from .ops.shape import wrap_dim
 
@@ -198,23 +205,6 @@ def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *,
         pick = sums.amax if ord > 0 else sums.amin
         return pick(dim=reduced_dim, keepdim=keepdim)
     raise InvalidValueError(f"linalg.matrix_norm: Order {ord} not supported.")
-
-
-def _to_last_two(A, dims):
-    from .ops.shape import wrap_dim
-
-    row, column = (wrap_dim(d, A._array.ndim) for d in dims)
-    order = [d for d in range(A._array.ndim) if d not in (row, column)] + [row, column]
-    return A.permute(*order) if order != list(range(A._array.ndim)) else A
-
-
-def _restore_dims(result, A, dims, keepdim):
-    if not keepdim:
-        return result
-    from .ops.shape import wrap_dim
-
-    row, column = sorted(wrap_dim(d, A._array.ndim) for d in dims)
-    return result.unsqueeze(row).unsqueeze(column)
 
 
 def norm(A: Tensor, ord=None, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
@@ -245,19 +235,29 @@ def matrix_power(A: Tensor, n: int) -> Tensor:
         raise ArgumentTypeError(f"matrix_power(): argument 'n' must be int, not "
                                 f"{type(n).__name__}")
     _decompositions._matrices("linalg.matrix_power", A)
+    # torch's steps, so the graph is torch's: n = 0 and 1 copy A (the identity is copied
+    # into A's clone, so the result stays in A's graph: CopyBackwards), -1 inverts, 2 and 3
+    # are fast paths, and larger powers square and multiply from the lowest bit.
     if n == 0:
-        identity = A._xp.eye(A._array.shape[-1], dtype=A._array.dtype)
-        return Tensor._wrap(A._xp.broadcast_to(identity, A._array.shape).copy(), False)
+        identity = Tensor._wrap(A._xp.eye(A._array.shape[-1], dtype=A._array.dtype), False)
+        return A.clone(memory_format=contiguous_format).copy_(identity)
+    if n == 1:
+        return A.clone(memory_format=contiguous_format)
+    if n == -1:
+        return inv(A)
     base = inv(A) if n < 0 else A
-    result = None
-    power = base
     remaining = abs(n)
-    while remaining:  # square-and-multiply, as torch does
-        if remaining & 1:
-            result = power if result is None else _products.matmul(result, power)
+    if remaining == 2:
+        return _products.matmul(base, base)
+    if remaining == 3:
+        return _products.matmul(_products.matmul(base, base), base)
+    result = power = None
+    while remaining:
+        bit = remaining & 1
         remaining >>= 1
-        if remaining:
-            power = _products.matmul(power, power)
+        power = base if power is None else _products.matmul(power, power)
+        if bit:
+            result = power if result is None else _products.matmul(result, power)
     return result
 
 

@@ -118,7 +118,8 @@ class RearrangeMethods:
 
     def repeat_interleave(self, repeats, dim=None, *, output_size=None):
         """Each element (or slice along ``dim``) repeated ``repeats`` times."""
-        source = self if dim is not None else self.reshape(-1)
+        # (torch flattens first, and flatten gives a 1-d tensor itself: no view)
+        source = self if dim is not None else self.flatten()
         axis = shape.wrap_dim(dim, self._array.ndim) if dim is not None else 0
         if isinstance(repeats, Tensor) and repeats._array.ndim > 0:
             counts = repeats._array

@@ -35,11 +35,16 @@ class ShapeMethods:
 
     def flatten(self, start_dim=0, end_dim=-1):
         ndim = self._array.ndim
-        if ndim == 0:
-            return self.reshape(1)
         start, end = shape.wrap_dim(start_dim, ndim), shape.wrap_dim(end_dim, ndim)
         if start > end:
-            raise ValueError("flatten() has invalid args: start_dim cannot come after end_dim")
+            from ..errors import InvalidValueError
+
+            raise InvalidValueError(
+                "flatten() has invalid args: start_dim cannot come after end_dim")
+        if ndim == 0:
+            return self.reshape(1)
+        if start == end:  # nothing to merge: torch gives the tensor itself, no view
+            return self
         sizes = self._array.shape
         middle = 1
         for size in sizes[start:end + 1]:
@@ -118,10 +123,19 @@ class ShapeMethods:
         return shape.AsStrided.apply(self, tuple(size), tuple(stride), storage_offset)
 
     def stride(self, dim=None):
-        """Strides in elements, as torch gives them."""
-        itemsize = self._array.itemsize
-        strides = tuple(step // itemsize for step in self._array.strides)
-        return strides if dim is None else strides[shape.wrap_dim(dim, self._array.ndim)]
+        """Strides in elements, as torch gives them. An empty tensor's are row-major ones
+        (torch's, sizes of 0 counted as 1): NumPy gives an empty array zero strides."""
+        array = self._array
+        if array.size:
+            itemsize = array.itemsize
+            strides = tuple(step // itemsize for step in array.strides)
+        else:
+            strides, step = [], 1
+            for size in reversed(array.shape):
+                strides.append(step)
+                step *= max(size, 1)
+            strides = tuple(reversed(strides))
+        return strides if dim is None else strides[shape.wrap_dim(dim, array.ndim)]
 
     def storage_offset(self) -> int:
         """Where this tensor starts in its base's storage, in elements."""

@@ -135,8 +135,7 @@ def _check_inputs(inputs: tuple) -> None:
                 "point or complex. This check will likely fail if all the inputs are not of "
                 f"double precision floating point or complex. (tracegrad: input #{index} "
                 f"is {value.dtype.name}; call .double() on it.)", UserWarning, stacklevel=3)
-        array = value._array
-        if any(stride == 0 and size > 1 for stride, size in zip(array.strides, array.shape)):
+        if any(stride == 0 and size > 1 for stride, size in zip(value.stride(), value.shape)):
             raise AutogradError(
                 f"The {index}th input has a dimension with stride 0. gradcheck only supports "
                 "inputs that are non-overlapping to be able to compute the numerical "

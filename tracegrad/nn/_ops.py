@@ -78,21 +78,23 @@ def _bias_grad(grad, shape):
 
 
 def linear(input, weight, bias=None):
-    """``input @ weight.T + bias``; one AddmmBackward0 node for 2-D input with a bias."""
-    if input.ndim == 2 and bias is not None and bias.ndim <= 1:
-        return Addmm.apply(bias, input, weight.t())
-    if input.ndim == 2:
-        out = input.mm(weight.t())
-    elif input.ndim > 2 and weight.ndim == 2 and bias is not None and bias.ndim <= 1 and \
-            input.is_contiguous():
-        # torch folds a contiguous input's batch dims into one addmm and views it back;
-        # otherwise (no bias, or a strided input) it is matmul, then add (below)
-        flat = input.view(-1, input.shape[-1])
-        out = Addmm.apply(bias, flat, weight.t())
-        return out.view(tuple(input.shape[:-1]) + (weight.shape[0],))
-    else:
-        out = input.matmul(weight.t())
-    return out if bias is None else out + bias
+    """``input @ weight.T + bias``, by torch's steps, so the graph is torch's: one
+    AddmmBackward0 for a 2-D input with a bias; a contiguous input of another rank with a
+    bias folded to rows (ViewBackward0), one addmm, viewed back; otherwise matmul, then the
+    bias added in place (AddBackward0, the result at version 1)."""
+    ndim = input.ndim
+    if bias is not None:
+        if ndim == 2:
+            return Addmm.apply(bias, input, weight.t())
+        if input.is_contiguous() and (ndim == 3 or bias.ndim == 1):
+            sizes = tuple(input.shape)
+            rows = 1  # (a product, not -1: a view by -1 fails on a dim of size 0)
+            for size in sizes[:-1]:
+                rows *= size
+            out = Addmm.apply(bias, input.reshape(rows, sizes[-1]), weight.t())
+            return out.view(sizes[:-1] + (out.shape[1],))
+    out = input.mm(weight.t()) if ndim == 2 else input.matmul(weight.t())
+    return out if bias is None else out.add_(bias)
 
 
 def _linear_mismatch(input, weight_t) -> ShapeError:

@@ -19,7 +19,7 @@ import warnings
 
 from .. import factories
 from ..ops.recurrent import MkldnnRnnLayer
-from ..ops.shape import Cat, Stack
+from ..ops.shape import Cat, Stack, TransposeInPlace, in_place
 from ..tensor import Tensor
 from . import _cells, init
 from . import _functional_norm as F
@@ -176,7 +176,10 @@ class RNNBase(Module):
 
     def _finish(self, output: Tensor, states: tuple, batched: bool):
         if self.batch_first:
-            output = output.transpose(0, 1)
+            # torch's RNN and GRU kernels transpose their output in place (transpose_:
+            # TransposeBackward1, one version more); the LSTM module transposes a view
+            output = output.transpose(0, 1) if self.mode == "LSTM" else \
+                in_place(TransposeInPlace, output, 0, 1)
         if not batched:
             output = output.squeeze(0 if self.batch_first else 1)
             states = tuple(state.squeeze(1) for state in states)

@@ -28,6 +28,17 @@ def row_major(result):
     return result
 
 
+def column_major(result):
+    """``result`` (2 or more dims) with each matrix column-major, batches outermost: the
+    layout of the factors and solutions PyTorch's LAPACK-backed ops return (inv, solve,
+    cholesky, qr, svd, eigh, lstsq), strides ``(..., 1, rows)``."""
+    if getattr(result, "ndim", 0) < 2:
+        return result
+    flipped = result.swapaxes(-1, -2)
+    return flipped.copy(order="C").swapaxes(-1, -2) if not flipped.flags.c_contiguous \
+        else result
+
+
 def iterator_layout(result, *operands):
     """``result``, copied to the layout PyTorch's TensorIterator gives an op's output when
     ``operands`` (arrays broadcastable to ``result``'s shape, or numbers) are its inputs in

@@ -17,6 +17,7 @@ from ..autograd.quiet import silenced
 from ..errors import LinAlgError, ShapeError, UnsupportedDTypeError
 from ..tensor import Tensor
 from . import _math
+from ._layout import column_major
 from ._math import matmul  # Tensors (recorded, tracegrad.matmul) or arrays
 from ._saved import as_torch_int, show_saved
 
@@ -75,7 +76,7 @@ class Inv(Op):
     def forward(ctx, a):
         _matrices("linalg.inv", a)
         try:
-            return _linalg(a).inv(a._array)
+            return column_major(_linalg(a).inv(a._array))  # (LAPACK's layout, as torch's)
         except np.linalg.LinAlgError:
             raise LinAlgError(
                 f"linalg.inv: The diagonal element is zero, the inversion could not be "
@@ -189,7 +190,7 @@ class Solve(Op):
                 f"linalg.solve: Incompatible shapes of A and B for the equation AX = B "
                 f"({list(a._array.shape)} and {list(b._array.shape)}) ({a._describe()} and "
                 f"{b._describe()})") from None
-        return x[..., 0] if ctx.vector else x
+        return x[..., 0] if ctx.vector else column_major(x)
 
     @staticmethod
     def backward(ctx, grad):
@@ -225,7 +226,7 @@ class Cholesky(Op):
                 f"linalg.cholesky: The factorization could not be completed because the input "
                 f"is not positive-definite. ({a._describe()}) Hint: a covariance estimate may "
                 "need a small multiple of the identity added.") from None
-        return _swap_last(a._xp, lower) if upper else lower
+        return column_major(_swap_last(a._xp, lower) if upper else lower)
 
     @staticmethod
     def backward(ctx, grad):
@@ -259,8 +260,8 @@ class Qr(Op):
         ctx.save_for_backward(a)
         ctx.q, ctx.r = q, r
         if mode == "r":
-            return a._xp.zeros((0,), dtype=a._array.dtype), r
-        return q, r
+            return a._xp.zeros((0,), dtype=a._array.dtype), column_major(r)
+        return column_major(q), column_major(r)
 
     @staticmethod
     def backward(ctx, grad_q, grad_r):
@@ -324,7 +325,7 @@ class Svd(Op):
         ctx.full_matrices = full_matrices
         if not compute_uv:
             return s
-        return u, s, vh
+        return column_major(u), s, column_major(vh)
 
     @staticmethod
     def backward(ctx, *grads):
@@ -398,7 +399,7 @@ class Eigh(Op):
         ctx.uplo = UPLO
         if not eigenvectors:
             return values
-        return values, vectors
+        return values, column_major(vectors)
 
     @staticmethod
     def backward(ctx, *grads):
@@ -487,7 +488,8 @@ class Lstsq(Op):
         ctx.pinv, ctx.vector, ctx.rtol = pinv, vector, rtol
         rank = xp.asarray(xp.linalg.matrix_rank(x, tol=None), dtype=np.int64)
         empty = xp.zeros((0,), dtype=x.dtype)
-        return (solution[..., 0] if vector else solution), empty, rank, empty.copy()
+        return (solution[..., 0] if vector else column_major(solution)), empty, rank, \
+            empty.copy()
 
     @staticmethod
     def backward(ctx, grad_solution, _grad_residuals=None, _grad_rank=None, _grad_sv=None):

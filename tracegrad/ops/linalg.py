@@ -13,9 +13,8 @@ from ..autograd.function import Op
 from ..autograd.quiet import FLOAT_ERRORS, retry, silenced
 from ..errors import DTypeError, ShapeError
 from . import _math
-from ._checks import wrap_dim
 from ._operands import broadcast_error, check_same_device
-from ._saved import show_dim_and_sizes, show_input_sizes, show_saved
+from ._saved import show_input_sizes, show_saved
 
 
 def _torch_dtype_name(tensor) -> str:
@@ -276,28 +275,9 @@ class Bmm(Op):
                 _math.bmm(_math.transpose(a, 1, 2), grad) if needs[1] else None)
 
 
-class SqueezeInPlace(Op):
-    """Drops a size-1 dim of a tensor torch squeezes in place inside a composite op
-    (``squeeze_(dim)``): the row ``vector @ matrix`` adds, quantile's padding dim. The
-    tensor is the op's own, never the user's, so a new one with torch's node does."""
-
-    node_name = "SqueezeBackward4"
-    array_backward = True
-
-    @staticmethod
-    def forward(ctx, a, dim):
-        ctx.given = dim  # as written: grad_fn._saved_dim shows it
-        ctx.axis = wrap_dim(dim, a._array.ndim)
-        return a._xp.squeeze(a._array, ctx.axis)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return (_math.unsqueeze(grad, ctx.axis),)
-
-
 def matmul(a, b):
     """``a @ b`` for every rank pair, as torch decomposes it."""
-    from .shape import Expand, Reshape, Transpose, Unsqueeze
+    from .shape import Expand, Reshape, SqueezeInPlace, Transpose, Unsqueeze, in_place
 
     dim_a, dim_b = a._array.ndim, b._array.ndim
     if dim_a == 0 or dim_b == 0:
@@ -310,7 +290,7 @@ def matmul(a, b):
     if dim_a == 2 and dim_b == 1:
         return Mv.apply(a, b)
     if dim_a == 1 and dim_b == 2:
-        return SqueezeInPlace.apply(Mm.apply(Unsqueeze.apply(a, dim=0), b), dim=0)
+        return in_place(SqueezeInPlace, Mm.apply(Unsqueeze.apply(a, dim=0), b), 0)
     if dim_a == 2 and dim_b == 2:
         return Mm.apply(a, b)
     if dim_a >= 3 and dim_b <= 2:
@@ -555,7 +535,6 @@ class Trace(Op):
         return (_math.constant(grad, _math.xp(grad).eye(*shape, dtype=numpy_dtype)) * grad,)
 
 
-show_dim_and_sizes(SqueezeInPlace)
 show_input_sizes(Trace)
 show_saved(Addbmm, "batch1_sym_argsize_0", lambda node: node._input_meta[1][0][0])
 show_saved(Addbmm, "batch1_sym_argsize_1", lambda node: node._input_meta[1][0][1])

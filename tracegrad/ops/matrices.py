@@ -9,6 +9,7 @@ from ..autograd.quiet import silenced
 from ..errors import ShapeError
 from . import _math
 from ._checks import wrap_dim
+from ._layout import column_major
 from ._math import (
     matmul,  # Tensors (recorded, tracegrad.matmul) or arrays
     )
@@ -170,7 +171,7 @@ class CholeskyInverse(Op):
         matrix = xp.swapaxes(x, -1, -2) @ x if upper else x @ xp.swapaxes(x, -1, -2)
         ctx.save_for_backward(factor)
         ctx.upper = upper
-        return xp.linalg.inv(matrix)
+        return column_major(xp.linalg.inv(matrix))  # (LAPACK potri's layout, as torch's)
 
     @staticmethod
     def backward(ctx, grad):

@@ -754,8 +754,79 @@ class StridedScatter(Op):
                                                 ctx.geometry), ctx.src_shape)
         return grad_base, grad_src, None, None, None
 
-show_saved(Transpose, "dim0", lambda node: as_torch_int(node.given[0]))
-show_saved(Transpose, "dim1", lambda node: as_torch_int(node.given[1]))
+# -- torch's in-place metadata ops inside composite ops -----------------------------------
+# torch's composites (matmul of a vector, quantile, the RNN layers) reshape a tensor they made
+# themselves with squeeze_, unsqueeze_ or transpose_: the tensor gets a node of the in-place
+# op's own name and one more version. Here the op makes a new tensor (no one else holds the
+# old one) with torch's node, and ``in_place`` gives it torch's version.
+class SqueezeInPlace(Op):
+    """``squeeze_(dim)``: SqueezeBackward4."""
+
+    node_name = "SqueezeBackward4"
+    array_backward = True
+
+    @staticmethod
+    def forward(ctx, a, dim):
+        ctx.given = dim  # as written: grad_fn._saved_dim shows it
+        ctx.axis = wrap_dim(dim, a._array.ndim)
+        return a._xp.squeeze(a._array, ctx.axis)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return (_math.unsqueeze(grad, ctx.axis), None)
+
+
+class UnsqueezeInPlace(Op):
+    """``unsqueeze_(dim)``: UnsqueezeBackward1."""
+
+    node_name = "UnsqueezeBackward1"
+    array_backward = True
+
+    @staticmethod
+    def forward(ctx, a, dim):
+        ctx.given = dim
+        ctx.axis = wrap_dim(dim, a._array.ndim + 1)
+        return a._xp.expand_dims(a._array, ctx.axis)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return (grad.squeeze(ctx.axis), None)
+
+
+class TransposeInPlace(Op):
+    """``transpose_(dim0, dim1)``: TransposeBackward1."""
+
+    node_name = "TransposeBackward1"
+    array_backward = True
+
+    @staticmethod
+    def forward(ctx, a, dim0, dim1):
+        ctx.given = (dim0, dim1)
+        ndim = a._array.ndim
+        ctx.dims = (wrap_dim(dim0, ndim), wrap_dim(dim1, ndim))
+        return a._xp.swapaxes(a._array, *ctx.dims)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return (_math.transpose(grad, *ctx.dims), None, None)
+
+
+def in_place(op, tensor, *dims):
+    """``op`` (one of the three above) applied as torch applies its in-place op to a tensor
+    a composite made: the result at the version torch's tensor reaches (one more)."""
+    result = op.apply(tensor, *dims)
+    counter = result._version_counter
+    counter.value = tensor._version + 1
+    counter.last_op = op.node_name
+    return result
+
+
+for _op in (Transpose, TransposeInPlace):
+    show_saved(_op, "dim0", lambda node: as_torch_int(node.given[0]))
+    show_saved(_op, "dim1", lambda node: as_torch_int(node.given[1]))
+show_saved(UnsqueezeInPlace, "dim", lambda node: as_torch_int(node.given))
+show_saved(SqueezeInPlace, "dim", lambda node: as_torch_int(node.given))
+show_input_sizes(SqueezeInPlace)
 
 show_saved(Unsqueeze, "dim", lambda node: as_torch_int(node.given))
 

@@ -23,7 +23,7 @@ from ..tensor import Tensor
 from . import _math
 from ._checks import wrap_dim
 from ._layout import row_major
-from ._saved import as_torch_int, as_torch_ints, show_dim_and_sizes, show_saved
+from ._saved import as_torch_ints, show_dim_and_sizes, show_saved
 from .indexing import scatter_into
 from .reduce import _product, normalize_dims
 from .shape import Reshape
@@ -474,37 +474,4 @@ show_dim_and_sizes(MedianDim, NanmedianDim, Mode)
 
 
 
-class UnsqueezeInPlace(Op):
-    """``unsqueeze_(0)`` on a tensor a composite op made itself (quantile's result):
-    torch's in-place node, on a new tensor that no one else holds."""
 
-    node_name = "UnsqueezeBackward1"
-    array_backward = True
-
-    @staticmethod
-    def forward(ctx, a):
-        return a._xp.expand_dims(a._array, 0)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return (grad.squeeze(0),)
-
-
-class TransposeInPlace(Op):
-    """``transpose_(0, -1)`` on a tensor a composite op made itself (see above)."""
-
-    node_name = "TransposeBackward1"
-    array_backward = True
-
-    @staticmethod
-    def forward(ctx, a):
-        return a._xp.swapaxes(a._array, 0, -1)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return (_math.transpose(grad, 0, -1),)
-
-
-show_saved(UnsqueezeInPlace, "dim", lambda node: 0)
-show_saved(TransposeInPlace, "dim0", lambda node: 0)
-show_saved(TransposeInPlace, "dim1", lambda node: as_torch_int(-1))
