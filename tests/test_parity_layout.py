@@ -313,3 +313,14 @@ def test_factors_and_solutions_column_major_as_torch(name):
         results[lib] = (tuple(out.shape), out.stride(), out.is_contiguous(),
                         out.grad_fn.name())
     assert results[tg] == results[torch]
+
+
+@pytest.mark.parametrize("k", range(-5, 6))
+@pytest.mark.parametrize("dims", [(0, 1), (1, 0), (0, 2), (2, 1)])
+def test_rot90_values_and_layout_as_torch(k, dims):
+    """torch turns by a flip and, for an odd turn, a transpose of the flipped copy."""
+    results = {}
+    for lib in (torch, tg):
+        out = lib.rot90(_values(lib, 2, 3, 4), k, dims)
+        results[lib] = (out.numpy().tolist(), out.stride())
+    assert results[tg] == results[torch]

@@ -24,6 +24,7 @@ from ..backends import array_module
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
 from . import _math
+from ._layout import row_major
 from ._saved import show_saved
 
 
@@ -187,9 +188,7 @@ class Convolution(Op):
                 ctx.columns = columns  # the weight's gradient reuses them
         if bias is not None:
             out = out + bias._array.reshape((-1,) + (1,) * (x.ndim - 2))
-        elif not out.flags.c_contiguous:
-            out = xp.ascontiguousarray(out)
-        return out
+        return row_major(out)  # (torch's output is contiguous; NumPy's sum kept the layout)
 
     @staticmethod
     def backward(ctx, grad):

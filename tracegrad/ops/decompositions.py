@@ -14,10 +14,11 @@ import numpy as np
 from ..autograd.function import Op
 from ..autograd.grad_mode import state
 from ..autograd.quiet import silenced
+from ..backends import array_module
 from ..errors import LinAlgError, ShapeError, UnsupportedDTypeError
 from ..tensor import Tensor
 from . import _math
-from ._layout import column_major
+from ._layout import column_major, iterator_layout
 from ._math import matmul  # Tensors (recorded, tracegrad.matmul) or arrays
 from ._saved import as_torch_int, show_saved
 
@@ -460,6 +461,19 @@ def _pinv_grad(grad, pinv, a):
             + matmul(matmul(grad_t - matmul(a, k), pinv), pinv_t))
 
 
+def _gels_layout(solution, rows: int):
+    """LAPACK's least-squares solvers write the solution over B, in a column-major buffer of
+    max(m, n) rows: torch's solution is the top of it, strides (..., 1, max(m, n))."""
+    count = solution.shape[-2]
+    if rows == count:
+        return column_major(solution)
+    xp = array_module(solution)
+    buffer = column_major(xp.zeros(solution.shape[:-2] + (rows, solution.shape[-1]),
+                                   dtype=solution.dtype))
+    buffer[..., :count, :] = solution
+    return buffer[..., :count, :]
+
+
 class Lstsq(Op):
     """(solution, residuals, rank, singular_values) of min ||A X - B||, computed as
     pinv(A) B (torch's CPU default driver 'gelsy': empty residuals and singular values)."""
@@ -488,8 +502,8 @@ class Lstsq(Op):
         ctx.pinv, ctx.vector, ctx.rtol = pinv, vector, rtol
         rank = xp.asarray(xp.linalg.matrix_rank(x, tol=None), dtype=np.int64)
         empty = xp.zeros((0,), dtype=x.dtype)
-        return (solution[..., 0] if vector else column_major(solution)), empty, rank, \
-            empty.copy()
+        return (solution[..., 0] if vector else _gels_layout(solution, max(x.shape[-2:]))), \
+            empty, rank, empty.copy()
 
     @staticmethod
     def backward(ctx, grad_solution, _grad_residuals=None, _grad_rank=None, _grad_sv=None):
@@ -540,7 +554,8 @@ class Cross(Op):
         ctx.axis = axis
         xp = a._xp
         try:
-            return xp.cross(x, y, axis=axis)
+            # (torch's cross is elementwise over its operands' layout; NumPy's moves the axis)
+            return iterator_layout(xp.cross(x, y, axis=axis), x, y)
         except ValueError:
             from ._operands import broadcast_error
 

@@ -137,7 +137,7 @@ class CholeskySolve(Op):
         ctx.save_for_backward(b, factor)
         ctx.upper = upper
         inner = xp.linalg.solve(lower, b._array)
-        return xp.linalg.solve(xp.swapaxes(lower, -1, -2), inner)
+        return column_major(xp.linalg.solve(xp.swapaxes(lower, -1, -2), inner))
 
     @staticmethod
     def backward(ctx, grad):

@@ -97,7 +97,15 @@ class Rot90(Op):
                 f"expected rotation dims to be different, but got dim0 = {dims[0]} and dim1 "
                 f"= {dims[1]} ({a._describe()})")
         ctx.k, ctx.axes = k, axes
-        return a._xp.rot90(x, k, axes=axes).copy()
+        # torch's steps, for torch's layout: a flip (a copy in the input's layout), then for
+        # an odd k the two dims swapped (a transposed result); k % 4 == 0 a contiguous clone
+        xp, turn = a._xp, k % 4
+        if turn == 0:
+            return x.copy(order="C")
+        if turn == 2:
+            return preserved(xp.flip(x, axis=axes).copy(), x)
+        flipped = preserved(xp.flip(x, axis=axes[1] if turn == 1 else axes[0]).copy(), x)
+        return xp.swapaxes(flipped, *axes)
 
     @staticmethod
     def backward(ctx, grad):
