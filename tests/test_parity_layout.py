@@ -324,3 +324,31 @@ def test_rot90_values_and_layout_as_torch(k, dims):
         out = lib.rot90(_values(lib, 2, 3, 4), k, dims)
         results[lib] = (out.numpy().tolist(), out.stride())
     assert results[tg] == results[torch]
+
+
+INDEXING = {
+    "columns": lambda L, a: a[:, [0, 2]],
+    "columns_ellipsis": lambda L, a: a[..., [1, 0]],
+    "rows": lambda L, a: a[[0, 2]],
+    "pairs": lambda L, a: a[[0, 1], [1, 2]],
+    "apart": lambda L, a: a[[0, 1], :, [1, 0]],
+    "one_column": lambda L, a: a[:, [1]],
+    "tensor_of_indices": lambda L, a: a[:, L.tensor([[0, 1], [2, 0]])],
+    "mask_rows": lambda L, a: a[L.tensor([True, False, True, False, True])],
+    "mask_inner": lambda L, a: a[:, L.tensor([True, False, True, True])],
+    "after_slice": lambda L, a: a[1:, [0, 2]],
+    "after_int": lambda L, a: a[1, :, [0, 2]],
+}
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("name", INDEXING)
+def test_advanced_indexing_layout_as_torch(name, layout):
+    """torch's index kernel keeps the source's layout around the index's dims, where NumPy
+    puts the index's dims first (``x[:, [0, 2]]`` of a row-major x came out
+    column-major)."""
+    results = {}
+    for lib in (torch, tg):
+        out = INDEXING[name](lib, LAYOUTS[layout](lib).requires_grad_())
+        results[lib] = (tuple(out.shape), out.stride(), out.detach().numpy().tolist())
+    assert results[tg] == results[torch]

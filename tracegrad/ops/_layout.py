@@ -21,10 +21,23 @@ from ..backends import array_module
 
 def row_major(result):
     """``result``, copied to row-major (C) order if it is not in it: the layout of an op
-    PyTorch allocates with ``empty(sizes)``. 0-d arrays and scalars pass through."""
+    PyTorch allocates with ``empty(sizes)``. 0-d arrays and scalars pass through. A size-1
+    dimension gets torch's stride for it (the product of the sizes after it), which NumPy
+    leaves to chance: a view, no copy, as no element is addressed through it."""
     flags = getattr(result, "flags", None)
-    if flags is not None and not flags.c_contiguous:
+    if flags is None:
+        return result
+    if not flags.c_contiguous:
         return result.copy(order="C")
+    shape = result.shape
+    if 1 in shape and result.size:
+        strides, step = [], result.itemsize
+        for size in reversed(shape):
+            strides.append(step)
+            step *= size
+        strides.reverse()
+        if tuple(strides) != result.strides:
+            return array_module(result).lib.stride_tricks.as_strided(result, shape, strides)
     return result
 
 
@@ -54,6 +67,59 @@ def iterator_layout(result, *operands):
     if same_shape and all(array.flags.c_contiguous for array in arrays):
         return row_major(result)
     return _laid_out(result, _iterator_strides(shape, result.itemsize, arrays, same_shape))
+
+
+def index_layout(result, source, index):
+    """``result = source[index]`` (advanced indexing: ``index`` a tuple of ``slice(None)``
+    and integer or boolean arrays, as ops.indexing.Index gets it), laid out as torch's index
+    kernel lays it out: a TensorIterator over ``source`` restrided (each indexed dim
+    replaced by the index's dims, stride 0; non-adjacent indexed dims first) and the index
+    arrays. NumPy instead puts the index's dims first in memory (``x[:, [0, 2]]`` comes
+    out column-major)."""
+    if result.ndim <= 1 or not result.size or (source.flags.c_contiguous and
+                                                 result.flags.c_contiguous):
+        return row_major(result)
+    positions, arrays, position = [], [], 0
+    for item in index:
+        if isinstance(item, slice):
+            position += 1
+        elif item.dtype == bool:  # a mask: one index array per dim it covers (nonzero)
+            for offset, picks in enumerate(item.nonzero()):
+                positions.append(position + offset)
+                arrays.append(picks)
+            position += item.ndim
+        else:
+            positions.append(position)
+            arrays.append(item)
+            position += 1
+    xp = array_module(result)
+    arrays = xp.broadcast_arrays(*arrays)
+    index_shape = arrays[0].shape
+    shape = list(source.shape)
+    strides = [step // source.itemsize for step in source.strides]
+    if positions != list(range(positions[0], positions[0] + len(positions))):
+        order = positions + [dim for dim in range(len(shape)) if dim not in positions]
+        shape, strides = [shape[dim] for dim in order], [strides[dim] for dim in order]
+        positions = list(range(len(positions)))
+    before, after = positions[0], positions[-1] + 1
+    out_shape = tuple(shape[:before]) + index_shape + tuple(shape[after:])
+    if out_shape != result.shape:  # (a form this reading does not cover: keep NumPy's)
+        return result
+    lead, tail = [0] * before, [0] * (len(shape) - after)
+    operands = [_Strides(out_shape, strides[:before] + [0] * len(index_shape) + strides[after:])]
+    operands += [_Strides(out_shape, lead + [step // array.itemsize for step in array.strides]
+                          + tail) for array in arrays]
+    return _laid_out(result, _iterator_strides(out_shape, result.itemsize, operands, False))
+
+
+class _Strides:
+    """An operand's shape and strides in elements, all ``_iterator_strides`` reads."""
+
+    __slots__ = ("shape", "strides")
+    itemsize = 1
+
+    def __init__(self, shape, strides):
+        self.shape, self.strides = tuple(shape), tuple(strides)
 
 
 def preserved(result, source):

@@ -17,7 +17,7 @@ from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor  # ops load after Tensor is defined (tensor.py imports them)
 from . import _math
 from ._edges import select_edges
-from ._layout import iterator_layout, row_major
+from ._layout import index_layout, iterator_layout, row_major
 from ._math import sum_to
 from ._operands import operands
 from ._saved import as_torch_int, show_saved
@@ -153,7 +153,7 @@ class Index(Op):
     def forward(ctx, a, index):
         ctx.input_shape, ctx.index = a._array.shape, index
         _save_positions(ctx, index)
-        return a._array[index]
+        return index_layout(a._array[index], a._array, index)
 
     @staticmethod
     def backward(ctx, grad):
