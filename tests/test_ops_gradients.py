@@ -253,6 +253,21 @@ CASES: dict[str, list[Case]] = {
                        Case(((5, 3),), lambda L, x: L.split_with_sizes(x, [1, 2], 1))],
     "Slice": [Case(((4, 5),), lambda L, x: x[1:, ::2]),
               Case(((4, 5),), lambda L, x: x[None, ..., 1:3])],
+    # scaled_dot_product_attention: torch's math path (3-d: SafeSoftmaxBackward0) and its
+    # fused CPU kernel (4-d), which has no second derivative in torch
+    "SafeSoftmax": [Case(((2, 5, 4), (2, 5, 4), (2, 5, 4)), lambda L, q, k, v:
+                         L.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True))],
+    "ScaledDotProductFlashAttentionForCpu": [
+        Case(((2, 2, 5, 4), (2, 2, 3, 4), (2, 2, 3, 4)), lambda L, q, k, v:
+             L.nn.functional.scaled_dot_product_attention(q, k, v), no_second_derivative=True),
+        Case(((1, 2, 4, 3), (1, 2, 4, 3), (1, 2, 4, 3)), lambda L, q, k, v:
+             L.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True, scale=0.7),
+             no_second_derivative=True)],
+    # the fused kernel's backward under create_graph: torch defines no derivative of it
+    "FlashAttentionBackward": [Case(((1, 2, 4, 3), (1, 2, 4, 3), (1, 2, 4, 3)), lambda L, q, k, v:
+                                    L.autograd.grad(L.nn.functional.scaled_dot_product_attention(
+                                        q, k, v).pow(2).sum(), q, create_graph=True)[0],
+                                    in_torch=False, no_derivative=True)],
     "Softmax": [Case(((3, 4),), lambda L, x: x.softmax(dim=-1)),
                 Case(((3, 4),), lambda L, x: L.softmax(x, 0))],
     "Sqrt": [Case(((3, 4),), lambda L, x: x.sqrt(), positive=(0,))],
@@ -741,11 +756,15 @@ def _assert_backward_refused(lib, case, inputs):
 
 
 def _node_classes(outputs) -> set:
-    found, stack = set(), [o.grad_fn for o in outputs if o.grad_fn is not None]
+    """The classes of every node of the outputs' graph (each node visited once: skipping a
+    node because another of its class was seen would leave the graph below it unread)."""
+    found, seen = set(), set()
+    stack = [o.grad_fn for o in outputs if o.grad_fn is not None]
     while stack:
         node = stack.pop()
-        if type(node) in found:
+        if id(node) in seen:
             continue
+        seen.add(id(node))
         found.add(type(node))
         stack.extend(next_node for next_node, _ in node.next_functions if next_node is not None)
     return found

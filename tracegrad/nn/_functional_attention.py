@@ -17,6 +17,9 @@ import numpy as np
 
 from .. import backends, factories
 from ..errors import ShapeError
+from ..ops.arith import MulScalar
+from ..ops.attention import ScaledDotProductFlashAttentionForCpu
+from ..ops.unary import SafeSoftmax
 from ..tensor import Tensor
 from ._functional_activation import softmax
 from ._functional_norm import dropout
@@ -40,28 +43,61 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
                                  is_causal: bool = False, scale: float | None = None,
                                  enable_gqa: bool = False) -> Tensor:
     """``softmax(q @ k.T * scale + mask) @ v``. A boolean ``attn_mask`` marks the pairs that
-    may attend (True), a float one is added; ``is_causal`` masks the future."""
+    may attend (True), a float one is added; ``is_causal`` masks the future.
+
+    As torch on the CPU: one fused node (ScaledDotProductFlashAttentionForCpuBackward0)
+    where its flash kernel applies, else torch's math path op by op (the query and the
+    keys each scaled by the square root of the scale, the mask added in place, a safe
+    softmax whose fully masked rows give zeros, dropout)."""
     if enable_gqa:
         raise NotImplementedError("tracegrad does not implement "
                                   "scaled_dot_product_attention(enable_gqa=True)")
-    target, source = query.shape[-2], key.shape[-2]
-    factor = 1 / math.sqrt(query.shape[-1]) if scale is None else scale
-    scores = query.matmul(key.transpose(-2, -1)) * factor
+    if is_causal and attn_mask is not None:
+        raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not "
+                           "be set when is_causal=True")
+    mask = None if attn_mask is None else _additive_mask(attn_mask, query.dtype)
+    if _flash_applies(query, key, value, mask, dropout_p):
+        return ScaledDotProductFlashAttentionForCpu.apply(query, key, value, mask, is_causal,
+                                                          scale)
+    root = math.sqrt(1 / math.sqrt(query.shape[-1]) if scale is None else scale)
+    scores = MulScalar.apply(query, root).matmul(MulScalar.apply(key.transpose(-2, -1), root))
     if is_causal:
-        if attn_mask is not None:
-            raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not "
-                               "be set when is_causal=True")
-        future = _upper(target, source, query)
-        scores = scores.masked_fill(future, float("-inf"))
-    elif attn_mask is not None:
-        if attn_mask.dtype.name == "bool":
-            scores = scores.masked_fill(~attn_mask, float("-inf"))
-        else:
-            scores = scores + attn_mask
-    weights = softmax(scores, dim=-1)
+        mask = _additive_mask(~_upper(query.shape[-2], key.shape[-2], query), query.dtype)
+    if mask is not None:
+        scores.add_(mask)
+    weights = SafeSoftmax.apply(scores, -1)
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p)
     return weights.matmul(value)
+
+
+def _additive_mask(mask: Tensor, dtype) -> Tensor:
+    """An attention mask as the scores take it: a boolean one (True = may attend) as 0 and
+    -inf, as torch converts it; a float one as it is."""
+    if mask.dtype.name != "bool":
+        return mask
+    return factories.zeros(tuple(mask.shape), dtype=dtype, device=mask.device).masked_fill(
+        ~mask, float("-inf"))
+
+
+def _flash_applies(query, key, value, mask, dropout_p) -> bool:
+    """Whether torch's CPU dispatch picks its flash kernel (sdp_utils_cpp.cpp): 4-d inputs
+    of one head size, batch and heads alike, the last dim dense, no dropout, a mask of 2
+    or 4 dims that needs no gradient, and something that needs a gradient at all (else
+    there is no node to record)."""
+    if dropout_p > 0.0 or query.ndim != 4 or key.ndim != 4 or value.ndim != 4:
+        return False
+    if not (query.requires_grad or key.requires_grad or value.requires_grad):
+        return False
+    if not query.shape[-1] == key.shape[-1] == value.shape[-1]:
+        return False
+    if not query.shape[:2] == key.shape[:2] == value.shape[:2]:
+        return False
+    if 0 in (query.shape[-2], key.shape[-2]):
+        return False
+    if any(tensor.stride(-1) != 1 for tensor in (query, key, value)):
+        return False
+    return mask is None or (mask.ndim in (2, 4) and not mask.requires_grad)
 
 
 def _upper(rows: int, cols: int, like: Tensor) -> Tensor:
@@ -71,12 +107,26 @@ def _upper(rows: int, cols: int, like: Tensor) -> Tensor:
 
 
 def _in_projection(query, key, value, weight, bias, embed_dim):
-    if key is value and query is key:
-        projected = linear(query, weight, bias)
-        return tuple(projected.reshape(projected.shape[:-1] + (3, embed_dim)).unbind(-2))
+    """torch's _in_projection_packed: one linear for self-attention (and one for key and
+    value together when they are one tensor), split as torch splits it so the graph is its
+    own: unflatten to (n, E), move n to the front, a contiguous copy, then [0], [1], ..."""
+    if key is value:
+        if query is key:
+            return _split_heads(linear(query, weight, bias), 3, embed_dim)
+        weight_q, weight_kv = weight.split([embed_dim, embed_dim * 2])
+        bias_q, bias_kv = (None, None) if bias is None else \
+            bias.split([embed_dim, embed_dim * 2])
+        return (linear(query, weight_q, bias_q),
+                *_split_heads(linear(key, weight_kv, bias_kv), 2, embed_dim))
     weights = weight.chunk(3)
     biases = (None, None, None) if bias is None else bias.chunk(3)
     return tuple(linear(x, w, b) for x, w, b in zip((query, key, value), weights, biases))
+
+
+def _split_heads(projected, count, embed_dim):
+    packed = projected.unflatten(-1, (count, embed_dim)).unsqueeze(0).transpose(0, -2) \
+        .squeeze(-2).contiguous()
+    return tuple(packed[index] for index in range(count))
 
 
 def multi_head_attention_forward(
@@ -121,7 +171,12 @@ def multi_head_attention_forward(
         raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the "
                            "Transformer module method `generate_square_subsequent_mask` to "
                            "create this mask.")
-    attn_mask = _float_mask(attn_mask, "attn_mask", dtype)
+    if is_causal and key_padding_mask is None and not need_weights:
+        attn_mask = None  # (the hint goes to scaled_dot_product_attention as is_causal)
+    else:
+        attn_mask = _float_mask(attn_mask, "attn_mask", dtype)
+        if key_padding_mask is not None:
+            is_causal = False  # (the merged mask is no longer causal)
     if use_separate_proj_weight:
         biases = (None, None, None) if in_proj_bias is None else in_proj_bias.chunk(3)
         q = linear(query, q_proj_weight, biases[0])
@@ -152,9 +207,9 @@ def multi_head_attention_forward(
             attn_mask = pad(attn_mask, (0, 1))
         if key_padding_mask is not None:
             key_padding_mask = pad(key_padding_mask, (0, 1))
-    q = q.reshape(target, batch * num_heads, head_dim).transpose(0, 1)
-    k = k.reshape(k.shape[0], batch * num_heads, head_dim).transpose(0, 1)
-    v = v.reshape(v.shape[0], batch * num_heads, head_dim).transpose(0, 1)
+    q = q.view(target, batch * num_heads, head_dim).transpose(0, 1)
+    k = k.view(k.shape[0], batch * num_heads, head_dim).transpose(0, 1)
+    v = v.view(v.shape[0], batch * num_heads, head_dim).transpose(0, 1)
     if add_zero_attn:
         from ..ops.shape import Cat
         from ._functional_conv import pad
@@ -175,18 +230,26 @@ def multi_head_attention_forward(
         attn_mask = key_padding_mask if attn_mask is None else attn_mask + key_padding_mask
     if not training:
         dropout_p = 0.0
-    scores = q * math.sqrt(1.0 / float(head_dim))
-    scores = scores.matmul(k.transpose(-2, -1))
-    if attn_mask is not None:
-        scores = attn_mask + scores
+    if not need_weights:  # torch's scaled_dot_product_attention path
+        if attn_mask is not None:
+            attn_mask = attn_mask.unsqueeze(0) if attn_mask.shape[0] == 1 and \
+                attn_mask.ndim == 3 else attn_mask.view(batch, num_heads, -1, source)
+        heads = scaled_dot_product_attention(
+            q.view(batch, num_heads, target, head_dim), k.view(batch, num_heads, source, head_dim),
+            v.view(batch, num_heads, source, head_dim), attn_mask, dropout_p, is_causal)
+        output = heads.permute(2, 0, 1, 3).contiguous().view(batch * target, embed_dim)
+        output = linear(output, out_proj_weight, out_proj_bias)
+        output = output.view(target, batch, output.shape[1])
+        return (output if batched else output.squeeze(1)), None
+    scaled = q * math.sqrt(1.0 / float(head_dim))
+    scores = attn_mask.baddbmm(scaled, k.transpose(-2, -1)) if attn_mask is not None else \
+        scaled.bmm(k.transpose(-2, -1))
     weights = softmax(scores, dim=-1)
     if dropout_p > 0.0:
         weights = dropout(weights, p=dropout_p)
-    output = weights.matmul(v).transpose(0, 1).reshape(target * batch, embed_dim)
+    output = weights.bmm(v).transpose(0, 1).reshape(target * batch, embed_dim)
     output = linear(output, out_proj_weight, out_proj_bias)
     output = output.view(target, batch, output.shape[1])
-    if not need_weights:
-        return (output if batched else output.squeeze(1)), None
     weights = weights.view(batch, num_heads, target, source)
     if average_attn_weights:
         weights = weights.mean(dim=1)

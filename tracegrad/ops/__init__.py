@@ -67,6 +67,7 @@ def registry() -> dict[str, type]:
     """
     from . import (  # noqa: F401 - imported to register their ops
         activation,
+        attention,
         arith,
         binary,
         conversion,

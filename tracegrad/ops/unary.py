@@ -537,6 +537,23 @@ class Softmax(Op):
         return (result * (grad - inner), None)
 
 
+class SafeSoftmax(Softmax):
+    """torch's ``_safe_softmax`` (scaled_dot_product_attention's math path): a softmax whose
+    rows of nothing but -inf give zeros, not NaN; softmax's backward."""
+
+    node_name = "SafeSoftmaxBackward0"
+
+    @staticmethod
+    def forward(ctx, a, dim):
+        result = Softmax.forward(ctx, a, dim)
+        x = a._array
+        if x.size:
+            empty = a._xp.isneginf(x).all(axis=ctx.axis, keepdims=True)
+            if empty.any():
+                result = a._xp.where(empty, result.dtype.type(0), result)
+        return result
+
+
 class LogSoftmax(Op):
     node_name = "LogSoftmaxBackward0"
     array_backward = True
@@ -623,7 +640,7 @@ class LogSoftmaxBackwardData(Op):
         return grad_of_grad, grad_of_output, None, None
 
 
-for _op in (Softmax, LogSoftmax, SoftmaxBackwardData, LogSoftmaxBackwardData):
+for _op in (Softmax, SafeSoftmax, LogSoftmax, SoftmaxBackwardData, LogSoftmaxBackwardData):
     show_saved(_op, "dim", lambda node: as_torch_int(node._dim))
 
 
