@@ -87,9 +87,11 @@ def _mode_only(function):
 
 def _hooks_only(function):
     """A floor of this design: the no-op mode, plus what any observer of backward steps
-    through node hooks pays -- a no-op pre-hook and post-hook on the node each call made
-    (its output's grad_fn only: fewer nodes than the bridge hooks, so a lower bound),
-    registered through torch's public API and run by every backward."""
+    through node hooks pays -- a no-op pre-hook and post-hook on every node that a backward
+    will run, as the bridge hooks them: the nodes each call made (a composite call's inner
+    ones too, F.linear's TBackward0) and each leaf's AccumulateGrad, once per node
+    (a mark in the node's metadata dict, which dies with it), registered through torch's
+    public API and run by every backward. No adapters, no saved tensors, no events."""
     import torch
     from torch.overrides import TorchFunctionMode
 
@@ -99,15 +101,31 @@ def _hooks_only(function):
     def hook(*args) -> None:
         return None
 
+    def hook_new_nodes(result, first: int, last: int) -> None:
+        outputs = result if isinstance(result, (tuple, list)) else (result,)
+        pending = [item.grad_fn for item in outputs
+                   if isinstance(item, tensor_type) and item.grad_fn is not None]
+        while pending:
+            node = pending.pop()
+            metadata = node.metadata
+            if "hooked" in metadata:
+                continue
+            made_now = first <= node._sequence_nr() < last
+            if not made_now and not hasattr(node, "variable"):  # older, not a leaf's
+                continue
+            metadata["hooked"] = True
+            node.register_prehook(hook)
+            node.register_hook(hook)
+            if made_now:
+                pending.extend(child for child, _ in node.next_functions if child is not None)
+
     class HookEachNode(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):
             first = next_sequence_nr()
             result = func(*args, **(kwargs or {}))
-            if next_sequence_nr() != first and isinstance(result, tensor_type):
-                node = result.grad_fn
-                if node is not None:
-                    node.register_prehook(hook)
-                    node.register_hook(hook)
+            last = next_sequence_nr()
+            if last != first:
+                hook_new_nodes(result, first, last)
             return result
 
     def run() -> None:

@@ -17,6 +17,10 @@ Workloads (``--list``):
     chain-backward     backward through such a chain, per node
     torch-forward      the same chain forward in PyTorch (when installed): the ratio to
                        torch's own tiny op
+    torch-mlp-step     examples/train_mlp.py on PyTorch, untraced, per training step (forward,
+                       backward, Adam's step)
+    bridge-mlp-step    the same under the bridge reporting to a listener that does nothing:
+                       the difference to torch-mlp-step is the bridge's share per step
     record-op          chain forward and backward under ``tracegrad.record()``, per op
     save-structure     ``Trace.save`` of a recorded chain, structure only, per node
     load-structure     ``load_trace`` of it, per node
@@ -87,6 +91,28 @@ def torch_forward(n: int):
     return lambda: forward()
 
 
+def _torch_mlp(n: int, observed: bool):
+    import torch
+    from _harness import load_example
+
+    torch.set_num_threads(1)
+    module = load_example("train_mlp", real_torch=True)
+    if not observed:
+        return lambda: module.train(steps=n)
+    from tracegrad import bridge
+    from tracegrad.autograd import events
+
+    def run():
+        attachment = bridge.attach()
+        try:
+            with events.subscribe(events.Listener()):
+                module.train(steps=n)
+        finally:
+            attachment.detach()
+
+    return run
+
+
 def record_op(n: int):
     import tracegrad
 
@@ -135,6 +161,8 @@ def dot(n: int):
 WORKLOADS: dict[str, Callable] = {
     "chain-forward": chain_forward, "chain-backward": chain_backward,
     "torch-forward": torch_forward, "record-op": record_op,
+    "torch-mlp-step": lambda n: _torch_mlp(n, observed=False),
+    "bridge-mlp-step": lambda n: _torch_mlp(n, observed=True),
     "save-structure": _save(False), "load-structure": _load(False),
     "save-values": _save(True), "load-values": _load(True), "dot": dot,
 }
