@@ -9,7 +9,9 @@ A fourth contender, "numpy+grad", is the NumPy loop doing what PyTorch's semanti
 every framework do beyond it: add each step's weight gradient into the kept ``.grad``
 (AccumulateGrad's in-place ``grad += new``) and zero it after the update (``zero_()``),
 two more passes over the [1000, 100] gradient. Its ratio to NumPy is the floor no
-amount of Python-overhead work takes tracegrad (or PyTorch) below.
+amount of Python-overhead work takes tracegrad (or PyTorch) below. The last line shows
+what the Python overhead costs at full size: numpy+grad with tracegrad's size-1 step run
+inside each step, beside numpy+grad and the size-1 step alone (overhead_beside_arrays).
 
     .venv/bin/python bench/bench_two_layer.py [--repeats 5] [--steps 500] [--profile]
     .venv/bin/python bench/bench_two_layer.py --phases  # where a size-1 step's time goes
@@ -38,10 +40,11 @@ import numpy as np  # after the BLAS thread count is set
 TARGET = 1.15
 
 
-def train_numpy_with_grads(steps: int, data: list, rate: float) -> list:
+def train_numpy_with_grads(steps: int, data: list, rate: float, beside=None) -> list:
     """examples/two_layer_net_numpy.py's loop plus what PyTorch's semantics add: each
     gradient is accumulated into a kept ``.grad`` array and that is zeroed after the
-    update (as examples/two_layer_net.py's loop makes tracegrad and PyTorch do)."""
+    update (as examples/two_layer_net.py's loop makes tracegrad and PyTorch do).
+    ``beside``: a callable run in each step after the loss (see overhead_beside_arrays)."""
     x, y, w1, w2 = data
     w1_grad, w2_grad = np.zeros_like(w1), np.zeros_like(w2)
     history = []
@@ -50,6 +53,8 @@ def train_numpy_with_grads(steps: int, data: list, rate: float) -> list:
         h_relu = np.maximum(h, 0)
         y_pred = h_relu.dot(w2)
         history.append(np.square(y_pred - y).sum().item())
+        if beside is not None:
+            beside()
         grad_y_pred = 2.0 * (y_pred - y)
         grad_w2 = h_relu.T.dot(grad_y_pred)
         grad_h = grad_y_pred.dot(w2.T).copy()
@@ -108,6 +113,38 @@ def overhead_per_step(steps: int, repeats: int) -> dict[str, float]:
         "numpy": lambda: numpy_example.train(steps, [a.copy() for a in arrays]),
         "tracegrad": lambda: ours.train(steps, [tg.tensor(a.copy(), requires_grad=i >= 2)
                                                 for i, a in enumerate(arrays)])}, repeats)
+    return {name: seconds / steps for name, seconds in times.items()}
+
+
+def overhead_beside_arrays(steps: int, repeats: int) -> dict[str, float]:
+    """Seconds per step of numpy+grad, of tracegrad's step with every size 1, and of the
+    two together -- the size-1 step run inside each numpy+grad step. The last is about
+    tracegrad's own time at full size, more than the sum of the first two: between the
+    passes over the [1000, 100] arrays the interpreter's working set is no longer in the
+    caches, so the same Python work costs more there than it does alone (and a full-size
+    step costs about the floor plus that, not plus the size-1 figure)."""
+    import tracegrad as tg
+
+    numpy_example = load_example("two_layer_net_numpy")
+    tiny = load_example("two_layer_net")
+    tiny_numpy = load_example("two_layer_net_numpy")
+    for module in (tiny, tiny_numpy):
+        module.N = module.D_in = module.H = module.D_out = 1
+    arrays, tiny_arrays = numpy_example.make_data(np.float32), tiny_numpy.make_data(np.float32)
+
+    def tiny_data():
+        return [tg.tensor(a.copy(), requires_grad=i >= 2) for i, a in enumerate(tiny_arrays)]
+
+    def together():
+        data = tiny_data()
+        train_numpy_with_grads(steps, [a.copy() for a in arrays], numpy_example.learning_rate,
+                               beside=lambda: tiny.train(1, data))
+
+    times = interleaved({
+        "numpy+grad": lambda: train_numpy_with_grads(
+            steps, [a.copy() for a in arrays], numpy_example.learning_rate),
+        "size-1 step": lambda: tiny.train(steps, tiny_data()),
+        "together": together}, repeats)
     return {name: seconds / steps for name, seconds in times.items()}
 
 
@@ -230,6 +267,12 @@ def main(argv: list[str]) -> int:
     overhead = overhead_per_step(args.steps, args.repeats)
     print(f"  per-step cost with all sizes 1 (pure overhead): numpy "
           f"{overhead['numpy'] * 1e6:.1f} us, tracegrad {overhead['tracegrad'] * 1e6:.1f} us")
+    beside = overhead_beside_arrays(args.steps, args.repeats)
+    print(f"  numpy+grad {beside['numpy+grad'] * 1e6:.1f} us/step, tracegrad's size-1 step "
+          f"{beside['size-1 step'] * 1e6:.1f} us, the two in one loop "
+          f"{beside['together'] * 1e6:.1f} us:\n    the size-1 step costs "
+          f"{(beside['together'] - beside['numpy+grad']) * 1e6:.1f} us beside the arrays "
+          "(the caches they evict)")
     return 0
 
 

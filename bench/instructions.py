@@ -27,6 +27,10 @@ Workloads (``--list``):
     save-values        the same, the chain recorded with values
     load-values
     dot                ``to_dot(trace).source`` of a recorded chain, per node
+    two-layer-numpy    examples/two_layer_net_numpy.py's training step, per step (~5*10^6
+                       instructions: use a small --ops), the baseline of bench_two_layer.py
+    two-layer-tiny     examples/two_layer_net.py's step with every size 1, per step: what
+                       tracegrad costs beyond the arrays' work
 
 Counts depend on the Python, NumPy and valgrind builds, not on the machine's load: compare
 them within one environment. Without valgrind the script says so and exits 0. Not a test.
@@ -158,6 +162,27 @@ def dot(n: int):
     return lambda: tracegrad.to_dot(trace, max_nodes=None).source
 
 
+def _two_layer_sized(library: str, size: int | None):
+    """``make(n)``: n training steps of examples/two_layer_net{,_numpy}.py on their data,
+    every size ``size`` (or the examples' own sizes, for None)."""
+    def make(n: int):
+        from _harness import load_example  # (bench/ is this script's folder)
+
+        import tracegrad
+
+        numpy_example = load_example("two_layer_net_numpy")
+        example = numpy_example if library == "numpy" else load_example("two_layer_net")
+        if size is not None:
+            for module in (numpy_example, example):
+                module.N = module.D_in = module.H = module.D_out = size
+        arrays = numpy_example.make_data()
+        data = [array.copy() for array in arrays] if library == "numpy" else \
+            [tracegrad.tensor(a.copy(), requires_grad=i >= 2) for i, a in enumerate(arrays)]
+        return lambda: example.train(n, data)
+
+    return make
+
+
 WORKLOADS: dict[str, Callable] = {
     "chain-forward": chain_forward, "chain-backward": chain_backward,
     "torch-forward": torch_forward, "record-op": record_op,
@@ -165,6 +190,8 @@ WORKLOADS: dict[str, Callable] = {
     "bridge-mlp-step": lambda n: _torch_mlp(n, observed=True),
     "save-structure": _save(False), "load-structure": _load(False),
     "save-values": _save(True), "load-values": _load(True), "dot": dot,
+    "two-layer-numpy": _two_layer_sized("numpy", None),
+    "two-layer-tiny": _two_layer_sized("tracegrad", 1),
 }
 
 

@@ -189,3 +189,55 @@ def test_a_listener_hearing_steps_is_told_every_node_in_the_fast_paths_order():
         ("start", "MulBackward0", [[1.0, 1.0]]), ("end", "MulBackward0", [[0.5, 0.5], None]),
         ("start", "torch::autograd::AccumulateGrad", [[0.5, 0.5]])]
     np.testing.assert_allclose(x.grad.numpy(), [0.5, 0.5])
+
+
+class _ChangesWithSites(_Changes):
+    def __init__(self) -> None:
+        super().__init__()
+        self.sites: list = []
+
+    def on_inplace(self, info: InplaceInfo) -> None:
+        super().on_inplace(info)
+        self.sites.append(info.site)
+
+
+class _ChangesWithoutSites(_ChangesWithSites):
+    wants_sites = False
+
+
+def test_increment_version_is_told_as_an_unrecorded_inplace_change():
+    # (it once called on_inplace with the arguments of an older protocol: any listener
+    # made it raise TypeError)
+    w = tracegrad.ones(2, requires_grad=True) * 2.0
+    node = w.grad_fn
+    with events.subscribe(events.Listener()):
+        tracegrad.autograd.graph.increment_version(w)  # a listener that hears nothing
+    wanting, not_wanting = _ChangesWithSites(), _ChangesWithoutSites()
+    with events.subscribe(wanting):
+        tracegrad.autograd.graph.increment_version([w])  # the line the site names
+    with events.subscribe(not_wanting):
+        tracegrad.autograd.graph.increment_version(w)
+    assert w._version == 3 and w.grad_fn is node  # the graph is unchanged
+    for listener, version in ((wanting, 2), (not_wanting, 3)):
+        assert listener.changes == [(w, "increment_version", None, (w,), w, (None, 0),
+                                     version, None, ())]
+    assert wanting.sites[0].code == "tracegrad.autograd.graph.increment_version([w])  " \
+        "# the line the site names"
+    assert not_wanting.sites == [None]
+
+
+class _Scaled(tracegrad.nn.Module):
+    def forward(self, x):
+        return x * 2.0
+
+
+def test_a_module_scope_is_noted_with_the_sites_only():
+    x = tracegrad.ones(2, requires_grad=True)
+    model = tracegrad.nn.Sequential(_Scaled())
+    wanting, not_wanting = _Ops(), _OpsWithoutSites()
+    with events.subscribe(wanting):
+        model(x)
+    with events.subscribe(not_wanting):
+        model(x)
+    assert [node._module for node in wanting.nodes] == ["0"]
+    assert [node._module for node in not_wanting.nodes] == [None]

@@ -50,9 +50,17 @@ grad_off = _GradOff()
 _grad_off_lock = threading.Lock()  # (threads switch between the read and the write of +=)
 
 
+_lock_grad_off, _unlock_grad_off = _grad_off_lock.acquire, _grad_off_lock.release
+
+
 def _count_grad_off(change: int) -> None:
-    with _grad_off_lock:
+    # (the lock's bound methods, made once: `with` makes two method objects per call, and
+    # grad mode changes a few times per training step -- no_grad, Function.apply, backward)
+    _lock_grad_off()
+    try:
         grad_off.threads += change
+    finally:
+        _unlock_grad_off()
 
 
 class _GradOffShare:
@@ -97,10 +105,14 @@ class _State(threading.local):
         # engine during backward -- keeps grad_off.threads the count of threads with it off.
         if name == "grad_enabled":
             share = self._grad_off_share
-            if share.off != (not value):
+            off = not value
+            if share.off is not off:
                 _count_grad_off(-1 if share.off else 1)  # (counted before ops read it)
-                share.off = not value
-        super().__setattr__(name, value)
+                share.off = off
+        # A thread-local's __dict__ is this thread's: a store into it is what
+        # threading.local's own __setattr__ does for a name the class does not define,
+        # without the call through its wrapper (super()'s, or the slot's: a few per step).
+        self.__dict__[name] = value
 
 
 state = _State()
@@ -206,6 +218,9 @@ def _decorate(make_context: Callable, function: Callable) -> Callable:
     return decorate_context
 
 
+_new_object = object.__new__
+
+
 class _DecoratorContextManager:
     """A context manager that also decorates: each call of the decorated function runs in a
     fresh copy of it (``clone()``), so one decorator is safe to re-enter and nest."""
@@ -239,7 +254,7 @@ class _NoParamDecoratorContextManager(_DecoratorContextManager):
 
     def __new__(cls, orig_func: Callable | None = None):
         if orig_func is None:
-            return super().__new__(cls)
+            return _new_object(cls)  # (object's: super() would make an object per call)
         return cls()(orig_func)
 
 
@@ -260,11 +275,16 @@ class no_grad(_NoParamDecoratorContextManager):
         self.prev = False
 
     def __enter__(self) -> None:
-        self.prev = (state.grad_enabled, state.inference_grad)
-        state.grad_enabled = state.inference_grad = False
+        self.prev = previous = (state.grad_enabled, state.inference_grad)
+        # Each write is a Python call (_State.__setattr__): a flag that already holds the
+        # value is left alone (an optimizer step enters no_grad once per step).
+        if previous[0] is not False:
+            state.grad_enabled = False
+        if previous[1] is not False:
+            state.inference_grad = False
 
     def __exit__(self, *exc_info: object) -> None:
-        state.grad_enabled, state.inference_grad = self.prev
+        _restore(self.prev)
 
 
 class enable_grad(_NoParamDecoratorContextManager):
@@ -285,7 +305,17 @@ class enable_grad(_NoParamDecoratorContextManager):
             state.grad_enabled = True
 
     def __exit__(self, *exc_info: object) -> None:
-        state.grad_enabled, state.inference_grad = self.prev
+        _restore(self.prev)
+
+
+def _restore(previous: tuple) -> None:
+    """Put back ``(grad_enabled, inference_grad)`` as no_grad and enable_grad found them,
+    writing only a flag that changed (each write is a Python call)."""
+    grad_enabled, inference_grad = previous
+    if state.grad_enabled is not grad_enabled:
+        state.grad_enabled = grad_enabled
+    if state.inference_grad is not inference_grad:
+        state.inference_grad = inference_grad
 
 
 class set_grad_enabled(_DecoratorContextManager):

@@ -18,9 +18,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
-from . import events
 from . import node as _node
-from .grad_mode import state
 from .node import RemovableHandle, running
 
 __all__ = [
@@ -110,17 +108,17 @@ def increment_version(tensor) -> None:
     """Mark ``tensor`` (or each tensor of an iterable) as modified in place: a saved copy
     of it then fails its version check in backward, as after a real in-place op."""
     from ..tensor import Tensor
-    from .site import user_site
+    from .views import _NO_EDGE, bump_version, notify_inplace
 
     tensors = (tensor,) if isinstance(tensor, Tensor) else tuple(tensor)
-    listener = events.listener
-    site = user_site(2) if (state.anomaly or listener is not None) else None
     for item in tensors:
         if item.is_inference():
             continue  # no version counter to bump (torch skips them too, in any mode)
-        item._version_counter.bump("increment_version", site)
-        if listener is not None:
-            listener.on_inplace(item, "increment_version", site)
+        # An in-place change the graph does not record, told as an unrecorded in-place
+        # op's: the site only when someone wants it (events.sites), and an InplaceInfo.
+        site, regenerated = bump_version(item, "increment_version")
+        notify_inplace(item, "increment_version", None, (item,), _NO_EDGE, site, None,
+                       regenerated)
 
 
 # -- saved-tensor hooks --------------------------------------------------------------------

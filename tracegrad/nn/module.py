@@ -80,7 +80,9 @@ class Module:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self._hooked or _hooks.any_global_hooks():
             return self._call_with_hooks(args, kwargs)
-        if state.anomaly or events.listener is not None:
+        # The scope goes on a node with its site (function._note_site): only while
+        # someone wants sites (Listener.wants_sites) or anomaly mode is on.
+        if state.anomaly or events.sites:
             module_scope.push(self._scope_name or type(self).__name__, type(self).__name__)
             try:
                 return self.forward(*args, **kwargs)
@@ -118,7 +120,7 @@ class Module:
         if backward_hooks or backward_pre_hooks:
             backward = _hooks.BackwardHook(self, backward_hooks, backward_pre_hooks)
             args = backward.wrap_inputs(args)
-        if state.anomaly or events.listener is not None:
+        if state.anomaly or events.sites:  # (see __call__)
             module_scope.push(self._scope_name or type(self).__name__)
             try:
                 output = self.forward(*args, **kwargs)
