@@ -18,6 +18,10 @@ Workloads (``--list``):
     torch-forward      the same chain forward in PyTorch (when installed): the ratio to
                        torch's own tiny op
     record-op          chain forward and backward under ``tracegrad.record()``, per op
+    two-layer          the tutorial's two-layer net (examples/two_layer_net.py), per
+                       training step, tracer off (use ``--ops 100``: a step is ~20 ops)
+    record-two-layer-structure   the same under ``tracegrad.record(values=False)``
+    record-two-layer-values      the same under ``tracegrad.record()``
     save-structure     ``Trace.save`` of a recorded chain, structure only, per node
     load-structure     ``load_trace`` of it, per node
     save-values        the same, the chain recorded with values
@@ -99,6 +103,28 @@ def record_op(n: int):
     return run
 
 
+def _two_layer(record: bool, values: bool = False):
+    """Steps of the tutorial's training loop (bench/bench_trace.py (a)), per step."""
+    def make(n: int):
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                        "examples"))
+        import two_layer_net
+
+        import tracegrad
+
+        data = two_layer_net.make_data()
+        if not record:
+            return lambda: two_layer_net.train(n, data)
+
+        def run():
+            with tracegrad.record(values=values):
+                two_layer_net.train(n, data)
+
+        return run
+
+    return make
+
+
 def _recorded(n: int, values: bool):
     from bench_trace import chain_trace  # the trace its file bench (d) saves and loads
 
@@ -135,6 +161,8 @@ def dot(n: int):
 WORKLOADS: dict[str, Callable] = {
     "chain-forward": chain_forward, "chain-backward": chain_backward,
     "torch-forward": torch_forward, "record-op": record_op,
+    "two-layer": _two_layer(False), "record-two-layer-structure": _two_layer(True, False),
+    "record-two-layer-values": _two_layer(True, True),
     "save-structure": _save(False), "load-structure": _load(False),
     "save-values": _save(True), "load-values": _load(True), "dot": dot,
 }
