@@ -22,6 +22,10 @@ Workloads (``--list``):
     bridge-mlp-step    the same under the bridge reporting to a listener that does nothing:
                        the difference to torch-mlp-step is the bridge's share per step
     record-op          chain forward and backward under ``tracegrad.record()``, per op
+    two-layer          the tutorial's two-layer net (examples/two_layer_net.py), per
+                       training step, tracer off (use ``--ops 100``: a step is ~20 ops)
+    record-two-layer-structure   the same under ``tracegrad.record(values=False)``
+    record-two-layer-values      the same under ``tracegrad.record()``
     save-structure     ``Trace.save`` of a recorded chain, structure only, per node
     load-structure     ``load_trace`` of it, per node
     save-values        the same, the chain recorded with values
@@ -162,9 +166,11 @@ def dot(n: int):
     return lambda: tracegrad.to_dot(trace, max_nodes=None).source
 
 
-def _two_layer_sized(library: str, size: int | None):
+def _two_layer(library: str = "tracegrad", size: int | None = None, record: bool = False,
+               values: bool = False):
     """``make(n)``: n training steps of examples/two_layer_net{,_numpy}.py on their data,
-    every size ``size`` (or the examples' own sizes, for None)."""
+    every size ``size`` (or the examples' own sizes, for None), under
+    ``tracegrad.record(values=values)`` when ``record`` (bench/bench_trace.py (a))."""
     def make(n: int):
         from _harness import load_example  # (bench/ is this script's folder)
 
@@ -178,7 +184,14 @@ def _two_layer_sized(library: str, size: int | None):
         arrays = numpy_example.make_data()
         data = [array.copy() for array in arrays] if library == "numpy" else \
             [tracegrad.tensor(a.copy(), requires_grad=i >= 2) for i, a in enumerate(arrays)]
-        return lambda: example.train(n, data)
+        if not record:
+            return lambda: example.train(n, data)
+
+        def run():
+            with tracegrad.record(values=values):
+                example.train(n, data)
+
+        return run
 
     return make
 
@@ -188,10 +201,11 @@ WORKLOADS: dict[str, Callable] = {
     "torch-forward": torch_forward, "record-op": record_op,
     "torch-mlp-step": lambda n: _torch_mlp(n, observed=False),
     "bridge-mlp-step": lambda n: _torch_mlp(n, observed=True),
+    "two-layer": _two_layer(), "record-two-layer-structure": _two_layer(record=True),
+    "record-two-layer-values": _two_layer(record=True, values=True),
     "save-structure": _save(False), "load-structure": _load(False),
     "save-values": _save(True), "load-values": _load(True), "dot": dot,
-    "two-layer-numpy": _two_layer_sized("numpy", None),
-    "two-layer-tiny": _two_layer_sized("tracegrad", 1),
+    "two-layer-numpy": _two_layer("numpy"), "two-layer-tiny": _two_layer(size=1),
 }
 
 

@@ -34,11 +34,45 @@ class _Running(threading.local):
 running = _Running()
 
 
+# The in-place changes a version counter remembers with their sites: the latest ones. A
+# training loop under record() bumps its parameters every step, for as long as it runs.
+HISTORY_LIMIT = 64
+
+
+class VersionHistory(list):
+    """A counter's ``(version, op name, Site)`` entries, the latest HISTORY_LIMIT or so;
+    ``dropped_through`` is the version of the latest entry let go (0: none), so that a
+    reader can tell a complete account of the changes since a version from a partial one."""
+
+    __slots__ = ("dropped_through",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.dropped_through = 0
+
+    def add(self, version: int, op_name: str, site) -> None:
+        if len(self) >= HISTORY_LIMIT:  # the older half goes: amortized one entry a bump
+            dropped = HISTORY_LIMIT // 2
+            self.dropped_through = self[dropped - 1][0]
+            del self[:dropped]
+        self.append((version, op_name, site))
+
+
+def changes_since(history, version: int) -> tuple[list, bool]:
+    """``(changes, complete)``: the entries of ``history`` (a VersionHistory, a plain
+    list, or None) after ``version``, and whether none of those was let go."""
+    if not history:
+        return [], True
+    changes = [entry for entry in history if entry[0] > version]
+    return changes, getattr(history, "dropped_through", 0) <= version
+
+
 class VersionCounter:
     """Shared by a tensor and all its views; bumped by every in-place op.
 
     ``history`` is filled only while sites are wanted (tracing or anomaly mode), so the
-    version error can say which in-place op changed the tensor and where. ``views`` holds
+    version error can say which in-place op changed the tensor and where: the latest
+    changes (a VersionHistory, bounded: see HISTORY_LIMIT). ``views`` holds
     weak references to the views of the storage (autograd/views.py): a bump refreshes
     their grad_fn, as PyTorch regenerates a view's grad_fn when its version moved.
     """
@@ -48,7 +82,7 @@ class VersionCounter:
     def __init__(self) -> None:
         self.value = 0
         self.last_op = None
-        self.history = None  # list of (version, op name, Site) when recorded
+        self.history = None  # VersionHistory of (version, op name, Site) when recorded
         self.views = None  # list of weakref(view), made by the first view
 
     def bump(self, op_name: str, site=None) -> None:
@@ -56,8 +90,8 @@ class VersionCounter:
         self.last_op = op_name
         if site is not None:
             if self.history is None:
-                self.history = []
-            self.history.append((self.value, op_name, site))
+                self.history = VersionHistory()
+            self.history.add(self.value, op_name, site)
         if self.views:
             refresh_views(self)
 
@@ -382,14 +416,15 @@ class SavedTensor:
         return self.producer
 
     def _culprit(self) -> str:
-        history = self.counter.history
-        if history:
-            changes = [(version, op, site) for version, op, site in history
-                       if version > self.version]
-            if changes:
-                parts = [f"'{op}' at {site}" + (f" ({site.code})" if site.code else "")
-                         for _, op, site in changes]
-                return "It was modified by " + ", then ".join(parts) + "."
+        changes, complete = changes_since(self.counter.history, self.version)
+        if changes:
+            parts = [f"'{op}' at {site}" + (f" ({site.code})" if site.code else "")
+                     for _, op, site in changes]
+            if not complete:  # the first changes were let go: never name a wrong first
+                return (f"It was modified by in-place operations whose lines tracegrad no "
+                        f"longer keeps (it keeps the latest {HISTORY_LIMIT // 2} to "
+                        f"{HISTORY_LIMIT}), then by " + ", then ".join(parts) + ".")
+            return "It was modified by " + ", then ".join(parts) + "."
         if self.counter.last_op:
             return (f"The last in-place operation on it was '{self.counter.last_op}'. Hint: "
                     "run under tracegrad.autograd.detect_anomaly() or tracegrad.record() to "

@@ -17,7 +17,7 @@ naming the saving node and the in-place op, each with its line.
 
 from __future__ import annotations
 
-from ..autograd.node import SavedTensor, VersionCounter
+from ..autograd.node import SavedTensor, VersionCounter, changes_since
 from ..tensor import Tensor
 from .graph import GraphBuilder, _reference, saved_values
 from .model import BackwardPass, NodeRecord, Site, Step, TensorRecord, Trace, Violation
@@ -225,10 +225,10 @@ class ViolationFinder:
             if saved.counter.value != saved.version:
                 source = saved.source_tensor()
                 tensor_id = self.builder.tensor_id(source) if source is not None else None
-                history = saved.counter.history or []
-                changes = [(op, site) for version, op, site in history
-                           if version > saved.version]
-                op_name, site = changes[0] if changes else (saved.counter.last_op or "?", None)
+                changes, complete = changes_since(saved.counter.history, saved.version)
+                # the first change after the save, when it is still known: else no line
+                op_name, site = changes[0][1:] if changes and complete \
+                    else (saved.counter.last_op or "?", None)
                 violation = self._report_inplace(node, node_id, slot, saved, tensor_id,
                                                  op_name, site, phase="backward")
                 if violation is not None:
