@@ -190,10 +190,10 @@ class _ColumnEncoder:
     def table(self, cls: type, records: list) -> dict:
         columns = {}
         count = len(records)
-        for column in _columns(cls):
-            if cls is model.Step and column.name == "duration_ns" and not self.timings:
-                continue
-            values = list(map(attrgetter(column.name), records))
+        fields = _columns(cls)
+        if cls is model.Step and not self.timings:
+            fields = tuple(column for column in fields if column.name != "duration_ns")
+        for column, values in zip(fields, _field_values(fields, records)):
             if _all_default(column, values, count):
                 continue
             if cls is model.Value and column.name == "stats" and self.stats_from_arrays:
@@ -345,6 +345,22 @@ class _ColumnEncoder:
             self._site_ids[id(site)] = row
         return row
 
+
+
+def _field_values(columns: tuple[_Column, ...], records: list) -> list[list]:
+    """The values of each field over ``records``: all fields of a record read at once, in
+    one pass over the records, then turned into columns. A pass per field read every
+    record again from memory as many times as it has fields (14 for a tensor): three
+    times slower on 50,000 records (bench/bench_trace.py (d))."""
+    if not records:
+        return [[] for _ in columns]
+    getter = _getter(tuple(column.name for column in columns))
+    if len(columns) == 1:
+        return [list(map(getter, records))]
+    return list(map(list, zip(*map(getter, records))))
+
+
+_getter = functools.cache(lambda names: attrgetter(*names))
 
 
 def _array_gives_stats(value: model.Value) -> bool:
