@@ -182,27 +182,32 @@ _STATS_FIELDS = ("min", "max", "mean", "norm", "nan_count", "inf_count")
 _stats_fields = attrgetter(*_STATS_FIELDS)
 
 
-def stats_from_arrays(values: list[Value]) -> list[bool]:
+def stats_from_arrays(values: list[Value], stats: list | None = None,
+                      arrays: list | None = None) -> list[bool]:
     """``stats_from_array`` of each value, decided in C but for the flags of the arrays
-    whose pending statistics they are (a save of 100,000 values asks for all of them)."""
-    stats = list(map(_get_stats, values))
+    whose pending statistics they are (a save of 100,000 values asks for all of them).
+    ``stats`` and ``arrays``: the values' own, when the caller has read them already."""
+    if stats is None:
+        stats = list(map(_get_stats, values))
+    if arrays is None:
+        arrays = list(map(_get_array, values))
     candidates = list(map(is_, map(type, stats), repeat(PendingStats)))
     if all(candidates):  # the usual save: every value pending, no row to pick out
-        rows, pending, arrays = range(len(values)), stats, list(map(_get_array, values))
+        rows, pending, chosen = range(len(values)), stats, arrays
     else:
         rows = list(compress(range(len(values)), candidates))
         pending = map(stats.__getitem__, rows)
-        arrays = list(map(_get_array, map(values.__getitem__, rows)))
+        chosen = list(map(arrays.__getitem__, rows))
     # The source of each pending one (object.__getattribute__: reading it does not compute
     # them) is its value's array, C-ordered: else the numbers are stored.
     sources = map(_object_getattribute, pending, repeat("_source"))
-    others = list(compress(range(len(rows)), map(is_not, sources, arrays)))
+    others = list(compress(range(len(rows)), map(is_not, sources, chosen)))
     for position in others:
         candidates[rows[position]] = False  # not its value's array (or no array left)
     if others:  # no array to ask for its layout there
         rows = list(compress(range(len(values)), candidates))
-        arrays = list(map(_get_array, map(values.__getitem__, rows)))
-    for position in compress(range(len(rows)), map(not_, map(_c_ordered, arrays))):
+        chosen = list(map(arrays.__getitem__, rows))
+    for position in compress(range(len(rows)), map(not_, map(_c_ordered, chosen))):
         candidates[rows[position]] = False  # an F-ordered copy
     return candidates
 
