@@ -189,8 +189,11 @@ def _pack_array_columns(arrays: list[np.ndarray]) -> tuple[dict, bytearray]:
         zeros = memoryview(bytes(max(map(sizes.__getitem__, others))))
         for index in others:
             parts[index] = zeros[:sizes[index]]
-    blob = bytearray().join(chain.from_iterable(zip(parts, map(_PADDING.__getitem__,
-                                                               paddings))))
+    if any(paddings):
+        blob = bytearray().join(chain.from_iterable(zip(parts, map(_PADDING.__getitem__,
+                                                                   paddings))))
+    else:  # every array a multiple of ALIGN bytes (a chain's 4 float32s): no b"" between
+        blob = bytearray().join(parts)  # them, which made the join 3.6 times slower
     if others:
         starts = [0, *accumulate(map(add, sizes, paddings))]
         for index in others:
