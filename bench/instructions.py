@@ -22,6 +22,8 @@ Workloads (``--list``):
     load-structure     ``load_trace`` of it, per node
     save-values        the same, the chain recorded with values
     load-values
+    read-statistics    reading every value's statistics once after ``load_trace`` of it
+                       (computed from the arrays then), per node
     dot                ``to_dot(trace).source`` of a recorded chain, per node
 
 Counts depend on the Python, NumPy and valgrind builds, not on the machine's load: compare
@@ -125,6 +127,25 @@ def _load(values: bool):
     return make
 
 
+def read_statistics(n: int):
+    import gc
+
+    from bench_trace import _read_all_statistics
+
+    from tracegrad.tracing import load_trace
+
+    path = os.path.join(tempfile.mkdtemp(prefix="instructions."), "chain.tgtrace")
+    _recorded(n, values=True).save(path)
+    loaded = []
+
+    def prepare():  # outside the region: the load, and what earlier runs left the collector
+        loaded[:] = []
+        gc.collect()
+        loaded.append(load_trace(path))
+
+    return lambda: _read_all_statistics(loaded[0]), prepare
+
+
 def dot(n: int):
     import tracegrad
 
@@ -136,7 +157,8 @@ WORKLOADS: dict[str, Callable] = {
     "chain-forward": chain_forward, "chain-backward": chain_backward,
     "torch-forward": torch_forward, "record-op": record_op,
     "save-structure": _save(False), "load-structure": _load(False),
-    "save-values": _save(True), "load-values": _load(True), "dot": dot,
+    "save-values": _save(True), "load-values": _load(True),
+    "read-statistics": read_statistics, "dot": dot,
 }
 
 
