@@ -30,6 +30,8 @@ Workloads (``--list``):
     load-structure     ``load_trace`` of it, per node
     save-values        the same, the chain recorded with values
     load-values
+    read-statistics    reading every value's statistics once after ``load_trace`` of it
+                       (computed from the arrays then), per node
     dot                ``to_dot(trace).source`` of a recorded chain, per node
     two-layer-numpy    examples/two_layer_net_numpy.py's training step, per step (~5*10^6
                        instructions: use a small --ops), the baseline of bench_two_layer.py
@@ -159,6 +161,25 @@ def _load(values: bool):
     return make
 
 
+def read_statistics(n: int):
+    import gc
+
+    from bench_trace import _read_all_statistics
+
+    from tracegrad.tracing import load_trace
+
+    path = os.path.join(tempfile.mkdtemp(prefix="instructions."), "chain.tgtrace")
+    _recorded(n, values=True).save(path)
+    loaded = []
+
+    def prepare():  # outside the region: the load, and what earlier runs left the collector
+        loaded[:] = []
+        gc.collect()
+        loaded.append(load_trace(path))
+
+    return lambda: _read_all_statistics(loaded[0]), prepare
+
+
 def dot(n: int):
     import tracegrad
 
@@ -204,7 +225,8 @@ WORKLOADS: dict[str, Callable] = {
     "two-layer": _two_layer(), "record-two-layer-structure": _two_layer(record=True),
     "record-two-layer-values": _two_layer(record=True, values=True),
     "save-structure": _save(False), "load-structure": _load(False),
-    "save-values": _save(True), "load-values": _load(True), "dot": dot,
+    "save-values": _save(True), "load-values": _load(True),
+    "read-statistics": read_statistics, "dot": dot,
     "two-layer-numpy": _two_layer("numpy"), "two-layer-tiny": _two_layer(size=1),
 }
 

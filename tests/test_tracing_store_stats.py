@@ -154,3 +154,46 @@ def test_a_stored_array_of_another_kind_than_its_value_is_named(tmp_path):
         with pytest.raises(TraceFileError) as info:
             tg.load_trace(damaged)
         assert "values[0].array: " + words in str(info.value), str(info.value)
+
+
+def test_small_arrays_statistics_are_numpys_to_the_bit():
+    """The least and greatest of a few elements come from Python floats: the same numbers
+    as NumPy's reductions give, zeros of either sign included (those are left to NumPy)."""
+    from tracegrad.tracing.values import _finite_min_max
+
+    rng = np.random.default_rng(7)
+    for dtype in (np.float16, np.float32, np.float64):
+        info = np.finfo(dtype)
+        choices = np.array([0.0, -0.0, 1.5, -1.5, info.smallest_subnormal,
+                            -info.smallest_subnormal, info.max, -7.0], dtype)
+        for size in (1, 2, 3, 4, 7, 16, 17, 40):
+            for _ in range(40):
+                flat = rng.choice(choices, size)
+                expected = (float(np.minimum.reduce(flat)), float(np.maximum.reduce(flat)))
+                assert tuple(map(repr, _finite_min_max(flat))) == tuple(map(repr, expected))
+                stats = compute_stats(flat)
+                assert (repr(stats.min), repr(stats.max)) == tuple(map(repr, expected))
+
+
+def test_statistics_of_fewer_than_eight_floats_are_numpys_to_the_bit():
+    """Fewer than 8 elements are summed from Python floats, one after the other, as NumPy
+    sums so few: the same numbers as its float64 sum, for every float dtype, with zeros,
+    subnormals and elements that cancel. A NumPy that sums them otherwise fails here."""
+    from tracegrad.tracing.values import _few_stats
+
+    rng = np.random.default_rng(11)
+    for dtype in (np.float16, np.float32, np.float64):
+        info = np.finfo(dtype)
+        for size in range(1, 8):
+            for _ in range(400):
+                scales = 10.0 ** rng.integers(info.minexp // 4, info.maxexp // 4, size)
+                flat = (rng.standard_normal(size) * scales).astype(dtype)
+                flat[rng.random(size) < 0.2] = rng.choice([0.0, -0.0, info.smallest_subnormal])
+                stats = _few_stats(flat)
+                if stats is None:
+                    continue  # a zero at the least or greatest: NumPy's path
+                total = float(np.add.reduce(flat, None, np.float64))
+                assert repr(stats.mean) == repr(total / size), flat
+                assert (repr(stats.min), repr(stats.max)) == (
+                    repr(float(np.minimum.reduce(flat))), repr(float(np.maximum.reduce(flat))))
+                assert repr(stats.norm) == repr(float(np.sqrt(float(flat.dot(flat)))))

@@ -14,6 +14,7 @@ is given back (``ValueBudget.release``) get theirs computed then, from the same 
 
 from __future__ import annotations
 
+import contextlib
 import math
 from itertools import compress, repeat
 from operator import attrgetter, is_, is_not, not_
@@ -72,6 +73,10 @@ def _stats(array: np.ndarray) -> Stats:
     if array.dtype.kind not in "fc":
         as_float = array.astype(np.float64)
         return _finite_stats(as_float)
+    if array.dtype.kind == "f" and array.size < _PAIRWISE:
+        stats = _few_stats(array if array.ndim == 1 else array.reshape(-1))
+        if stats is not None:
+            return stats
     # One sum tells whether every element is finite; counting is needed only when not
     # (or when the sum itself overflowed, which the count then shows is harmless).
     total = float(_sum(array, None, _float64))
@@ -80,8 +85,8 @@ def _stats(array: np.ndarray) -> Stats:
             flat = array if array.ndim == 1 else array.reshape(-1)
             squares = float(flat.dot(flat))
             if math.isfinite(squares):
-                return Stats(float(_min(array, None)), float(_max(array, None)),
-                             total / array.size, math.sqrt(squares))
+                low, high = _finite_min_max(flat)
+                return Stats(low, high, total / array.size, math.sqrt(squares))
         return _finite_stats(array, total)
     nan_count = int(np.isnan(array).sum())
     inf_count = int(np.isinf(array).sum())
@@ -91,6 +96,46 @@ def _stats(array: np.ndarray) -> Stats:
     stats = _finite_stats(finite) if finite.size else Stats()
     stats.nan_count, stats.inf_count = nan_count, inf_count
     return stats
+
+
+def _few_stats(flat: np.ndarray) -> Stats | None:
+    """The statistics of fewer than ``_PAIRWISE`` real floats, from Python floats: the
+    numbers of the NumPy path below, to the bit, at a third of its cost (a trace's values
+    are mostly that small: reading 100,000 statistics after a load, bench_trace (d)).
+    NumPy sums so few elements one after the other from 0.0 (its pairwise summation
+    starts at 8), in float64 as here; the sum of squares stays NumPy's (BLAS rounds it its
+    own way). None, for the NumPy path, when an element is not finite or the least or
+    greatest is a zero (see _finite_min_max), or the floats are wider than Python's."""
+    items = flat.tolist()
+    total = 0.0
+    for item in items:  # not sum(): Python 3.12's compensates, NumPy's does not
+        total += item
+    if type(total) is not float or not math.isfinite(total):
+        return None
+    squares = float(flat.dot(flat))
+    low, high = min(items), max(items)
+    if not (low and high and math.isfinite(squares)):
+        return None
+    return Stats(low, high, total / len(items), math.sqrt(squares))
+
+
+_PAIRWISE = 8  # elements: NumPy sums fewer one after the other (numpy loops_utils.h)
+
+
+def _finite_min_max(flat: np.ndarray) -> tuple[float, float]:
+    """The least and greatest of a flat array of finite floats, the numbers NumPy's
+    reductions give. A few elements: from Python floats, four times cheaper than two
+    reductions (a trace's values are mostly small; reading 100,000 statistics after a load,
+    bench_trace (d)). The same to the bit: equal non-zero floats have the same bits, so the
+    least is the least whichever element it came from -- but 0.0 == -0.0, and which zero a
+    reduction keeps depends on its order, so a zero is left to NumPy, as are floats wider
+    than Python's."""
+    if flat.size <= _TINY:
+        items = flat.tolist()
+        low, high = min(items), max(items)
+        if low and high and type(low) is float:
+            return low, high
+    return float(_min(flat, None)), float(_max(flat, None))
 
 
 def _finite_stats(array: np.ndarray, total: float | None = None) -> Stats:
@@ -141,43 +186,56 @@ class PendingStats(Stats):
         return stats
 
     def __getattribute__(self, name: str):
-        fields = _object_getattribute(self, "__dict__")
-        source = fields.get("_source")
-        if source is not None:
-            # Fields first, then the source goes: a second reader meanwhile (threads)
-            # either computes the same numbers again or finds them in place.
-            fields.update(_object_getattribute(compute_stats(source), "__dict__"))
-            fields.pop("_source", None)
-            _object_setattr(self, "__class__", Stats)
+        try:
+            source = _object_getattribute(self, "_source")
+        except AttributeError:  # settled by another thread meanwhile
+            return _object_getattribute(self, name)
+        # Fields first, then the class, then the source goes: a second reader meanwhile
+        # (threads) either computes the same numbers again or finds them in place. Each
+        # field set on its own, never through ``__dict__``: asking for that makes a dict
+        # for the object, which is an allocation the collector counts -- 100,000 reads
+        # after a load set off a full collection of the whole trace (bench_trace (d)).
+        any(map(_object_setattr, repeat(self), _STATS_FIELDS, _stats_fields(
+            compute_stats(source))))  # None each: runs them all
+        _object_setattr(self, "__class__", Stats)
+        with contextlib.suppress(AttributeError):  # a second reader deleted it first
+            _object_delattr(self, "_source")
         return _object_getattribute(self, name)
 
 
 _new_object = object.__new__
 _object_getattribute = object.__getattribute__
-_object_setattr = object.__setattr__
+_object_setattr, _object_delattr = object.__setattr__, object.__delattr__
+_STATS_FIELDS = ("min", "max", "mean", "norm", "nan_count", "inf_count")
+_stats_fields = attrgetter(*_STATS_FIELDS)
 
 
-def stats_from_arrays(values: list[Value]) -> list[bool]:
+def stats_from_arrays(values: list[Value], stats: list | None = None,
+                      arrays: list | None = None) -> list[bool]:
     """``stats_from_array`` of each value, decided in C but for the flags of the arrays
-    whose pending statistics they are (a save of 100,000 values asks for all of them)."""
-    stats = list(map(_get_stats, values))
+    whose pending statistics they are (a save of 100,000 values asks for all of them).
+    ``stats`` and ``arrays``: the values' own, when the caller has read them already."""
+    if stats is None:
+        stats = list(map(_get_stats, values))
+    if arrays is None:
+        arrays = list(map(_get_array, values))
     candidates = list(map(is_, map(type, stats), repeat(PendingStats)))
     if all(candidates):  # the usual save: every value pending, no row to pick out
-        rows, pending, arrays = range(len(values)), stats, list(map(_get_array, values))
+        rows, pending, chosen = range(len(values)), stats, arrays
     else:
         rows = list(compress(range(len(values)), candidates))
         pending = map(stats.__getitem__, rows)
-        arrays = list(map(_get_array, map(values.__getitem__, rows)))
+        chosen = list(map(arrays.__getitem__, rows))
     # The source of each pending one (object.__getattribute__: reading it does not compute
     # them) is its value's array, C-ordered: else the numbers are stored.
     sources = map(_object_getattribute, pending, repeat("_source"))
-    others = list(compress(range(len(rows)), map(is_not, sources, arrays)))
+    others = list(compress(range(len(rows)), map(is_not, sources, chosen)))
     for position in others:
         candidates[rows[position]] = False  # not its value's array (or no array left)
     if others:  # no array to ask for its layout there
         rows = list(compress(range(len(values)), candidates))
-        arrays = list(map(_get_array, map(values.__getitem__, rows)))
-    for position in compress(range(len(rows)), map(not_, map(_c_ordered, arrays))):
+        chosen = list(map(arrays.__getitem__, rows))
+    for position in compress(range(len(rows)), map(not_, map(_c_ordered, chosen))):
         candidates[rows[position]] = False  # an F-ordered copy
     return candidates
 
@@ -197,7 +255,10 @@ def stats_from_array(value: Value) -> bool:
     stats = value.stats
     if type(stats) is not PendingStats:  # type(): reading stats.__class__ computes them
         return False
-    source = _object_getattribute(stats, "__dict__").get("_source")
+    try:  # not through __dict__, which would make one (see PendingStats)
+        source = _object_getattribute(stats, "_source")
+    except AttributeError:  # settled meanwhile
+        return False
     return source is not None and source is value.array and source.flags.c_contiguous
 
 
@@ -245,7 +306,7 @@ def is_finite(data) -> bool:
     return bool(xp.isfinite(data).all())
 
 
-_TINY = 16  # elements: below this, is_finite sums Python floats
+_TINY = 16  # elements: below this, is_finite and _finite_min_max work on Python floats
 _fsum = sum
 
 
