@@ -67,8 +67,8 @@ def registry() -> dict[str, type]:
     """
     from . import (  # noqa: F401 - imported to register their ops
         activation,
-        attention,
         arith,
+        attention,
         binary,
         conversion,
         convolution,
