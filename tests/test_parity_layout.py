@@ -78,6 +78,26 @@ OPS = {
     "to_float32": lambda L, a: a.to(L.float32),
     "to_copy": lambda L, a: a.to(copy=True),
     "to_contiguous": lambda L, a: a.to(L.float32, memory_format=L.contiguous_format),
+    # elementwise on two operands of different layouts: the first one's decides (torch's
+    # TensorIterator), where NumPy prefers row-major
+    "add_other_contiguous": lambda L, a: a + _values(L, 5, 4, 3),
+    "add_contiguous_first": lambda L, a: _values(L, 5, 4, 3) + a,
+    "sub_broadcast": lambda L, a: a - _values(L, 4, 3),
+    "mul_broadcast_first": lambda L, a: _values(L, 4, 1) * a,
+    "div_scaled": lambda L, a: a / (_values(L, 5, 4, 3) + 5),
+    "pow_tensor": lambda L, a: a.abs().pow(_values(L, 5, 4, 3)),
+    "atan2": lambda L, a: L.atan2(a, _values(L, 5, 4, 3)),
+    "maximum": lambda L, a: L.maximum(a, _values(L, 5, 4, 3)),
+    "lerp_tensor": lambda L, a: L.lerp(a, _values(L, 5, 4, 3), _values(L, 5, 4, 3).abs()),
+    "addcmul": lambda L, a: L.addcmul(a, a, _values(L, 5, 4, 3)),
+    "compare": lambda L, a: (a > _values(L, 5, 4, 3)).float() * 1,
+    "mse_none": lambda L, a: L.nn.functional.mse_loss(a, _values(L, 5, 4, 3), reduction="none"),
+    "l1_none": lambda L, a: L.nn.functional.l1_loss(a, _values(L, 5, 4, 3), reduction="none"),
+    "bce_none": lambda L, a: L.nn.functional.binary_cross_entropy(
+        a.sigmoid(), _values(L, 5, 4, 3).sigmoid(), reduction="none"),
+    "smooth_l1_none": lambda L, a: L.nn.functional.smooth_l1_loss(
+        a, _values(L, 5, 4, 3), reduction="none"),
+    "cross": lambda L, a: L.linalg.cross(a, _values(L, 5, 4, 3)),
     "reshape_after_cumsum": lambda L, a: a.cumsum(1).reshape(60),
     "reshape_after_clone": lambda L, a: a.clone().reshape(5, 12),
 }

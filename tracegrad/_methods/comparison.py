@@ -10,6 +10,7 @@ import operator as _ops
 from typing import TYPE_CHECKING
 
 from ..autograd import events as _events
+from ..ops._layout import iterator_layout
 
 if TYPE_CHECKING:
     from ..ops import _operands, bitwise  # noqa: TC004 - bound at runtime by _bind()
@@ -29,7 +30,10 @@ def _compare(self, other, compare):
         return False
     else:
         x, y = _operands.operands(self, other)
-        result = Tensor._wrap(compare(x, y), False)
+        compared = compare(x, y)
+        if compared.ndim > 1:  # laid out as torch's TensorIterator lays it out
+            compared = iterator_layout(compared, x, y)
+        result = Tensor._wrap(compared, False)
     listener = _events.listener  # one check when nobody listens
     if listener is not None:  # a bool mask: the gradient stops here (tracing/flows.py)
         listener.on_untracked_op(compare.__name__, (self, other), (result,), True)

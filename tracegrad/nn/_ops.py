@@ -16,6 +16,7 @@ from ..autograd.grad_mode import state
 from ..errors import DTypeError, ShapeError
 from ..ops import _math
 from ..ops._edges import select_edges
+from ..ops._layout import iterates
 from ..ops._saved import REDUCTION_ENUM, as_torch_int, show_saved
 from ..ops.indexing import scatter_into
 from ..ops.linalg import save_operands
@@ -120,6 +121,7 @@ class MseLoss(Op):
     saved_names = ("self", "target")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
+    @iterates  # (reduction='none': the elementwise loss, laid out as torch's)
     def forward(ctx, input, target, reduction="mean"):
         x, y = input._array, target._array
         if x.dtype != y.dtype and y.dtype.kind == "f":

@@ -16,6 +16,8 @@ row-major, which is the common case; they part where an operand is permuted or s
 
 from __future__ import annotations
 
+import functools
+
 from ..backends import array_module
 
 
@@ -57,14 +59,15 @@ def iterator_layout(result, *operands):
     ``operands`` (arrays broadcastable to ``result``'s shape, or numbers) are its inputs in
     order; ``result`` itself when its strides are already those.
 
-    Cheap in the common case: operands of the result's shape, all row-major, give a
-    row-major result (TensorIterator's fast set-up). A number or a 0-d operand turns the
-    fast set-up off, as a wrapped scalar does in torch: then the strides of size-1
-    dimensions count too."""
+    Cheap in the common case: row-major operands give a row-major result -- always when
+    they all have the result's shape (TensorIterator's fast set-up), and otherwise too
+    when none has a size-1 dim (only a size-1 dim's stride could reorder torch's result,
+    where a number or broadcasting turns the fast set-up off)."""
     arrays = [op for op in operands if getattr(op, "ndim", 0)]
     shape = result.shape
     same_shape = len(arrays) == len(operands) and all(array.shape == shape for array in arrays)
-    if same_shape and all(array.flags.c_contiguous for array in arrays):
+    if all(array.flags.c_contiguous and (same_shape or 1 not in array.shape)
+           for array in arrays):
         return row_major(result)
     return _laid_out(result, _iterator_strides(shape, result.itemsize, arrays, same_shape))
 
@@ -120,6 +123,23 @@ class _Strides:
 
     def __init__(self, shape, strides):
         self.shape, self.strides = tuple(shape), tuple(strides)
+
+
+def iterates(forward):
+    """Decorates the forward of an op torch builds on its TensorIterator (binary and
+    ternary elementwise ops): its array result, of 2 or more dims, laid out by
+    ``iterator_layout`` over the op's tensor and number arguments in order."""
+    @functools.wraps(forward)
+    def laid_out(ctx, *args, **kwargs):
+        result = forward(ctx, *args, **kwargs)
+        if getattr(result, "ndim", 0) < 2:
+            return result
+        return iterator_layout(result, *(arg._array if hasattr(arg, "_array") else arg
+                                         for arg in args
+                                         if hasattr(arg, "_array") or isinstance(arg, float)
+                                         or isinstance(arg, int)))
+
+    return laid_out
 
 
 def preserved(result, source):

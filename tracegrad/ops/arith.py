@@ -17,6 +17,7 @@ from ..errors import DTypeError
 from ..tensor import Tensor
 from . import _math
 from ._edges import number_edge
+from ._layout import iterates, iterator_layout
 from ._math import sum_to
 from ._operands import broadcast_error, operands, true_divide_dtype
 from .unary import _quiet
@@ -66,11 +67,13 @@ class Add(Op):
             ctx.alpha = alpha
             y = y * alpha
         try:
-            return x + y
+            result = x + y
         except ValueError:
             raise broadcast_error("add", a, b) from None
         except FLOAT_ERRORS:  # inf - inf, with warnings as errors: torch is silent
             return retry(operator.add, x, y)
+        # torch's layout for 2+ dims (a 1-d result is dense either way: one read per op)
+        return result if result.ndim < 2 else iterator_layout(result, x, y)
 
     @staticmethod
     def backward(ctx, grad):
@@ -157,11 +160,12 @@ def _subtract(ctx, a, b, alpha=1):
             x.__class__ is bool or y.__class__ is bool:
         raise _bool_subtraction_error(a, b)
     try:
-        return x - y if alpha == 1 else x - y * alpha
+        result = x - y if alpha == 1 else x - y * alpha
     except ValueError:
         raise broadcast_error("sub", a, b) from None
     except FLOAT_ERRORS:  # overflow, with warnings as errors: torch is silent
         return retry(_subtract_scaled, x, y, alpha)
+    return result if result.ndim < 2 else iterator_layout(result, x, y)  # (as Add's)
 
 
 def _subtract_scaled(x, y, alpha):
@@ -198,11 +202,12 @@ class Mul(Op):
                     len(ctx._next_nodes) == 1:
                 number_edge(ctx, 1 if isinstance(a, Tensor) else 0)
         try:
-            return x * y
+            result = x * y
         except ValueError:
             raise broadcast_error("mul", a, b) from None
         except FLOAT_ERRORS:  # overflow, 0 * inf, with warnings as errors: torch is silent
             return retry(operator.mul, x, y)
+        return result if result.ndim < 2 else iterator_layout(result, x, y)  # (as Add's)
 
     @staticmethod
     def backward(ctx, grad):
@@ -301,7 +306,9 @@ class Div(Op):
         finally:
             restore(token)
         result_dtype = true_divide_dtype(x, y)
-        return result if result_dtype is None else result.astype(result_dtype)
+        if result_dtype is not None:
+            result = result.astype(result_dtype)
+        return result if result.ndim < 2 else iterator_layout(result, x, y)  # (as Add's)
 
     @staticmethod
     def backward(ctx, grad):
@@ -373,6 +380,7 @@ class Pow(Op):
     saves_output = True
 
     @staticmethod
+    @iterates
     def forward(ctx, a, b):
         x, y = operands(a, b)
         ctx.save_for_backward(a, b)

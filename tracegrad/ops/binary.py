@@ -23,6 +23,7 @@ from ..errors import (
 from ..tensor import Tensor
 from . import _math
 from ._edges import number_edge
+from ._layout import iterates
 from ._math import sum_to
 from ._operands import broadcast_error, operands
 from .unary import _quiet
@@ -85,6 +86,7 @@ class Atan2(Op):
     saved_names = ("self", "other")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
+    @iterates
     def forward(ctx, a, b):
         x, y = _float_pair("atan2", a, b)
         ctx.save_for_backward(a, b)
@@ -109,6 +111,7 @@ class FmodScalar(Op):
     array_backward = True
 
     @staticmethod
+    @iterates
     def forward(ctx, a, other):
         x, y = operands(a, other)
         _check_integer_divisor("fmod", y, a)
@@ -126,6 +129,7 @@ class Fmod(Op):
     saved_names = ("self", "other")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
+    @iterates
     def forward(ctx, a, b):
         x, y = _pair("fmod", a, b)
         _check_integer_divisor("fmod", y, a)
@@ -167,6 +171,7 @@ class RemainderScalar(Op):
     array_backward = True
 
     @staticmethod
+    @iterates
     def forward(ctx, a, other):
         x, y = operands(a, other)
         _check_integer_divisor("remainder", y, a)
@@ -184,6 +189,7 @@ class Remainder(Op):
     saved_names = ("self", "other")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
+    @iterates
     def forward(ctx, a, b):
         x, y = _pair("remainder", a, b)
         _check_integer_divisor("remainder", y, b if isinstance(b, Tensor) else a)
@@ -224,6 +230,7 @@ class FloorDivide(_NotDifferentiable):
     _aten_name = "floor_divide"
 
     @staticmethod
+    @iterates
     def forward(ctx, a, b):
         x, y = _pair("floor_divide", a, b)
         tensor = a if isinstance(a, Tensor) else b
@@ -239,6 +246,7 @@ class Heaviside(_NotDifferentiable):
     _aten_name = "heaviside"
 
     @staticmethod
+    @iterates
     def forward(ctx, a, values):
         if a._array.dtype != values._array.dtype:
             raise DTypeError(
@@ -259,6 +267,7 @@ class RemainderScalarSelf(_NotDifferentiable):
     _aten_name = "remainder"
 
     @staticmethod
+    @iterates
     def forward(ctx, a, b):
         x, y = operands(a, b)
         _check_integer_divisor("remainder", y, b)
@@ -276,6 +285,7 @@ class DivRounding(Op):
     saved_names = ("self", "other", "rounding_mode=rounding_mode")
 
     @staticmethod
+    @iterates
     def forward(ctx, a, b, rounding_mode):
         x, y = _pair("div", a, b)
         # tensor / number: torch's 2nd edge (one edge)
@@ -323,6 +333,7 @@ class Hypot(Op):
     saved_names = ("self", "other", "result")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
+    @iterates
     def forward(ctx, a, b):
         x, y = _pair("hypot", a, b)
         if x.dtype.kind != "f":
@@ -367,6 +378,7 @@ class Lerp(Op):
 
     @staticmethod
     @silenced
+    @iterates
     def forward(ctx, start, end, weight):
         _same_dtype("lerp", ("self", "end"), start, end)
         x, y = _pair("lerp", start, end)
@@ -389,6 +401,7 @@ class LerpTensor(Op):
 
     @staticmethod
     @silenced
+    @iterates
     def forward(ctx, start, end, weight):
         _same_dtype("lerp", ("self", "end", "weight"), start, end, weight)
         x, y = _pair("lerp", start, end)
@@ -424,6 +437,7 @@ class Addcmul(Op):
 
     @staticmethod
     @silenced
+    @iterates
     def forward(ctx, a, t1, t2, value=1):
         x, y = _pair("addcmul", t1, t2)
         product = x * y
@@ -454,6 +468,7 @@ class Addcdiv(Op):
     saved_names = ("tensor1", "tensor2", "value=value")
 
     @staticmethod
+    @iterates
     def forward(ctx, a, t1, t2, value=1):
         x, y = _pair("addcdiv", t1, t2)
         if x.dtype.kind != "f" and y.dtype.kind != "f":
@@ -496,6 +511,7 @@ class Xlogy(Op):
     saved_names = ("self", "other")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
+    @iterates
     def forward(ctx, a, b):
         x, y = _float_pair("xlogy", a, b)
         xp = (a if isinstance(a, Tensor) else b)._xp
@@ -535,6 +551,7 @@ class Logaddexp(Op):
 
     @staticmethod
     @silenced
+    @iterates
     def forward(ctx, a, b):
         x, y = _pair("logaddexp", a, b)
         _check_float("logaddexp", x, a)
@@ -556,6 +573,7 @@ class Logaddexp2(Op):
 
     @staticmethod
     @silenced
+    @iterates
     def forward(ctx, a, b):
         x, y = _pair("logaddexp2", a, b)
         _check_float("logaddexp2", x, a)
@@ -591,6 +609,7 @@ class Copysign(Op):
     saved_names = ("self", "result")  # grad_fn._saved_<name>, as PyTorch names them
 
     @staticmethod
+    @iterates
     def forward(ctx, a, b):
         x, y = _float_pair("copysign", a, b)
         ctx.save_for_backward(a)
@@ -627,6 +646,7 @@ class Fmax(Op):
     _pick = "fmax"
 
     @staticmethod
+    @iterates
     def forward(ctx, a, b):
         x, y = _pair(ctx._function._pick, a, b)
         ctx.save_for_backward(a, b)
@@ -660,6 +680,7 @@ class Ldexp(Op):
 
     @staticmethod
     @silenced
+    @iterates
     def forward(ctx, a, other):
         x, y = _float_pair("ldexp", a, other)
         needs = ctx.needs_input_grad

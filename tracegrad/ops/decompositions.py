@@ -18,7 +18,7 @@ from ..backends import array_module
 from ..errors import LinAlgError, ShapeError, UnsupportedDTypeError
 from ..tensor import Tensor
 from . import _math
-from ._layout import column_major, iterator_layout
+from ._layout import column_major, row_major
 from ._math import matmul  # Tensors (recorded, tracegrad.matmul) or arrays
 from ._saved import as_torch_int, show_saved
 
@@ -554,8 +554,8 @@ class Cross(Op):
         ctx.axis = axis
         xp = a._xp
         try:
-            # (torch's cross is elementwise over its operands' layout; NumPy's moves the axis)
-            return iterator_layout(xp.cross(x, y, axis=axis), x, y)
+            # (torch allocates the result contiguous; NumPy's cross moves the axis)
+            return row_major(xp.cross(x, y, axis=axis))
         except ValueError:
             from ._operands import broadcast_error
 

@@ -15,6 +15,7 @@ from ..errors import DTypeError
 from ..tensor import Tensor
 from . import _math
 from ._edges import select_edges
+from ._layout import iterates
 from ._math import sum_to
 from ._saved import REDUCTION_ENUM, show_saved
 from .unary import _quiet
@@ -57,6 +58,7 @@ class BinaryCrossEntropy(Op):
     saved_names = ("self", "target", "weight")
 
     @staticmethod
+    @iterates  # (reduction='none': the elementwise loss, laid out as torch's)
     def forward(ctx, input, target, reduction="mean", weight=None):
         x, t = _same_floating("binary_cross_entropy", input, target)
         xp = input._xp
@@ -102,6 +104,7 @@ class BinaryCrossEntropyWithLogits(Op):
 
     @staticmethod
     @silenced
+    @iterates
     def forward(ctx, input, target, reduction="mean", weight=None, pos_weight=None):
         x, t = _same_floating("binary_cross_entropy_with_logits", input, target)
         xp = input._xp
@@ -149,6 +152,7 @@ class SmoothL1Loss(Op):
 
     @staticmethod
     @silenced
+    @iterates
     def forward(ctx, input, target, reduction="mean", beta=1.0):
         x, t = _same_floating("smooth_l1_loss", input, target)
         xp = input._xp
@@ -178,6 +182,7 @@ class HuberLoss(Op):
 
     @staticmethod
     @silenced
+    @iterates
     def forward(ctx, input, target, reduction="mean", delta=1.0):
         x, t = _same_floating("huber_loss", input, target)
         xp = input._xp

@@ -11,7 +11,7 @@ from ..backends import kernels
 from . import _math
 from ._checks import wrap_dim
 from ._edges import select_edges
-from ._layout import row_major
+from ._layout import iterates, row_major
 from ._math import sum_to
 from ._operands import broadcast_error, operands
 from ._saved import as_torch_int, show_saved
@@ -484,6 +484,7 @@ class Maximum(Op):
     _pick = "maximum"
 
     @staticmethod
+    @iterates
     def forward(ctx, a, b):
         x, y = operands(a, b)
         ctx.save_for_backward(a, b)
