@@ -49,7 +49,7 @@ def _check(make, arrays, training: bool = True, rtol: float = 1e-9, atol: float 
     their_loss, our_loss = 0, 0
     for index, (mine, reference) in enumerate(zip(our_out, their_out)):
         assert tuple(mine.shape) == tuple(reference.shape), f"output {index} shape"
-        if reference.numel():  # the layout too (ops/_layout.py)
+        if reference.numel():  # the layout too (tracegrad/_layout.py)
             assert mine.stride() == reference.stride(), f"output {index} strides"
         np.testing.assert_allclose(mine.detach().numpy(), reference.detach().numpy(),
                                    rtol=rtol, atol=atol, err_msg=f"output {index}")

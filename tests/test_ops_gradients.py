@@ -840,7 +840,7 @@ def test_forward_and_gradients_match_torch(name, index):
     assert len(ours) == len(theirs)
     if (name, index) not in KNOWN_NAME_DIFFERENCES:
         assert graph_names(ours) == graph_names(theirs)
-    # the layout too: stride() and is_contiguous() answer as torch's (ops/_layout.py)
+    # the layout too: stride() and is_contiguous() answer as torch's (tracegrad/_layout.py)
     assert [mine.stride() for mine in ours if isinstance(mine, tg.Tensor) and mine.numel()] == \
         [other.stride() for other in theirs if isinstance(other, torch.Tensor) and other.numel()]
     if case.random_draw:

@@ -263,14 +263,14 @@ def _torch_alike(array):
 
 
 def test_iterator_layout_follows_tensor_iterator_on_random_layouts():
-    """``ops._layout.iterator_layout`` against torch's own ``a + b`` and ``where`` on 600
+    """``_layout.iterator_layout`` against torch's own ``a + b`` and ``where`` on 600
     random layouts of 2-4 dims (permuted, strided, broadcast): the same strides on every
     dimension of size > 1. (Where operands give a size-1 dimension clashing strides, torch
     may give that dimension another stride; no view, reshape or ``is_contiguous`` answer
     depends on it.)"""
     import random
 
-    from tracegrad.ops._layout import iterator_layout
+    from tracegrad._layout import iterator_layout
 
     rng = random.Random(7)
     for _ in range(600):
@@ -372,3 +372,36 @@ def test_advanced_indexing_layout_as_torch(name, layout):
         out = INDEXING[name](lib, LAYOUTS[layout](lib).requires_grad_())
         results[lib] = (tuple(out.shape), out.stride(), out.detach().numpy().tolist())
     assert results[tg] == results[torch]
+
+
+GRADIENTS = {
+    "row_major_leaf_through_transpose": lambda L: _grad_of(
+        L, L.ones(3, 4), lambda w: (w.t() * L.arange(12.0).reshape(4, 3)).sum()),
+    "permuted_leaf": lambda L: _grad_of(L, L.ones(4, 3).t(), lambda w: (w * 2).sum()),
+    "permuted_leaf_through_transpose": lambda L: _grad_of(
+        L, L.ones(4, 3).t(), lambda w: (w.t() * 2).sum()),
+    "expanded_use": lambda L: _grad_of(L, L.ones(3, 4), lambda w: w.expand(2, 3, 4).sum()),
+    "matmul_right": lambda L: _grad_of(L, L.ones(3, 4), lambda w: (L.ones(4, 5).t() @ w.t())
+                                       .sum()),
+    "strided_use": lambda L: _grad_of(L, L.ones(6, 4), lambda w: w[:, ::2].sum()),
+    "permuted_3d_leaf": lambda L: _grad_of(L, L.ones(2, 3, 4).permute(2, 0, 1),
+                                           lambda w: (w.exp() * 2).sum()),
+    "autograd_grad": lambda L: _grad_of(L, L.ones(3, 4), lambda w: (w.t() * 2).sum(),
+                                        through_grad=True),
+}
+
+
+def _grad_of(lib, leaf, loss, through_grad=False):
+    leaf = leaf.requires_grad_()
+    if through_grad:
+        return lib.autograd.grad(loss(leaf), leaf)[0]
+    loss(leaf).backward()
+    return leaf.grad
+
+
+@pytest.mark.parametrize("name", GRADIENTS)
+def test_leaf_gradient_layout_as_torch(name):
+    """A leaf's first ``.grad`` obeys torch's gradient layout contract: strided as the leaf
+    when the leaf is dense (a permuted parameter gets a permuted gradient), row-major
+    otherwise; a gradient that already obeys is kept in its own layout."""
+    assert GRADIENTS[name](tg).stride() == GRADIENTS[name](torch).stride()

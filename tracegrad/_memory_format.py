@@ -1,7 +1,7 @@
 """``torch.memory_format`` and its four values, as torch names them.
 
 tracegrad keeps tensors strided as PyTorch does (a permuted tensor keeps its strides, and
-ops lay their results out as PyTorch's do: see ops/_layout.py), so ``contiguous_format``
+ops lay their results out as PyTorch's do: see tracegrad/_layout.py), so ``contiguous_format``
 and ``preserve_format`` mean what they mean in torch. The channels-last formats are not
 implemented: asking for one raises NotImplementedError rather than silently giving a
 row-major tensor (``is_contiguous(memory_format=torch.channels_last)`` still answers from

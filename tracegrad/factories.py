@@ -16,6 +16,7 @@ import numpy as np
 
 from . import _dtype, backends
 from . import random as _random
+from ._layout import preserved
 from ._memory_format import check_memory_format, preserve_format
 from .errors import (
     ArgumentTypeError,
@@ -24,7 +25,6 @@ from .errors import (
     InvalidValueError,
     UnsupportedDTypeError,
 )
-from .ops._layout import preserved
 from .tensor import Tensor
 
 _default_device = backends.CPU

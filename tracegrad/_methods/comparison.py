@@ -9,8 +9,8 @@ from __future__ import annotations
 import operator as _ops
 from typing import TYPE_CHECKING
 
+from .._layout import iterator_layout
 from ..autograd import events as _events
-from ..ops._layout import iterator_layout
 
 if TYPE_CHECKING:
     from ..ops import _operands, bitwise  # noqa: TC004 - bound at runtime by _bind()

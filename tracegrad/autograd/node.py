@@ -14,6 +14,7 @@ import weakref
 from collections.abc import Callable
 from typing import Self
 
+from .._layout import laid_out_as_variable, obeys_layout_contract
 from ..errors import AutogradError, InplaceError
 from . import events
 from .grad_mode import state
@@ -933,14 +934,17 @@ class AccumulateGrad(Node):
             if current is None:
                 if state.grad_enabled:  # create_graph: a copy that keeps the graph
                     variable._grad = _recorded_copy(grad)
+                elif not obeys_layout_contract(grad._array, variable._array):
+                    variable._grad = Tensor._wrap(laid_out_as_variable(grad._array,
+                                                                       variable._array), False)
                 elif sys.getrefcount(grad) <= _STEALABLE_REFS and grad.grad_fn is None \
                         and not grad.requires_grad and _owns_unshared_memory(grad._array):
                     # Nobody else holds this gradient or its memory: keep it instead of a
                     # copy, as PyTorch does (so a post-accumulate hook that changes .grad
                     # in place changes what the node's post-hooks see, and no copy is made).
                     variable._grad = grad
-                else:
-                    variable._grad = grad._detached_copy()
+                else:  # (a copy in the gradient's own layout, which obeys the contract)
+                    variable._grad = Tensor._wrap(grad._array.copy(order="K"), False)
             elif state.grad_enabled:
                 variable._grad = current + grad
             else:
@@ -962,11 +966,15 @@ class AccumulateGrad(Node):
             current = variable._grad
             if current is None:
                 # The references a gradient nobody else holds has here: the engine's list,
-                # the local `grad`, the argument, getrefcount's own.
-                if _owns_unshared_memory(grad, 4):
+                # the local `grad`, the argument, getrefcount's own. Kept only if strided
+                # as torch's gradient layout contract wants (tracegrad/_layout.py).
+                if not obeys_layout_contract(grad, variable._array):
+                    variable._grad = Tensor._wrap(laid_out_as_variable(grad, variable._array),
+                                                  False)
+                elif _owns_unshared_memory(grad, 4):
                     variable._grad = Tensor._wrap(grad, False)
                 else:
-                    variable._grad = Tensor._wrap(grad.copy(), False)
+                    variable._grad = Tensor._wrap(grad.copy(order="K"), False)
             else:
                 current._array += grad
                 _bump_grad(current)

@@ -11,12 +11,12 @@ from __future__ import annotations
 import numpy as np
 
 from .. import backends
+from .._layout import iterates
 from ..autograd.function import Op
 from ..autograd.grad_mode import state
 from ..errors import DTypeError, ShapeError
 from ..ops import _math
 from ..ops._edges import select_edges
-from ..ops._layout import iterates
 from ..ops._saved import REDUCTION_ENUM, as_torch_int, show_saved
 from ..ops.indexing import scatter_into
 from ..ops.linalg import save_operands

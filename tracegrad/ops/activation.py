@@ -13,12 +13,12 @@ import math
 
 import numpy as np
 
+from .._layout import row_major
 from ..autograd.function import Op
 from ..autograd.quiet import quiet, silenced
 from ..errors import ShapeError
 from ..tensor import Tensor
 from . import _math, unary
-from ._layout import row_major
 from ._math import sum_to
 from ._saved import as_torch_int, show_saved
 from ._special import erf  # the one erf (float64 exact, float32 vectorised; CuPy: cupyx)

@@ -10,6 +10,7 @@ import operator
 
 import numpy as np
 
+from .._layout import iterates, iterator_layout
 from ..autograd.function import Op
 from ..autograd.node import _ONE_EDGE, _TUPLE_EDGES  # (one edge: a number operand)
 from ..autograd.quiet import FLOAT_ERRORS, restore, retry, silence, silenced
@@ -17,7 +18,6 @@ from ..errors import DTypeError
 from ..tensor import Tensor
 from . import _math
 from ._edges import number_edge
-from ._layout import iterates, iterator_layout
 from ._math import sum_to
 from ._operands import broadcast_error, operands, true_divide_dtype
 from .unary import _quiet

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import math
 
+from .._layout import preserved
 from ..autograd.function import Op
 from ..autograd.quiet import silenced
 from ..backends import array_module
 from ..tensor import Tensor
 from ._edges import select_edges
-from ._layout import preserved
 from .binary import _NotDifferentiable
 
 
@@ -66,6 +66,7 @@ class FlashAttentionBackward(_NotDifferentiable):
     raises torch's error (torch defines no derivative of the kernel's backward)."""
 
     _aten_name = "_scaled_dot_product_flash_attention_for_cpu_backward"
+    array_backward = True  # (its backward only refuses, on any kind of value)
 
     @staticmethod
     def forward(ctx, grad, query, key, value, output, forward_ctx):

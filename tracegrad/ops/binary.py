@@ -10,6 +10,7 @@ fails the way it fails in torch instead of silently getting no gradient.
 from __future__ import annotations
 
 from .. import _dtype
+from .._layout import iterates
 from ..autograd.function import Op
 from ..autograd.node import _ONE_EDGE, _TUPLE_EDGES  # (one edge: a number operand)
 from ..autograd.quiet import silenced
@@ -23,7 +24,6 @@ from ..errors import (
 from ..tensor import Tensor
 from . import _math
 from ._edges import number_edge
-from ._layout import iterates
 from ._math import sum_to
 from ._operands import broadcast_error, operands
 from .unary import _quiet

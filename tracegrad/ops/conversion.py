@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from .. import backends
+from .._layout import preserved
 from ..autograd.function import Op
 from ..autograd.quiet import silenced
 from . import _math
-from ._layout import preserved
 
 
 class ToDtype(Op):

@@ -17,6 +17,7 @@ from __future__ import annotations
 import itertools
 
 from .. import _dtype
+from .._layout import row_major
 from ..autograd.function import Op
 from ..autograd.grad_mode import state
 from ..autograd.quiet import silenced
@@ -24,7 +25,6 @@ from ..backends import array_module
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
 from . import _math
-from ._layout import row_major
 from ._saved import show_saved
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._layout import column_major, row_major
 from ..autograd.function import Op
 from ..autograd.grad_mode import state
 from ..autograd.quiet import silenced
@@ -18,7 +19,6 @@ from ..backends import array_module
 from ..errors import LinAlgError, ShapeError, UnsupportedDTypeError
 from ..tensor import Tensor
 from . import _math
-from ._layout import column_major, row_major
 from ._math import matmul  # Tensors (recorded, tracegrad.matmul) or arrays
 from ._saved import as_torch_int, show_saved
 

@@ -7,6 +7,7 @@ import warnings
 import numpy as np
 
 from .. import backends
+from .._layout import index_layout, iterator_layout, row_major
 from ..autograd import views
 from ..autograd.function import Op
 from ..autograd.grad_mode import state
@@ -17,7 +18,6 @@ from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor  # ops load after Tensor is defined (tensor.py imports them)
 from . import _math
 from ._edges import select_edges
-from ._layout import index_layout, iterator_layout, row_major
 from ._math import sum_to
 from ._operands import operands
 from ._saved import as_torch_int, show_saved

@@ -9,13 +9,13 @@ once for Tensors and arrays (``array_backward``), so second derivatives work.
 
 from __future__ import annotations
 
+from .._layout import iterates
 from ..autograd.function import Op
 from ..autograd.quiet import silenced
 from ..errors import DTypeError
 from ..tensor import Tensor
 from . import _math
 from ._edges import select_edges
-from ._layout import iterates
 from ._math import sum_to
 from ._saved import REDUCTION_ENUM, show_saved
 from .unary import _quiet

@@ -4,15 +4,15 @@ cholesky_solve, cholesky_inverse, renorm.
 
 from __future__ import annotations
 
+from .._layout import column_major
 from ..autograd.function import Op
 from ..autograd.quiet import silenced
 from ..errors import ShapeError
 from . import _math
 from ._checks import wrap_dim
-from ._layout import column_major
 from ._math import (
     matmul,  # Tensors (recorded, tracegrad.matmul) or arrays
-    )
+)
 from ._saved import as_torch_int, show_saved
 from .linalg import Mv, _combine, _input_grad, _scaled
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 
+from .._layout import row_major
 from ..autograd.function import Op
 from ..autograd.grad_mode import state
 from ..autograd.quiet import quiet, silenced
@@ -22,7 +23,6 @@ from ..errors import ShapeError
 from ..tensor import Tensor
 from . import _math
 from ._edges import select_edges
-from ._layout import row_major
 from ._saved import show_saved
 
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 import math
 
 from .. import _dtype
+from .._layout import row_major
 from ..autograd.function import Op
 from ..autograd.quiet import silenced
 from ..errors import DTypeError
 from ..tensor import Tensor
 from . import _math
-from ._layout import row_major
 from ._saved import as_torch_ints, show_saved
 from .reduce import normalize_dims
 from .unary import _quiet

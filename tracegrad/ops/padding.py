@@ -7,10 +7,10 @@ replicate modes are per-axis gathers: ``resample.py``.
 
 from __future__ import annotations
 
+from .._layout import row_major
 from ..autograd.function import Op
 from ..errors import ShapeError
 from . import _math
-from ._layout import row_major
 from ._saved import as_torch_ints, show_saved
 
 

@@ -7,11 +7,11 @@ shape.py.)
 
 from __future__ import annotations
 
+from .._layout import preserved, row_major
 from ..autograd.function import Op
 from ..errors import ArgumentTypeError, InvalidValueError, ShapeError
 from . import _math
 from ._checks import wrap_dim
-from ._layout import preserved, row_major
 from ._saved import as_torch_int, as_torch_ints, show_given, show_input_sizes, show_saved
 
 

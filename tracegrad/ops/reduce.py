@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+from .._layout import row_major
 from ..autograd import events
 from ..autograd.function import Op
 from ..autograd.quiet import restore, silence, silenced
 from ..errors import ShapeError
 from . import _math
 from ._checks import wrap_dim
-from ._layout import row_major
 from ._saved import as_torch_int, as_torch_ints, show_saved
 
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _dtype
+from .._layout import row_major
 from ..autograd.function import Op
 from ..autograd.quiet import silenced
 from ..tensor import Tensor
 from . import _math
 from ._checks import wrap_dim
-from ._layout import row_major
 from ._saved import as_torch_int, show_saved
 
 

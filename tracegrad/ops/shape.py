@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from .. import _memory_format
+from .._layout import preserved, row_major
 from ..autograd.function import Op
 from ..errors import ShapeError
 from . import _math
 from ._checks import expand_shape, narrow_start  # torch's input checks (issue 16)
-from ._layout import preserved, row_major
 from ._saved import as_torch_int, as_torch_ints, show_given, show_input_sizes, show_saved
 
 

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._layout import preserved, row_major
 from ..autograd.function import Op
 from ..errors import InvalidValueError
 from ..tensor import Tensor
 from ._checks import wrap_dim
-from ._layout import preserved, row_major
 from ._saved import show_dim_and_sizes
 from .indexing import scatter_into
 

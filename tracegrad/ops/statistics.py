@@ -13,6 +13,7 @@ import warnings
 import numpy as np
 
 from .. import _dtype
+from .._layout import row_major
 from .._methods.reduction import NOT_GIVEN
 from ..autograd.anomaly import _user_stacklevel
 from ..autograd.function import Op
@@ -22,7 +23,6 @@ from ..errors import ArgumentTypeError, AutogradError, DTypeError, ShapeError
 from ..tensor import Tensor
 from . import _math
 from ._checks import wrap_dim
-from ._layout import row_major
 from ._saved import as_torch_ints, show_dim_and_sizes, show_saved
 from .indexing import scatter_into
 from .reduce import _product, normalize_dims

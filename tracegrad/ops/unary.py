@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._layout import iterates, row_major
 from ..autograd.function import Op
 from ..autograd.quiet import FLOAT_ERRORS, quiet, restore, retry, silence, silenced
 from ..backends import kernels
 from . import _math
 from ._checks import wrap_dim
 from ._edges import select_edges
-from ._layout import iterates, row_major
 from ._math import sum_to
 from ._operands import broadcast_error, operands
 from ._saved import as_torch_int, show_saved

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 
-from ..backends import array_module
+from .backends import array_module
 
 
 def row_major(result):
@@ -140,6 +140,32 @@ def iterates(forward):
                                          or isinstance(arg, int)))
 
     return laid_out
+
+
+def obeys_layout_contract(grad, variable) -> bool:
+    """torch's "gradient layout contract" for a leaf's first ``.grad``: a variable that is
+    non-overlapping and dense wants its gradient strided as itself (dims of size 1 aside,
+    whose stride must only not be 0); any other variable a row-major gradient."""
+    if variable.flags.c_contiguous and grad.flags.c_contiguous and 1 not in variable.shape:
+        return True  # (the common case, in two reads)
+    if not _non_overlapping_and_dense(variable):
+        return bool(grad.flags.c_contiguous)
+    for size, mine, wanted in zip(grad.shape, grad.strides, variable.strides):
+        if size != 1 and mine // grad.itemsize != wanted // variable.itemsize or \
+                size == 1 and mine == 0:
+            return False
+    return True
+
+
+def laid_out_as_variable(grad, variable):
+    """A copy of ``grad`` that obeys the contract (torch's clone_obey_contract): strided as
+    ``variable`` when it is non-overlapping and dense, else row-major."""
+    if not _non_overlapping_and_dense(variable):
+        return grad.copy(order="C")
+    out = _empty_strided(grad, tuple(step // variable.itemsize * grad.itemsize
+                                     for step in variable.strides))
+    out[...] = grad
+    return out
 
 
 def preserved(result, source):
