@@ -99,3 +99,16 @@ def test_a_recorded_violation_names_no_line_when_the_first_change_was_let_go():
     violation = _failed_backward_violation(2 * HISTORY_LIMIT)
     assert violation.op == "mul_" and violation.site is None
     assert (violation.saved_version, violation.current_version) == (0, 2 * HISTORY_LIMIT)
+
+
+def test_the_torch_bridge_bounds_its_history_of_a_storage_too():
+    pytest.importorskip("torch")
+    from tracegrad.bridge.adapters import VersionGroup
+
+    group = VersionGroup()
+    for version in range(1, 5 * HISTORY_LIMIT + 1):
+        group.note(version, "sub_", None)  # an optimizer's update of a parameter, each step
+    assert HISTORY_LIMIT // 2 <= len(group.history) <= HISTORY_LIMIT
+    assert group.history[-1][0] == 5 * HISTORY_LIMIT and group.last_op == "sub_"
+    changes, complete = changes_since(group.history, 0)
+    assert not complete and changes[0][0] == group.history.dropped_through + 1

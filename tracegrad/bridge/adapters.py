@@ -27,7 +27,7 @@ import weakref
 import numpy as np
 import torch
 
-from ..autograd.node import SavedTensor
+from ..autograd.node import SavedTensor, VersionHistory
 from ..tensor import Tensor
 
 _ACCUMULATE_PREFIX = "torch::autograd::"
@@ -336,11 +336,13 @@ class VersionGroup:
     __slots__ = ("__weakref__", "history", "last_op")
 
     def __init__(self) -> None:
-        self.history: list = []  # (version, op name, Site)
+        # (version, op name, Site): the latest changes, bounded as the engine's counters
+        # keep them (an optimizer's update of a parameter adds one every step)
+        self.history = VersionHistory()
         self.last_op = None
 
     def note(self, version: int, op_name: str, site) -> None:
-        self.history.append((version, op_name, site))
+        self.history.add(version, op_name, site)
         self.last_op = op_name
 
 
