@@ -63,6 +63,13 @@ def iterator_layout(result, *operands):
     they all have the result's shape (TensorIterator's fast set-up), and otherwise too
     when none has a size-1 dim (only a size-1 dim's stride could reorder torch's result,
     where a number or broadcasting turns the fast set-up off)."""
+    for operand in operands:  # the common case first, in a few reads (a training step's)
+        if getattr(operand, "ndim", 0) and (not operand.flags.c_contiguous
+                                            or 1 in operand.shape):
+            break
+    else:
+        if result.flags.c_contiguous and 1 not in result.shape:
+            return result
     arrays = [op for op in operands if getattr(op, "ndim", 0)]
     shape = result.shape
     same_shape = len(arrays) == len(operands) and all(array.shape == shape for array in arrays)
