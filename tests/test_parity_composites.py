@@ -129,3 +129,17 @@ def test_matrix_power_zero_stays_in_the_graph():
         a = _square(lib)
         lib.linalg.matrix_power(a, 0).sum().backward()
         assert a.grad is not None and not a.grad.any()
+
+
+@pytest.mark.parametrize("options", [{"batch_first": True},
+                                     {"batch_first": True, "bidirectional": True,
+                                      "num_layers": 2}, {}, {"num_layers": 2}])
+def test_float32_lstm_graph_as_torch(options):
+    """torch's oneDNN LSTM makes its input contiguous first: a batch-first input's transpose
+    is cloned (CloneBackward0) before the first MkldnnRnnLayerBackward0."""
+    graphs = {}
+    for lib in (torch, tg):
+        lib.manual_seed(0)
+        layer = lib.nn.LSTM(3, 4, **options)
+        graphs[lib] = _graph(layer(lib.ones(2, 5, 3, requires_grad=True))[0])
+    assert graphs[tg] == graphs[torch]

@@ -149,6 +149,9 @@ class RNNBase(Module):
         directions = 2 if self.bidirectional else 1
         finals: list[list] = [[] for _ in states]
         layer_input = input
+        if self.mode == "LSTM" and not input.is_contiguous() and \
+                _fused(input, self._layer_weights(0, 0)):
+            layer_input = input.contiguous()  # (torch's oneDNN path: CloneBackward0 first)
         for layer in range(self.num_layers):
             outputs = []
             for direction in range(directions):
