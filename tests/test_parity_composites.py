@@ -143,3 +143,23 @@ def test_float32_lstm_graph_as_torch(options):
         layer = lib.nn.LSTM(3, 4, **options)
         graphs[lib] = _graph(layer(lib.ones(2, 5, 3, requires_grad=True))[0])
     assert graphs[tg] == graphs[torch]
+
+
+@pytest.mark.parametrize("activation", ["tanh", "sigmoid", "relu"])
+def test_grad_with_create_graph_records_only_what_its_inputs_need(activation):
+    """autograd.grad(..., inputs, create_graph=True) runs each built-in formula only for
+    the gradients that lead to the inputs (torch's should_compute_output), so the weights'
+    gradient formulas are not recorded; and a second derivative through tanh records
+    torch's grouping of tanh_backward's formula. (PINNs and WGAN-GP take both steps.)"""
+    graphs = {}
+    for lib in (torch, tg):
+        lib.manual_seed(0)
+        net = lib.nn.Sequential(lib.nn.Linear(2, 8), getattr(lib.nn, activation.capitalize()
+                                                             if activation != "relu"
+                                                             else "ReLU")(),
+                                lib.nn.Linear(8, 1)).double()
+        x = _leaf(lib, 4, 2)
+        (first,) = lib.autograd.grad(net(x).sum(), x, create_graph=True)
+        (second,) = lib.autograd.grad(first.sum(), x, create_graph=True)
+        graphs[lib] = (_graph(first), _graph(second))
+    assert graphs[tg] == graphs[torch]

@@ -409,6 +409,22 @@ def run(outputs: Sequence, grad_outputs: Sequence, retain_graph: bool, create_gr
     return results
 
 
+def _mask_needs(node, next_nodes, dependencies):
+    """In a pass with targets, a built-in formula computes only the gradients that lead
+    somewhere the pass goes (torch's should_compute_output): ``needs_input_grad`` masked by
+    the edges that take part, for the formula's call. Returns what to restore, or None.
+    (Under create_graph the skipped formulas would otherwise be recorded too.)"""
+    needs = node.needs_input_grad
+    if node._arg_slots is not None or len(needs) != len(next_nodes):
+        return None
+    masked = tuple(need and next_node in dependencies
+                   for need, next_node in zip(needs, next_nodes))
+    if masked == needs:
+        return None
+    node.needs_input_grad = masked
+    return needs
+
+
 def _plan(roots: list, targets: set, accumulate: bool) -> tuple:
     """(dependencies, needed) for a pass with targets (backward(inputs=...), grad()): how
     many edges lead into each node that takes part, and the nodes that execute.
@@ -560,6 +576,7 @@ def _execute(roots, dependencies, needed, captures, inputs, retain_graph, pass_i
             break
         grads = buffers_pop(node, None)
         metas = _UNFITTED
+        masked_from = None  # (see _mask_needs)
         # node._next_nodes, read once, without its descriptor's call (node._EdgeNodes).
         second = node._next1
         if second is _ONE_EDGE:
@@ -584,6 +601,8 @@ def _execute(roots, dependencies, needed, captures, inputs, retain_graph, pass_i
                 _capture(captures, results, node, _wrapped(grads) if raw else grads)
             if not any(grad_value is not None for grad_value in grads):
                 grads = None  # nothing to run (the hooked path below remakes the Nones)
+            elif node.__class__ is not AccumulateGrad and isinstance(node, OpNode):
+                masked_from = _mask_needs(node, next_nodes, dependencies)
         if anomaly_on or node._hooked or told and (
                 grads is None or not raw or not node._takes_arrays or node._is_accumulate):
             if grads is None:
@@ -643,6 +662,11 @@ def _execute(roots, dependencies, needed, captures, inputs, retain_graph, pass_i
                         anomaly.warn_forward_traceback(node)
                 _annotate(error, node)
                 raise
+            finally:
+                if masked_from is not None:
+                    node.needs_input_grad, masked_from = masked_from, None
+        if masked_from is not None:  # (the hooked path's run, outside the try above)
+            node.needs_input_grad, masked_from = masked_from, None
         grads = None
         if not retain_graph:
             first = node._saved0  # (node._saved without SavedPair's call: see there)

@@ -178,8 +178,10 @@ class TanhBackward(Op):
     def backward(ctx, grad_grad):
         grad, output = ctx.saved_tensors
         needs = ctx.needs_input_grad
+        # torch's formula, grouped as torch writes it: grad * ((-2 * output) * grad_output),
+        # the -2 a scalar product (MulBackward1)
         return (_math.apply(TanhBackward, grad_grad, output) if needs[0] else None,
-                output * grad_grad * grad * -2 if needs[1] else None)
+                grad_grad * (_math.scaled(output, -2) * grad) if needs[1] else None)
 
 
 class Sigmoid(Op):
@@ -226,7 +228,9 @@ class SigmoidBackward(Op):
         grad, output = ctx.saved_tensors
         needs = ctx.needs_input_grad
         return (_math.apply(SigmoidBackward, grad_grad, output) if needs[0] else None,
-                grad_grad * grad * (1 - output * 2) if needs[1] else None)
+                # torch's formula as it groups it: grad * grad_output * (-2 * output + 1)
+                grad_grad * grad * _math.shifted(_math.scaled(output, -2), 1)
+                if needs[1] else None)
 
 
 def _stable_sigmoid(xp, x):
