@@ -366,11 +366,12 @@ class SoftplusBackward(Op):
         grad_of_grad = _math.apply(SoftplusBackward, grad_grad, a, beta, threshold) \
             if needs[0] else None
         grad_of_self = None
-        if needs[1]:
-            scaled = a * beta
-            sigmoid = _math.sigmoid(scaled)
-            grad_of_self = _math.where(scaled > threshold, 0.0,
-                                       grad_grad * grad * (sigmoid * (1 - sigmoid) * beta))
+        if needs[1]:  # torch's softplus_double_backward, op for op
+            scaled = _math.scaled(a, beta)
+            below = _math.array_of(scaled) < threshold
+            keep = _math.constant(grad_grad, below.astype(_math.numpy_dtype(grad_grad)))
+            grad_of_self = _math.scaled(_math.apply(
+                unary.SigmoidBackward, grad_grad * grad, _math.sigmoid(scaled)) * keep, beta)
         return grad_of_grad, grad_of_self, None, None
 
 
@@ -551,8 +552,8 @@ class LogSigmoidBackward(Op):
         needs = ctx.needs_input_grad
         grad_of_self = None
         if needs[1]:
-            z = _math.sigmoid(a)
-            grad_of_self = grad_grad * grad * (z - 1) * z
+            z = _math.sigmoid(a)  # torch's log_sigmoid_double_backward: (z - 1) a sub.Scalar
+            grad_of_self = grad_grad * grad * _math.shifted(z, -1) * z
         return (_math.apply(LogSigmoidBackward, grad_grad, a) if needs[0] else None,
                 grad_of_self)
 

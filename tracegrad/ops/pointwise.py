@@ -137,7 +137,8 @@ class Erf(Op):
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
-        return (grad * _TWO_OVER_SQRT_PI * _math.exp(-(a * a)),)
+        # torch's formula as written: 2 / sqrt(pi) * exp(-(self.pow(2))) * grad
+        return (_math.scaled(_math.exp(-(a ** 2)), _TWO_OVER_SQRT_PI) * grad,)
 
 
 class Erfc(Op):
@@ -310,7 +311,7 @@ class Atan(Op):
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
-        return (grad / (a * a + 1),)
+        return (grad / _math.shifted(a * a, 1),)  # (torch's: + 1 an add.Scalar)
 
 
 class Asinh(Op):
@@ -326,7 +327,7 @@ class Asinh(Op):
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
-        return (grad * _math.rsqrt(a * a + 1),)
+        return (grad * _math.rsqrt(_math.shifted(a ** 2, 1)),)  # (as torch writes it)
 
 
 class Acosh(Op):
