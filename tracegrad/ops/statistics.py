@@ -46,7 +46,13 @@ def as_kept(tensor, input_shape, dims, keepdim: bool):
     if tuple(tensor.shape) == target:
         return tensor
     if tensor.__class__ is Tensor:
-        return Reshape.apply(tensor, shape=target)
+        # torch's unsqueeze_multiple: one UnsqueezeBackward0 per reduced dim, in order (a
+        # full reduction's 0-d value broadcasts as it is)
+        if dims is None and tensor.ndim == 0:
+            return tensor
+        for axis in sorted(dims) if dims is not None else range(len(input_shape)):
+            tensor = tensor.unsqueeze(axis)
+        return tensor
     return tensor.reshape(target)
 
 
@@ -124,7 +130,9 @@ def _var_grad(grad, a, dims, keepdim, correction):
     dof = max(_count(shape, dims) - correction, 0)
     all_dims = dims if dims is not None else tuple(range(len(shape)))
     centered = a - _math.mean_dims(a, all_dims)
-    return as_kept(grad, shape, dims, keepdim) * centered * (2.0 / dof if dof else np.inf)
+    # torch's var_backward, grouped as it writes it: (2 / dof) * grad * (self - mean)
+    return _math.scaled(as_kept(grad, shape, dims, keepdim), 2.0 / dof if dof else np.inf) * \
+        centered
 
 
 class Std(Op):
