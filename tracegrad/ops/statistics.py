@@ -26,7 +26,6 @@ from ._checks import wrap_dim
 from ._saved import as_torch_ints, show_dim_and_sizes, show_saved
 from .indexing import scatter_into
 from .reduce import _product, normalize_dims
-from .shape import Reshape
 
 
 def kept_shape(input_shape, dims, keepdim: bool) -> tuple:
