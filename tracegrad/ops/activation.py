@@ -208,10 +208,10 @@ class EluBackward(Op):
         grad_of_grad = _math.apply(EluBackward, grad_grad, a, alpha, scale, input_scale) \
             if needs[0] else None
         grad_of_self = None
-        if needs[1]:
-            curve = _math.exp(_math.clamp_max(a, 0) * input_scale) * (
-                input_scale * input_scale * scale * alpha)
-            grad_of_self = _math.where(a > 0, 0.0, grad_grad * grad * curve)
+        if needs[1]:  # torch's elu_double_backward (is_result False), op for op
+            grad_of_self = _math.apply(
+                EluBackward, _math.scaled(grad_grad * grad, input_scale), a, alpha, scale,
+                input_scale) * _math.like_dtype(a < 0, grad_grad)
         return grad_of_grad, grad_of_self, None, None, None
 
 
@@ -368,10 +368,9 @@ class SoftplusBackward(Op):
         grad_of_self = None
         if needs[1]:  # torch's softplus_double_backward, op for op
             scaled = _math.scaled(a, beta)
-            below = _math.array_of(scaled) < threshold
-            keep = _math.constant(grad_grad, below.astype(_math.numpy_dtype(grad_grad)))
             grad_of_self = _math.scaled(_math.apply(
-                unary.SigmoidBackward, grad_grad * grad, _math.sigmoid(scaled)) * keep, beta)
+                unary.SigmoidBackward, grad_grad * grad, _math.sigmoid(scaled)) *
+                _math.like_dtype(scaled < threshold, grad_grad), beta)
         return grad_of_grad, grad_of_self, None, None
 
 

@@ -315,8 +315,9 @@ class Div(Op):
         # Each gradient as broadcast: the engine sums it to its input's shape.
         a, b = ctx.saved_tensors
         needs = ctx.needs_input_grad
+        # torch's div_tensor_other_backward: -grad * ((self / other) / other)
         return (grad / b if needs[0] else None,
-                -grad * a / (b * b) if needs[-1] else None)
+                -grad * ((a / b) / b) if needs[-1] else None)
 
 
 class Neg(Op):

@@ -12,6 +12,7 @@ from .._dtype import scalar_type_name
 from ..autograd.function import Op
 from ..autograd.quiet import FLOAT_ERRORS, retry, silenced
 from ..errors import DTypeError, ShapeError
+from ..tensor import Tensor
 from . import _math
 from ._operands import broadcast_error, check_same_device
 from ._saved import show_input_sizes, show_saved
@@ -103,8 +104,37 @@ class Mm(Op):
     def backward(ctx, grad):
         a, b = ctx.saved_tensors
         needs = ctx.needs_input_grad
-        return (_math.mm(grad, _math.t(b)) if needs[0] else None,
-                _math.mm(_math.t(a), grad) if needs[1] else None)
+        columns_a, columns_b = _column_major_operands(ctx, grad, ctx._input_meta[0][0])
+        return (_mat1_grad(grad, b, columns_a) if needs[0] else None,
+                _mat2_grad(grad, a, columns_b) if needs[1] else None)
+
+
+def _column_major_operands(ctx, grad, mat1_shape) -> tuple[bool, bool]:
+    """Whether mm's operands were column-major (strides (1, rows)): torch's
+    mm_mat1_backward and mm_mat2_backward then compute the gradient transposed (a graph
+    of their own under create_graph). Only asked of Tensors: the arrays' values are the
+    same either way."""
+    if grad.__class__ is not Tensor:
+        return False, False
+    inner, strides_a, strides_b = ctx._layouts
+    rows = mat1_shape[0]
+    itemsize = grad._array.itemsize
+    return (strides_a == (itemsize, rows * itemsize),
+            strides_b == (itemsize, inner * itemsize))
+
+
+def _mat1_grad(grad, mat2, column_major: bool):
+    """torch's mm_mat1_backward (alpha aside)."""
+    if column_major:
+        return _math.t(_math.mm(mat2, _math.t(grad)))
+    return _math.mm(grad, _math.t(mat2))
+
+
+def _mat2_grad(grad, mat1, column_major: bool):
+    """torch's mm_mat2_backward (alpha aside)."""
+    if column_major:
+        return _math.t(_math.mm(_math.t(grad), mat1))
+    return _math.mm(_math.t(mat1), grad)
 
 
 def _saved_sizes(position: int):
@@ -425,6 +455,7 @@ class Addmm(Op):
         product = Mm.product(m1, m2)
         save_operands(ctx, m1, m2, first=1)
         ctx.beta, ctx.alpha = beta, alpha
+        ctx._layouts = (m1._array.shape[1], m1._array.strides, m2._array.strides)
         return _combine(a._xp, a._array, product, beta, alpha, "addmm", a)
 
     @staticmethod
@@ -432,9 +463,11 @@ class Addmm(Op):
         m1, m2 = ctx.saved_tensors
         needs = ctx.needs_input_grad
         alpha = ctx.alpha
+        columns_1, columns_2 = _column_major_operands(ctx, grad, ctx._input_meta[1][0])
         return (_input_grad(grad, ctx.beta, ctx._input_meta[0][0]) if needs[0] else None,
-                _scaled(_math.mm(grad, _math.t(m2)), alpha) if needs[1] else None,
-                _scaled(_math.mm(_math.t(m1), grad), alpha) if needs[2] else None, None, None)
+                _scaled(_mat1_grad(grad, m2, columns_1), alpha) if needs[1] else None,
+                _scaled(_mat2_grad(grad, m1, columns_2), alpha) if needs[2] else None, None,
+                None)
 
 
 class Addmv(Op):

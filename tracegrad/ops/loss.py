@@ -127,13 +127,19 @@ class BinaryCrossEntropyWithLogits(Op):
         if weight is not None:
             scale = scale * weight
         grad_input = grad_target = None
-        if needs[0]:
+        if needs[0]:  # torch's binary_cross_entropy_with_logits_backward, in its order
             if pos_weight is None:
-                slope = _math.sigmoid(input) - target
+                grad_input = _math.sigmoid(input) - target
             else:
                 weighted = pos_weight * target
-                slope = _math.sigmoid(input) * (weighted + 1 - target) - weighted
-            grad_input = sum_to(scale * slope, input.shape)
+                grad_input = (_math.shifted(weighted, 1) - target) * _math.sigmoid(input) - \
+                    weighted
+            grad_input = grad_input * grad
+            if weight is not None:
+                grad_input = grad_input * weight
+            if ctx.reduction == "mean":
+                grad_input = _math.divided(grad_input, ctx.count)
+            grad_input = sum_to(grad_input, input.shape)
         if needs[1]:
             negative = _math.logsigmoid(-input)
             positive = _math.logsigmoid(input)
