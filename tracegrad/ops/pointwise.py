@@ -193,7 +193,8 @@ class Rsqrt(Op):
     @staticmethod
     def backward(ctx, grad):
         (result,) = ctx.saved_tensors
-        return (grad * -0.5 * result * result * result,)
+        # torch's formula as written: -0.5 * grad * result.pow(3)
+        return (_math.scaled(grad, -0.5) * result ** 3,)
 
 
 class Reciprocal(Op):
@@ -210,7 +211,7 @@ class Reciprocal(Op):
     @staticmethod
     def backward(ctx, grad):
         (result,) = ctx.saved_tensors
-        return (-grad * result * result,)
+        return (-grad * (result * result),)  # (torch's grouping)
 
 
 # -- trigonometric and hyperbolic -------------------------------------------------------

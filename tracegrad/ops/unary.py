@@ -610,9 +610,10 @@ class SoftmaxBackwardData(Op):
         grad_of_grad = _math.apply(SoftmaxBackwardData, grad_grad, output, axis, ctx._dim) \
             if needs[0] else None
         grad_of_output = None
-        if needs[1]:
-            grad_of_output = grad_grad * (grad - _math.sum_keepdim(grad * output, axis)) - \
-                _math.sum_keepdim(grad_grad * output, axis) * grad
+        if needs[1]:  # torch's softmax_double_backward, as it writes it
+            grad_of_output = grad * grad_grad - \
+                _math.sum_keepdim(output * grad, axis) * grad_grad - \
+                grad * _math.sum_keepdim(output * grad_grad, axis)
         return grad_of_grad, grad_of_output, None, None
 
 
