@@ -53,7 +53,7 @@ class Log2(Op):
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
-        return (grad / (a * _LN2),)
+        return (grad / _math.scaled(a, _LN2),)  # (torch's formulas, their scalar ops)
 
 
 class Log10(Op):
@@ -70,7 +70,7 @@ class Log10(Op):
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
-        return (grad / (a * _LN10),)
+        return (grad / _math.scaled(a, _LN10),)
 
 
 class Log1p(Op):
@@ -87,7 +87,7 @@ class Log1p(Op):
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
-        return (grad / (a + 1),)
+        return (grad / _math.shifted(a, 1),)
 
 
 class Expm1(Op):
@@ -104,7 +104,7 @@ class Expm1(Op):
     @staticmethod
     def backward(ctx, grad):
         (result,) = ctx.saved_tensors
-        return (grad * (result + 1),)
+        return (grad * _math.shifted(result, 1),)
 
 
 class Exp2(Op):
@@ -121,7 +121,7 @@ class Exp2(Op):
     @staticmethod
     def backward(ctx, grad):
         (result,) = ctx.saved_tensors
-        return (grad * result * _LN2,)
+        return (_math.scaled(grad * result, _LN2),)
 
 
 class Erf(Op):
@@ -154,7 +154,7 @@ class Erfc(Op):
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
-        return (grad * -_TWO_OVER_SQRT_PI * _math.exp(-(a * a)),)
+        return (_math.scaled(_math.exp(-(a ** 2)), -_TWO_OVER_SQRT_PI) * grad,)
 
 
 class Erfinv(Op):
@@ -228,7 +228,7 @@ class Tan(Op):
     @staticmethod
     def backward(ctx, grad):
         (result,) = ctx.saved_tensors
-        return (grad * (result * result + 1),)
+        return (grad * _math.shifted(result ** 2, 1),)
 
 
 class Sinh(Op):
@@ -279,7 +279,7 @@ class Asin(Op):
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
-        return (grad * _math.rsqrt(1 - a * a),)
+        return (grad * _math.rsqrt(_math.shifted(-a * a, 1)),)
 
 
 class Acos(Op):
@@ -296,7 +296,7 @@ class Acos(Op):
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
-        return (-grad * _math.rsqrt(1 - a * a),)
+        return (grad * -_math.rsqrt(_math.shifted(-a * a, 1)),)
 
 
 class Atan(Op):
@@ -345,7 +345,7 @@ class Acosh(Op):
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
-        return (grad * _math.rsqrt((a - 1) * (a + 1)),)
+        return (grad * _math.rsqrt(_math.shifted(a * a, -1)),)
 
 
 class Atanh(Op):
@@ -362,7 +362,7 @@ class Atanh(Op):
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
-        return (grad / (1 - a * a),)
+        return (grad / _math.number_minus(1, a ** 2),)
 
 
 class Sinc(Op):
