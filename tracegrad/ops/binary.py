@@ -349,9 +349,9 @@ class Hypot(Op):
     def backward(ctx, grad):
         a, b, result = ctx.saved_tensors
         needs = ctx.needs_input_grad
-        scale = grad / result
-        return (_math.sum_to(scale * a, a.shape) if needs[0] else None,
-                _math.sum_to(scale * b, b.shape) if needs[1] else None)
+        # torch's formulas: grad * self / result, grad * other / result
+        return (_math.sum_to(grad * a / result, a.shape) if needs[0] else None,
+                _math.sum_to(grad * b / result, b.shape) if needs[1] else None)
 
 
 def _same_dtype(op_name: str, names: tuple, *tensors) -> None:
@@ -562,8 +562,11 @@ class Logaddexp(Op):
     def backward(ctx, grad):
         a, b = ctx.saved_tensors
         needs = ctx.needs_input_grad
-        return (_math.sum_to(grad * _math.sigmoid(a - b), a.shape) if needs[0] else None,
-                _math.sum_to(grad * _math.sigmoid(b - a), b.shape) if needs[1] else None)
+        # torch's formulas: grad / (1 + exp(other - self)), and the same swapped
+        return (_math.sum_to(grad / _math.shifted(_math.exp(b - a), 1), a.shape)
+                if needs[0] else None,
+                _math.sum_to(grad / _math.shifted(_math.exp(a - b), 1), b.shape)
+                if needs[1] else None)
 
 
 class Logaddexp2(Op):
@@ -584,9 +587,11 @@ class Logaddexp2(Op):
     def backward(ctx, grad):
         a, b = ctx.saved_tensors
         needs = ctx.needs_input_grad
-        # d/da log2(2^a + 2^b) = 2^a / (2^a + 2^b) = sigmoid((a - b) ln 2)
-        return (_math.sum_to(grad * _math.sigmoid((a - b) * _LN2), a.shape) if needs[0] else None,
-                _math.sum_to(grad * _math.sigmoid((b - a) * _LN2), b.shape) if needs[1] else None)
+        # torch's formulas: grad / (1 + pow(2, other - self)), and the same swapped
+        return (_math.sum_to(grad / _math.shifted(2 ** (b - a), 1), a.shape)
+                if needs[0] else None,
+                _math.sum_to(grad / _math.shifted(2 ** (a - b), 1), b.shape)
+                if needs[1] else None)
 
 
 def _check_float(op_name: str, array, tensor) -> None:

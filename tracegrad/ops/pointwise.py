@@ -573,12 +573,12 @@ class Logit(Op):
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
-        slope = grad / (a * (1 - a))
+        # torch's logit_backward: NaN outside [0, 1] (0 outside [eps, 1 - eps] with eps)
+        slope = grad / (a * _math.number_minus(1, a))
         eps = ctx.eps
         if eps is None:
-            return (slope, None)
-        outside = (a < eps) | (a > 1 - eps)
-        return (_math.where(outside, 0.0, slope), None)
+            return (_math.where((a < 0) | (a > 1), float("nan"), slope), None)
+        return (_math.where((a < eps) | (a > 1 - eps), 0.0, slope), None)
 
 
 class NanToNum(Op):
