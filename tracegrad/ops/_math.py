@@ -392,6 +392,15 @@ def number_minus(number, value):
     return number - value
 
 
+def number_over(number, value):
+    """``number / value`` as torch's C++ writes it (the number wrapped as a tensor:
+    DivBackward0, with no edge for it; Python's ``2 / t`` is a reciprocal times 2) beside
+    Tensors; the quotient beside arrays."""
+    if value.__class__ is Tensor:
+        return _ops.arith.Div.apply(number, value)
+    return number / value
+
+
 def where(condition, a, b):
     """``a`` where ``condition`` holds, else ``b`` (either may be a number): Tensors
     (recorded, WhereBackward0) or arrays, by what ``condition`` is."""

@@ -422,7 +422,8 @@ class LerpTensor(Op):
         start, end, weight = ctx.saved_tensors
         needs = ctx.needs_input_grad
         shapes = ctx.shapes
-        return (_math.sum_to(grad * (1 - weight), shapes[0]) if needs[0] else None,
+        return (_math.sum_to(grad * _math.number_minus(1, weight), shapes[0])
+                if needs[0] else None,
                 _math.sum_to(grad * weight, shapes[1]) if needs[1] else None,
                 _math.sum_to(grad * (end - start), shapes[2]) if needs[2] else None)
 
@@ -455,8 +456,10 @@ class Addcmul(Op):
         value = ctx.value
         shape_a = ctx._input_meta[0][0]
         return (_math.sum_to(grad, shape_a) if needs[0] else None,
-                _math.sum_to(grad * t2 * value, t1.shape) if needs[1] else None,
-                _math.sum_to(grad * t1 * value, t2.shape) if needs[2] else None, None)
+                # torch's formulas: grad * (tensor2 * value), grad * (tensor1 * value)
+                _math.sum_to(grad * _math.scaled(t2, value), t1.shape) if needs[1] else None,
+                _math.sum_to(grad * _math.scaled(t1, value), t2.shape) if needs[2] else None,
+                None)
 
 
 class Addcdiv(Op):
@@ -491,9 +494,12 @@ class Addcdiv(Op):
         value = ctx.value
         shape_a = ctx._input_meta[0][0]
         return (_math.sum_to(grad, shape_a) if needs[0] else None,
-                _math.sum_to(grad * value / t2, t1.shape) if needs[1] else None,
-                _math.sum_to(-grad * value * t1 / (t2 * t2), t2.shape) if needs[2] else None,
-                None)
+                # torch's formulas: grad * (value / tensor2),
+                # -grad * (value * tensor1 / (tensor2 * tensor2))
+                _math.sum_to(grad * _math.number_over(value, t2), t1.shape)
+                if needs[1] else None,
+                _math.sum_to(-grad * (_math.scaled(t1, value) / (t2 * t2)), t2.shape)
+                if needs[2] else None, None)
 
 
 def _xlogy_array(xp, x, y):
