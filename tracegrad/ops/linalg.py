@@ -412,7 +412,8 @@ def _product(values) -> int:
 
 # -- add-and-multiply ------------------------------------------------------------------
 def _scaled(tensor, factor):
-    return tensor if factor == 1 else tensor * factor
+    """torch's maybe_multiply: a mul.Scalar (MulBackward1) unless the factor is 1."""
+    return tensor if factor == 1 else _math.scaled(tensor, factor)
 
 
 def _input_grad(grad, beta, shape):
