@@ -119,6 +119,10 @@ NN_CASES: dict[str, list] = {
                                          g, x, w, L.full((4,), 0.5, dtype=L.float64),
                                          L.full((4,), 2.0, dtype=L.float64), L.zeros(0),
                                          L.zeros(0), False, 1e-5), in_torch=False)],
+    "SoftshrinkBackward": [Case(((3, 4), (3, 4)), lambda L, g, x: activation
+                                .SoftshrinkBackward.apply(g, x * 2, 0.5), in_torch=False)],
+    "HardshrinkBackward": [Case(((3, 4), (3, 4)), lambda L, g, x: activation
+                                .HardshrinkBackward.apply(g, x * 2, 0.5), in_torch=False)],
     "HardsigmoidBackward": [Case(((3, 4), (3, 4)), lambda L, g, x: activation
                                  .HardsigmoidBackward.apply(g, x * 4), in_torch=False,
                                  no_derivative=True)],

@@ -99,7 +99,7 @@ KNOWN_CASE_DIFFERENCES = frozenset({
     "Slogdet/1", "Solve/0", "Cholesky/0", "Cholesky/1", "Qr/0", "Qr/1", "Qr/2", "Svd/0",
     "Svd/1", "Svd/2", "Eigh/0", "Eigh/1", "Pinv/0", "Lstsq/0", "CholeskySolve/0",
     "CholeskySolve/1", "CholeskyInverse/0", "Renorm/0", "Renorm/1", "Mish/0", "PreluKernel/0",
-    "PreluKernel/1", "Softshrink/0", "Hardshrink/0", "Convolution/0", "Convolution/1",
+    "PreluKernel/1", "Convolution/0", "Convolution/1",
     "Convolution/2", "Convolution/3", "Convolution/4", "MaxPool2DWithIndices/0",
     "MaxPool2DWithIndices/1", "MaxPool2DWithIndices/2", "AdaptiveMaxPool2D/0", "AvgPool2D/0",
     "AvgPool2D/1", "AvgPool2D/2", "AdaptiveAvgPool2D/0", "AdaptiveAvgPool2D/1",

@@ -736,9 +736,13 @@ class Softshrink(Op):
         return xp.where(x > lambd, x - lambd, xp.where(x < -lambd, x + lambd, 0)).astype(
             x.dtype, copy=False)
 
+    _backward_op = None  # (set below: the backward's own op under create_graph)
+
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
+        if grad.__class__ is Tensor:  # torch's SoftshrinkBackwardBackward0 (Hardshrink's)
+            return (ctx._function._backward_op.apply(grad, a, ctx.lambd), None)
         return (grad * ((a > ctx.lambd) | (a < -ctx.lambd)), None)
 
 
@@ -751,6 +755,38 @@ class Hardshrink(Softshrink):
         ctx.save_for_backward(a)
         ctx.lambd = lambd
         return a._xp.where((x > lambd) | (x < -lambd), x, 0).astype(x.dtype, copy=False)
+
+
+class SoftshrinkBackward(Op):
+    """softshrink's backward as a node (create_graph), as torch records it: the incoming
+    gradient where |x| > lambd, 0 elsewhere; its own backward maps the gradient the same
+    way and gives the input a zero gradient (torch's zeros_like)."""
+
+    node_name = "SoftshrinkBackwardBackward0"
+    array_backward = True
+    saved_names = ("self", "lambd=lambd")  # as PyTorch names them
+
+    @staticmethod
+    def forward(ctx, grad, a, lambd):
+        ctx.save_for_backward(a)
+        ctx.lambd = lambd
+        x, g = a._array, grad._array
+        return a._xp.where((x > lambd) | (x < -lambd), g, 0).astype(g.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, grad_grad):
+        (a,) = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        return (_math.apply(ctx._function, grad_grad, a, ctx.lambd) if needs[0] else None,
+                _math.constant(grad_grad, _math.xp(grad_grad).zeros_like(
+                    _math.array_of(grad_grad))) if needs[1] else None, None)
+
+
+class HardshrinkBackward(SoftshrinkBackward):
+    node_name = "HardshrinkBackwardBackward0"
+
+
+Softshrink._backward_op, Hardshrink._backward_op = SoftshrinkBackward, HardshrinkBackward
 
 
 __all__ = ["SELU_ALPHA", "SELU_SCALE"]
