@@ -246,15 +246,15 @@ def _pair_grads(ctx, grad, slope, input, target) -> tuple:
 
 def _pair_nodes(op, ctx, grad, input, target, parameter) -> tuple:
     """The gradients of a two-operand loss beside Tensors (create_graph), as torch's
-    formulas make them: ``op`` (the loss's backward as a node) for the input, its negative
-    for the target."""
+    formulas make them: ``op`` (the loss's backward as a node) for the input, and for the
+    target the same op with the operands swapped (derivatives.yaml's way of negating)."""
     needs = ctx.needs_input_grad
     grad_input = grad_target = None
     if needs[0]:
         grad_input = sum_to(op.apply(grad, input, target, ctx.reduction, parameter),
                             input.shape)
     if needs[1]:
-        grad_target = sum_to(-op.apply(grad, input, target, ctx.reduction, parameter),
+        grad_target = sum_to(op.apply(grad, target, input, ctx.reduction, parameter),
                              target.shape)
     return grad_input, grad_target, None, None
 
