@@ -93,6 +93,7 @@ log = _same_name("log")
 sinh = _same_name("sinh")
 cosh = _same_name("cosh")
 tanh = _same_name("tanh")
+log1p = _same_name("log1p")
 
 
 def sign(value):

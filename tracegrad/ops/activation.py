@@ -503,6 +503,10 @@ class Mish(Op):
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
+        if grad.__class__ is Tensor:  # torch's infinitely_differentiable_mish_backward
+            sigmoid = _math.sigmoid(a)
+            t = _math.tanh(_math.log1p(_math.exp(a)))
+            return (grad * (t + a * sigmoid * _math.number_minus(1.0, t * t)),)
         t = _math.tanh(_math.reapply(Softplus, a, 1.0, 20.0))
         return (grad * (t + a * _math.sigmoid(a) * (1 - t * t)),)
 
