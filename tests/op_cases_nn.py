@@ -163,8 +163,21 @@ NN_CASES: dict[str, list] = {
         Case(((1, 2, 5, 6),), lambda L, x: _F(L).max_pool2d(x, 3, stride=2, padding=1)),
         Case(((2, 3, 5, 5),), lambda L, x: _F(L).max_pool2d(x, 2, ceil_mode=True)),
         Case(((2, 3, 7),), lambda L, x: _F(L).max_pool1d(x, 3, stride=2, dilation=2))],
+    "MaxPool3DWithIndices": [
+        Case(((1, 2, 4, 5, 3),), lambda L, x: _F(L).max_pool3d(x, 3, stride=2, padding=1)),
+        Case(((2, 3, 3, 4),), lambda L, x: _F(L).max_pool3d(
+            x, (2, 3, 2), stride=(1, 2, 2), dilation=(2, 1, 1), ceil_mode=True))],
     "AdaptiveMaxPool2D": [Case(((2, 3, 7, 5),), lambda L, x: _F(L).adaptive_max_pool2d(
         x, (3, 2)))],
+    "AdaptiveMaxPool3D": [Case(((1, 2, 5, 3, 4),), lambda L, x: _F(L).adaptive_max_pool3d(
+        x, (2, 2, 3)))],
+    "AvgPool3D": [
+        Case(((1, 2, 4, 5, 3),), lambda L, x: _F(L).avg_pool3d(x, 3, stride=2, padding=1)),
+        Case(((2, 3, 4, 3),), lambda L, x: _F(L).avg_pool3d(
+            x, 2, ceil_mode=True, count_include_pad=False, padding=1)),
+        Case(((1, 1, 3, 4, 4),), lambda L, x: _F(L).avg_pool3d(x, 3, 1, 1, divisor_override=2))],
+    "AdaptiveAvgPool3D": [Case(((1, 2, 5, 3, 4),), lambda L, x: _F(L).adaptive_avg_pool3d(
+        x, (2, None, 3)))],
     "AvgPool2D": [
         Case(((2, 3, 6, 7),), lambda L, x: _F(L).avg_pool2d(x, 3, stride=2, padding=1)),
         Case(((1, 2, 5, 5),), lambda L, x: _F(L).avg_pool2d(

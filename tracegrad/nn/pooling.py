@@ -1,4 +1,4 @@
-"""Pooling layers: max, average and adaptive pools, 1-d and 2-d.
+"""Pooling layers: max, average and adaptive pools, 1-d, 2-d and 3-d.
 
 >>> import tracegrad as torch
 >>> torch.nn.MaxPool2d(2)(torch.arange(16.0).view(1, 1, 4, 4))
@@ -44,6 +44,10 @@ class MaxPool2d(_MaxPoolNd):
     _function = staticmethod(F.max_pool2d)
 
 
+class MaxPool3d(_MaxPoolNd):
+    _function = staticmethod(F.max_pool3d)
+
+
 class _AvgPoolNd(Module):
     def extra_repr(self) -> str:
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
@@ -65,6 +69,8 @@ class AvgPool1d(_AvgPoolNd):
 
 
 class AvgPool2d(_AvgPoolNd):
+    _function = staticmethod(F.avg_pool2d)
+
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
                  count_include_pad: bool = True, divisor_override: int | None = None) -> None:
         super().__init__()
@@ -74,8 +80,12 @@ class AvgPool2d(_AvgPoolNd):
         self.count_include_pad, self.divisor_override = count_include_pad, divisor_override
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
-                            self.count_include_pad, self.divisor_override)
+        return self._function(input, self.kernel_size, self.stride, self.padding,
+                              self.ceil_mode, self.count_include_pad, self.divisor_override)
+
+
+class AvgPool3d(AvgPool2d):
+    _function = staticmethod(F.avg_pool3d)
 
 
 class _AdaptivePool(Module):
@@ -99,6 +109,11 @@ class AdaptiveAvgPool2d(_AdaptivePool):
         return F.adaptive_avg_pool2d(input, self.output_size)
 
 
+class AdaptiveAvgPool3d(_AdaptivePool):
+    def forward(self, input: Tensor) -> Tensor:
+        return F.adaptive_avg_pool3d(input, self.output_size)
+
+
 class _AdaptiveMaxPool(_AdaptivePool):
     def __init__(self, output_size, return_indices: bool = False) -> None:
         super().__init__(output_size)
@@ -113,6 +128,11 @@ class AdaptiveMaxPool1d(_AdaptiveMaxPool):
 class AdaptiveMaxPool2d(_AdaptiveMaxPool):
     def forward(self, input: Tensor):
         return F.adaptive_max_pool2d(input, self.output_size, self.return_indices)
+
+
+class AdaptiveMaxPool3d(_AdaptiveMaxPool):
+    def forward(self, input: Tensor):
+        return F.adaptive_max_pool3d(input, self.output_size, self.return_indices)
 
 
 class _LPPool(Module):
