@@ -77,6 +77,7 @@ from .normalization import (
     InstanceNorm2d,
     InstanceNorm3d,
     LayerNorm,
+    LocalResponseNorm,
     RMSNorm,
 )
 from .padding import (
@@ -191,6 +192,7 @@ __all__ = [
     "LPPool2d",
     "LSTMCell",
     "LayerNorm",
+    "LocalResponseNorm",
     "LeakyReLU",
     "Linear",
     "LogSigmoid",

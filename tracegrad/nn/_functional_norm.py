@@ -21,6 +21,7 @@ from ..ops.embedding import Embedding
 from ..ops.normalization import NativeBatchNorm, NativeGroupNorm, NativeLayerNorm
 from ..random import numpy_generator
 from ..tensor import Tensor
+from ._functional_conv import avg_pool2d, avg_pool3d, pad
 
 
 # -- normalization ------------------------------------------------------------------------
@@ -97,6 +98,30 @@ def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
     dims = tuple(range(input.ndim - count, input.ndim))
     out = input * ((input * input).mean(dims, keepdim=True) + eps) ** -0.5
     return out if weight is None else out * weight
+
+
+def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75,
+                        k: float = 1.0) -> Tensor:
+    """Each value divided by ``(k + alpha * mean of the squares of its size neighbouring
+    channels) ** beta`` (AlexNet's normalization). Built from ops as torch builds it, so
+    the graph is torch's: MulBackward0, the pad, an AvgPool2D/3D node, PowBackward0, ..."""
+    dim = input.ndim
+    if dim < 3:
+        # torch's message, with the run of spaces its source leaves in it
+        raise ValueError(f"Expected 3D or higher dimensionality{' ' * 26}input (got {dim} "
+                         f"dimensions)")
+    if input.numel() == 0:
+        return input
+    div = input.mul(input)
+    if dim == 3:
+        div = pad(div.unsqueeze(1), (0, 0, size // 2, (size - 1) // 2))
+        div = avg_pool2d(div, (size, 1), stride=1).squeeze(1)
+    else:
+        sizes = input.size()
+        div = div.view(sizes[0], 1, sizes[1], sizes[2], -1)
+        div = pad(div, (0, 0, 0, 0, size // 2, (size - 1) // 2))
+        div = avg_pool3d(div, (size, 1, 1), stride=1).squeeze(1).view(sizes)
+    return input / div.mul(alpha).add(k).pow(beta)
 
 
 # -- dropout ------------------------------------------------------------------------------
