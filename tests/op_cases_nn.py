@@ -230,6 +230,14 @@ NN_CASES: dict[str, list] = {
     # derivative): tests/test_nn_functional.py compares them with torch instead.
     "Embedding": [Case(((5, 3),), lambda L, w: _F(L).embedding(L.tensor([[0, 2, 2], [4, 1, 0]]),
                                                                w))],
+    "EmbeddingBag": [
+        Case(((6, 3),), lambda L, w: _F(L).embedding_bag(
+            L.tensor([0, 2, 2, 5, 1, 0, 3]), w, L.tensor([0, 3, 3]))),
+        Case(((6, 3),), lambda L, w: _F(L).embedding_bag(
+            L.tensor([[0, 2, 4], [5, 1, 2]]), w, mode="max", padding_idx=2)),
+        Case(((6, 3), (7,)), lambda L, w, p: _F(L).embedding_bag(
+            L.tensor([0, 2, 2, 5, 1, 0, 3]), w, L.tensor([0, 2, 6, 7]), mode="sum",
+            per_sample_weights=p, include_last_offset=True))],
     "MkldnnRnnLayer": [Case(_LSTM_SHAPES, _lstm_layer, in_torch=False),
                        Case(_LSTM_SHAPES, lambda L, *a: _lstm_layer(L, *a, reverse=True),
                             in_torch=False)],
