@@ -51,6 +51,14 @@ _LSTM_SHAPES = ((3, 2, 3), (8, 3), (8, 2), (8,), (8,), (2, 2), (2, 2))
 _MAP = (resample.pad_map("reflect", 4, 2, 1), resample.linear_map(3, 5, None, False, "float64"))
 
 
+def _pooled_indices(L, *shape):
+    """A max pool's indices (kernel 2) of a fixed input of ``shape``: what max_unpool takes."""
+    x = L.arange(float(np.prod(shape))).reshape(*shape).sin()
+    pool = {2: _F(L).max_pool1d, 3: _F(L).max_pool1d, 4: _F(L).max_pool2d,
+            5: _F(L).max_pool3d}[len(shape)]
+    return pool(x, 2, return_indices=True)[1]
+
+
 def _binary(L, x, t):
     return _F(L).binary_cross_entropy(x.sigmoid(), t.sigmoid())
 
@@ -171,6 +179,11 @@ NN_CASES: dict[str, list] = {
         x, (3, 2)))],
     "AdaptiveMaxPool3D": [Case(((1, 2, 5, 3, 4),), lambda L, x: _F(L).adaptive_max_pool3d(
         x, (2, 2, 3)))],
+    "MaxUnpool2D": [
+        Case(((1, 2, 2, 3),), lambda L, x: _F(L).max_unpool2d(x, _pooled_indices(L, 1, 2, 4, 6), 2)),
+        Case(((2, 3),), lambda L, x: _F(L).max_unpool1d(x, _pooled_indices(L, 2, 6), 2))],
+    "MaxUnpool3D": [Case(((1, 2, 2, 1, 2),), lambda L, x: _F(L).max_unpool3d(
+        x, _pooled_indices(L, 1, 2, 4, 3, 4), 2, output_size=(5, 3, 4)))],
     "AvgPool3D": [
         Case(((1, 2, 4, 5, 3),), lambda L, x: _F(L).avg_pool3d(x, 3, stride=2, padding=1)),
         Case(((2, 3, 4, 3),), lambda L, x: _F(L).avg_pool3d(

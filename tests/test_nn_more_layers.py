@@ -227,3 +227,75 @@ BAG_ERRORS = {
 @pytest.mark.parametrize("call", BAG_ERRORS.values(), ids=list(BAG_ERRORS))
 def test_embedding_bag_errors_in_torchs_words(call):
     _assert_same_error(call)
+
+
+# -- max_unpool ---------------------------------------------------------------------------
+def _pool_indices(lib, dims, shape, *pool_args):
+    x = lib.tensor(_array(*shape, seed=3))
+    return getattr(lib.nn.functional, f"max_pool{dims}d")(x, *pool_args, return_indices=True)[1]
+
+
+UNPOOLS = {
+    "1d": (1, (2, 3, 9), (3, 2, 1), {}),
+    "1d-unbatched-output-size": (1, (3, 8), (2,), {"output_size": [9]}),
+    "2d": (2, (2, 2, 5, 6), (2,), {}),
+    # overlapping windows: one element can be the maximum of two (a repeated index)
+    "2d-overlapping": (2, (1, 2, 6, 5), (3, 1, 1), {}),
+    "2d-output-size-with-batch": (2, (1, 2, 5, 5), (2,), {"output_size": (1, 2, 5, 5)}),
+    "3d": (3, (1, 2, 4, 6, 4), (2,), {}),
+    "3d-unbatched-strided": (3, (2, 5, 4, 6), ((3, 2, 2), (2, 1, 2), (1, 0, 1)), {}),
+}
+
+
+@pytest.mark.parametrize("dims,shape,pool_args,options", UNPOOLS.values(), ids=list(UNPOOLS))
+def test_max_unpool_as_torch(dims, shape, pool_args, options):
+    def call(L, x):
+        indices = _pool_indices(L, dims, shape, *pool_args)
+        return getattr(L.nn.functional, f"max_unpool{dims}d")(x, indices, *pool_args, **options)
+    pooled_shape = tuple(_pool_indices(torch, dims, shape, *pool_args).shape)
+    _assert_as_torch(call, _array(*pooled_shape))
+    for lib in (tg, torch):  # the node torch records (1-d: its squeeze above)
+        x = lib.tensor(_array(*pooled_shape), requires_grad=True)
+        node = call(lib, x).grad_fn
+        assert (node.name(), node.next_functions[0][0].name() if dims == 1 else None) == (
+            ("SqueezeBackward1", "MaxUnpool2DBackward0") if dims == 1
+            else (f"MaxUnpool{dims}DBackward0", None))
+
+
+def test_max_unpool_modules_as_torch():
+    for build in (lambda nn: nn.MaxUnpool1d(3, 1, 1), lambda nn: nn.MaxUnpool2d(2),
+                  lambda nn: nn.MaxUnpool3d((1, 2, 3), padding=1)):
+        assert repr(build(tg.nn)) == repr(build(torch.nn))
+    results = []
+    for lib in (tg, torch):
+        pool, unpool = lib.nn.MaxPool2d(2, return_indices=True), lib.nn.MaxUnpool2d(2)
+        x = lib.tensor(_array(1, 1, 5, 5))
+        results.append(unpool(*pool(x), output_size=x.size()).numpy())
+    np.testing.assert_array_equal(*results)
+
+
+UNPOOL_ERRORS = {
+    "index-dtype": lambda L: L.nn.functional.max_unpool2d(
+        L.ones(1, 2, 2), L.zeros(1, 2, 2, dtype=L.int32), 2),
+    "input-dims": lambda L: L.nn.functional.max_unpool3d(
+        L.ones(2, 2, 2), L.zeros(2, 2, 2, dtype=L.int64), 2),
+    "1d-input-dims": lambda L: L.nn.functional.max_unpool1d(
+        L.ones(2), L.zeros(2, dtype=L.int64), 2),
+    "index-shape": lambda L: L.nn.functional.max_unpool2d(
+        L.ones(1, 2, 2), L.zeros(1, 1, 2, dtype=L.int64), 2),
+    "index-range": lambda L: L.nn.functional.max_unpool2d(
+        L.ones(1, 2, 2), L.tensor([[[0, 1], [2, 16]]]), 2),
+    "negative-index": lambda L: L.nn.functional.max_unpool3d(
+        L.ones(1, 1, 1, 2), L.tensor([[[[0, -3]]]]), 2),
+    "output-size-length": lambda L: L.nn.functional.max_unpool2d(
+        L.ones(1, 2, 2), L.zeros(1, 2, 2, dtype=L.int64), 2, output_size=(3, 3, 3)),
+    "output-size-range": lambda L: L.nn.functional.max_unpool2d(
+        L.ones(1, 2, 2), L.zeros(1, 2, 2, dtype=L.int64), 2, output_size=(9, 4)),
+    "3d-stride": lambda L: L.nn.functional.max_unpool3d(
+        L.ones(1, 1, 1, 2), L.zeros(1, 1, 1, 2, dtype=L.int64), 2, 0),
+}
+
+
+@pytest.mark.parametrize("call", UNPOOL_ERRORS.values(), ids=list(UNPOOL_ERRORS))
+def test_max_unpool_errors_in_torchs_words(call):
+    _assert_same_error(call)

@@ -113,6 +113,9 @@ from .pooling import (
     MaxPool1d,
     MaxPool2d,
     MaxPool3d,
+    MaxUnpool1d,
+    MaxUnpool2d,
+    MaxUnpool3d,
 )
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from .sparse import Embedding, EmbeddingBag
@@ -203,6 +206,9 @@ __all__ = [
     "MaxPool1d",
     "MaxPool2d",
     "MaxPool3d",
+    "MaxUnpool1d",
+    "MaxUnpool2d",
+    "MaxUnpool3d",
     "Mish",
     "Module",
     "ModuleDict",

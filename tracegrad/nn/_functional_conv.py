@@ -27,6 +27,8 @@ from ..ops.pooling import (
     AdaptiveMaxPool3D,
     MaxPool2DWithIndices,
     MaxPool3DWithIndices,
+    MaxUnpool2D,
+    MaxUnpool3D,
 )
 from ..tensor import Tensor
 
@@ -383,6 +385,91 @@ def adaptive_max_pool1d(input: Tensor, output_size, return_indices: bool = False
     values, indices = adaptive_max_pool2d(input.unsqueeze(-2), (1, size), True)
     values, indices = values.squeeze(-2), indices.squeeze(-2)
     return (values, indices) if return_indices else values
+
+
+def _unpool_output_size(input, kernel, stride, padding, output_size) -> tuple:
+    """torch's _unpool_output_size: the size a pool's input had, or ``output_size`` (with or
+    without its batch and channel dims) once checked against it."""
+    dims = len(kernel)
+    default = [(input.shape[-dims + d] - 1) * stride[d] + kernel[d] - 2 * padding[d]
+               for d in range(dims)]
+    if output_size is None:
+        sizes = default
+    else:
+        if len(output_size) == dims + 2:
+            output_size = output_size[2:]
+        if len(output_size) != dims:
+            raise ValueError(
+                f"output_size should be a sequence containing {dims} or {dims + 2} elements, "
+                f"but it has a length of '{len(output_size)}'")
+        for d in range(dims):
+            low, high = default[d] - stride[d], default[d] + stride[d]
+            if not low < output_size[d] < high:
+                raise ValueError(f'invalid output_size "{output_size}" (dim {d} must be '
+                                 f"between {low} and {high})")
+        sizes = output_size
+    for d, size in enumerate(sizes):
+        if size < 0:
+            raise ValueError("max_unpooling: output_size must contain non-negative spatial "
+                             f"dimensions, but got output_size[{d}]={size}")
+    return tuple(int(size) for size in sizes)
+
+
+def _max_unpool(op, input: Tensor, indices: Tensor, output_size: tuple) -> Tensor:
+    """torch's checks of max_unpool{2,3}d's arguments, in its words, then the op."""
+    dims = len(output_size)
+    if indices.dtype.name != "int64":
+        raise RuntimeError(f"elements in indices should be type int64 but got: "
+                           f"{indices.dtype.scalar_name}")
+    if input.ndim not in (dims + 1, dims + 2):
+        raise ShapeError(f"Input to max_unpooling{dims}d should be a {dims + 1}d or "
+                         f"{dims + 2}d Tensor, but got a tensor with {input.ndim} dimensions.")
+    if indices.shape != input.shape:
+        raise ShapeError(
+            f"Expected shape of indices to be same as that of the input tensor "
+            f"({list(input.shape)}) but got indices tensor with shape: {list(indices.shape)}")
+    positions = indices._array
+    wrong = (positions < 0) | (positions >= math.prod(output_size))
+    if wrong.any():
+        raise RuntimeError(
+            f"Found an invalid max index: {int(positions[wrong].reshape(-1)[0])} (output "
+            f"volumes are of size {'x'.join(map(str, output_size))})")
+    return op.apply(input, indices, output_size)
+
+
+def _unpool_arguments(dims: int, kernel_size, stride, padding) -> tuple:
+    kernel = _tuple(kernel_size, dims, "kernel_size")
+    return kernel, kernel if stride is None else _tuple(stride, dims, "stride"), \
+        _tuple(padding, dims, "padding")
+
+
+def max_unpool1d(input: Tensor, indices: Tensor, kernel_size, stride=None, padding=0,
+                 output_size=None) -> Tensor:
+    """Through max_unpool2d on a width-1 plane, as torch does (SqueezeBackward1 on top)."""
+    kernel, stride, padding = _unpool_arguments(1, kernel_size, stride, padding)
+    size = _unpool_output_size(input, kernel, stride, padding, output_size)
+    return _max_unpool(MaxUnpool2D, input.unsqueeze(-1), indices.unsqueeze(-1),
+                       size + (1,)).squeeze(-1)
+
+
+def max_unpool2d(input: Tensor, indices: Tensor, kernel_size, stride=None, padding=0,
+                 output_size=None) -> Tensor:
+    """The partial inverse of max_pool2d: each value put back where ``indices`` (the pool's)
+    say it came from, zeros elsewhere."""
+    kernel, stride, padding = _unpool_arguments(2, kernel_size, stride, padding)
+    size = _unpool_output_size(input, kernel, stride, padding, output_size)
+    return _max_unpool(MaxUnpool2D, input, indices, size)
+
+
+def max_unpool3d(input: Tensor, indices: Tensor, kernel_size, stride=None, padding=0,
+                 output_size=None) -> Tensor:
+    """The partial inverse of max_pool3d (see max_unpool2d)."""
+    kernel, stride, padding = _unpool_arguments(3, kernel_size, stride, padding)
+    size = _unpool_output_size(input, kernel, stride, padding, output_size)
+    if any(s <= 0 for s in stride):
+        raise RuntimeError(f"strides should be greater than zero, but got stride: "
+                           f"{list(stride)}")
+    return _max_unpool(MaxUnpool3D, input, indices, size)
 
 
 # -- padding ------------------------------------------------------------------------------

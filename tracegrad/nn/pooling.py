@@ -88,6 +88,36 @@ class AvgPool3d(AvgPool2d):
     _function = staticmethod(F.avg_pool3d)
 
 
+class _MaxUnpoolNd(Module):
+    _function = staticmethod(F.max_unpool2d)
+    _dims = 2
+
+    def __init__(self, kernel_size, stride=None, padding=0) -> None:
+        super().__init__()
+        self.kernel_size = F._tuple(kernel_size, self._dims)
+        self.stride = F._tuple(stride if stride is not None else kernel_size, self._dims)
+        self.padding = F._tuple(padding, self._dims)
+
+    def forward(self, input: Tensor, indices: Tensor, output_size=None) -> Tensor:
+        return self._function(input, indices, self.kernel_size, self.stride, self.padding,
+                              output_size)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool1d(_MaxUnpoolNd):
+    _function, _dims = staticmethod(F.max_unpool1d), 1
+
+
+class MaxUnpool2d(_MaxUnpoolNd):
+    """Puts a MaxPool2d's maxima back where its indices say they came from."""
+
+
+class MaxUnpool3d(_MaxUnpoolNd):
+    _function, _dims = staticmethod(F.max_unpool3d), 3
+
+
 class _AdaptivePool(Module):
     def __init__(self, output_size) -> None:
         super().__init__()

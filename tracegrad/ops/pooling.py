@@ -1,5 +1,5 @@
 """Max pooling with indices, 2-d and 3-d (1-d goes through 2-d, as in torch), plain and
-adaptive. (Average pools are linear: ``resample.py``.)
+adaptive, and its partial inverse max_unpool. (Average pools are linear: ``resample.py``.)
 
 The windows are an ``as_strided`` view of the input padded with -inf; one argmax over the
 flattened window picks each output and its index into the input volume (torch's indices:
@@ -15,8 +15,10 @@ import math
 import numpy as np
 
 from ..autograd.function import Op
+from . import _math
+from ._edges import select_edges
 from .convolution import windows
-from .indexing import scatter_into
+from .indexing import _grid_index, scatter_into
 from .resample import pooled_size
 
 
@@ -174,3 +176,38 @@ def _adaptive_positions(size: int, out_size: int) -> np.ndarray:
     longest = int((ends - starts).max())
     positions = starts[:, None] + np.arange(longest)[None, :]
     return np.minimum(positions, ends[:, None] - 1)
+
+
+class _MaxUnpool(Op):
+    """``max_unpool{2,3}d``: zeros of ``output_size`` with each input value placed at its
+    flat index (a max pool's indices); backward picks the gradient at those indices."""
+
+    array_backward = True
+    saved_names = ("indices",)  # as torch names it (a saved tensor, version-checked)
+
+    @staticmethod
+    def forward(ctx, a, indices, output_size):
+        select_edges(ctx, (0,))  # torch's edge: the input (no index edge)
+        dims = len(output_size)
+        x = _batched(a._array, dims)
+        ctx.index = _batched(indices._array, dims).reshape(x.shape[:2] + (-1,))
+        if ctx.needs_input_grad:
+            ctx.save_for_backward(indices)
+        ctx.input_shape = a._array.shape
+        placed = scatter_into(x.reshape(x.shape[:2] + (-1,)),
+                              x.shape[:2] + (math.prod(output_size),), 2, ctx.index, False)
+        return placed.reshape(a._array.shape[:-dims] + tuple(output_size))
+
+    @staticmethod
+    def backward(ctx, grad):
+        ctx.saved_tensors  # noqa: B018 - raises if the indices changed in place, as in torch
+        flat = grad.reshape(ctx.index.shape[:2] + (-1,))
+        return flat[_grid_index(_math.xp(flat), ctx.index, 2)].reshape(ctx.input_shape), None, None
+
+
+class MaxUnpool2D(_MaxUnpool):
+    node_name = "MaxUnpool2DBackward0"
+
+
+class MaxUnpool3D(_MaxUnpool):
+    node_name = "MaxUnpool3DBackward0"
