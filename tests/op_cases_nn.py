@@ -251,6 +251,11 @@ NN_CASES: dict[str, list] = {
         Case(((6, 3), (7,)), lambda L, w, p: _F(L).embedding_bag(
             L.tensor([0, 2, 2, 5, 1, 0, 3]), w, L.tensor([0, 2, 6, 7]), mode="sum",
             per_sample_weights=p, include_last_offset=True))],
+    "Pdist": [Case(((4, 3),), lambda L, x: _F(L).pdist(x)),
+              Case(((4, 3),), lambda L, x: _F(L).pdist(x, 1.5)),
+              Case(((3, 2),), lambda L, x: _F(L).pdist(x, 1)),
+              Case(((3, 4),), lambda L, x: _F(L).pdist(x, float("inf"))),
+              Case(((5, 2),), lambda L, x: _F(L).pdist(x, 3))],
     "MkldnnRnnLayer": [Case(_LSTM_SHAPES, _lstm_layer, in_torch=False),
                        Case(_LSTM_SHAPES, lambda L, *a: _lstm_layer(L, *a, reverse=True),
                             in_torch=False)],

@@ -299,3 +299,24 @@ UNPOOL_ERRORS = {
 @pytest.mark.parametrize("call", UNPOOL_ERRORS.values(), ids=list(UNPOOL_ERRORS))
 def test_max_unpool_errors_in_torchs_words(call):
     _assert_same_error(call)
+
+
+# -- pdist --------------------------------------------------------------------------------
+@pytest.mark.parametrize("p", [2.0, 0.0, 1.0, 0.5, 3.0, float("inf")])
+def test_pdist_as_torch(p):
+    rows = _array(5, 3)
+    rows[3] = rows[1]  # a zero distance: torch's gradient there is 0
+    _assert_as_torch(lambda L, x: L.nn.functional.pdist(x, p), rows)
+
+
+def test_pdist_node_and_edge_cases_as_torch():
+    for lib in (tg, torch):
+        x = lib.tensor(_array(4, 3), requires_grad=True)
+        node = lib.nn.functional.pdist(x, 1.5).grad_fn
+        assert (node.name(), node._saved_p, tuple(node._saved_result.shape)) == (
+            "PdistBackward0", 1.5, (6,))
+        assert tuple(lib.nn.functional.pdist(x[:1]).shape) == (0,)
+        assert lib.nn.functional.pdist(x[:, :0]).tolist() == [0.0] * 6
+    _assert_same_error(lambda L: L.nn.functional.pdist(L.ones(3)))
+    _assert_same_error(lambda L: L.nn.functional.pdist(L.ones(3, 2), -1))
+    _assert_same_error(lambda L: L.nn.functional.pdist(L.ones(3, 2, dtype=L.int64)))

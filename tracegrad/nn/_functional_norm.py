@@ -19,6 +19,7 @@ from .._dtype import int32, int64
 from ..autograd.grad_mode import no_grad
 from ..errors import DTypeError, ShapeError
 from ..factories import arange
+from ..ops.distance import Pdist
 from ..ops.embedding import Embedding, EmbeddingBag
 from ..ops.normalization import NativeBatchNorm, NativeGroupNorm, NativeLayerNorm
 from ..random import numpy_generator
@@ -420,6 +421,17 @@ def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
     """``||x1 - x2 + eps||_p`` along the last dim."""
     last = max(x1.ndim, x2.ndim) - 1
     return (x1 - x2 + eps).norm(p, last, keepdim=keepdim)
+
+
+def pdist(input: Tensor, p: float = 2.0) -> Tensor:
+    """The p-norm distance between each pair of rows ``i < j`` of ``input`` (N, M): N * (N - 1)
+    / 2 values, row by row.
+
+    >>> import tracegrad as torch
+    >>> torch.nn.functional.pdist(torch.tensor([[0.0, 0.0], [3.0, 4.0], [0.0, 1.0]]))
+    tensor([5.0000, 1.0000, 4.2426])
+    """
+    return Pdist.apply(input, p)
 
 
 def _broadcast_shape(first, second) -> tuple:

@@ -124,6 +124,7 @@ from ._functional_norm import (
     normalize,
     one_hot,
     pairwise_distance,
+    pdist,
     rms_norm,
 )
 from ._ops import REDUCTIONS, linear
@@ -246,6 +247,7 @@ __all__ = [
     "one_hot",
     "pad",
     "pairwise_distance",
+    "pdist",
     "pixel_shuffle",
     "pixel_unshuffle",
     "poisson_nll_loss",
