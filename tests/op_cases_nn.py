@@ -179,6 +179,8 @@ NN_CASES: dict[str, list] = {
         x, (3, 2)))],
     "AdaptiveMaxPool3D": [Case(((1, 2, 5, 3, 4),), lambda L, x: _F(L).adaptive_max_pool3d(
         x, (2, 2, 3)))],
+    "ChannelShuffle": [Case(((2, 6, 2, 3),), lambda L, x: _F(L).channel_shuffle(x, 3)),
+                       Case(((4, 2, 3),), lambda L, x: _F(L).channel_shuffle(x, 2))],
     "MaxUnpool2D": [
         Case(((1, 2, 2, 3),), lambda L, x: _F(L).max_unpool2d(x, _pooled_indices(L, 1, 2, 4, 6), 2)),
         Case(((2, 3),), lambda L, x: _F(L).max_unpool1d(x, _pooled_indices(L, 2, 6), 2))],

@@ -320,3 +320,22 @@ def test_pdist_node_and_edge_cases_as_torch():
     _assert_same_error(lambda L: L.nn.functional.pdist(L.ones(3)))
     _assert_same_error(lambda L: L.nn.functional.pdist(L.ones(3, 2), -1))
     _assert_same_error(lambda L: L.nn.functional.pdist(L.ones(3, 2, dtype=L.int64)))
+
+
+# -- channel_shuffle ----------------------------------------------------------------------
+@pytest.mark.parametrize("shape,groups", [((2, 6, 3, 2), 3), ((3, 4, 2), 2), ((1, 6, 2), 6),
+                                          ((2, 4, 1, 2, 3), 1)])
+def test_channel_shuffle_as_torch(shape, groups):
+    _assert_as_torch(lambda L, x: L.nn.functional.channel_shuffle(x, groups), _array(*shape))
+    _assert_as_torch(lambda L, x: L.nn.ChannelShuffle(groups)(x), _array(*shape))
+    for lib in (tg, torch):
+        out = lib.nn.functional.channel_shuffle(lib.ones(*shape, requires_grad=True), groups)
+        assert (out.grad_fn.name(), out.grad_fn._saved_groups, out.is_contiguous()) == (
+            "ChannelShuffleBackward0", groups, True)
+    assert repr(tg.nn.ChannelShuffle(groups)) == repr(torch.nn.ChannelShuffle(groups))
+
+
+@pytest.mark.parametrize("shape,groups", [((2, 6, 3), 4), ((2, 6, 3), 0), ((2, 6, 3), -1),
+                                          ((6,), 2), ((2, 6), 2)])
+def test_channel_shuffle_errors_in_torchs_words(shape, groups):
+    _assert_same_error(lambda L: L.nn.functional.channel_shuffle(L.ones(*shape), groups))

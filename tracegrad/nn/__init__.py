@@ -120,6 +120,7 @@ from .pooling import (
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from .sparse import Embedding, EmbeddingBag
 from .upsampling import (
+    ChannelShuffle,
     Fold,
     PixelShuffle,
     PixelUnshuffle,
@@ -154,6 +155,7 @@ __all__ = [
     "BatchNorm2d",
     "BatchNorm3d",
     "Bilinear",
+    "ChannelShuffle",
     "CircularPad1d",
     "CircularPad2d",
     "CircularPad3d",

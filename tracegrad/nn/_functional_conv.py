@@ -21,7 +21,7 @@ from ..errors import ShapeError
 from ..ops import resample
 from ..ops.convolution import Col2Im, Convolution, Im2Col
 from ..ops.padding import ConstantPadNd, pad_pairs
-from ..ops.pixel_shuffle import PixelShuffle, PixelUnshuffle
+from ..ops.pixel_shuffle import ChannelShuffle, PixelShuffle, PixelUnshuffle
 from ..ops.pooling import (
     AdaptiveMaxPool2D,
     AdaptiveMaxPool3D,
@@ -668,6 +668,12 @@ def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
 def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
     """(*, C, H * r, W * r) -> (*, C * r^2, H, W): the inverse of pixel_shuffle."""
     return PixelUnshuffle.apply(input, int(downscale_factor))
+
+
+def channel_shuffle(input: Tensor, groups: int) -> Tensor:
+    """(N, g * k, *) -> (N, k * g, *): the channels of the ``groups`` interleaved
+    (ShuffleNet)."""
+    return ChannelShuffle.apply(input, int(groups))
 
 
 def lp_pool2d(input: Tensor, norm_type: float, kernel_size, stride=None,
