@@ -275,6 +275,27 @@ NN_CASES: dict[str, list] = {
     "SmoothL1Loss": [Case(((3, 4), (3, 4)), lambda L, x, t: _F(L).smooth_l1_loss(
         x, t, beta=0.7)), Case(((3, 4), (4,)), lambda L, x, t: _F(L).smooth_l1_loss(
             x, t.expand(3, 4), reduction="none"))],
+    "MultiMarginLoss": [
+        Case(((3, 4),), lambda L, x: _F(L).multi_margin_loss(x, L.tensor([0, 3, 1])),
+             no_second_derivative=True),
+        Case(((3, 4),), lambda L, x: _F(L).multi_margin_loss(
+            x, L.tensor([2, 3, 1]), p=2, margin=0.7, weight=L.tensor(
+                [0.5, 1.0, 2.0, 0.3], dtype=L.float64), reduction="none"),
+             no_second_derivative=True)],
+    "MultiMarginLossBackward": [Case(((), (3, 4)), lambda L, g, x: loss.MultiMarginLossBackward
+                                     .apply(g, x, L.tensor([0, 3, 1]), 1, 1.0, None, "sum"),
+                                     in_torch=False, no_derivative=True)],
+    "MultilabelMarginLoss": [
+        Case(((3, 4),), lambda L, x: _F(L).multilabel_margin_loss(
+            x, L.tensor([[0, 3, -1, 1], [2, 2, 0, -1], [-1, 0, 0, 0]])),
+             no_second_derivative=True),
+        Case(((4,),), lambda L, x: _F(L).multilabel_margin_loss(
+            x, L.tensor([1, 2, -1, 0]), reduction="none"), no_second_derivative=True)],
+    "MultilabelMarginLossBackward": [Case(((3,), (3, 4)), lambda L, g, x: (
+        loss.MultilabelMarginLossBackward.apply(
+            g, x, L.tensor([[1.0, 0, 0, 1], [0, 0, 1, 0], [0, 0, 0, 0]], dtype=L.float64),
+            (np.array([[True, True, False, False]] * 3), np.array([[0, 3, -1, 0]] * 3)),
+            "none")), in_torch=False, no_derivative=True)],
     "SoftMarginLoss": [Case(((3, 4),), lambda L, x: _F(L).soft_margin_loss(
         x * 2, L.tensor(np.sign(np.linspace(-1, 1, 12) + 0.05).reshape(3, 4))))],
     "HuberLoss": [Case(((3, 4), (3, 4)), lambda L, x, t: _F(L).huber_loss(

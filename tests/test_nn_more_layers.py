@@ -339,3 +339,112 @@ def test_channel_shuffle_as_torch(shape, groups):
                                           ((6,), 2), ((2, 6), 2)])
 def test_channel_shuffle_errors_in_torchs_words(shape, groups):
     _assert_same_error(lambda L: L.nn.functional.channel_shuffle(L.ones(*shape), groups))
+
+
+# -- multi_margin_loss, multilabel_margin_loss --------------------------------------------
+_CLASSES = np.array([0, 3, 1, 4])
+_LABELS = np.array([[0, 3, -1, 1, 2], [2, -1, 0, 0, 0], [-1, 0, 0, 0, 0], [4, 4, 1, 0, 2]])
+_CLASS_WEIGHTS = np.array([0.5, 1.0, 2.0, 0.3, 0.8])
+
+
+def _multi_margin(options, sample=None):
+    def call(L, x):
+        given = {key: L.tensor(value) if key == "weight" else value
+                 for key, value in options.items()}
+        if sample is None:
+            return L.nn.functional.multi_margin_loss(x, L.tensor(_CLASSES), **given)
+        return L.nn.functional.multi_margin_loss(x[sample], L.tensor(_CLASSES[sample]), **given)
+    return call
+
+
+MARGIN_OPTIONS = [{}, {"p": 2}, {"margin": 0.5, "weight": _CLASS_WEIGHTS},
+                  {"reduction": "none"}, {"reduction": "sum", "p": 2, "margin": 2.0}]
+
+
+@pytest.mark.parametrize("options", MARGIN_OPTIONS)
+@pytest.mark.parametrize("sample", [None, 1])
+def test_multi_margin_loss_as_torch(options, sample):
+    _assert_as_torch(_multi_margin(options, sample), _array(4, 5))
+
+
+@pytest.mark.parametrize("reduction", ["mean", "none", "sum"])
+@pytest.mark.parametrize("sample", [None, 0, 3])
+def test_multilabel_margin_loss_as_torch(reduction, sample):
+    labels = _LABELS if sample is None else _LABELS[sample]
+    _assert_as_torch(lambda L, x: L.nn.functional.multilabel_margin_loss(
+        x if sample is None else x[sample], L.tensor(labels), reduction=reduction),
+        _array(4, 5))
+
+
+def test_margin_losses_nodes_and_second_derivatives_as_torch():
+    for lib in (tg, torch):
+        x = lib.tensor(_array(4, 5), requires_grad=True)
+        for loss, name in ((_multi_margin({"weight": _CLASS_WEIGHTS})(lib, x),
+                            "multi_margin_loss_backward"),
+                           (lib.nn.functional.multilabel_margin_loss(x, lib.tensor(_LABELS)),
+                            "multilabel_margin_loss_backward")):
+            assert loss.grad_fn._saved_reduction == 1
+            (grad,) = lib.autograd.grad(loss, x, create_graph=True)
+            assert grad.grad_fn.name() == "torch::autograd::NotImplemented"
+            with pytest.raises(RuntimeError, match=f"derivative for aten::{name} is not "):
+                grad.sum().backward()
+    for lib in (tg, torch):
+        node = _multi_margin({"p": 2, "margin": 0.5})(
+            lib, lib.ones(4, 5, dtype=lib.float64, requires_grad=True)).grad_fn
+        assert (node._saved_p, node._saved_margin, node._saved_weight) == (2, 0.5, None)
+        node = lib.nn.functional.multilabel_margin_loss(
+            lib.ones(4, 5, dtype=lib.float64, requires_grad=True), lib.tensor(_LABELS)).grad_fn
+        assert node._saved_is_target.tolist() == [
+            [1, 0, 0, 1, 0], [0, 0, 1, 0, 0], [0, 0, 0, 0, 0], [1, 1, 1, 0, 1]]
+
+
+def test_margin_loss_modules_as_torch():
+    for build in (lambda nn: nn.MultiMarginLoss(), lambda nn: nn.MultiLabelMarginLoss(),
+                  lambda nn: nn.MultiMarginLoss(p=2, margin=0.5, reduction="sum")):
+        assert repr(build(tg.nn)) == repr(build(torch.nn))
+    _assert_as_torch(lambda L, x: L.nn.MultiMarginLoss(
+        2, 0.5, L.tensor(_CLASS_WEIGHTS))(x, L.tensor(_CLASSES)), _array(4, 5))
+    _assert_as_torch(lambda L, x: L.nn.MultiLabelMarginLoss(reduction="sum")(
+        x, L.tensor(_LABELS)), _array(4, 5))
+
+
+MARGIN_ERRORS = {
+    "class-range": lambda L: L.nn.functional.multi_margin_loss(L.ones(3, 4),
+                                                               L.tensor([0, 4, 1])),
+    "negative-class": lambda L: L.nn.functional.multi_margin_loss(L.ones(3, 4),
+                                                                  L.tensor([0, -1, 1])),
+    "target-size": lambda L: L.nn.functional.multi_margin_loss(L.ones(3, 4), L.tensor([0, 1])),
+    "input-dims": lambda L: L.nn.functional.multi_margin_loss(L.ones(1, 3, 4),
+                                                              L.tensor([0, 1, 2])),
+    "p": lambda L: L.nn.functional.multi_margin_loss(L.ones(3, 4), L.tensor([0, 1, 2]), p=3),
+    "weight-dims": lambda L: L.nn.functional.multi_margin_loss(
+        L.ones(3, 4), L.tensor([0, 1, 2]), weight=L.ones(1, 4)),
+    "weight-size": lambda L: L.nn.functional.multi_margin_loss(
+        L.ones(3, 4), L.tensor([0, 1, 2]), weight=L.ones(3)),
+    "weight-dtype": lambda L: L.nn.functional.multi_margin_loss(
+        L.ones(3, 4), L.tensor([0, 1, 2]), weight=L.ones(4, dtype=L.float64)),
+    "weight-requires-grad": lambda L: L.nn.functional.multi_margin_loss(
+        L.ones(3, 4), L.tensor([0, 1, 2]), weight=L.ones(4, requires_grad=True)),
+    "float-target": lambda L: L.nn.functional.multi_margin_loss(L.ones(3, 4),
+                                                                L.tensor([0.0, 1, 2])),
+    "integer-input": lambda L: L.nn.functional.multi_margin_loss(
+        L.ones(3, 4, dtype=L.int32), L.tensor([0, 1, 2])),
+    "reduction": lambda L: L.nn.functional.multi_margin_loss(L.ones(3, 4), L.tensor([0, 1, 2]),
+                                                             reduction="mine"),
+    "module-p": lambda L: L.nn.MultiMarginLoss(p=3),
+    "labels-shape": lambda L: L.nn.functional.multilabel_margin_loss(
+        L.ones(3, 4), L.zeros(2, 4, dtype=L.int64)),
+    "labels-range": lambda L: L.nn.functional.multilabel_margin_loss(
+        L.ones(1, 4), L.tensor([[0, 4, -1, 0]])),
+    "labels-below": lambda L: L.nn.functional.multilabel_margin_loss(
+        L.ones(1, 4), L.tensor([[0, -2, -1, 0]])),
+    "labels-dtype": lambda L: L.nn.functional.multilabel_margin_loss(L.ones(1, 4),
+                                                                     L.zeros(1, 4)),
+    "labels-input-dims": lambda L: L.nn.functional.multilabel_margin_loss(
+        L.ones(1, 1, 4), L.zeros(1, 1, 4, dtype=L.int64)),
+}
+
+
+@pytest.mark.parametrize("call", MARGIN_ERRORS.values(), ids=list(MARGIN_ERRORS))
+def test_margin_loss_errors_in_torchs_words(call):
+    _assert_same_error(call)
