@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from op_case import Case
 
-from tracegrad.ops import activation, loss, normalization, recurrent, resample, unary
+from tracegrad.ops import activation, loss, normalization, recurrent, resample, rrelu, unary
 
 
 def _F(lib):
@@ -75,6 +75,12 @@ NN_CASES: dict[str, list] = {
     # zero in self (inputs away from the kinks)
     "ThresholdBackward": [Case(((3, 4), (3, 4)), lambda L, g, x: activation.ThresholdBackward
                                .apply(g, x, 0.1), in_torch=False)],
+    # training with lower == upper: the drawn slopes are known (in evaluation torch's
+    # saved noise is memory it never writes: its values are compared in test_nn_more_layers)
+    "RreluWithNoise": [Case(((3, 4),), lambda L, x: _F(L).rrelu(x, 0.2, 0.2, training=True))],
+    "RreluWithNoiseBackward": [Case(((3, 4), (3, 4)), lambda L, g, x: rrelu
+                                    .RreluWithNoiseBackward.apply(g, x, None, 0.1, 0.3, False),
+                                    in_torch=False)],
     "LeakyReluBackward": [Case(((3, 4), (3, 4)), lambda L, g, x: activation.LeakyReluBackward
                                .apply(g, x, 0.2), in_torch=False)],
     "HardtanhBackward": [Case(((3, 4), (3, 4)), lambda L, g, x: activation.HardtanhBackward

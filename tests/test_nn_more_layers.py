@@ -448,3 +448,52 @@ MARGIN_ERRORS = {
 @pytest.mark.parametrize("call", MARGIN_ERRORS.values(), ids=list(MARGIN_ERRORS))
 def test_margin_loss_errors_in_torchs_words(call):
     _assert_same_error(call)
+
+
+# -- rrelu --------------------------------------------------------------------------------
+@pytest.mark.parametrize("bounds", [(1 / 8, 1 / 3), (0.2, 0.2), (-0.5, 0.1)])
+def test_rrelu_in_evaluation_as_torch(bounds):
+    rows = _array(3, 4)
+    rows[0, 0] = 0.0  # the mean slope's side, as torch's leaky_relu_backward
+    _assert_as_torch(lambda L, x: L.nn.functional.rrelu(x, *bounds), rows)
+    _assert_as_torch(lambda L, x: L.nn.RReLU(*bounds).eval()(x), rows)
+
+
+def test_rrelu_in_training_draws_a_slope_per_negative_element():
+    """Other numbers than torch's generator: the graph, the shape and how the output, the
+    saved noise and the gradient relate are torch's."""
+    rows = _array(40, 5)
+    rows[0, 0] = 0.0  # drawn too (torch's kernel: input <= 0)
+    for lib in (tg, torch):
+        x = lib.tensor(rows, requires_grad=True)
+        out = lib.nn.RReLU(0.1, 0.3)(x)
+        noise = out.grad_fn._saved_noise.numpy()
+        assert (out.grad_fn.name(), out.grad_fn._saved_training) == (
+            "RreluWithNoiseBackward0", True)
+        assert ((noise == 1) == (rows > 0)).all()
+        assert ((noise[rows <= 0] >= 0.1) & (noise[rows <= 0] <= 0.3)).all()
+        assert len(np.unique(noise[rows <= 0])) > 1
+        np.testing.assert_allclose(out.detach().numpy(), rows * noise)
+        (grad,) = lib.autograd.grad(out.sum(), x, create_graph=True)
+        np.testing.assert_allclose(grad.detach().numpy(), noise)
+        assert grad.grad_fn.name() == "RreluWithNoiseBackwardBackward0"
+
+
+def test_rrelu_draws_from_tracegrads_generator():
+    draws = []
+    for _ in range(2):
+        tg.manual_seed(7)
+        draws.append(tg.nn.functional.rrelu(-tg.ones(10), training=True).tolist())
+    assert draws[0] == draws[1] and draws[0] != tg.nn.functional.rrelu(
+        -tg.ones(10), training=True).tolist()
+
+
+def test_rrelu_in_place_module_repr_and_errors():
+    for lib in (tg, torch):
+        x = lib.tensor(_array(3, 4))
+        assert lib.nn.functional.rrelu_(x) is x
+        np.testing.assert_allclose(x.numpy(), np.where(_array(3, 4) > 0, 1, 0.5 * (1 / 8 + 1 / 3))
+                                   * _array(3, 4))
+    assert repr(tg.nn.RReLU(0.1, 0.3, True)) == repr(torch.nn.RReLU(0.1, 0.3, True))
+    assert repr(tg.nn.RReLU()) == repr(torch.nn.RReLU())
+    _assert_same_error(lambda L: L.nn.functional.rrelu(L.ones(3), 0.5, 0.1))
