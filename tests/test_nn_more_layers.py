@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_parity_composites import _graph
 
 import tracegrad as tg
 
@@ -497,3 +498,40 @@ def test_rrelu_in_place_module_repr_and_errors():
     assert repr(tg.nn.RReLU(0.1, 0.3, True)) == repr(torch.nn.RReLU(0.1, 0.3, True))
     assert repr(tg.nn.RReLU()) == repr(torch.nn.RReLU())
     _assert_same_error(lambda L: L.nn.functional.rrelu(L.ones(3), 0.5, 0.1))
+
+
+# -- gumbel_softmax -----------------------------------------------------------------------
+@pytest.mark.parametrize("options", [{}, {"tau": 0.5, "dim": 0}, {"hard": True},
+                                     {"hard": True, "dim": 0, "tau": 2.0}])
+def test_gumbel_softmax_graph_as_torch(options):
+    """A random draw (tracegrad's generator): the graph, shapes and the distribution's
+    invariants are torch's."""
+    seen = {}
+    for lib in (tg, torch):
+        x = lib.tensor(_array(3, 4), requires_grad=True)
+        out = lib.nn.functional.gumbel_softmax(x, **options)
+        dim = options.get("dim", -1)
+        values = out.detach().numpy()
+        np.testing.assert_allclose(values.sum(dim), 1.0)
+        if options.get("hard"):  # one-hot, the gradient the soft sample's
+            assert set(np.unique(values)) == {0.0, 1.0}
+            (grad,) = lib.autograd.grad((out * lib.tensor(_array(3, 4, seed=1))).sum(), x)
+            assert np.abs(grad.numpy()).sum() > 0
+        seen[lib] = (_graph(out), tuple(out.shape), out.dtype.is_floating_point)
+    assert seen[tg] == seen[torch]
+
+
+def test_gumbel_softmax_hard_is_straight_through():
+    """hard=True: one-hot forward, the soft sample's gradient backward (the same draw)."""
+    x = tg.tensor(_array(3, 4), requires_grad=True)
+    tg.manual_seed(3)
+    soft = tg.nn.functional.gumbel_softmax(x, tau=0.7)
+    (soft_grad,) = tg.autograd.grad((soft * tg.tensor(_array(3, 4, seed=1))).sum(), x)
+    tg.manual_seed(3)
+    hard = tg.nn.functional.gumbel_softmax(x, tau=0.7, hard=True)
+    (hard_grad,) = tg.autograd.grad((hard * tg.tensor(_array(3, 4, seed=1))).sum(), x)
+    np.testing.assert_array_equal(hard.detach().numpy().argmax(-1), soft.detach().numpy()
+                                  .argmax(-1))
+    np.testing.assert_allclose(hard_grad.numpy(), soft_grad.numpy())
+    with pytest.warns(UserWarning, match="`eps` parameter is deprecated and has no effect."):
+        tg.nn.functional.gumbel_softmax(x, eps=1e-5)

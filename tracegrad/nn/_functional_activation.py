@@ -15,6 +15,7 @@ from __future__ import annotations
 import warnings
 
 from .. import backends
+from ..factories import empty_like, zeros_like
 from ..ops import activation as ops
 from ..ops import unary
 from ..ops.rrelu import RreluWithNoise
@@ -86,6 +87,23 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
 def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
            training: bool = False) -> Tensor:
     return rrelu(input, lower, upper, training, True)
+
+
+def gumbel_softmax(logits: Tensor, tau: float = 1, hard: bool = False, eps: float = 1e-10,
+                   dim: int = -1) -> Tensor:
+    """A sample of the Gumbel-softmax distribution: softmax((logits + Gumbel noise) / tau).
+    ``hard`` gives one-hot vectors whose gradient is the soft sample's (straight through).
+    Written as torch writes it, so the graph is torch's (the noise from tracegrad's
+    generator: other numbers)."""
+    if eps != 1e-10:
+        warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
+    gumbels = -empty_like(logits).exponential_().log()  # ~Gumbel(0, 1)
+    y_soft = ((logits + gumbels) / tau).softmax(dim)  # ~Gumbel(logits, tau)
+    if not hard:
+        return y_soft  # the reparameterization trick
+    index = y_soft.max(dim, keepdim=True)[1]
+    y_hard = zeros_like(logits).scatter_(dim, index, 1.0)
+    return y_hard - y_soft.detach() + y_soft  # straight through
 
 
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
