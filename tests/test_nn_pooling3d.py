@@ -63,6 +63,16 @@ POOLS = [
     ("module-adaptive-avg", lambda L, x: L.nn.AdaptiveAvgPool3d((2, 1, 3))(x),
      (1, 2, 3, 4, 5)),
     ("module-adaptive-max", lambda L, x: L.nn.AdaptiveMaxPool3d(2, True)(x), (1, 2, 3, 4, 5)),
+    ("lp-pool", lambda L, x: L.nn.functional.lp_pool3d(x, 2, 2), (1, 2, 4, 5, 4)),
+    ("lp-pool-strided-ceil", lambda L, x: L.nn.functional.lp_pool3d(
+        x.abs(), 1.5, (2, 3, 2), 2, True), (2, 5, 6, 5)),
+    ("lp-pool-inf", lambda L, x: L.nn.functional.lp_pool3d(x, float("inf"), 2),
+     (1, 2, 4, 4, 4)),
+    ("module-lp-pool", lambda L, x: L.nn.LPPool3d(3, (1, 2, 2))(x), (1, 2, 3, 4, 5)),
+    # lp_pool1d/2d now run through the same code as lp_pool3d
+    ("lp-pool-1d", lambda L, x: L.nn.functional.lp_pool1d(x, 2, 3, 2), (2, 3, 9)),
+    ("lp-pool-2d-minus-inf", lambda L, x: L.nn.functional.lp_pool2d(x, -float("inf"), 2),
+     (2, 4, 6)),
     # the 2-d max pools now run through the same n-d code
     ("max-2d", lambda L, x: L.nn.functional.max_pool2d(x, 3, 2, 1, 2, True, True),
      (2, 2, 9, 8)),
@@ -103,7 +113,8 @@ def test_module_reprs_match_torch():
     for build in (lambda nn: nn.MaxPool3d(3, 2, 1, ceil_mode=True),
                   lambda nn: nn.AvgPool3d((2, 3, 2), padding=1),
                   lambda nn: nn.AdaptiveAvgPool3d((None, 2, 3)),
-                  lambda nn: nn.AdaptiveMaxPool3d(4, return_indices=True)):
+                  lambda nn: nn.AdaptiveMaxPool3d(4, return_indices=True),
+                  lambda nn: nn.LPPool3d(1.5, (1, 2, 3), 2, True)):
         assert repr(build(tg.nn)) == repr(build(torch.nn))
 
 

@@ -676,23 +676,34 @@ def channel_shuffle(input: Tensor, groups: int) -> Tensor:
     return ChannelShuffle.apply(input, int(groups))
 
 
-def lp_pool2d(input: Tensor, norm_type: float, kernel_size, stride=None,
-              ceil_mode: bool = False) -> Tensor:
-    """The p-norm of each window: ``(sum x^p)^(1/p)`` (through avg_pool2d, as torch)."""
-    kh, kw = _tuple(kernel_size, 2, "kernel_size")
+def _lp_pool(max_pool, avg_pool, dims: int, input: Tensor, norm_type: float, kernel_size,
+             stride, ceil_mode: bool) -> Tensor:
+    """lp_pool{1,2,3}d as torch writes them: ``(sum x^p)^(1/p)`` of each window, as the
+    average of the p-th powers times the window's size (the max of |x| for p = inf)."""
     if norm_type == float("inf"):
-        return max_pool2d(input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+        return max_pool(input.abs(), kernel_size, stride, 0, 1, ceil_mode)
     if norm_type == -float("inf"):
-        return -max_pool2d(-input.abs(), kernel_size, stride, 0, 1, ceil_mode)
-    out = avg_pool2d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
-    return (out.sign() * out.abs().relu()).mul(kw * kh).pow(1.0 / norm_type)
+        return -max_pool(-input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+    out = avg_pool(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    size = math.prod(_tuple(kernel_size, dims, "kernel_size"))
+    return (out.sign() * out.abs().relu()).mul(size).pow(1.0 / norm_type)
 
 
 def lp_pool1d(input: Tensor, norm_type: float, kernel_size: int, stride=None,
               ceil_mode: bool = False) -> Tensor:
-    if norm_type == float("inf"):
-        return max_pool1d(input.abs(), kernel_size, stride, 0, 1, ceil_mode)
-    if norm_type == -float("inf"):
-        return -max_pool1d(-input.abs(), kernel_size, stride, 0, 1, ceil_mode)
-    out = avg_pool1d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
-    return (out.sign() * out.abs().relu()).mul(kernel_size).pow(1.0 / norm_type)
+    return _lp_pool(max_pool1d, avg_pool1d, 1, input, norm_type, kernel_size, stride,
+                    ceil_mode)
+
+
+def lp_pool2d(input: Tensor, norm_type: float, kernel_size, stride=None,
+              ceil_mode: bool = False) -> Tensor:
+    """The p-norm of each window: ``(sum x^p)^(1/p)`` (through avg_pool2d, as torch)."""
+    return _lp_pool(max_pool2d, avg_pool2d, 2, input, norm_type, kernel_size, stride,
+                    ceil_mode)
+
+
+def lp_pool3d(input: Tensor, norm_type: float, kernel_size, stride=None,
+              ceil_mode: bool = False) -> Tensor:
+    """The p-norm of each (depth, height, width) window (through avg_pool3d, as torch)."""
+    return _lp_pool(max_pool3d, avg_pool3d, 3, input, norm_type, kernel_size, stride,
+                    ceil_mode)

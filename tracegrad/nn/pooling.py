@@ -172,18 +172,22 @@ class _LPPool(Module):
         self.norm_type, self.kernel_size = norm_type, kernel_size
         self.stride, self.ceil_mode = stride, ceil_mode
 
+    def forward(self, input: Tensor) -> Tensor:
+        return self._function(input, float(self.norm_type), self.kernel_size, self.stride,
+                              self.ceil_mode)
+
     def extra_repr(self) -> str:
         return (f"norm_type={self.norm_type}, kernel_size={self.kernel_size}, "
                 f"stride={self.stride}, ceil_mode={self.ceil_mode}")
 
 
 class LPPool1d(_LPPool):
-    def forward(self, input: Tensor) -> Tensor:
-        return F.lp_pool1d(input, float(self.norm_type), self.kernel_size, self.stride,
-                           self.ceil_mode)
+    _function = staticmethod(F.lp_pool1d)
 
 
 class LPPool2d(_LPPool):
-    def forward(self, input: Tensor) -> Tensor:
-        return F.lp_pool2d(input, float(self.norm_type), self.kernel_size, self.stride,
-                           self.ceil_mode)
+    _function = staticmethod(F.lp_pool2d)
+
+
+class LPPool3d(_LPPool):
+    _function = staticmethod(F.lp_pool3d)
