@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd.function import Op
+from ..autograd.quiet import silenced
 from ..errors import DTypeError
 from . import _math
 from ._edges import select_edges
@@ -88,6 +89,7 @@ class EmbeddingBag(Op):
                    "scale_grad_by_freq=scale_grad_by_freq", "weight_sym_argsize_0=rows")
 
     @staticmethod
+    @silenced
     def forward(ctx, weight, per_sample_weights, indices, offsets, mode="mean",
                 scale_grad_by_freq=False, include_last_offset=False, padding_idx=None):
         xp = weight._xp

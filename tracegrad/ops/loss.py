@@ -362,6 +362,7 @@ class MultiMarginLoss(Op):
     saved_names = ("self", "target", "weight", "margin=margin", "p=p")  # as torch's
 
     @staticmethod
+    @silenced
     def forward(ctx, input, target, p=1, margin=1.0, weight=None, reduction="mean"):
         select_edges(ctx, (0,))  # torch's edges: the input only
         ctx.save_for_backward(input, target, weight)
@@ -395,6 +396,7 @@ def _multi_margins(xp, x, target, p, margin, weight):
     return xp.where(xp.arange(rows.shape[1]) == classes[:, None], 0, terms).astype(x.dtype)
 
 
+@silenced
 def _multi_margin_grad(grad, input, target, p, margin, weight, reduction):
     """multi_margin_loss's input gradient, on arrays (torch's multi_margin_loss_backward)."""
     xp = _math.xp(input)
@@ -437,6 +439,7 @@ class MultilabelMarginLoss(Op):
     saved_names = ("self", "target", "is_target")  # as torch's
 
     @staticmethod
+    @silenced
     def forward(ctx, input, target, reduction="mean"):
         select_edges(ctx, (0,))  # torch's edges: the input only
         xp, x = input._xp, input._array
@@ -477,6 +480,7 @@ def _label_margins(xp, rows, picks, is_target):
     return gaps * (used[:, :, None] & ~is_target[:, None, :])
 
 
+@silenced
 def _multilabel_grad(grad, input, is_target, picks, reduction):
     """multilabel_margin_loss's input gradient, on arrays."""
     xp = _math.xp(input)
