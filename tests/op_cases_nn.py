@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from op_case import Case
 
-from tracegrad.ops import activation, loss, normalization, recurrent, resample, unary
+from tracegrad.ops import activation, loss, normalization, recurrent, resample, rrelu, unary
 
 
 def _F(lib):
@@ -51,6 +51,14 @@ _LSTM_SHAPES = ((3, 2, 3), (8, 3), (8, 2), (8,), (8,), (2, 2), (2, 2))
 _MAP = (resample.pad_map("reflect", 4, 2, 1), resample.linear_map(3, 5, None, False, "float64"))
 
 
+def _pooled_indices(L, *shape):
+    """A max pool's indices (kernel 2) of a fixed input of ``shape``: what max_unpool takes."""
+    x = L.arange(float(np.prod(shape))).reshape(*shape).sin()
+    pool = {2: _F(L).max_pool1d, 3: _F(L).max_pool1d, 4: _F(L).max_pool2d,
+            5: _F(L).max_pool3d}[len(shape)]
+    return pool(x, 2, return_indices=True)[1]
+
+
 def _binary(L, x, t):
     return _F(L).binary_cross_entropy(x.sigmoid(), t.sigmoid())
 
@@ -67,6 +75,12 @@ NN_CASES: dict[str, list] = {
     # zero in self (inputs away from the kinks)
     "ThresholdBackward": [Case(((3, 4), (3, 4)), lambda L, g, x: activation.ThresholdBackward
                                .apply(g, x, 0.1), in_torch=False)],
+    # training with lower == upper: the drawn slopes are known (in evaluation torch's
+    # saved noise is memory it never writes: its values are compared in test_nn_more_layers)
+    "RreluWithNoise": [Case(((3, 4),), lambda L, x: _F(L).rrelu(x, 0.2, 0.2, training=True))],
+    "RreluWithNoiseBackward": [Case(((3, 4), (3, 4)), lambda L, g, x: rrelu
+                                    .RreluWithNoiseBackward.apply(g, x, None, 0.1, 0.3, False),
+                                    in_torch=False)],
     "LeakyReluBackward": [Case(((3, 4), (3, 4)), lambda L, g, x: activation.LeakyReluBackward
                                .apply(g, x, 0.2), in_torch=False)],
     "HardtanhBackward": [Case(((3, 4), (3, 4)), lambda L, g, x: activation.HardtanhBackward
@@ -167,8 +181,28 @@ NN_CASES: dict[str, list] = {
         Case(((1, 2, 5, 6),), lambda L, x: _F(L).max_pool2d(x, 3, stride=2, padding=1)),
         Case(((2, 3, 5, 5),), lambda L, x: _F(L).max_pool2d(x, 2, ceil_mode=True)),
         Case(((2, 3, 7),), lambda L, x: _F(L).max_pool1d(x, 3, stride=2, dilation=2))],
+    "MaxPool3DWithIndices": [
+        Case(((1, 2, 4, 5, 3),), lambda L, x: _F(L).max_pool3d(x, 3, stride=2, padding=1)),
+        Case(((2, 3, 3, 4),), lambda L, x: _F(L).max_pool3d(
+            x, (2, 3, 2), stride=(1, 2, 2), dilation=(2, 1, 1), ceil_mode=True))],
     "AdaptiveMaxPool2D": [Case(((2, 3, 7, 5),), lambda L, x: _F(L).adaptive_max_pool2d(
         x, (3, 2)))],
+    "AdaptiveMaxPool3D": [Case(((1, 2, 5, 3, 4),), lambda L, x: _F(L).adaptive_max_pool3d(
+        x, (2, 2, 3)))],
+    "ChannelShuffle": [Case(((2, 6, 2, 3),), lambda L, x: _F(L).channel_shuffle(x, 3)),
+                       Case(((4, 2, 3),), lambda L, x: _F(L).channel_shuffle(x, 2))],
+    "MaxUnpool2D": [
+        Case(((1, 2, 2, 3),), lambda L, x: _F(L).max_unpool2d(x, _pooled_indices(L, 1, 2, 4, 6), 2)),
+        Case(((2, 3),), lambda L, x: _F(L).max_unpool1d(x, _pooled_indices(L, 2, 6), 2))],
+    "MaxUnpool3D": [Case(((1, 2, 2, 1, 2),), lambda L, x: _F(L).max_unpool3d(
+        x, _pooled_indices(L, 1, 2, 4, 3, 4), 2, output_size=(5, 3, 4)))],
+    "AvgPool3D": [
+        Case(((1, 2, 4, 5, 3),), lambda L, x: _F(L).avg_pool3d(x, 3, stride=2, padding=1)),
+        Case(((2, 3, 4, 3),), lambda L, x: _F(L).avg_pool3d(
+            x, 2, ceil_mode=True, count_include_pad=False, padding=1)),
+        Case(((1, 1, 3, 4, 4),), lambda L, x: _F(L).avg_pool3d(x, 3, 1, 1, divisor_override=2))],
+    "AdaptiveAvgPool3D": [Case(((1, 2, 5, 3, 4),), lambda L, x: _F(L).adaptive_avg_pool3d(
+        x, (2, None, 3)))],
     "AvgPool2D": [
         Case(((2, 3, 6, 7),), lambda L, x: _F(L).avg_pool2d(x, 3, stride=2, padding=1)),
         Case(((1, 2, 5, 5),), lambda L, x: _F(L).avg_pool2d(
@@ -221,6 +255,19 @@ NN_CASES: dict[str, list] = {
     # derivative): tests/test_nn_functional.py compares them with torch instead.
     "Embedding": [Case(((5, 3),), lambda L, w: _F(L).embedding(L.tensor([[0, 2, 2], [4, 1, 0]]),
                                                                w))],
+    "EmbeddingBag": [
+        Case(((6, 3),), lambda L, w: _F(L).embedding_bag(
+            L.tensor([0, 2, 2, 5, 1, 0, 3]), w, L.tensor([0, 3, 3]))),
+        Case(((6, 3),), lambda L, w: _F(L).embedding_bag(
+            L.tensor([[0, 2, 4], [5, 1, 2]]), w, mode="max", padding_idx=2)),
+        Case(((6, 3), (7,)), lambda L, w, p: _F(L).embedding_bag(
+            L.tensor([0, 2, 2, 5, 1, 0, 3]), w, L.tensor([0, 2, 6, 7]), mode="sum",
+            per_sample_weights=p, include_last_offset=True))],
+    "Pdist": [Case(((4, 3),), lambda L, x: _F(L).pdist(x)),
+              Case(((4, 3),), lambda L, x: _F(L).pdist(x, 1.5)),
+              Case(((3, 2),), lambda L, x: _F(L).pdist(x, 1)),
+              Case(((3, 4),), lambda L, x: _F(L).pdist(x, float("inf"))),
+              Case(((5, 2),), lambda L, x: _F(L).pdist(x, 3))],
     "MkldnnRnnLayer": [Case(_LSTM_SHAPES, _lstm_layer, in_torch=False),
                        Case(_LSTM_SHAPES, lambda L, *a: _lstm_layer(L, *a, reverse=True),
                             in_torch=False)],
@@ -238,6 +285,27 @@ NN_CASES: dict[str, list] = {
     "SmoothL1Loss": [Case(((3, 4), (3, 4)), lambda L, x, t: _F(L).smooth_l1_loss(
         x, t, beta=0.7)), Case(((3, 4), (4,)), lambda L, x, t: _F(L).smooth_l1_loss(
             x, t.expand(3, 4), reduction="none"))],
+    "MultiMarginLoss": [
+        Case(((3, 4),), lambda L, x: _F(L).multi_margin_loss(x, L.tensor([0, 3, 1])),
+             no_second_derivative=True),
+        Case(((3, 4),), lambda L, x: _F(L).multi_margin_loss(
+            x, L.tensor([2, 3, 1]), p=2, margin=0.7, weight=L.tensor(
+                [0.5, 1.0, 2.0, 0.3], dtype=L.float64), reduction="none"),
+             no_second_derivative=True)],
+    "MultiMarginLossBackward": [Case(((), (3, 4)), lambda L, g, x: loss.MultiMarginLossBackward
+                                     .apply(g, x, L.tensor([0, 3, 1]), 1, 1.0, None, "sum"),
+                                     in_torch=False, no_derivative=True)],
+    "MultilabelMarginLoss": [
+        Case(((3, 4),), lambda L, x: _F(L).multilabel_margin_loss(
+            x, L.tensor([[0, 3, -1, 1], [2, 2, 0, -1], [-1, 0, 0, 0]])),
+             no_second_derivative=True),
+        Case(((4,),), lambda L, x: _F(L).multilabel_margin_loss(
+            x, L.tensor([1, 2, -1, 0]), reduction="none"), no_second_derivative=True)],
+    "MultilabelMarginLossBackward": [Case(((3,), (3, 4)), lambda L, g, x: (
+        loss.MultilabelMarginLossBackward.apply(
+            g, x, L.tensor([[1.0, 0, 0, 1], [0, 0, 1, 0], [0, 0, 0, 0]], dtype=L.float64),
+            (np.array([[True, True, False, False]] * 3), np.array([[0, 3, -1, 0]] * 3)),
+            "none")), in_torch=False, no_derivative=True)],
     "SoftMarginLoss": [Case(((3, 4),), lambda L, x: _F(L).soft_margin_loss(
         x * 2, L.tensor(np.sign(np.linspace(-1, 1, 12) + 0.05).reshape(3, 4))))],
     "HuberLoss": [Case(((3, 4), (3, 4)), lambda L, x, t: _F(L).huber_loss(

@@ -91,6 +91,14 @@ CASES["linear_transposed_bias"] = lambda L: L.nn.functional.linear(
 CASES["linear_empty_batch"] = lambda L: L.nn.functional.linear(
     L.zeros(2, 0, 4, dtype=L.float64, requires_grad=True), _leaf(L, 3, 4), _leaf(L, 3))
 
+# local_response_norm: 3-d inputs through avg_pool2d, others through a view and avg_pool3d
+CASES["local_response_norm_3d"] = lambda L: L.nn.functional.local_response_norm(
+    _leaf(L, 2, 5, 3), 3)
+CASES["local_response_norm_4d"] = lambda L: L.nn.functional.local_response_norm(
+    _leaf(L, 2, 5, 3, 2), 2, alpha=0.5, beta=0.6, k=2.0)
+CASES["local_response_norm_6d_module"] = lambda L: L.nn.LocalResponseNorm(4, 0.3)(
+    _leaf(L, 1, 6, 2, 3, 2, 2))
+
 
 @pytest.mark.parametrize("name", CASES)
 def test_composite_as_torch(name):

@@ -28,6 +28,10 @@ KNOWN_SAVED_DIFFERENT: dict[str, str] = {
  "AddmmBackward0":
      "not shown: mat1_sym_sizes, mat1_sym_strides, mat2_sym_sizes, mat2_sym_strides (the "
      "strides would be read on every forward of the hot path)",
+ "EmbeddingBagBackward0":
+     "not shown: result1, result2, result3 (tensors: torch's kernel's offset2bag, bag_size and "
+     "max_indices, outputs its Python function drops; some left empty or zeroed by dtype "
+     "and mode)",
  "LinalgDetBackward0": "not shown: A (tensor), LU (tensor), pivots (tensor), result (tensor)",
  "LinalgEighBackward0": "not shown: eigenvalues (tensor), eigenvectors (tensor)",
  "LinalgInvExBackward0": "not shown: inverse (tensor)",

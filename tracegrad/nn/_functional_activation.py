@@ -14,8 +14,12 @@ from __future__ import annotations
 
 import warnings
 
+from .. import backends
+from ..factories import empty_like, zeros_like
 from ..ops import activation as ops
 from ..ops import unary
+from ..ops.rrelu import RreluWithNoise
+from ..random import numpy_generator
 from ..tensor import Tensor
 
 
@@ -62,6 +66,44 @@ def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = Fals
 
 def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
     return leaky_relu(input, negative_slope, True)
+
+
+def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
+          training: bool = False, inplace: bool = False) -> Tensor:
+    """Leaky ReLU with a random negative slope per element, drawn from U(lower, upper) in
+    training (from tracegrad's generator: other numbers than torch's), their mean otherwise.
+    """
+    if lower > upper:
+        raise RuntimeError("Lower bound should be less than or equal to the upper bound")
+    noise = None
+    if training:
+        x = input._array
+        slopes = numpy_generator().uniform(lower, upper, tuple(input.shape)).astype(x.dtype)
+        noise = input._xp.where(x <= 0, backends.to_device(slopes, input.device),
+                                x.dtype.type(1))
+    return _apply(input, inplace, "rrelu_", RreluWithNoise, noise, lower, upper, training)
+
+
+def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
+           training: bool = False) -> Tensor:
+    return rrelu(input, lower, upper, training, True)
+
+
+def gumbel_softmax(logits: Tensor, tau: float = 1, hard: bool = False, eps: float = 1e-10,
+                   dim: int = -1) -> Tensor:
+    """A sample of the Gumbel-softmax distribution: softmax((logits + Gumbel noise) / tau).
+    ``hard`` gives one-hot vectors whose gradient is the soft sample's (straight through).
+    Written as torch writes it, so the graph is torch's (the noise from tracegrad's
+    generator: other numbers)."""
+    if eps != 1e-10:
+        warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
+    gumbels = -empty_like(logits).exponential_().log()  # ~Gumbel(0, 1)
+    y_soft = ((logits + gumbels) / tau).softmax(dim)  # ~Gumbel(logits, tau)
+    if not hard:
+        return y_soft  # the reparameterization trick
+    index = y_soft.max(dim, keepdim=True)[1]
+    y_hard = zeros_like(logits).scatter_(dim, index, 1.0)
+    return y_hard - y_soft.detach() + y_soft  # straight through
 
 
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:

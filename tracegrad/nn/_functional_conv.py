@@ -21,8 +21,15 @@ from ..errors import ShapeError
 from ..ops import resample
 from ..ops.convolution import Col2Im, Convolution, Im2Col
 from ..ops.padding import ConstantPadNd, pad_pairs
-from ..ops.pixel_shuffle import PixelShuffle, PixelUnshuffle
-from ..ops.pooling import AdaptiveMaxPool2D, MaxPool2DWithIndices
+from ..ops.pixel_shuffle import ChannelShuffle, PixelShuffle, PixelUnshuffle
+from ..ops.pooling import (
+    AdaptiveMaxPool2D,
+    AdaptiveMaxPool3D,
+    MaxPool2DWithIndices,
+    MaxPool3DWithIndices,
+    MaxUnpool2D,
+    MaxUnpool3D,
+)
 from ..tensor import Tensor
 
 
@@ -149,20 +156,43 @@ def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
 
 
 # -- pooling ------------------------------------------------------------------------------
+_COUNTS = {2: "two", 3: "three"}
+_AXES = {2: "HW", 3: "THW"}  # the letters torch's messages name each spatial dim by
+
+
+def _pool_tuple(name: str, what: str, value, dims: int) -> tuple:
+    """``value`` as ``dims`` ints, or torch's error for a tuple of another length."""
+    if isinstance(value, (list, tuple)) and len(value) not in (1, dims):
+        # avg_pool3d words it a little differently from the other pools
+        either = "" if name == "avg_pool3d" else " either"
+        form = {"kernel_size": f"must{either} be a single int",
+                "stride": f"must{either} be omitted, a single int",
+                "padding": f"must{either} be a single int",
+                "dilation": "must be either a single int"}[what]
+        raise RuntimeError(f"{name}: {what} {form}, or a tuple of {_COUNTS[dims]} ints")
+    return _tuple(value, dims, what)
+
+
+def _positive(what: str, prefix: str, values: tuple) -> None:
+    if any(v <= 0 for v in values):
+        got = " ".join(f"{prefix}{axis}: {v}" for axis, v in zip(_AXES[len(values)], values))
+        raise RuntimeError(f"{what} should be greater than zero, but got {got}")
+
+
 def _pool_arguments(name, input, kernel_size, stride, padding, dilation, dims=2):
     if input.ndim not in (dims + 1, dims + 2) or input.numel() == 0:
         raise ShapeError(f"non-empty {dims + 1}D or {dims + 2}D (batch mode) tensor expected "
                          f"for input ({name}: {input._describe()})")
-    kernel = _tuple(kernel_size, dims, "kernel_size")
+    kernel = _pool_tuple(name, "kernel_size", kernel_size, dims)
     stride = kernel if stride is None or (isinstance(stride, (list, tuple)) and not stride) \
-        else _tuple(stride, dims, "stride")
-    padding = _tuple(padding, dims, "padding")
-    dilation = _tuple(dilation, dims, "dilation")
-    if any(k <= 0 for k in kernel):
-        raise RuntimeError(f"kernel size should be greater than zero, but got "
-                           f"kernel_size={list(kernel)}")
+        else _pool_tuple(name, "stride", stride, dims)
+    padding = _pool_tuple(name, "padding", padding, dims)
+    dilation = _pool_tuple(name, "dilation", dilation, dims)
     if any(s == 0 for s in stride):
         raise RuntimeError("stride should not be zero")
+    _positive("kernel size", "k", kernel)
+    _positive("stride", "d", stride)
+    _positive("dilation", "dilation", dilation)
     for k, p, d in zip(kernel, padding, dilation):
         if p > (d * (k - 1) + 1) // 2:
             raise RuntimeError(
@@ -173,30 +203,47 @@ def _pool_arguments(name, input, kernel_size, stride, padding, dilation, dims=2)
 
 def _check_pooled(input, sizes) -> None:
     if any(size <= 0 for size in sizes):
-        planes = "x".join(map(str, input.shape[-3:]))
+        dims = len(sizes)
+        planes = "x".join(map(str, input.shape[-dims - 1:]))
         raise ShapeError(
             f"Given input size: ({planes}). Calculated output size: "
-            f"({input.shape[-3]}x{'x'.join(map(str, sizes))}). Output size is too small")
+            f"({input.shape[-dims - 1]}x{'x'.join(map(str, sizes))}). Output size is too small")
+
+
+def _max_pool(name: str, op, input: Tensor, kernel_size, stride, padding, dilation,
+              ceil_mode: bool, return_indices: bool):
+    """max_pool2d and max_pool3d: ``op`` picks the node (and the spatial dims)."""
+    dims = 3 if op is MaxPool3DWithIndices else 2
+    stride_as_given = stride
+    kernel, stride, padding, dilation = _pool_arguments(name, input, kernel_size, stride,
+                                                        padding, dilation, dims)
+    _check_pooled(input, [resample.pooled_size(size, k, s, p, d, ceil_mode) for size, k, s, p, d
+                          in zip(input.shape[-dims:], kernel, stride, padding, dilation)])
+    values, indices = op.apply(input, kernel, stride, padding, dilation, ceil_mode,
+                               _given_stride(stride_as_given, dims))
+    return (values, indices) if return_indices else values
 
 
 def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
                ceil_mode: bool = False, return_indices: bool = False):
     """Max over each window; ``return_indices`` also gives each maximum's flat index in its
     input plane (what ``max_unpool2d`` takes)."""
-    stride_as_given = stride
-    kernel, stride, padding, dilation = _pool_arguments("max_pool2d", input, kernel_size,
-                                                        stride, padding, dilation)
-    _check_pooled(input, [resample.pooled_size(size, k, s, p, d, ceil_mode) for size, k, s, p, d
-                          in zip(input.shape[-2:], kernel, stride, padding, dilation)])
-    values, indices = MaxPool2DWithIndices.apply(input, kernel, stride, padding, dilation,
-                                                 ceil_mode, _given_stride(stride_as_given))
-    return (values, indices) if return_indices else values
+    return _max_pool("max_pool2d", MaxPool2DWithIndices, input, kernel_size, stride, padding,
+                     dilation, ceil_mode, return_indices)
 
 
-def _given_stride(stride) -> tuple:
+def max_pool3d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
+               ceil_mode: bool = False, return_indices: bool = False):
+    """Max over each (depth, height, width) window; ``return_indices`` also gives each
+    maximum's flat index in its input volume (what ``max_unpool3d`` takes)."""
+    return _max_pool("max_pool3d", MaxPool3DWithIndices, input, kernel_size, stride, padding,
+                     dilation, ceil_mode, return_indices)
+
+
+def _given_stride(stride, dims: int = 2) -> tuple:
     """A pool's stride as torch's node shows it: as given, () for None (not the kernel
     size it stands for)."""
-    return () if stride is None else _tuple(stride, 2, "stride") if not (
+    return () if stride is None else _tuple(stride, dims, "stride") if not (
         isinstance(stride, (list, tuple)) and not stride) else ()
 
 
@@ -216,27 +263,48 @@ def max_pool1d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
     return result.squeeze(-2)
 
 
-def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
-               count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
+def _avg_pool(name: str, op, input: Tensor, kernel_size, stride, padding, ceil_mode: bool,
+              count_include_pad: bool, divisor_override: int | None) -> Tensor:
+    """avg_pool2d and avg_pool3d: ``op`` picks the node (and the spatial dims)."""
+    dims = 3 if op is resample.AvgPool3D else 2
     stride_as_given = stride
-    kernel, stride, padding, _ = _pool_arguments("avg_pool2d", input, kernel_size, stride,
-                                                 padding, 1)
+    kernel, stride, padding, _ = _pool_arguments(name, input, kernel_size, stride, padding, 1,
+                                                 dims)
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError("divisor must be not zero")
+    spatial = input.shape[-dims:]
+    if dims == 3 and any(size < k for size, k in zip(spatial, kernel)):
+        # avg_pool3d alone checks the input against the kernel (padding not counted)
+        raise ShapeError(
+            f"input image (T: {spatial[0]} H: {spatial[1]} W: {spatial[2]}) smaller than "
+            f"kernel size (kT: {kernel[0]} kH: {kernel[1]} kW: {kernel[2]})")
     sizes = [resample.pooled_size(size, k, s, p, 1, ceil_mode)
-             for size, k, s, p in zip(input.shape[-2:], kernel, stride, padding)]
+             for size, k, s, p in zip(spatial, kernel, stride, padding)]
     _check_pooled(input, sizes)
     maps = tuple(resample.average_pool_map(size, k, s, p, out, count_include_pad,
                                            divisor_override)
-                 for size, k, s, p, out in zip(input.shape[-2:], kernel, stride, padding, sizes))
+                 for size, k, s, p, out in zip(spatial, kernel, stride, padding, sizes))
     if divisor_override is not None:
         first = maps[0]
         maps = (resample.AxisMap(first.in_size, first.out_size, first.index,
                                  first.weight / divisor_override, first.valid),) + maps[1:]
     # what torch's node shows (grad_fn._saved_kernel_size, ...)
-    parameters = (kernel, _given_stride(stride_as_given), padding, ceil_mode, count_include_pad,
-                  divisor_override)
-    return resample.AvgPool2D.apply(input, maps, parameters)
+    parameters = (kernel, _given_stride(stride_as_given, dims), padding, ceil_mode,
+                  count_include_pad, divisor_override)
+    return op.apply(input, maps, parameters)
+
+
+def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+               count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
+    return _avg_pool("avg_pool2d", resample.AvgPool2D, input, kernel_size, stride, padding,
+                     ceil_mode, count_include_pad, divisor_override)
+
+
+def avg_pool3d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+               count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
+    """The mean of each (depth, height, width) window."""
+    return _avg_pool("avg_pool3d", resample.AvgPool3D, input, kernel_size, stride, padding,
+                     ceil_mode, count_include_pad, divisor_override)
 
 
 def avg_pool1d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
@@ -252,12 +320,17 @@ def avg_pool1d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bo
 
 
 def _adaptive_sizes(name: str, input, output_size, dims: int = 2) -> tuple:
+    maximum = name.startswith("adaptive_max")  # torch words the two pools' errors apart
+    if isinstance(output_size, (list, tuple)) and input.ndim <= len(output_size):
+        # torch's _list_with_default, in Python before any other check
+        raise ValueError(f"Input dimension should be at least {len(output_size) + 1}")
     if input.ndim not in (dims + 1, dims + 2):
-        raise ShapeError(f"{name}(): Expected {dims + 1}D or {dims + 2}D tensor, but got "
-                         f"{list(input.shape)}")
+        raise ShapeError(f"{name}(): Expected {dims + 1}D or {dims + 2}D tensor, but got"
+                         f"{':' if maximum else ''} {list(input.shape)}")
     if isinstance(output_size, (list, tuple)):
         if len(output_size) != dims:
-            raise ValueError(f"{name}: output_size must be {dims} values, got {output_size}")
+            raise RuntimeError(f"{name}(): internal error: output_size.size() must be {dims}"
+                               if maximum else f"{name}: output_size must be {dims}")
         sizes = output_size
     else:
         sizes = (output_size,) * dims
@@ -265,13 +338,25 @@ def _adaptive_sizes(name: str, input, output_size, dims: int = 2) -> tuple:
                  for index, size in enumerate(sizes))
 
 
-def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
-    sizes = _adaptive_sizes("adaptive_avg_pool2d", input, output_size)
-    if sizes == (1, 1):
-        return input.mean((-1, -2), keepdim=True)  # torch's shortcut: a MeanBackward1
+def _adaptive_avg_pool(name: str, op, input: Tensor, output_size) -> Tensor:
+    dims = 3 if op is resample.AdaptiveAvgPool3D else 2
+    sizes = _adaptive_sizes(name, input, output_size, dims)
+    if sizes == (1,) * dims:  # torch's shortcut: a MeanBackward1
+        return input.mean(tuple(range(-1, -dims - 1, -1)), keepdim=True)
     maps = tuple(resample.adaptive_average_map(size, out)
-                 for size, out in zip(input.shape[-2:], sizes))
-    return resample.AdaptiveAvgPool2D.apply(input, maps)
+                 for size, out in zip(input.shape[-dims:], sizes))
+    return op.apply(input, maps)
+
+
+def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
+    return _adaptive_avg_pool("adaptive_avg_pool2d", resample.AdaptiveAvgPool2D, input,
+                              output_size)
+
+
+def adaptive_avg_pool3d(input: Tensor, output_size) -> Tensor:
+    """Average pooling to a fixed (depth, height, width); None keeps that dim's size."""
+    return _adaptive_avg_pool("adaptive_avg_pool3d", resample.AdaptiveAvgPool3D, input,
+                              output_size)
 
 
 def adaptive_avg_pool1d(input: Tensor, output_size) -> Tensor:
@@ -288,11 +373,103 @@ def adaptive_max_pool2d(input: Tensor, output_size, return_indices: bool = False
     return (values, indices) if return_indices else values
 
 
+def adaptive_max_pool3d(input: Tensor, output_size, return_indices: bool = False):
+    """Max pooling to a fixed (depth, height, width); None keeps that dim's size."""
+    sizes = _adaptive_sizes("adaptive_max_pool3d", input, output_size, 3)
+    values, indices = AdaptiveMaxPool3D.apply(input, sizes)
+    return (values, indices) if return_indices else values
+
+
 def adaptive_max_pool1d(input: Tensor, output_size, return_indices: bool = False):
     size = _tuple(output_size, 1, "output_size")[0]
     values, indices = adaptive_max_pool2d(input.unsqueeze(-2), (1, size), True)
     values, indices = values.squeeze(-2), indices.squeeze(-2)
     return (values, indices) if return_indices else values
+
+
+def _unpool_output_size(input, kernel, stride, padding, output_size) -> tuple:
+    """torch's _unpool_output_size: the size a pool's input had, or ``output_size`` (with or
+    without its batch and channel dims) once checked against it."""
+    dims = len(kernel)
+    default = [(input.shape[-dims + d] - 1) * stride[d] + kernel[d] - 2 * padding[d]
+               for d in range(dims)]
+    if output_size is None:
+        sizes = default
+    else:
+        if len(output_size) == dims + 2:
+            output_size = output_size[2:]
+        if len(output_size) != dims:
+            raise ValueError(
+                f"output_size should be a sequence containing {dims} or {dims + 2} elements, "
+                f"but it has a length of '{len(output_size)}'")
+        for d in range(dims):
+            low, high = default[d] - stride[d], default[d] + stride[d]
+            if not low < output_size[d] < high:
+                raise ValueError(f'invalid output_size "{output_size}" (dim {d} must be '
+                                 f"between {low} and {high})")
+        sizes = output_size
+    for d, size in enumerate(sizes):
+        if size < 0:
+            raise ValueError("max_unpooling: output_size must contain non-negative spatial "
+                             f"dimensions, but got output_size[{d}]={size}")
+    return tuple(int(size) for size in sizes)
+
+
+def _max_unpool(op, input: Tensor, indices: Tensor, output_size: tuple) -> Tensor:
+    """torch's checks of max_unpool{2,3}d's arguments, in its words, then the op."""
+    dims = len(output_size)
+    if indices.dtype.name != "int64":
+        raise RuntimeError(f"elements in indices should be type int64 but got: "
+                           f"{indices.dtype.scalar_name}")
+    if input.ndim not in (dims + 1, dims + 2):
+        raise ShapeError(f"Input to max_unpooling{dims}d should be a {dims + 1}d or "
+                         f"{dims + 2}d Tensor, but got a tensor with {input.ndim} dimensions.")
+    if indices.shape != input.shape:
+        raise ShapeError(
+            f"Expected shape of indices to be same as that of the input tensor "
+            f"({list(input.shape)}) but got indices tensor with shape: {list(indices.shape)}")
+    positions = indices._array
+    wrong = (positions < 0) | (positions >= math.prod(output_size))
+    if wrong.any():
+        raise RuntimeError(
+            f"Found an invalid max index: {int(positions[wrong].reshape(-1)[0])} (output "
+            f"volumes are of size {'x'.join(map(str, output_size))})")
+    return op.apply(input, indices, output_size)
+
+
+def _unpool_arguments(dims: int, kernel_size, stride, padding) -> tuple:
+    kernel = _tuple(kernel_size, dims, "kernel_size")
+    return kernel, kernel if stride is None else _tuple(stride, dims, "stride"), \
+        _tuple(padding, dims, "padding")
+
+
+def max_unpool1d(input: Tensor, indices: Tensor, kernel_size, stride=None, padding=0,
+                 output_size=None) -> Tensor:
+    """Through max_unpool2d on a width-1 plane, as torch does (SqueezeBackward1 on top)."""
+    kernel, stride, padding = _unpool_arguments(1, kernel_size, stride, padding)
+    size = _unpool_output_size(input, kernel, stride, padding, output_size)
+    return _max_unpool(MaxUnpool2D, input.unsqueeze(-1), indices.unsqueeze(-1),
+                       size + (1,)).squeeze(-1)
+
+
+def max_unpool2d(input: Tensor, indices: Tensor, kernel_size, stride=None, padding=0,
+                 output_size=None) -> Tensor:
+    """The partial inverse of max_pool2d: each value put back where ``indices`` (the pool's)
+    say it came from, zeros elsewhere."""
+    kernel, stride, padding = _unpool_arguments(2, kernel_size, stride, padding)
+    size = _unpool_output_size(input, kernel, stride, padding, output_size)
+    return _max_unpool(MaxUnpool2D, input, indices, size)
+
+
+def max_unpool3d(input: Tensor, indices: Tensor, kernel_size, stride=None, padding=0,
+                 output_size=None) -> Tensor:
+    """The partial inverse of max_pool3d (see max_unpool2d)."""
+    kernel, stride, padding = _unpool_arguments(3, kernel_size, stride, padding)
+    size = _unpool_output_size(input, kernel, stride, padding, output_size)
+    if any(s <= 0 for s in stride):
+        raise RuntimeError(f"strides should be greater than zero, but got stride: "
+                           f"{list(stride)}")
+    return _max_unpool(MaxUnpool3D, input, indices, size)
 
 
 # -- padding ------------------------------------------------------------------------------
@@ -493,23 +670,40 @@ def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
     return PixelUnshuffle.apply(input, int(downscale_factor))
 
 
-def lp_pool2d(input: Tensor, norm_type: float, kernel_size, stride=None,
-              ceil_mode: bool = False) -> Tensor:
-    """The p-norm of each window: ``(sum x^p)^(1/p)`` (through avg_pool2d, as torch)."""
-    kh, kw = _tuple(kernel_size, 2, "kernel_size")
+def channel_shuffle(input: Tensor, groups: int) -> Tensor:
+    """(N, g * k, *) -> (N, k * g, *): the channels of the ``groups`` interleaved
+    (ShuffleNet)."""
+    return ChannelShuffle.apply(input, int(groups))
+
+
+def _lp_pool(max_pool, avg_pool, dims: int, input: Tensor, norm_type: float, kernel_size,
+             stride, ceil_mode: bool) -> Tensor:
+    """lp_pool{1,2,3}d as torch writes them: ``(sum x^p)^(1/p)`` of each window, as the
+    average of the p-th powers times the window's size (the max of |x| for p = inf)."""
     if norm_type == float("inf"):
-        return max_pool2d(input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+        return max_pool(input.abs(), kernel_size, stride, 0, 1, ceil_mode)
     if norm_type == -float("inf"):
-        return -max_pool2d(-input.abs(), kernel_size, stride, 0, 1, ceil_mode)
-    out = avg_pool2d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
-    return (out.sign() * out.abs().relu()).mul(kw * kh).pow(1.0 / norm_type)
+        return -max_pool(-input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+    out = avg_pool(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    size = math.prod(_tuple(kernel_size, dims, "kernel_size"))
+    return (out.sign() * out.abs().relu()).mul(size).pow(1.0 / norm_type)
 
 
 def lp_pool1d(input: Tensor, norm_type: float, kernel_size: int, stride=None,
               ceil_mode: bool = False) -> Tensor:
-    if norm_type == float("inf"):
-        return max_pool1d(input.abs(), kernel_size, stride, 0, 1, ceil_mode)
-    if norm_type == -float("inf"):
-        return -max_pool1d(-input.abs(), kernel_size, stride, 0, 1, ceil_mode)
-    out = avg_pool1d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
-    return (out.sign() * out.abs().relu()).mul(kernel_size).pow(1.0 / norm_type)
+    return _lp_pool(max_pool1d, avg_pool1d, 1, input, norm_type, kernel_size, stride,
+                    ceil_mode)
+
+
+def lp_pool2d(input: Tensor, norm_type: float, kernel_size, stride=None,
+              ceil_mode: bool = False) -> Tensor:
+    """The p-norm of each window: ``(sum x^p)^(1/p)`` (through avg_pool2d, as torch)."""
+    return _lp_pool(max_pool2d, avg_pool2d, 2, input, norm_type, kernel_size, stride,
+                    ceil_mode)
+
+
+def lp_pool3d(input: Tensor, norm_type: float, kernel_size, stride=None,
+              ceil_mode: bool = False) -> Tensor:
+    """The p-norm of each (depth, height, width) window (through avg_pool3d, as torch)."""
+    return _lp_pool(max_pool3d, avg_pool3d, 3, input, norm_type, kernel_size, stride,
+                    ceil_mode)

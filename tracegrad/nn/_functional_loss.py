@@ -17,7 +17,7 @@ import math
 import warnings
 
 from ..autograd.grad_mode import no_grad, state
-from ..errors import ShapeError
+from ..errors import DTypeError, ShapeError
 from ..factories import full_like
 from ..ops import loss as ops
 from ..ops.indexing import Where
@@ -348,6 +348,72 @@ def soft_margin_loss(input: Tensor, target: Tensor, size_average=None, reduce=No
     reduction = _reduction(reduction, size_average, reduce)
     _not_differentiable("soft_margin_loss", "target", target)
     return ops.SoftMarginLoss.apply(input, target, reduction)
+
+
+def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float = 1.0,
+                      weight: Tensor | None = None, size_average=None, reduce=None,
+                      reduction: str = "mean") -> Tensor:
+    """The multi-class hinge loss: per sample, ``max(0, margin - x[y] + x[i]) ** p`` summed
+    over the other classes ``i`` (times ``weight[y]``), divided by the number of classes."""
+    reduction = _reduction(reduction, size_average, reduce)
+    if p not in (1, 2):
+        raise ValueError("only p == 1 and p == 2 supported")
+    if weight is not None and weight.ndim != 1:
+        raise ValueError("weight must be one-dimensional")
+    _check_margin_input(input)
+    classes = input.shape[-1] if input.ndim else 1
+    samples = input.shape[0] if input.ndim == 2 else 1
+    if target.ndim > 1 or target.numel() != samples:
+        raise ShapeError(
+            "multi_margin_loss: target tensor should be 1-D with size equal to the number of "
+            f"input samples (batch size). Expected target size [{samples}], but got "
+            f"{list(target.shape)}. Input has shape {list(input.shape)}.")
+    _check_long_target(target)
+    if weight is not None:
+        if weight.numel() != classes:
+            raise ShapeError(f"inconsistent weight size, expected {classes} but got "
+                             f"{list(weight.shape)}")
+        if weight.dtype != input.dtype:
+            raise DTypeError(f"expected scalar type {input.dtype.scalar_name} but found "
+                             f"{weight.dtype.scalar_name}")
+        _not_differentiable("multi_margin_loss", "weight", weight)
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f'"multi_margin_loss_cpu_kernel" not implemented for '
+                                  f"'{input.dtype.scalar_name}'")
+    classes_given = target._array
+    if classes_given.size and (classes_given.min() < 0 or classes_given.max() >= classes):
+        raise RuntimeError("target out of range")
+    return ops.MultiMarginLoss.apply(input, target, p, margin, weight, reduction)
+
+
+def multilabel_margin_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
+                           reduction: str = "mean") -> Tensor:
+    """The multi-label hinge loss: per sample, ``max(0, 1 - x[j] + x[i])`` summed over its
+    target classes ``j`` (``target``'s row up to its first -1) and the other classes ``i``,
+    divided by the number of classes."""
+    reduction = _reduction(reduction, size_average, reduce)
+    _check_margin_input(input)
+    if target.shape != input.shape:
+        raise ShapeError(f"inconsistent target size: {list(target.shape)} for input of size: "
+                         f"{list(input.shape)}")
+    _check_long_target(target)
+    classes = input.shape[-1] if input.ndim else 1
+    labels = target._array
+    if labels.size and (labels.min() < -1 or labels.max() >= classes):
+        raise RuntimeError("argument #2 'target' is out of range")
+    return ops.MultilabelMarginLoss.apply(input, target, reduction)
+
+
+def _check_margin_input(input: Tensor) -> None:
+    if input.ndim > 2 or (input.ndim == 2 and input.shape[1] == 0) or (
+            input.ndim == 1 and input.shape[0] == 0):
+        raise ShapeError(f"Expected non-empty vector or matrix with optional 0-dim batch size, "
+                         f"but got: {list(input.shape)}")
+
+
+def _check_long_target(target: Tensor) -> None:
+    if target.dtype.name != "int64":
+        raise DTypeError(f"expected scalar type Long but found {target.dtype.scalar_name}")
 
 
 def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,

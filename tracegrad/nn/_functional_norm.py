@@ -15,12 +15,16 @@ import warnings
 import numpy as np
 
 from .. import backends
+from .._dtype import int32, int64
 from ..autograd.grad_mode import no_grad
 from ..errors import DTypeError, ShapeError
-from ..ops.embedding import Embedding
+from ..factories import arange
+from ..ops.distance import Pdist
+from ..ops.embedding import Embedding, EmbeddingBag
 from ..ops.normalization import NativeBatchNorm, NativeGroupNorm, NativeLayerNorm
 from ..random import numpy_generator
 from ..tensor import Tensor
+from ._functional_conv import avg_pool2d, avg_pool3d, pad
 
 
 # -- normalization ------------------------------------------------------------------------
@@ -97,6 +101,30 @@ def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
     dims = tuple(range(input.ndim - count, input.ndim))
     out = input * ((input * input).mean(dims, keepdim=True) + eps) ** -0.5
     return out if weight is None else out * weight
+
+
+def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75,
+                        k: float = 1.0) -> Tensor:
+    """Each value divided by ``(k + alpha * mean of the squares of its size neighbouring
+    channels) ** beta`` (AlexNet's normalization). Built from ops as torch builds it, so
+    the graph is torch's: MulBackward0, the pad, an AvgPool2D/3D node, PowBackward0, ..."""
+    dim = input.ndim
+    if dim < 3:
+        # torch's message, with the run of spaces its source leaves in it
+        raise ValueError(f"Expected 3D or higher dimensionality{' ' * 26}input (got {dim} "
+                         f"dimensions)")
+    if input.numel() == 0:
+        return input
+    div = input.mul(input)
+    if dim == 3:
+        div = pad(div.unsqueeze(1), (0, 0, size // 2, (size - 1) // 2))
+        div = avg_pool2d(div, (size, 1), stride=1).squeeze(1)
+    else:
+        sizes = input.size()
+        div = div.view(sizes[0], 1, sizes[1], sizes[2], -1)
+        div = pad(div, (0, 0, 0, 0, size // 2, (size - 1) // 2))
+        div = avg_pool3d(div, (size, 1, 1), stride=1).squeeze(1).view(sizes)
+    return input / div.mul(alpha).add(k).pow(beta)
 
 
 # -- dropout ------------------------------------------------------------------------------
@@ -220,6 +248,119 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
                            scale_grad_by_freq=scale_grad_by_freq)
 
 
+def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
+                  max_norm: float | None = None, norm_type: float = 2,
+                  scale_grad_by_freq: bool = False, mode: str = "mean", sparse: bool = False,
+                  per_sample_weights: Tensor | None = None, include_last_offset: bool = False,
+                  padding_idx: int | None = None) -> Tensor:
+    """The rows of ``weight`` that each bag of indices picks, reduced by ``mode`` ("sum",
+    "mean" or "max") without the (bags, length, dim) tensor between. A 2-d ``input`` is one
+    bag per row; a 1-d one is cut into bags where ``offsets`` start them.
+
+    >>> import tracegrad as torch
+    >>> weight = torch.arange(6.0).view(3, 2)
+    >>> torch.nn.functional.embedding_bag(torch.tensor([0, 2, 1]), weight, torch.tensor([0, 2]))
+    tensor([[2., 3.],
+            [2., 3.]])
+    """
+    if weight.dtype == int64 and input.is_floating_point():
+        warnings.warn("Argument order of nn.functional.embedding_bag was changed. Usage "
+                      "`embedding_bag(weight, input, ...)` is deprecated, and should now be "
+                      "`embedding_bag(input, weight, ...)`.", stacklevel=2)
+        weight, input = input, weight
+    if per_sample_weights is not None and input.shape != per_sample_weights.shape:
+        raise ValueError(
+            f"embedding_bag: If per_sample_weights ({per_sample_weights.shape}) is not None, "
+            f"then it must have the same shape as the input ({input.shape})")
+    if weight.ndim != 2:
+        raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension "
+                         f"{weight.ndim}")
+    if input.ndim == 2:
+        if offsets is not None:
+            raise ValueError(
+                "if input is 2D, then offsets has to be None, as input is treated is a "
+                "mini-batch of fixed length sequences. However, found offsets of type "
+                f"{_torch_type_name(offsets)}")
+        offsets = arange(0, input.numel(), input.shape[1], dtype=input.dtype)
+        include_last_offset = False
+        input = input.reshape(-1)
+        if per_sample_weights is not None:
+            per_sample_weights = per_sample_weights.reshape(-1)
+    elif input.ndim == 1:
+        if offsets is None:
+            raise ValueError("offsets has to be a 1D Tensor but got None")
+        if offsets.ndim != 1:
+            raise ValueError("offsets has to be a 1D Tensor")
+    else:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension "
+                         f"{input.ndim}")
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError("mode has to be one of sum, mean or max")
+    if mode == "max" and scale_grad_by_freq:
+        raise ValueError("max mode does not support scaling the gradient by the frequency")
+    if mode == "max" and sparse:
+        raise ValueError("max mode does not support sparse weights")
+    if max_norm is not None:
+        _renorm_rows(weight, input, max_norm, norm_type)
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(
+            "embedding_bag: per_sample_weights was not None. per_sample_weights is only "
+            f"supported for mode='sum' (got mode='{mode}'). Please open a feature request "
+            "on GitHub.")
+    if sparse:
+        raise NotImplementedError(
+            "tracegrad does not implement sparse gradients (embedding_bag(sparse=True)); use "
+            "the default dense gradient.")
+    _check_bags(input, weight, offsets, per_sample_weights, padding_idx)
+    rows = weight.shape[0]
+    return EmbeddingBag.apply(weight, per_sample_weights, indices=input, offsets=offsets,
+                              mode=mode, scale_grad_by_freq=scale_grad_by_freq,
+                              include_last_offset=include_last_offset,
+                              padding_idx=None if padding_idx is None else padding_idx % rows)
+
+
+def _torch_type_name(value) -> str:
+    """``str(type(value))`` as torch's message shows it for a tensor."""
+    return "<class 'torch.Tensor'>" if isinstance(value, Tensor) else str(type(value))
+
+
+def _check_bags(input, weight, offsets, per_sample_weights, padding_idx) -> None:
+    """torch's checks of embedding_bag's kernel arguments, in its words."""
+    for value in (input, offsets):
+        if value.dtype not in (int64, int32):  # torch names both 'indices'
+            raise DTypeError(
+                "Expected tensor for argument #1 'indices' to have one of the following "
+                f"scalar types: Long, Int; but got {value.type()} instead (while checking "
+                "arguments for embedding_bag)")
+    if not weight.is_floating_point():
+        raise DTypeError(
+            "Expected tensor for argument #1 'weight' to have one of the following scalar "
+            f"types: Half, BFloat16, Float, Double; but got {weight.type()} instead (while "
+            "checking arguments for embedding_bag)")
+    if per_sample_weights is not None and per_sample_weights.dtype != weight.dtype:
+        raise DTypeError(
+            "Expected tensor for argument #1 'weight' to have the same type as tensor for "
+            f"argument #1 'per_sample_weights'; but type {weight.type()} does not equal "
+            f"{per_sample_weights.type()} (while checking arguments for embedding_bag)")
+    rows = weight.shape[0]
+    if padding_idx is not None and not -rows <= padding_idx < rows:
+        raise RuntimeError(f"padding_idx must be within the number of embeddings, -{rows} "
+                           f"through {rows - 1}, but got {padding_idx}")
+    starts = offsets._array
+    if len(starts) and int(starts[0]) != 0:
+        raise RuntimeError(
+            "offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start "
+            f"from position 0. However, got {int(starts[0])}")
+    if len(starts) and int(starts[-1]) > input.numel():
+        raise RuntimeError(f"offsets[-1] can not be greater than input's length "
+                           f"{input.numel()} but got offsets[-1] of {int(starts[-1])}")
+    entries = input._array
+    wrong = (entries < 0) | (entries >= rows)
+    if wrong.any():
+        raise RuntimeError(f"embedding_bag: Expected idx >= 0 && idx < num_embeddings but found "
+                         f"idx to be {int(entries[wrong.argmax()])}")
+
+
 def _renorm_rows(weight: Tensor, indices: Tensor, max_norm: float, norm_type: float) -> None:
     """torch's embedding_renorm_: rows used by ``indices`` whose norm exceeds ``max_norm``
     are scaled down to it, in place and outside the graph."""
@@ -280,6 +421,17 @@ def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
     """``||x1 - x2 + eps||_p`` along the last dim."""
     last = max(x1.ndim, x2.ndim) - 1
     return (x1 - x2 + eps).norm(p, last, keepdim=keepdim)
+
+
+def pdist(input: Tensor, p: float = 2.0) -> Tensor:
+    """The p-norm distance between each pair of rows ``i < j`` of ``input`` (N, M): N * (N - 1)
+    / 2 values, row by row.
+
+    >>> import tracegrad as torch
+    >>> torch.nn.functional.pdist(torch.tensor([[0.0, 0.0], [3.0, 4.0], [0.0, 1.0]]))
+    tensor([5.0000, 1.0000, 4.2426])
+    """
+    return Pdist.apply(input, p)
 
 
 def _broadcast_shape(first, second) -> tuple:

@@ -110,6 +110,21 @@ class LeakyReLU(Module):
         return f"negative_slope={self.negative_slope}{_inplace_text(self.inplace)}"
 
 
+class RReLU(Module):
+    """Leaky ReLU with random negative slopes in training (``F.rrelu``)."""
+
+    def __init__(self, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
+                 inplace: bool = False) -> None:
+        super().__init__()
+        self.lower, self.upper, self.inplace = lower, upper, inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"lower={self.lower}, upper={self.upper}{_inplace_text(self.inplace)}"
+
+
 class ELU(Module):
     def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
         super().__init__()

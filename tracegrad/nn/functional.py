@@ -24,6 +24,7 @@ from ._functional_activation import (
     elu_,
     gelu,
     glu,
+    gumbel_softmax,
     hardshrink,
     hardsigmoid,
     hardswish,
@@ -38,6 +39,8 @@ from ._functional_activation import (
     relu,
     relu6,
     relu_,
+    rrelu,
+    rrelu_,
     selu,
     selu_,
     sigmoid,
@@ -56,10 +59,14 @@ from ._functional_attention import multi_head_attention_forward, scaled_dot_prod
 from ._functional_conv import (
     adaptive_avg_pool1d,
     adaptive_avg_pool2d,
+    adaptive_avg_pool3d,
     adaptive_max_pool1d,
     adaptive_max_pool2d,
+    adaptive_max_pool3d,
     avg_pool1d,
     avg_pool2d,
+    avg_pool3d,
+    channel_shuffle,
     conv1d,
     conv2d,
     conv3d,
@@ -70,8 +77,13 @@ from ._functional_conv import (
     interpolate,
     lp_pool1d,
     lp_pool2d,
+    lp_pool3d,
     max_pool1d,
     max_pool2d,
+    max_pool3d,
+    max_unpool1d,
+    max_unpool2d,
+    max_unpool3d,
     pad,
     pixel_shuffle,
     pixel_unshuffle,
@@ -92,6 +104,8 @@ from ._functional_loss import (
     l1_loss,
     margin_ranking_loss,
     mse_loss,
+    multi_margin_loss,
+    multilabel_margin_loss,
     multilabel_soft_margin_loss,
     nll_loss,
     poisson_nll_loss,
@@ -109,12 +123,15 @@ from ._functional_norm import (
     dropout2d,
     dropout3d,
     embedding,
+    embedding_bag,
     group_norm,
     instance_norm,
     layer_norm,
+    local_response_norm,
     normalize,
     one_hot,
     pairwise_distance,
+    pdist,
     rms_norm,
 )
 from ._ops import REDUCTIONS, linear
@@ -130,12 +147,21 @@ def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation
     return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
+def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
+                            ceil_mode=False, return_indices=True):
+    return max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
 def adaptive_max_pool1d_with_indices(input, output_size, return_indices=True):
     return adaptive_max_pool1d(input, output_size, True)
 
 
 def adaptive_max_pool2d_with_indices(input, output_size, return_indices=True):
     return adaptive_max_pool2d(input, output_size, True)
+
+
+def adaptive_max_pool3d_with_indices(input, output_size, return_indices=True):
+    return adaptive_max_pool3d(input, output_size, True)
 
 
 def _check_reduction(function: str, reduction: str) -> None:
@@ -150,18 +176,23 @@ def __getattr__(name: str):
 __all__ = [
     "adaptive_avg_pool1d",
     "adaptive_avg_pool2d",
+    "adaptive_avg_pool3d",
     "adaptive_max_pool1d",
     "adaptive_max_pool1d_with_indices",
     "adaptive_max_pool2d",
     "adaptive_max_pool2d_with_indices",
+    "adaptive_max_pool3d",
+    "adaptive_max_pool3d_with_indices",
     "alpha_dropout",
     "avg_pool1d",
     "avg_pool2d",
+    "avg_pool3d",
     "batch_norm",
     "bilinear",
     "binary_cross_entropy",
     "binary_cross_entropy_with_logits",
     "celu",
+    "channel_shuffle",
     "celu_",
     "conv1d",
     "conv2d",
@@ -179,11 +210,13 @@ __all__ = [
     "elu",
     "elu_",
     "embedding",
+    "embedding_bag",
     "fold",
     "gaussian_nll_loss",
     "gelu",
     "glu",
     "group_norm",
+    "gumbel_softmax",
     "hardshrink",
     "hardsigmoid",
     "hardswish",
@@ -199,24 +232,34 @@ __all__ = [
     "leaky_relu",
     "leaky_relu_",
     "linear",
+    "local_response_norm",
     "log_softmax",
     "logsigmoid",
     "lp_pool1d",
     "lp_pool2d",
+    "lp_pool3d",
     "margin_ranking_loss",
     "max_pool1d",
     "max_pool1d_with_indices",
     "max_pool2d",
     "max_pool2d_with_indices",
+    "max_pool3d",
+    "max_pool3d_with_indices",
+    "max_unpool1d",
+    "max_unpool2d",
+    "max_unpool3d",
     "mish",
     "mse_loss",
     "multi_head_attention_forward",
+    "multi_margin_loss",
+    "multilabel_margin_loss",
     "multilabel_soft_margin_loss",
     "nll_loss",
     "normalize",
     "one_hot",
     "pad",
     "pairwise_distance",
+    "pdist",
     "pixel_shuffle",
     "pixel_unshuffle",
     "poisson_nll_loss",
@@ -224,6 +267,8 @@ __all__ = [
     "relu",
     "relu6",
     "relu_",
+    "rrelu",
+    "rrelu_",
     "rms_norm",
     "scaled_dot_product_attention",
     "selu",

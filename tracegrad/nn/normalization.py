@@ -252,3 +252,18 @@ def _reset_affine(module: Module) -> None:
         init.ones_(module.weight)
     if module.bias is not None:
         init.zeros_(module.bias)
+
+
+class LocalResponseNorm(Module):
+    """Normalization across ``size`` neighbouring channels (``F.local_response_norm``)."""
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75,
+                 k: float = 1.0) -> None:
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self) -> str:
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"

@@ -89,6 +89,7 @@ def registry() -> dict[str, type]:
         recurrent,
         reduce,
         resample,
+        rrelu,
         sampling,
         scan,
         selection,

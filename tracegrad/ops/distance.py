@@ -1,4 +1,5 @@
-"""``cdist``: the p-norm distance between each pair of rows of two batches of matrices."""
+"""``cdist``: the p-norm distance between each pair of rows of two batches of matrices;
+``pdist``: between each pair of rows of one matrix."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from ..autograd.quiet import silenced
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
 from . import _math
+from .indexing import index_accumulate
 from .unary import _quiet
 
 
@@ -22,9 +24,15 @@ def _pairwise(xp, x1, x2, p: float):
         square2 = (x2 * x2).sum(-1)[..., None, :]
         squared = square1 + square2 - 2 * (x1 @ xp.swapaxes(x2, -1, -2))
         return xp.sqrt(xp.maximum(squared, 0))
-    diff = xp.abs(x1[..., :, None, :] - x2[..., None, :, :])
+    return _norms(xp, xp.abs(x1[..., :, None, :] - x2[..., None, :, :]), p)
+
+
+@silenced
+def _norms(xp, diff, p: float):
+    """The p-norms of the last axis of ``diff`` (already absolute), as torch's distance
+    kernels compute them."""
     if p == 0:
-        return (diff != 0).sum(-1).astype(x1.dtype)
+        return (diff != 0).sum(-1).astype(diff.dtype)
     if p == 1:
         return diff.sum(-1)
     if p == 2:
@@ -72,29 +80,69 @@ class Cdist(Op):
     def backward(ctx, grad):
         x1, x2, result = ctx.saved_tensors
         needs = ctx.needs_input_grad
-        p = ctx.p
-        if p == 0:
+        if ctx.p == 0:
             return None, None, None
         diff = _math.unsqueeze(x1, -2) - _math.unsqueeze(x2, -3)  # (..., P, R, M)
-        distance = _math.unsqueeze(result, -1)
-        weight = _math.unsqueeze(grad, -1)
-        if p == 1:
-            pair = weight * _math.sign(diff)
-        elif p == math.inf:
-            magnitude = abs(diff)
-            pair = weight * _math.sign(diff) * (magnitude == distance)
-        else:
-            zero = distance == 0
-            safe = _math.where(zero, 1.0, distance)
-            if p == 2:
-                scale = diff / safe
-            else:
-                scale = diff * abs(diff) ** (p - 2) / safe ** (p - 1)
-            pair = _math.where(zero, 0.0, weight * scale)
+        pair = _pair_gradient(diff, _math.unsqueeze(result, -1), _math.unsqueeze(grad, -1),
+                              ctx.p)
         # (each as broadcast over batch dimensions: the engine sums it to its input's shape)
         grad1 = _math.sum_dims(pair, (-2,)) if needs[0] else None
         grad2 = -_math.sum_dims(pair, (-3,)) if needs[1] else None
         return grad1, grad2, None
 
 
-__all__ = ["Cdist", "Tensor"]
+def _pair_gradient(diff, distance, weight, p: float):
+    """The gradient ``weight`` sends to the first point of each pair through its p-norm
+    ``distance`` (the second point gets its negative); ``diff`` is first minus second."""
+    if p == 1:
+        return weight * _math.sign(diff)
+    if p == math.inf:
+        return weight * _math.sign(diff) * (abs(diff) == distance)
+    zero = distance == 0
+    safe = _math.where(zero, 1.0, distance)
+    if p == 2:
+        scale = diff / safe
+    else:
+        scale = diff * abs(diff) ** (p - 2) / safe ** (p - 1)
+    return _math.where(zero, 0.0, weight * scale)
+
+
+class Pdist(Op):
+    """``pdist``: the p-norm distance of each pair of rows ``i < j`` of a matrix, in row
+    order (the upper triangle of ``cdist(x, x)``, computed directly, as torch's kernel)."""
+
+    node_name = "PdistBackward0"
+    array_backward = True
+    saves_output = True
+    saved_names = ("self", "result", "p=p")  # grad_fn._saved_<name>, as PyTorch names them
+
+    @staticmethod
+    def forward(ctx, a, p=2.0):
+        if a._array.ndim != 2:
+            raise ShapeError(f"pdist only supports 2D tensors, got: {a._array.ndim}D")
+        if a._array.dtype.kind != "f":
+            raise DTypeError("pdist only supports floating-point dtypes")
+        if p < 0:
+            raise ShapeError("pdist only supports non-negative p values")
+        xp = a._xp
+        ctx.save_for_backward(a)
+        ctx.p = float(p)
+        ctx.first, ctx.second = (xp.asarray(rows) for rows in
+                                 xp.triu_indices(a._array.shape[0], 1))
+        x = a._array
+        return _norms(xp, xp.abs(x[ctx.first] - x[ctx.second]), ctx.p)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, result = ctx.saved_tensors
+        if ctx.p == 0:  # the count of differing coordinates: zero gradient, as torch's
+            zeros = _math.xp(grad).zeros(tuple(x.shape), dtype=_math.numpy_dtype(grad))
+            return _math.constant(grad, zeros), None
+        pair = _pair_gradient(x[ctx.first] - x[ctx.second], _math.unsqueeze(result, -1),
+                              _math.unsqueeze(grad, -1), ctx.p)
+        shape = tuple(x.shape)
+        return (index_accumulate(pair, shape, ctx.first)
+                - index_accumulate(pair, shape, ctx.second)), None
+
+
+__all__ = ["Cdist", "Pdist", "Tensor"]

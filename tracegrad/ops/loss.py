@@ -1,5 +1,5 @@
 """The losses torch records as one node: binary_cross_entropy(_with_logits), smooth_l1_loss,
-huber_loss. (mse_loss and nll_loss live in ``tracegrad/nn/_ops.py``; the other losses are
+huber_loss, soft_margin_loss, multi_margin_loss, multilabel_margin_loss. (mse_loss and nll_loss live in ``tracegrad/nn/_ops.py``; the other losses are
 compositions of tensor ops, as they are in torch.)
 
 Each takes ``reduction`` ("none", "mean", "sum"); class weights are keyword attributes,
@@ -18,6 +18,7 @@ from . import _math
 from ._edges import select_edges
 from ._math import sum_to
 from ._saved import REDUCTION_ENUM, show_saved
+from .binary import _NotDifferentiable
 from .unary import _quiet
 
 
@@ -355,4 +356,170 @@ class HuberLossBackward(_LossBackward):
 
 for _op in (SmoothL1Loss, HuberLoss, SoftMarginLoss, SmoothL1LossBackward, HuberLossBackward,
             BinaryCrossEntropy, BinaryCrossEntropyWithLogits):
+    show_saved(_op, "reduction", lambda node: REDUCTION_ENUM[node.reduction])
+
+
+def _batched_rows(array):
+    """(N, C) from an (N, C), a (C,) or a 0-d input (one sample, one class)."""
+    return array.reshape(-1, array.shape[-1] if array.ndim else 1)
+
+
+class MultiMarginLoss(Op):
+    """Per sample, ``sum over i != y of weight[y] * max(0, margin - x[y] + x[i]) ** p``,
+    divided by the number of classes. torch defines no derivative of its backward."""
+
+    node_name = "MultiMarginLossBackward0"
+    array_backward = True
+    saved_names = ("self", "target", "weight", "margin=margin", "p=p")  # as torch's
+
+    @staticmethod
+    @silenced
+    def forward(ctx, input, target, p=1, margin=1.0, weight=None, reduction="mean"):
+        select_edges(ctx, (0,))  # torch's edges: the input only
+        ctx.save_for_backward(input, target, weight)
+        ctx.p, ctx.margin, ctx.reduction = p, margin, reduction
+        ctx.weight = None if weight is None else weight._array
+        x = input._array
+        losses = _multi_margins(input._xp, x, target._array, p, margin, ctx.weight)
+        losses = losses.sum(-1) / max(x.shape[-1] if x.ndim else 1, 1)
+        return reduce_array(losses.reshape(target._array.shape), reduction)
+
+    @staticmethod
+    def backward(ctx, grad):
+        input, target, _ = ctx.saved_tensors
+        if grad.__class__ is Tensor:  # torch defines no derivative of this backward
+            return (MultiMarginLossBackward.apply(grad, input, target, ctx.p, ctx.margin,
+                                                  ctx.weight, ctx.reduction),) + (None,) * 5
+        return (_multi_margin_grad(grad, input, target, ctx.p, ctx.margin, ctx.weight,
+                                   ctx.reduction),) + (None,) * 5
+
+
+def _multi_margins(xp, x, target, p, margin, weight):
+    """(N, C) terms of each sample's sum (0 at its own class), before the division."""
+    rows = _batched_rows(x)
+    classes = target.reshape(-1)
+    own = xp.take_along_axis(rows, classes[:, None], axis=1)
+    terms = xp.maximum(margin - own + rows, 0)
+    if p == 2:
+        terms = terms * terms
+    if weight is not None:
+        terms = terms * weight[classes][:, None]
+    return xp.where(xp.arange(rows.shape[1]) == classes[:, None], 0, terms).astype(x.dtype)
+
+
+@silenced
+def _multi_margin_grad(grad, input, target, p, margin, weight, reduction):
+    """multi_margin_loss's input gradient, on arrays (torch's multi_margin_loss_backward)."""
+    xp = _math.xp(input)
+    rows, classes = _batched_rows(input), target.reshape(-1)
+    count = max(rows.shape[1], 1)
+    own = xp.take_along_axis(rows, classes[:, None], axis=1)
+    gap = margin - own + rows
+    slope = (gap > 0) * (2 * gap if p == 2 else 1.0) / count
+    if weight is not None:
+        slope = slope * weight[classes][:, None]
+    slope = xp.where(xp.arange(rows.shape[1]) == classes[:, None], 0, slope)
+    # the own class gets minus the others' sum
+    slope[xp.arange(len(classes)), classes] = -slope.sum(1)
+    scale = grad.reshape(-1, 1) if reduction == "none" else grad
+    if reduction == "mean":
+        scale = scale / max(len(classes), 1)
+    return (slope * scale).reshape(input.shape).astype(input.dtype, copy=False)
+
+
+class MultiMarginLossBackward(_NotDifferentiable):
+    """multi_margin_loss's backward under create_graph: computed, but a NotImplemented node
+    (a second derivative fails here as in torch)."""
+
+    node_name = "torch::autograd::NotImplemented"
+    _aten_name = "multi_margin_loss_backward"
+
+    @staticmethod
+    def forward(ctx, grad, input, target, p, margin, weight, reduction):
+        return _multi_margin_grad(grad._array, input._array, target._array, p, margin,
+                                  weight, reduction)
+
+
+class MultilabelMarginLoss(Op):
+    """Per sample, ``sum over target classes j and other classes i of max(0, 1 - x[j] +
+    x[i])``, divided by the number of classes; a sample's targets end at its first -1.
+    torch defines no derivative of its backward."""
+
+    node_name = "MultilabelMarginLossBackward0"
+    array_backward = True
+    saved_names = ("self", "target", "is_target")  # as torch's
+
+    @staticmethod
+    @silenced
+    def forward(ctx, input, target, reduction="mean"):
+        select_edges(ctx, (0,))  # torch's edges: the input only
+        xp, x = input._xp, input._array
+        picks, is_target = _label_targets(xp, _batched_rows(target._array))
+        shown = Tensor._wrap(is_target.reshape(x.shape).astype(x.dtype), False)
+        ctx.save_for_backward(input, target, shown)
+        ctx.reduction, ctx.picks = reduction, picks
+        losses = _label_margins(xp, _batched_rows(x), picks, is_target).sum((1, 2))
+        losses = losses / max(x.shape[-1] if x.ndim else 1, 1)
+        return reduce_array(losses.reshape(x.shape[:-1]).astype(x.dtype), reduction)
+
+    @staticmethod
+    def backward(ctx, grad):
+        input, _, is_target = ctx.saved_tensors
+        if grad.__class__ is Tensor:  # torch defines no derivative of this backward
+            return (MultilabelMarginLossBackward.apply(grad, input, is_target, ctx.picks,
+                                                       ctx.reduction), None, None)
+        return _multilabel_grad(grad, input, is_target, ctx.picks, ctx.reduction), None, None
+
+
+def _label_targets(xp, targets):
+    """Each sample's target list as a mask (N, C) of the slots before its first -1, and
+    which classes are targets (N, C)."""
+    ended = xp.cumsum(targets == -1, axis=1) > 0
+    picks = ~ended
+    is_target = xp.zeros(targets.shape, dtype=bool)
+    rows = xp.nonzero(picks)
+    is_target[rows[0], targets[rows]] = True
+    return (picks, targets), is_target
+
+
+def _label_margins(xp, rows, picks, is_target):
+    """(N, slots, C): ``max(0, 1 - x[target in slot] + x[i])`` for each non-target class i,
+    0 where the slot is past the list's end."""
+    used, targets = picks
+    chosen = xp.take_along_axis(rows, xp.where(used, targets, 0), axis=1)  # (N, slots)
+    gaps = xp.maximum(1 - chosen[:, :, None] + rows[:, None, :], 0)
+    return gaps * (used[:, :, None] & ~is_target[:, None, :])
+
+
+@silenced
+def _multilabel_grad(grad, input, is_target, picks, reduction):
+    """multilabel_margin_loss's input gradient, on arrays."""
+    xp = _math.xp(input)
+    rows = _batched_rows(input)
+    used, targets = picks
+    count = max(rows.shape[1], 1)
+    active = _label_margins(xp, rows, picks, _batched_rows(is_target) > 0) > 0
+    slope = active.sum(1).astype(rows.dtype)  # each other class, once per margin it is in
+    lost = active.sum(2).astype(rows.dtype)  # each target slot, once per margin
+    xp.add.at(slope, (xp.nonzero(used)[0], targets[used]), -lost[used])
+    scale = grad.reshape(-1, 1) if reduction == "none" else grad
+    if reduction == "mean":
+        scale = scale / max(rows.shape[0], 1)
+    return (slope / count * scale).reshape(input.shape).astype(input.dtype, copy=False)
+
+
+class MultilabelMarginLossBackward(_NotDifferentiable):
+    """multilabel_margin_loss's backward under create_graph: computed, but a NotImplemented
+    node (a second derivative fails here as in torch)."""
+
+    node_name = "torch::autograd::NotImplemented"
+    _aten_name = "multilabel_margin_loss_backward"
+
+    @staticmethod
+    def forward(ctx, grad, input, is_target, picks, reduction):
+        return _multilabel_grad(grad._array, input._array, is_target._array, picks,
+                                reduction)
+
+
+for _op in (MultiMarginLoss, MultilabelMarginLoss):
     show_saved(_op, "reduction", lambda node: REDUCTION_ENUM[node.reduction])

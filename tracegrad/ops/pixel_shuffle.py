@@ -1,5 +1,6 @@
 """pixel_shuffle and pixel_unshuffle: channels traded for space (and back) by a reshape and
-a transpose. Each is the other's backward."""
+a transpose. Each is the other's backward. channel_shuffle: channels interleaved across
+groups, the same way (its backward is itself, with the other factor)."""
 
 from __future__ import annotations
 
@@ -75,3 +76,34 @@ class PixelUnshuffle(Op):
 show_saved(PixelShuffle, "upscale_factor", lambda node: node.factor)
 
 show_saved(PixelUnshuffle, "downscale_factor", lambda node: node.factor)
+
+
+class ChannelShuffle(Op):
+    """(N, g * k, *) -> (N, k * g, *): channel ``i * k + j`` moves to ``j * g + i``."""
+
+    node_name = "ChannelShuffleBackward0"
+    array_backward = True
+
+    @staticmethod
+    def forward(ctx, a, groups):
+        x = a._array
+        if groups <= 0:
+            raise RuntimeError(f"Number of groups to divide channels in must be positive. Value "
+                               f"of groups:{groups}")
+        if x.ndim <= 2:
+            raise ShapeError(f"channel_shuffle expects input with > 2 dims, but got input "
+                             f"with sizes {list(x.shape)}")
+        channels = x.shape[1]
+        if channels % groups:
+            raise ShapeError(f"Number of channels must be divisible by groups. Got {channels} "
+                             f"channels and {groups} groups.")
+        ctx.groups = groups
+        blocks = x.reshape((x.shape[0], groups, channels // groups) + x.shape[2:])
+        return a._xp.ascontiguousarray(blocks.swapaxes(1, 2)).reshape(x.shape)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _math.apply(ChannelShuffle, grad, grad.shape[1] // ctx.groups), None
+
+
+show_saved(ChannelShuffle, "groups", lambda node: node.groups)

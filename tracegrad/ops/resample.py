@@ -238,12 +238,21 @@ class AvgPool2D(_SavesInput):
     node_name = "AvgPool2DBackward0"
 
 
-_show_arguments(AvgPool2D, ("kernel_size", "stride", "padding", "ceil_mode",
-                            "count_include_pad", "divisor_override"))
+class AvgPool3D(_SavesInput):
+    node_name = "AvgPool3DBackward0"
+
+
+for _op in (AvgPool2D, AvgPool3D):
+    _show_arguments(_op, ("kernel_size", "stride", "padding", "ceil_mode", "count_include_pad",
+                          "divisor_override"))
 
 
 class AdaptiveAvgPool2D(_SavesInput):
     node_name = "AdaptiveAvgPool2DBackward0"
+
+
+class AdaptiveAvgPool3D(_SavesInput):
+    node_name = "AdaptiveAvgPool3DBackward0"
 
 
 PAD_OPS = {("reflect", 1): ReflectionPad1D, ("reflect", 2): ReflectionPad2D,
