@@ -113,6 +113,10 @@ KNOWN_CASE_DIFFERENCES = frozenset({
     "SoftMarginLoss/0", "inplace_on_view/0",
     "inplace_on_view/3", "var/1", "std/0", "matrix_power/1", "matrix_power/2", "matrix_power/4",
     "matrix_norm/1", "matrix_norm/3", "matrix_norm/4", "matrix_norm/5", "cov/0", "cov/1",
+    # (3-d pooling, embedding_bag, pdist: as their 2-d and cdist kin)
+    "MaxPool3DWithIndices/0", "MaxPool3DWithIndices/1", "AdaptiveMaxPool3D/0", "AvgPool3D/0", "AvgPool3D/1", "AvgPool3D/2",
+    "AdaptiveAvgPool3D/0", "EmbeddingBag/2", "Pdist/0", "Pdist/1", "Pdist/2", "Pdist/3",
+    "Pdist/4",
 })
 _CASE_IDS = [f"{name}/{index}" for name, cases in {**_cases.CASES, **_cases.COMPOSITES}.items()
              for index, case in enumerate(cases)
